@@ -1,0 +1,1 @@
+"""Application core: configuration, component registry, jobs and the application object."""

@@ -1,0 +1,33 @@
+"""Base class of pluggable components (LLM, index, workspace, ...)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from reme.app.application import Application
+
+
+class Component:
+    """A long-lived backend started before jobs run and closed after.
+
+    Subclasses set `kind` and `requires` (names of components that must start first) and
+    override `start`/`close`. Settings come from the component's config block.
+    """
+
+    kind: ClassVar[str] = "component"
+    requires: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, app: Application, name: str, **settings: Any) -> None:
+        self.app = app
+        self.name = name
+        self.settings = settings
+
+    async def start(self) -> None:
+        """Acquire resources; raise to abort application start."""
+
+    async def close(self) -> None:
+        """Release resources; called in reverse start order."""
+
+    def health(self) -> dict[str, Any]:
+        return {"status": "ok"}

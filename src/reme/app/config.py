@@ -1,0 +1,184 @@
+"""Loading the YAML configuration: packaged configs, imports, env expansion, overrides, redaction.
+
+Precedence, lowest first: imported files, the config file itself, then overrides (dot keys such as
+`service.port=8090`, or nested dicts). Dicts merge deeply; lists and scalars are replaced.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+PACKAGED_DIR = Path(str(resources.files("reme") / "config"))
+TOP_LEVEL_KEYS = {"imports", "workspace_dir", "timezone", "service", "components", "jobs", "logging"}
+SERVICE_KEYS = {"backend", "host", "port", "auth_token", "transport", "path"}
+_SECRET_KEY = re.compile(r"(api_?key|token|secret|password|authorization)", re.IGNORECASE)
+_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+class ConfigError(ValueError):
+    """A configuration problem; the message names the offending key."""
+
+
+def find_config_file(name_or_path: str | Path) -> Path:
+    """A path to an existing file, or the name of a packaged config (`default`)."""
+    candidate = Path(name_or_path).expanduser()
+    if candidate.is_file():
+        return candidate
+    packaged = PACKAGED_DIR / f"{name_or_path}.yaml"
+    if packaged.is_file():
+        return packaged
+    known = ", ".join(sorted(p.stem for p in PACKAGED_DIR.glob("*.yaml")))
+    raise ConfigError(f"config {str(name_or_path)!r} is neither a file nor a packaged config ({known})")
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.load(
+            path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        )
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: invalid YAML: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: top level must be a mapping")
+    return data
+
+
+def _load_with_imports(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    path = path.resolve()
+    if path in seen:
+        raise ConfigError(f"{path}: import cycle")
+    data = _read_yaml(path)
+    merged: dict[str, Any] = {}
+    for item in data.pop("imports", None) or []:
+        for target in _import_targets(path, item):
+            merged = deep_merge(merged, _load_with_imports(target, (*seen, path)))
+    return deep_merge(merged, data)
+
+
+def _import_targets(importer: Path, item: str) -> list[Path]:
+    """Files named by one `imports` entry (a glob allowed), beside the importer or packaged."""
+    for base in (importer.parent, PACKAGED_DIR):
+        if any(ch in item for ch in "*?["):
+            matches = sorted(base.glob(item))
+            if matches:
+                return matches
+        elif (base / item).is_file():
+            return [base / item]
+    if any(ch in item for ch in "*?["):
+        return []
+    raise ConfigError(f"{importer}: imports: file {item!r} not found")
+
+
+def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """Merge `over` into a copy of `base`: dicts recursively, everything else replaced."""
+    result = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(result.get(key), dict):
+            result[key] = deep_merge(result[key], value)
+        else:
+            result[key] = copy.deepcopy(value)
+    return result
+
+
+def set_dotted(config: dict[str, Any], dotted: str, value: Any) -> None:
+    """Set `a.b.c` in nested dicts, creating missing levels."""
+    parts = dotted.split(".")
+    node = config
+    for i, part in enumerate(parts[:-1]):
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        elif not isinstance(child, dict):
+            raise ConfigError(f"cannot set {dotted!r}: {'.'.join(parts[: i + 1])!r} is not a mapping")
+        node = child
+    node[parts[-1]] = value
+
+
+def expand_env(value: Any) -> Any:
+    """Expand `${VAR}` and `${VAR:-default}` in every string; a whole-string placeholder is re-typed."""
+    if isinstance(value, dict):
+        return {k: expand_env(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [expand_env(v) for v in value]
+    if not isinstance(value, str) or "${" not in value:
+        return value
+
+    def substitute(match: re.Match[str]) -> str:
+        return os.environ.get(match.group(1)) or (match.group(2) or "")
+
+    expanded = _ENV.sub(substitute, value)
+    if _ENV.fullmatch(value) and expanded.strip():
+        try:
+            typed = yaml.safe_load(expanded)
+        except yaml.YAMLError:
+            return expanded
+        return typed if isinstance(typed, (int, float, bool)) else expanded
+    return expanded
+
+
+def load_config(
+    config: str | Path | None = None, overrides: dict[str, Any] | None = None, *, load_env_file: bool = True
+) -> dict[str, Any]:
+    """The effective configuration: file (+ imports), `.env`, overrides, env expansion, checks."""
+    if load_env_file:
+        from dotenv import load_dotenv
+
+        load_dotenv(Path.cwd() / ".env", override=False)
+    data = _load_with_imports(find_config_file(config or "default"))
+    for key, value in (overrides or {}).items():
+        if "." in key:
+            set_dotted(data, key, copy.deepcopy(value))
+        elif isinstance(value, dict) and isinstance(data.get(key), dict):
+            data[key] = deep_merge(data[key], value)
+        else:
+            data[key] = copy.deepcopy(value)
+    data = expand_env(data)
+    check_config(data)
+    return data
+
+
+def check_config(data: dict[str, Any]) -> None:
+    """Refuse unknown top-level and service keys, and badly shaped sections, naming the key."""
+    for key in data:
+        if key not in TOP_LEVEL_KEYS:
+            raise ConfigError(f"unknown config key {key!r} (known: {', '.join(sorted(TOP_LEVEL_KEYS))})")
+    service = data.setdefault("service", {})
+    if not isinstance(service, dict):
+        raise ConfigError("config key 'service' must be a mapping")
+    for key in service:
+        if key not in SERVICE_KEYS:
+            raise ConfigError(
+                f"unknown config key 'service.{key}' (known: {', '.join(sorted(SERVICE_KEYS))})"
+            )
+    port = service.get("port", 2333)
+    if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
+        raise ConfigError(f"config key 'service.port' must be a port number, got {port!r}")
+    for section in ("components", "jobs"):
+        block = data.setdefault(section, {})
+        if not isinstance(block, dict):
+            raise ConfigError(f"config key {section!r} must be a mapping")
+        for name, spec in block.items():
+            if spec is not None and not isinstance(spec, dict):
+                raise ConfigError(f"config key '{section}.{name}' must be a mapping")
+    if not isinstance(data.get("workspace_dir", ".reme"), (str, Path)):
+        raise ConfigError("config key 'workspace_dir' must be a path")
+
+
+def redact(value: Any, key: str = "") -> Any:
+    """A copy with secret-looking values (keys, tokens, passwords) replaced by `***`."""
+    if isinstance(value, dict):
+        return {k: redact(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v, key) for v in value]
+    if key and _SECRET_KEY.search(key) and value not in (None, ""):
+        return "***"
+    return value

@@ -1,0 +1,69 @@
+"""The embedded Python API: reme inside the host's own process and event loop.
+
+    async with reme.ReMe(workspace_dir="notes") as app:
+        hits = await app.run("search", query="solar panels")
+
+`ReMeSync` offers the same for synchronous code, on an event loop of its own in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+from typing import Any
+
+from reme.app.application import Application
+from reme.app.config import load_config
+from reme.app.jobs import Response
+
+
+class ReMe(Application):
+    """An `Application` configured from keyword arguments (`service={"port": 1}` or `**{"a.b": 1}`)."""
+
+    def __init__(
+        self, workspace_dir: str | Path | None = None, config: str | Path | None = None, **overrides: Any
+    ):
+        if workspace_dir is not None:
+            overrides["workspace_dir"] = str(workspace_dir)
+        super().__init__(load_config(config, overrides))
+
+
+class ReMeSync:
+    """Blocking wrapper: `with ReMeSync(workspace_dir=...) as app: app.run("search", query=...)`."""
+
+    def __init__(
+        self, workspace_dir: str | Path | None = None, config: str | Path | None = None, **overrides: Any
+    ):
+        self._app = ReMe(workspace_dir, config, **overrides)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="reme-loop", daemon=True)
+
+    @property
+    def app(self) -> Application:
+        return self._app
+
+    def _call(self, coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    def start(self) -> ReMeSync:
+        if not self._thread.is_alive():
+            self._thread.start()
+        self._call(self._app.start())
+        return self
+
+    def run(self, job: str, /, **params: Any) -> Response:
+        return self._call(self._app.run(job, **params))
+
+    def close(self) -> None:
+        if self._thread.is_alive():
+            self._call(self._app.close())
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join()
+        self._loop.close()
+
+    def __enter__(self) -> ReMeSync:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,242 @@
+"""Jobs: declared in config as a parameter schema plus an ordered list of steps.
+
+A request is validated against the job's JSON Schema before any step runs; steps then share one
+`JobContext`. Whatever goes wrong inside a step becomes `success=false` with a message — a job never
+raises into the service.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import anyio.to_thread
+
+from reme.app.config import ConfigError
+from reme.app.registry import STEPS
+
+if TYPE_CHECKING:
+    from reme.app.application import Application
+
+log = logging.getLogger(__name__)
+
+JOB_KINDS = ("base", "stream", "background", "cron")
+_JOB_KEYS = {
+    "kind",
+    "description",
+    "parameters",
+    "steps",
+    "enable_serve",
+    "cron",
+    "restart_delay",
+    "max_restart_delay",
+}
+# Exceptions whose message is already meant for the user: no type name, no traceback in the log.
+USER_ERRORS = (
+    ValueError,
+    FileNotFoundError,
+    FileExistsError,
+    PermissionError,
+    IsADirectoryError,
+    NotADirectoryError,
+)
+
+
+@dataclass
+class Response:
+    success: bool = True
+    answer: Any = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"success": self.success, "answer": self.answer, "metadata": self.metadata}
+
+
+class JobError(Exception):
+    """Raised by a step to end the job with `success=false` and this message."""
+
+    def __init__(self, message: str, metadata: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.metadata = metadata or {}
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    backend: str
+    settings: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    name: str
+    kind: str
+    description: str
+    parameters: dict[str, Any]
+    steps: tuple[StepSpec, ...]
+    enable_serve: bool = True
+    cron: str | None = None
+    restart_delay: float = 1.0
+    max_restart_delay: float = 60.0
+
+    @property
+    def served(self) -> bool:
+        """Reachable over HTTP/MCP: background and cron jobs never are."""
+        return self.enable_serve and self.kind in ("base", "stream")
+
+
+@dataclass
+class JobContext:
+    app: Application
+    job: JobSpec
+    params: dict[str, Any]
+    response: Response = field(default_factory=Response)
+    state: dict[str, Any] = field(default_factory=dict)
+    usage: dict[str, float] = field(default_factory=dict)
+    _emit: Callable[[Any], Awaitable[None]] | None = None
+
+    async def emit(self, chunk: Any) -> None:
+        """Send one chunk to a stream client (ignored for non-stream runs)."""
+        if self._emit is not None:
+            await self._emit(chunk)
+
+    def add_usage(self, usage: dict[str, Any]) -> None:
+        """Sum token usage (and request counts) over every LLM call of this run."""
+        for key, value in usage.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                self.usage[key] = self.usage.get(key, 0) + value
+
+
+def build_job(name: str, raw: dict[str, Any] | None) -> JobSpec:
+    """Check one job's config block; the error names the bad key."""
+    raw = raw or {}
+    where = f"jobs.{name}"
+    for key in raw:
+        if key not in _JOB_KEYS:
+            raise ConfigError(f"unknown config key '{where}.{key}' (known: {', '.join(sorted(_JOB_KEYS))})")
+    kind = raw.get("kind", "base")
+    if kind not in JOB_KINDS:
+        raise ConfigError(f"{where}.kind: {kind!r} is not one of {', '.join(JOB_KINDS)}")
+    steps_raw = raw.get("steps")
+    if not isinstance(steps_raw, list) or not steps_raw:
+        raise ConfigError(f"{where}.steps: a job needs a non-empty list of steps")
+    steps = []
+    for i, step in enumerate(steps_raw):
+        if not isinstance(step, dict) or "backend" not in step:
+            raise ConfigError(f"{where}.steps[{i}]: each step needs a 'backend'")
+        if step["backend"] not in STEPS:
+            raise ConfigError(
+                f"{where}.steps[{i}].backend: unknown step {step['backend']!r} (known: {', '.join(STEPS.names())})"
+            )
+        settings = {k: v for k, v in step.items() if k != "backend"}
+        steps.append(StepSpec(step["backend"], settings))
+    cron = raw.get("cron")
+    if kind == "cron":
+        from croniter import croniter
+
+        if not isinstance(cron, str) or not croniter.is_valid(cron):
+            raise ConfigError(f"{where}.cron: {cron!r} is not a valid cron expression")
+    parameters = _normalise_schema(where, raw.get("parameters"))
+    return JobSpec(
+        name=name,
+        kind=kind,
+        description=str(raw.get("description", "")).strip(),
+        parameters=parameters,
+        steps=tuple(steps),
+        enable_serve=bool(raw.get("enable_serve", True)),
+        cron=cron,
+        restart_delay=float(raw.get("restart_delay", 1.0)),
+        max_restart_delay=float(raw.get("max_restart_delay", 60.0)),
+    )
+
+
+def _normalise_schema(where: str, schema: dict[str, Any] | None) -> dict[str, Any]:
+    from jsonschema import Draft202012Validator, SchemaError
+
+    schema = copy.deepcopy(schema) if schema else {}
+    if not isinstance(schema, dict):
+        raise ConfigError(f"{where}.parameters must be a JSON Schema mapping")
+    schema.setdefault("type", "object")
+    schema.setdefault("properties", {})
+    schema.setdefault("additionalProperties", False)
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        raise ConfigError(f"{where}.parameters: invalid JSON Schema: {exc.message}") from None
+    return schema
+
+
+class ParameterError(ValueError):
+    """The request does not match the job's parameter schema."""
+
+
+def validate_params(job: JobSpec, params: dict[str, Any]) -> dict[str, Any]:
+    """Params checked against the schema, with schema defaults filled in; raise ParameterError."""
+    from jsonschema import Draft202012Validator
+
+    if not isinstance(params, dict):
+        raise ParameterError(f"parameters of job {job.name!r} must be a JSON object")
+    validator = Draft202012Validator(job.parameters, format_checker=Draft202012Validator.FORMAT_CHECKER)
+    errors = sorted(validator.iter_errors(params), key=lambda e: (len(e.path), str(e.path)))
+    if errors:
+        raise ParameterError("; ".join(_describe(job, e) for e in errors[:5]))
+    filled = dict(params)
+    for key, prop in job.parameters.get("properties", {}).items():
+        if key not in filled and isinstance(prop, dict) and "default" in prop:
+            filled[key] = copy.deepcopy(prop["default"])
+    return filled
+
+
+def _describe(job: JobSpec, error: Any) -> str:
+    properties = job.parameters.get("properties", {})
+    where = ".".join(str(p) for p in error.absolute_path)
+    if error.validator == "additionalProperties" and not where:
+        unknown = sorted(set(error.instance) - set(properties))
+        allowed = ", ".join(sorted(properties)) or "none"
+        return f"unknown parameter {', '.join(map(repr, unknown))} for job {job.name!r} (allowed: {allowed})"
+    if error.validator == "required":
+        missing = [name for name in error.validator_value if name not in error.instance]
+        prefix = f"{where}: " if where else ""
+        return f"{prefix}missing required parameter {', '.join(map(repr, missing))} for job {job.name!r}"
+    if error.validator == "type":
+        return f"parameter {where!r} must be of type {error.validator_value} (got {type(error.instance).__name__})"
+    if error.validator == "format":
+        return f"parameter {where!r}: {error.instance!r} is not a valid {error.validator_value}"
+    return f"parameter {where!r}: {error.message}" if where else error.message
+
+
+async def execute(
+    app: Application,
+    job: JobSpec,
+    params: dict[str, Any],
+    emit: Callable[[Any], Awaitable[None]] | None = None,
+) -> Response:
+    """Validate, then run the job's steps in order; always return a Response."""
+    try:
+        checked = validate_params(job, params)
+    except ParameterError as exc:
+        return Response(False, str(exc), {})
+    ctx = JobContext(app=app, job=job, params=checked, _emit=emit)
+    try:
+        for step in job.steps:
+            fn = STEPS.get(step.backend)
+            if inspect.iscoroutinefunction(fn):
+                await fn(ctx, **step.settings)
+            else:
+                await anyio.to_thread.run_sync(partial(fn, ctx, **step.settings))
+        response = ctx.response
+    except JobError as exc:
+        response = Response(False, exc.message, {**ctx.response.metadata, **exc.metadata})
+    except USER_ERRORS as exc:
+        response = Response(False, str(exc) or type(exc).__name__, dict(ctx.response.metadata))
+    except Exception as exc:  # a failing step must never crash the service
+        log.exception("job %s failed", job.name)
+        response = Response(False, f"{type(exc).__name__}: {exc}", dict(ctx.response.metadata))
+    if ctx.usage:
+        response.metadata.setdefault("usage", dict(ctx.usage))
+    return response

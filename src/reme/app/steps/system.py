@@ -1,0 +1,113 @@
+"""System jobs: version, help, health_check, status, app_config."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from reme import __version__
+from reme.app.config import redact
+from reme.app.jobs import JobContext, JobError
+from reme.app.registry import register_step
+
+
+@register_step("version")
+def version(ctx: JobContext) -> None:
+    ctx.response.answer = __version__
+    ctx.response.metadata["version"] = __version__
+
+
+@register_step("help")
+def help_(ctx: JobContext) -> None:
+    name = ctx.params.get("job")
+    jobs = list(ctx.app.jobs.values())
+    if name:
+        jobs = [job for job in jobs if job.name == name]
+        if not jobs:
+            raise JobError(f"unknown job {name!r}; run `reme help` to list the jobs")
+    entries = [
+        {
+            "name": job.name,
+            "kind": job.kind,
+            "description": job.description,
+            "parameters": job.parameters,
+            "served": job.served,
+        }
+        for job in sorted(jobs, key=lambda j: j.name)
+    ]
+    ctx.response.metadata["jobs"] = entries
+    lines = []
+    for entry in entries:
+        params = entry["parameters"].get("properties", {})
+        required = set(entry["parameters"].get("required", []))
+        signature = " ".join(f"{p}=" if p in required else f"[{p}=]" for p in params)
+        kind = "" if entry["kind"] == "base" else f" ({entry['kind']})"
+        lines.append(f"{entry['name']}{kind} {signature}".rstrip())
+        if entry["description"]:
+            lines.append(f"    {entry['description']}")
+    ctx.response.answer = "\n".join(lines)
+
+
+@register_step("health_check")
+def health_check(ctx: JobContext) -> None:
+    report: dict[str, Any] = {}
+    for name, component in ctx.app.components.items():
+        try:
+            report[name] = component.health()
+        except Exception as exc:
+            report[name] = {"status": "error", "error": str(exc)}
+    healthy = all(entry.get("status") == "ok" for entry in report.values())
+    ctx.response.success = healthy
+    ctx.response.metadata["components"] = report
+    ctx.response.answer = (
+        "\n".join(f"{name}: {entry.get('status')}" for name, entry in report.items()) or "ok"
+    )
+
+
+def _folder_size(root: Path) -> tuple[int, int]:
+    files = size = 0
+    for dirpath, _dirnames, filenames in os.walk(root):
+        for filename in filenames:
+            try:
+                size += os.stat(os.path.join(dirpath, filename)).st_size
+                files += 1
+            except OSError:
+                continue
+    return files, size
+
+
+@register_step("status")
+def status(ctx: JobContext) -> None:
+    import psutil
+
+    root = ctx.app.workspace_dir
+    folders = {}
+    for child in sorted(root.iterdir()) if root.is_dir() else []:
+        if child.is_dir():
+            files, size = _folder_size(child)
+            folders[child.name] = {"files": files, "bytes": size}
+    memory = psutil.Process().memory_info()
+    components = {
+        name: component.stats()
+        for name, component in ctx.app.components.items()
+        if hasattr(component, "stats")
+    }
+    ctx.response.metadata.update(
+        {"workspace_dir": str(root), "folders": folders, "rss_bytes": memory.rss, "components": components}
+    )
+    lines = [f"workspace: {root}", f"memory: {memory.rss / 2**20:.1f} MiB resident"]
+    lines += [f"{name}/: {info['files']} files, {info['bytes']} bytes" for name, info in folders.items()]
+    for name, stats in components.items():
+        lines.append(f"{name}: " + ", ".join(f"{k}={v}" for k, v in stats.items()))
+    ctx.response.answer = "\n".join(lines)
+
+
+@register_step("app_config")
+def app_config(ctx: JobContext) -> None:
+    import yaml
+
+    config = redact(ctx.app.config)
+    config = {**{k: v for k, v in config.items() if k != "jobs"}, "jobs": config.get("jobs", {})}
+    ctx.response.metadata["config"] = config
+    ctx.response.answer = yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
