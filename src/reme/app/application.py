@@ -6,6 +6,7 @@ Every interface (HTTP, MCP, CLI, embedded Python) is a thin shell around `Applic
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 from datetime import date, datetime, tzinfo
@@ -78,10 +79,8 @@ class Application:
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
-            try:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-            except (asyncio.CancelledError, Exception):
-                pass
         self._tasks.clear()
         await self._close_components()
         self._started = False
