@@ -1,0 +1,276 @@
+"""The one wikilink parser and rewriter of reme (SPEC 2.2).
+
+Public API (the index builds its link graph from this):
+
+- `parse_links(text) -> list[Link]` — every link of a whole Markdown document: front-matter links
+  (predicate = the top-level key) and body links, skipping fenced code blocks and inline code spans.
+  A document whose front matter is not valid YAML is parsed as all body.
+- `parse_body_links(text) -> list[Link]` — the same for text that has no front matter.
+- `Link` fields: `target` (literal workspace-relative path, never completed with `.md`), `anchor`
+  (text after `#` or None), `alias` (text after `|` or None), `embed` (`![[...]]`), `predicate`
+  (Dataview key of `key:: [[x]]` / `[key:: [[x]]]`, or the front-matter key, else None), `line`
+  (1-based line in the parsed text), `in_front_matter`; `link.key` is the edge identity
+  `(target, predicate)`. `start`/`end` delimit the target text itself and do not take part in equality.
+- `render(target, anchor=None, alias=None, embed=False, predicate=None) -> str` writes a link.
+- `retarget(text, old, new) -> str` points every link whose target is exactly `old` at `new`;
+  `retarget_links(text, mapping) -> (text, count)` does the same for any `target -> new|None` mapping
+  and `tree_mapping(src, dst)` maps a moved file or folder. Anchor, alias, embed flag, predicate and every
+  other byte of the document are kept.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import yaml
+
+from reme.workspace.fmsplit import split
+
+PREDICATE = r"[A-Za-z][A-Za-z0-9_]*"
+
+_WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+)\]\]")
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
+_BACKTICKS = re.compile(r"`+")
+_LINE_PREDICATE = re.compile(
+    rf"^[ \t]*(?:>[ \t]*)*(?:(?:[-*+]|\d+[.)])[ \t]+)?(?:\[[ xX]\][ \t]+)?({PREDICATE})::"
+)
+_INLINE_FIELD = re.compile(rf"(?<!\[)\[({PREDICATE})::")
+_YAML_KEY = re.compile(r"""^(?:"([^"]+)"|'([^']+)'|([^\s#'"-][^:]*?))[ \t]*:(?:[ \t]|$)""")
+
+
+@dataclass(frozen=True)
+class Link:
+    """One wikilink occurrence; equality ignores where the target text sits."""
+
+    target: str
+    anchor: str | None = None
+    alias: str | None = None
+    embed: bool = False
+    predicate: str | None = None
+    line: int = 1
+    in_front_matter: bool = False
+    start: int = field(default=0, compare=False)
+    end: int = field(default=0, compare=False)
+
+    @property
+    def key(self) -> tuple[str, str | None]:
+        """Edge identity: `[[A]]` and `is_a:: [[A]]` are different edges."""
+        return (self.target, self.predicate)
+
+
+def render(
+    target: str,
+    anchor: str | None = None,
+    alias: str | None = None,
+    embed: bool = False,
+    predicate: str | None = None,
+) -> str:
+    """Write a link; with a predicate it is the line form `predicate:: [[...]]`."""
+    inner = target + (f"#{anchor}" if anchor else "") + (f"|{alias}" if alias else "")
+    link = ("!" if embed else "") + f"[[{inner}]]"
+    return f"{predicate}:: {link}" if predicate else link
+
+
+def parse_links(text: str) -> list[Link]:
+    """All links of a Markdown document, front matter first, in document order."""
+    parts = split(text)
+    if not parts.has_front_matter:
+        return parse_body_links(text)
+    raw = parts.yaml(text)
+    try:
+        metadata = yaml.load(raw, Loader=yaml.CSafeLoader)
+    except yaml.YAMLError:
+        return parse_body_links(text)
+    if metadata is not None and not isinstance(metadata, dict):
+        return parse_body_links(text)
+    first_line = text.count("\n", 0, parts.yaml_start) + 1
+    head = list(_front_matter_links(raw, metadata or {}, first_line, parts.yaml_start))
+    body_line = text.count("\n", 0, parts.body_start) + 1
+    return head + parse_body_links(parts.body(text), body_line, parts.body_start)
+
+
+def parse_body_links(text: str, first_line: int = 1, offset: int = 0) -> list[Link]:
+    """Links of Markdown text without front matter; `first_line`/`offset` place it inside a larger file."""
+    links: list[Link] = []
+    fence: str | None = None
+    for number, (line_start, line) in enumerate(_lines(text), start=first_line):
+        content = line.rstrip("\r\n")
+        opened = _FENCE.match(content)
+        if fence is not None:
+            if _closes(opened, fence):
+                fence = None
+            continue
+        if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
+            fence = opened.group(1)
+            continue
+        links.extend(_line_links(content, number, offset + line_start))
+    return links
+
+
+def retarget_links(text: str, mapping: Callable[[str], str | None]) -> tuple[str, int]:
+    """Rewrite the target of every link for which `mapping(target)` gives a different path."""
+    pieces: list[str] = []
+    cursor = 0
+    count = 0
+    for link in parse_links(text):
+        new = mapping(link.target)
+        if new is None or new == link.target:
+            continue
+        pieces.append(text[cursor : link.start])
+        pieces.append(new)
+        cursor = link.end
+        count += 1
+    pieces.append(text[cursor:])
+    return "".join(pieces), count
+
+
+def retarget(text: str, old: str, new: str) -> str:
+    """Point every link whose target is exactly `old` at `new`, changing nothing else."""
+    return retarget_links(text, lambda target: new if target == old else None)[0]
+
+
+def tree_mapping(src: str, dst: str) -> Callable[[str], str | None]:
+    """Mapping for a move of `src` to `dst`: the path itself and, for a folder, everything under it."""
+    prefix = src.rstrip("/") + "/"
+
+    def mapped(target: str) -> str | None:
+        if target == src:
+            return dst
+        if target.startswith(prefix):
+            return dst.rstrip("/") + "/" + target[len(prefix) :]
+        return None
+
+    return mapped
+
+
+def _lines(text: str) -> Iterator[tuple[int, str]]:
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end + 1
+        yield start, text[start:end]
+        start = end
+
+
+def _closes(opened: re.Match[str] | None, fence: str) -> bool:
+    """A closing fence uses the opening character, is at least as long and has no info string."""
+    return bool(
+        opened
+        and opened.group(1)[0] == fence[0]
+        and len(opened.group(1)) >= len(fence)
+        and not opened.group(2).strip()
+    )
+
+
+def _code_spans(line: str) -> list[tuple[int, int]]:
+    """Inline code spans of one line: a backtick run closed by the next run of the same length."""
+    spans: list[tuple[int, int]] = []
+    runs = list(_BACKTICKS.finditer(line))
+    index = 0
+    while index < len(runs):
+        opening = runs[index]
+        closing = next(
+            (j for j in range(index + 1, len(runs)) if len(runs[j].group()) == len(opening.group())), None
+        )
+        if closing is None:
+            index += 1
+            continue
+        spans.append((opening.start(), runs[closing].end()))
+        index = closing + 1
+    return spans
+
+
+def _inside(position: int, spans: list[tuple[int, int]]) -> bool:
+    return any(start <= position < end for start, end in spans)
+
+
+def _inline_fields(line: str, code: list[tuple[int, int]]) -> list[tuple[int, int, str]]:
+    """`[key:: value]` fields of a line as (start, end, key); nested wikilinks do not close a field."""
+    fields: list[tuple[int, int, str]] = []
+    for match in _INLINE_FIELD.finditer(line):
+        if _inside(match.start(), code) or any(s <= match.start() < e for s, e, _ in fields):
+            continue
+        depth, position = 1, match.end()
+        while position < len(line) and depth:
+            nested = _WIKILINK.match(line, position)
+            if nested:
+                position = nested.end()
+                continue
+            depth += {"[": 1, "]": -1}.get(line[position], 0)
+            position += 1
+        if depth == 0:
+            fields.append((match.start(), position, match.group(1)))
+    return fields
+
+
+def _line_links(line: str, number: int, offset: int) -> Iterator[Link]:
+    code = _code_spans(line)
+    fields = _inline_fields(line, code)
+    line_predicate = _LINE_PREDICATE.match(line)
+    for match in _WIKILINK.finditer(line):
+        if _inside(match.start(), code):
+            continue
+        predicate = next((key for start, end, key in fields if start < match.start() < end), None)
+        if predicate is None and line_predicate and match.start() >= line_predicate.end():
+            predicate = line_predicate.group(1)
+        link = _make_link(match, predicate, number, offset, False)
+        if link is not None:
+            yield link
+
+
+def _make_link(
+    match: re.Match[str], predicate: str | None, line: int, offset: int, in_fm: bool
+) -> Link | None:
+    inner_start = match.start(2)
+    inner = match.group(2)
+    target_part, bar, alias = inner.partition("|")
+    if bar and target_part.endswith("\\"):
+        target_part = target_part[:-1]  # `\|` escapes the bar inside Markdown tables
+    target_raw, hash_sign, anchor = target_part.partition("#")
+    target = target_raw.strip()
+    if not target:
+        return None
+    start = inner_start + (len(target_raw) - len(target_raw.lstrip()))
+    return Link(
+        target=target,
+        anchor=(anchor.strip() or None) if hash_sign else None,
+        alias=alias or None,
+        embed=bool(match.group(1)),
+        predicate=predicate,
+        line=line,
+        in_front_matter=in_fm,
+        start=offset + start,
+        end=offset + start + len(target),
+    )
+
+
+def _front_matter_links(raw: str, metadata: dict, first_line: int, offset: int) -> Iterator[Link]:
+    """Links inside front-matter values; the predicate is the top-level key that holds the value."""
+    key: str | None = None
+    for number, (line_start, line) in enumerate(_lines(raw), start=first_line):
+        content = line.rstrip("\r\n")
+        if content and not content[0].isspace() and not content.startswith(("#", "-")):
+            found = _YAML_KEY.match(content)
+            key = next((g for g in found.groups() if g), None) if found else None
+        if key is None or key not in metadata:
+            continue
+        values = list(_strings(metadata[key]))
+        for match in _WIKILINK.finditer(content):
+            if not any(match.group(0) in value for value in values):
+                continue
+            link = _make_link(match, key, number, offset + line_start, True)
+            if link is not None:
+                yield link
+
+
+def _strings(value: object) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
