@@ -1,0 +1,1 @@
+"""Retrieval layer: tokenizer, chunkers, metadata store, keyword engine, link graph, search, live sync."""

@@ -1,0 +1,276 @@
+"""BM25 keyword engine: tantivy postings fed with reme's own tokens.
+
+Why tantivy: measured at 100k chunks (benchmarks/speed_keyword.py) it answers many-term OR queries
+in well under a millisecond (block-max WAND), commits one file's chunks in tens of milliseconds
+and opens an existing index instantly. Text is tokenized in Python by `reme.index.tokenizer` and
+handed over as whitespace-joined terms, so query and index analysis can never drift apart.
+
+Scores are Lucene's BM25 (k1 1.2, b 0.75, lossy one-byte length norms, Lucene >= 8 scale without the
+constant (k1 + 1) factor). The index lives in `<directory>/keyword-<tokenizer fingerprint>/`, so a
+changed analyser never reuses a stale index. Writers are serialised within the process by a lock
+and across processes by tantivy's own writer lock (waited for, not failed on); the caller's
+metadata lock keeps the catalog and the engine in step.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from datetime import date
+from pathlib import Path
+from typing import Protocol
+
+import tantivy
+
+K1 = 1.2  # tantivy's fixed BM25 parameters, the Lucene defaults
+B = 0.75
+_LUCENE_SCALE = 1.0 / (1.0 + K1)
+_DATE_SEGMENT = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
+_REGEX_META = re.compile(r"([\\.+*?()|\[\]{}^$#&\-~\"])")
+_WRITER_WAIT_S = 30.0
+
+
+class TokenizerLike(Protocol):
+    fingerprint: str
+
+    def tokenize(self, text: str) -> list[str]: ...
+
+
+def path_date(path: str) -> int:
+    """`YYYYMMDD` of the date that starts a path's second segment, 0 when undated (SPEC 1)."""
+    parts = path.split("/", 2)
+    if len(parts) < 2:
+        return 0
+    match = _DATE_SEGMENT.match(parts[1])
+    if not match:
+        return 0
+    try:
+        day = date(int(match[1]), int(match[2]), int(match[3]))
+    except ValueError:
+        return 0
+    return day.year * 10000 + day.month * 100 + day.day
+
+
+def _build_schema() -> tantivy.Schema:
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("chunk_id", stored=True, tokenizer_name="raw", index_option="basic")
+    builder.add_text_field("path", stored=False, tokenizer_name="raw", index_option="basic")
+    builder.add_unsigned_field("date", indexed=True, fast=True)
+    builder.add_text_field("body", stored=False, tokenizer_name="whitespace", index_option="freq")
+    return builder.build()
+
+
+class KeywordIndex:
+    """One tokenizer's BM25 index of chunks, keyed by chunk id and grouped by workspace path.
+
+    Writes are buffered in an open tantivy writer until `commit()`; readers see the last commit of
+    any process (the reader reloads when `meta.json` changes).
+    """
+
+    def __init__(
+        self, directory: str | Path, tokenizer: TokenizerLike, *, writer_heap: int = 50_000_000
+    ) -> None:
+        self.tokenizer = tokenizer
+        self.path = Path(directory) / f"keyword-{tokenizer.fingerprint}"
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._schema = _build_schema()
+        self._index = tantivy.Index(self._schema, str(self.path), reuse=True)
+        self._index.config_reader(reload_policy="Manual")
+        self._writer_heap = writer_heap
+        self._writer: tantivy.IndexWriter | None = None
+        self._write_lock = threading.RLock()
+        self._meta_stamp = self._stat_meta()
+
+    # maintenance ---------------------------------------------------------------------------------
+
+    def stale_siblings(self) -> list[Path]:
+        """Indexes of other tokenizer fingerprints next to this one (safe to delete)."""
+        return [p for p in self.path.parent.glob("keyword-*") if p.is_dir() and p != self.path]
+
+    def remove_stale_siblings(self) -> None:
+        for stale in self.stale_siblings():
+            shutil.rmtree(stale, ignore_errors=True)
+
+    # writing -------------------------------------------------------------------------------------
+
+    def _open_writer(self) -> tantivy.IndexWriter:
+        if self._writer is None:
+            deadline = time.monotonic() + _WRITER_WAIT_S
+            while True:
+                try:
+                    self._writer = self._index.writer(self._writer_heap, 1)
+                    break
+                except ValueError as exc:  # LockBusy: another process is writing
+                    if "lock" not in str(exc).lower() or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.02)
+        return self._writer
+
+    def upsert(self, path: str, chunks: Iterable[tuple[str, str]]) -> int:
+        """Replace every chunk of `path` by `chunks` (chunk id, search text); returns docs added.
+
+        Chunks without any index term are skipped: they can never match, and leaving them out keeps
+        the document count (and so the scores) equal to Lucene's.
+        """
+        with self._write_lock:
+            writer = self._open_writer()
+            writer.delete_documents_by_term("path", path)
+            day = path_date(path)
+            added = 0
+            for chunk_id, search_text in chunks:
+                terms = self.tokenizer.tokenize(search_text)
+                if not terms:
+                    continue
+                doc = tantivy.Document()
+                doc.add_text("chunk_id", chunk_id)
+                doc.add_text("path", path)
+                doc.add_unsigned("date", day)
+                doc.add_text("body", " ".join(terms))
+                writer.add_document(doc)
+                added += 1
+            return added
+
+    def delete_path(self, path: str) -> None:
+        with self._write_lock:
+            self._open_writer().delete_documents_by_term("path", path)
+
+    def clear(self) -> None:
+        """Delete every document (applied at the next commit)."""
+        with self._write_lock:
+            self._open_writer().delete_all_documents()
+
+    def commit(self) -> None:
+        """Publish the buffered writes durably, finish merges and release the writer lock."""
+        with self._write_lock:
+            writer, self._writer = self._writer, None
+            if writer is None:
+                return
+            try:
+                writer.commit()
+            except BaseException:
+                writer.rollback()
+                raise
+            finally:
+                writer.wait_merging_threads()
+            self._reload()
+
+    def rollback(self) -> None:
+        """Drop the buffered writes and release the writer lock."""
+        with self._write_lock:
+            writer, self._writer = self._writer, None
+            if writer is not None:
+                writer.rollback()
+                writer.wait_merging_threads()
+
+    # reading -------------------------------------------------------------------------------------
+
+    def _stat_meta(self) -> int:
+        try:
+            return (self.path / "meta.json").stat().st_mtime_ns
+        except FileNotFoundError:
+            return 0
+
+    def _reload(self) -> None:
+        for attempt in range(5):
+            try:
+                self._index.reload()
+                break
+            except Exception:  # another process garbage-collected files mid-reload: read meta again
+                if attempt == 4:
+                    raise
+                time.sleep(0.01)
+        self._meta_stamp = self._stat_meta()
+
+    def _searcher(self) -> tantivy.Searcher:
+        if self._stat_meta() != self._meta_stamp:
+            self._reload()
+        return self._index.searcher()
+
+    @property
+    def num_docs(self) -> int:
+        return self._searcher().num_docs
+
+    def search(
+        self,
+        query: str,
+        limit: int,
+        path_prefix: str | None = None,
+        *,
+        start_date: date | None = None,
+        end_date: date | None = None,
+        strict_date_filter: bool = False,
+    ) -> list[tuple[str, float]]:
+        """Best `limit` chunks for an OR of the query's terms: `(chunk_id, score)`, best first.
+
+        `path_prefix` scopes by the start of the path; dates filter on the path's date segment,
+        keeping undated paths unless `strict_date_filter`.
+        """
+        return self.search_terms(
+            self.tokenizer.tokenize(query),
+            limit,
+            path_prefix,
+            start_date=start_date,
+            end_date=end_date,
+            strict_date_filter=strict_date_filter,
+        )
+
+    def search_terms(
+        self,
+        terms: Sequence[str],
+        limit: int,
+        path_prefix: str | None = None,
+        *,
+        start_date: date | None = None,
+        end_date: date | None = None,
+        strict_date_filter: bool = False,
+    ) -> list[tuple[str, float]]:
+        """`search` for already tokenized terms (a repeated term counts again, as in Lucene)."""
+        if not terms or limit <= 0:
+            return []
+        schema = self._schema
+        clauses: list[tuple[tantivy.Occur, tantivy.Query]] = [
+            (tantivy.Occur.Should, tantivy.Query.term_query(schema, "body", term)) for term in terms
+        ]
+        filters = self._filters(path_prefix, start_date, end_date, strict_date_filter)
+        if filters:
+            clauses += [(tantivy.Occur.Must, tantivy.Query.const_score_query(f, 0.0)) for f in filters]
+            query = tantivy.Query.boolean_query(clauses, minimum_number_should_match=1)
+        else:
+            query = tantivy.Query.boolean_query(clauses)
+        searcher = self._searcher()
+        hits = searcher.search(query, limit, count=False).hits
+        return [(searcher.doc(address)["chunk_id"][0], score * _LUCENE_SCALE) for score, address in hits]
+
+    def _filters(
+        self,
+        path_prefix: str | None,
+        start_date: date | None,
+        end_date: date | None,
+        strict_date_filter: bool,
+    ) -> list[tantivy.Query]:
+        schema = self._schema
+        filters = []
+        if path_prefix:
+            pattern = _REGEX_META.sub(r"\\\1", path_prefix) + ".*"
+            filters.append(tantivy.Query.regex_query(schema, "path", pattern))
+        if start_date is not None or end_date is not None or strict_date_filter:
+            lower = _day_number(start_date) if start_date else 1
+            upper = _day_number(end_date) if end_date else None
+            dated = tantivy.Query.range_query(schema, "date", tantivy.FieldType.Unsigned, lower, upper)
+            if strict_date_filter:
+                filters.append(dated)
+            else:
+                undated = tantivy.Query.range_query(schema, "date", tantivy.FieldType.Unsigned, 0, 0)
+                filters.append(
+                    tantivy.Query.boolean_query(
+                        [(tantivy.Occur.Should, dated), (tantivy.Occur.Should, undated)]
+                    )
+                )
+        return filters
+
+
+def _day_number(day: date) -> int:
+    return day.year * 10000 + day.month * 100 + day.day
