@@ -1,0 +1,65 @@
+"""The embedded Python API shares the host's event loop; the sync wrapper runs its own."""
+
+from __future__ import annotations
+
+import asyncio
+
+import reme
+from reme import ReMe, ReMeSync
+
+
+async def test_async_context_manager_runs_jobs_on_the_callers_loop(workspace_dir):
+    loop = asyncio.get_running_loop()
+    async with ReMe(workspace_dir=workspace_dir, timezone="UTC") as app:
+        assert workspace_dir.is_dir()
+        response = await app.run("version")
+        assert response.success and response.metadata["version"] == reme.__version__
+        assert asyncio.get_running_loop() is loop
+        results = await asyncio.gather(*(app.run("version") for _ in range(5)))
+        assert all(r.success for r in results)
+
+
+async def test_overrides_reach_the_config(workspace_dir):
+    async with ReMe(workspace_dir=workspace_dir, **{"service.port": 9999}, timezone="Europe/Paris") as app:
+        assert app.config["service"]["port"] == 9999
+        assert str(app.tz) == "Europe/Paris"
+
+
+def test_sync_wrapper(workspace_dir):
+    with ReMeSync(workspace_dir=workspace_dir) as app:
+        assert app.run("version").answer == reme.__version__
+        assert not app.run("version", unexpected=True).success
+
+
+async def test_system_jobs(app):
+    help_response = await app.run("help")
+    names = {job["name"] for job in help_response.metadata["jobs"]}
+    assert {"version", "help", "health_check", "status", "app_config"} <= names
+    assert all(
+        {"name", "kind", "description", "parameters"} <= set(job) for job in help_response.metadata["jobs"]
+    )
+    one = await app.run("help", job="version")
+    assert [job["name"] for job in one.metadata["jobs"]] == ["version"]
+    assert not (await app.run("help", job="nope")).success
+    health = await app.run("health_check")
+    assert health.success and set(health.metadata["components"]) == set(app.components)
+    status = await app.run("status")
+    assert status.success and status.metadata["rss_bytes"] > 0
+    config = await app.run("app_config")
+    assert config.metadata["config"]["workspace_dir"] == str(app.workspace_dir)
+
+
+async def test_app_config_redacts_secrets(workspace_dir):
+    async with ReMe(workspace_dir=workspace_dir, **{"service.auth_token": "s3cret-token"}) as app:
+        response = await app.run("app_config")
+        assert response.metadata["config"]["service"]["auth_token"] == "***"
+        assert "s3cret-token" not in response.answer
+
+
+def test_import_reme_stays_light():
+    import subprocess
+    import sys
+
+    code = "import sys, reme; heavy = [m for m in ('fastapi', 'pydantic_ai', 'mcp', 'uvicorn', 'jsonschema') if m in sys.modules]; print(heavy)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -1,0 +1,229 @@
+"""Components start in dependency order and roll back on failure; jobs of every kind run."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from reme.app.application import Application, ComponentError
+from reme.app.component import Component
+from reme.app.config import ConfigError, load_config
+from reme.app.jobs import JobContext, JobError
+from reme.app.registry import register_component, register_step
+
+EVENTS: list[str] = []
+CRASHES = {"left": 0}
+
+
+@register_component("test_recorder")
+class Recorder(Component):
+    kind = "test"
+
+    async def start(self) -> None:
+        if self.settings.get("fail"):
+            raise RuntimeError("boom at start")
+        EVENTS.append(f"start:{self.name}")
+
+    async def close(self) -> None:
+        EVENTS.append(f"close:{self.name}")
+
+
+@register_component("test_needs_store")
+class NeedsStore(Recorder):
+    requires = ("store",)
+
+
+@register_step("test_echo")
+def echo(ctx: JobContext, prefix: str = "") -> None:
+    ctx.response.answer = prefix + str(ctx.params.get("text", ""))
+    ctx.response.metadata["params"] = ctx.params
+
+
+@register_step("test_fail")
+def fail(ctx: JobContext, user: bool = True) -> None:
+    if user:
+        raise JobError("nothing to do: give text=...", {"hint": 1})
+    raise ZeroDivisionError("division by zero")
+
+
+@register_step("test_stream")
+async def stream(ctx: JobContext) -> None:
+    for word in ctx.params["text"].split():
+        await ctx.emit({"type": "text", "text": word + " "})
+    if ctx.params.get("fail"):
+        raise RuntimeError("stream broke")
+    ctx.add_usage({"input_tokens": 3, "output_tokens": 2})
+    ctx.add_usage({"input_tokens": 1})
+
+
+@register_step("test_cron_tick")
+def cron_tick(ctx: JobContext) -> None:
+    EVENTS.append("tick")
+
+
+@register_step("test_crash_then_run")
+async def crash_then_run(ctx: JobContext) -> None:
+    EVENTS.append("background-start")
+    if CRASHES["left"] > 0:
+        CRASHES["left"] -= 1
+        raise RuntimeError("background crashed")
+    await asyncio.sleep(3600)
+
+
+def make_app(tmp_path: Path, text: str, **overrides) -> Application:
+    path = tmp_path / "config.yaml"
+    path.write_text(text, encoding="utf-8")
+    return Application(
+        load_config(path, {"workspace_dir": str(tmp_path / "ws"), **overrides}, load_env_file=False)
+    )
+
+
+JOBS = """
+jobs:
+  echo:
+    description: Echo text.
+    parameters:
+      properties:
+        text: {type: string}
+        count: {type: integer, default: 2}
+        day: {type: string, format: date}
+      required: [text]
+    steps: [{backend: test_echo, prefix: "> "}]
+  fail_user: {steps: [{backend: test_fail}]}
+  fail_internal: {steps: [{backend: test_fail, user: false}]}
+  talk:
+    kind: stream
+    parameters: {properties: {text: {type: string}, fail: {type: boolean}}, required: [text]}
+    steps: [{backend: test_stream}]
+  hidden: {enable_serve: false, steps: [{backend: test_echo}]}
+"""
+
+
+async def test_components_start_in_dependency_order_and_close_in_reverse(tmp_path):
+    EVENTS.clear()
+    app = make_app(
+        tmp_path, "components:\n  index: {backend: test_needs_store}\n  store: {backend: test_recorder}\n"
+    )
+    async with app:
+        assert list(app.components) == ["store", "index"]
+        assert app.component("index").app is app
+    assert EVENTS == ["start:store", "start:index", "close:index", "close:store"]
+
+
+async def test_failing_component_closes_what_already_started(tmp_path):
+    EVENTS.clear()
+    app = make_app(
+        tmp_path,
+        "components:\n  store: {backend: test_recorder}\n  index: {backend: test_needs_store, fail: true}\n",
+    )
+    with pytest.raises(ComponentError, match="'index' failed to start: boom at start"):
+        await app.start()
+    assert EVENTS == ["start:store", "close:store"]
+    assert app.components == {}
+
+
+async def test_missing_dependency_names_both_components(tmp_path):
+    app = make_app(tmp_path, "components:\n  index: {backend: test_needs_store}\n")
+    with pytest.raises(ComponentError, match="'index' requires 'store'"):
+        await app.start()
+
+
+async def test_unknown_backend_and_bad_job_config_name_the_key(tmp_path):
+    with pytest.raises(ConfigError, match="components.x.backend: unknown component backend 'nope'"):
+        await make_app(tmp_path, "components:\n  x: {backend: nope}\n").start()
+    with pytest.raises(ConfigError, match=r"jobs.j.steps\[0\].backend: unknown step 'nope'"):
+        await make_app(tmp_path, "jobs:\n  j: {steps: [{backend: nope}]}\n").start()
+    with pytest.raises(ConfigError, match="jobs.j.kind"):
+        await make_app(tmp_path, "jobs:\n  j: {kind: weird, steps: [{backend: test_echo}]}\n").start()
+    with pytest.raises(ConfigError, match="jobs.j.cron"):
+        await make_app(
+            tmp_path, "jobs:\n  j: {kind: cron, cron: 'every day', steps: [{backend: test_echo}]}\n"
+        ).start()
+
+
+async def test_parameters_are_validated_before_any_step(tmp_path):
+    async with make_app(tmp_path, JOBS) as app:
+        ok = await app.run("echo", text="hi")
+        assert ok.success and ok.answer == "> hi"
+        assert ok.metadata["params"] == {"text": "hi", "count": 2}
+        cases = {
+            "unknown parameter 'bogus'": {"text": "x", "bogus": 1},
+            "missing required parameter 'text'": {},
+            "parameter 'count' must be of type integer": {"text": "x", "count": "3"},
+            "'2026-13-45' is not a valid date": {"text": "x", "day": "2026-13-45"},
+        }
+        for message, params in cases.items():
+            response = await app.run("echo", **params)
+            assert not response.success
+            assert message in response.answer
+
+
+async def test_step_errors_become_failed_responses(tmp_path):
+    async with make_app(tmp_path, JOBS) as app:
+        user = await app.run("fail_user")
+        assert (user.success, user.answer, user.metadata) == (
+            False,
+            "nothing to do: give text=...",
+            {"hint": 1},
+        )
+        internal = await app.run("fail_internal")
+        assert not internal.success and internal.answer.startswith("ZeroDivisionError")
+        assert (await app.run("echo", text="still alive")).success
+        assert not (await app.run("missing")).success
+
+
+async def test_stream_job_chunks_end_with_done_marker(tmp_path):
+    async with make_app(tmp_path, JOBS) as app:
+        chunks = [chunk async for chunk in app.stream("talk", text="a b")]
+        assert chunks[:2] == [{"type": "text", "text": "a "}, {"type": "text", "text": "b "}]
+        assert chunks[-1]["type"] == "done" and chunks[-1]["success"] is True
+        assert chunks[-1]["metadata"]["usage"] == {"input_tokens": 4, "output_tokens": 2}
+        failed = [chunk async for chunk in app.stream("talk", text="x", fail=True)]
+        assert [c["type"] for c in failed] == ["text", "error", "done"]
+        assert "stream broke" in failed[1]["message"]
+        invalid = [chunk async for chunk in app.stream("talk")]
+        assert [c["type"] for c in invalid] == ["error", "done"]
+        collected = await app.run("talk", text="a b")
+        assert collected.answer == "a b "
+
+
+async def test_served_jobs_exclude_hidden_background_and_cron(tmp_path):
+    text = JOBS + (
+        "  loop: {kind: background, steps: [{backend: test_echo}]}\n"
+        "  nightly: {kind: cron, cron: '0 23 * * *', steps: [{backend: test_echo}]}\n"
+    )
+    async with make_app(tmp_path, text) as app:
+        assert {job.name for job in app.served_jobs()} == {"echo", "fail_user", "fail_internal", "talk"}
+        assert (await app.run("hidden")).success
+
+
+async def test_cron_job_fires_on_its_schedule(tmp_path):
+    EVENTS.clear()
+    text = "jobs:\n  tick: {kind: cron, cron: '* * * * * *', steps: [{backend: test_cron_tick}]}\n"
+    async with make_app(tmp_path, text, timezone="Asia/Shanghai") as app:
+        app.start_background()
+        for _ in range(50):
+            if EVENTS.count("tick") >= 2:
+                break
+            await asyncio.sleep(0.1)
+    assert EVENTS.count("tick") >= 2
+
+
+async def test_background_job_is_restarted_after_a_crash(tmp_path):
+    EVENTS.clear()
+    CRASHES["left"] = 2
+    text = (
+        "jobs:\n  loop: {kind: background, restart_delay: 0.05, max_restart_delay: 0.1,"
+        " steps: [{backend: test_crash_then_run}]}\n"
+    )
+    async with make_app(tmp_path, text) as app:
+        app.start_background()
+        for _ in range(50):
+            if EVENTS.count("background-start") >= 3:
+                break
+            await asyncio.sleep(0.05)
+        crashes = [r for name, r in app.job_runs if name == "loop"]
+    assert EVENTS.count("background-start") == 3
+    assert [r.answer for r in crashes] == ["RuntimeError: background crashed"] * 2

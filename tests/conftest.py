@@ -1,0 +1,23 @@
+"""Fixtures shared by every test area."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from reme import ReMe
+
+
+@pytest.fixture
+def workspace_dir(tmp_path: Path) -> Path:
+    """A fresh workspace folder (not yet created: the application creates its layout)."""
+    return tmp_path / "workspace"
+
+
+@pytest.fixture
+async def app(workspace_dir: Path) -> AsyncIterator[ReMe]:
+    """A started application on the default config over a temporary workspace, in UTC."""
+    async with ReMe(workspace_dir=workspace_dir, timezone="UTC") as started:
+        yield started
