@@ -1,0 +1,107 @@
+"""The chunk record and the line-packing helpers every chunker shares."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+# Chosen by the LoCoMo retrieval sweep (benchmarks/README.md).
+DEFAULT_CHUNK_CHARS = 1000
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A searchable span of one file: 1-based inclusive line range plus where it sits."""
+
+    id: str
+    path: str
+    start_line: int
+    end_line: int
+    text: str
+    heading_path: list[str] = field(default_factory=list)
+    # What the keyword index tokenizes: the heading path (date, session, speakers) plus the text.
+    search_text: str = ""
+
+
+def make_chunk(
+    path: str, start_line: int, end_line: int, text: str, heading_path: list[str], extra_search_text: str = ""
+) -> Chunk:
+    """Build a chunk whose id is a stable hash of (path, lines, text)."""
+    digest = hashlib.sha1(f"{path}\0{start_line}\0{end_line}\0{text}".encode()).hexdigest()[:16]
+    context = " > ".join(heading_path)
+    search_text = "\n".join(part for part in (context, extra_search_text, text) if part)
+    return Chunk(digest, path, start_line, end_line, text, list(heading_path), search_text)
+
+
+def split_long_line(line: str, budget: int) -> list[str]:
+    """Cut one over-long line into pieces of at most ``budget`` characters, preferring spaces."""
+    pieces: list[str] = []
+    while len(line) > budget:
+        cut = line.rfind(" ", budget // 2, budget)
+        cut = cut if cut > 0 else budget
+        pieces.append(line[:cut])
+        line = line[cut:].lstrip(" ")
+    if line or not pieces:
+        pieces.append(line)
+    return pieces
+
+
+@dataclass(frozen=True)
+class Span:
+    """Text covering file lines ``start``..``end`` (1-based, inclusive)."""
+
+    start: int
+    end: int
+    text: str
+
+
+_LABEL_ROOM = 20  # room kept for a "[Part i/N]" label
+
+
+def pack_lines(numbered: Iterable[tuple[int, str]], budget: int) -> list[Span]:
+    """Greedily pack (line number, text) pairs into spans of at most ``budget`` characters.
+
+    Blank lines at the edges of a span are dropped. A line longer than the budget becomes
+    its own spans, cut into pieces labelled ``[Part i/N]`` that all keep its line number.
+    """
+    spans: list[Span] = []
+    current: list[tuple[int, str]] = []
+    size = 0
+
+    def flush() -> None:
+        nonlocal current, size
+        group = trim_blank_edges(current)
+        if group:
+            spans.append(Span(group[0][0], group[-1][0], "\n".join(line for _, line in group)))
+        current, size = [], 0
+
+    for number, line in numbered:
+        if len(line) > budget:
+            flush()
+            pieces = label_parts(split_long_line(line, max(budget - _LABEL_ROOM, 1)))
+            spans.extend(Span(number, number, piece) for piece in pieces)
+            continue
+        if current and size + len(line) + 1 > budget:
+            flush()
+        current.append((number, line))
+        size += len(line) + 1
+    flush()
+    return spans
+
+
+def trim_blank_edges(group: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """Drop blank lines at both ends of a run of numbered lines."""
+    start, end = 0, len(group)
+    while start < end and not group[start][1].strip():
+        start += 1
+    while end > start and not group[end - 1][1].strip():
+        end -= 1
+    return group[start:end]
+
+
+def label_parts(texts: list[str]) -> list[str]:
+    """Prefix each piece of a split leaf with ``[Part i/N]`` (a single piece stays unlabelled)."""
+    if len(texts) == 1:
+        return texts
+    return [f"[Part {i}/{len(texts)}]\n{text}" for i, text in enumerate(texts, 1)]

@@ -1,0 +1,250 @@
+"""Markdown chunker: AST blocks folded into sections, packed by size, split by kind when too big.
+
+Chunks never cross a heading. A section with no body of its own (e.g. ``# 2023-05-08`` right
+above ``## Session 1``) lends its heading line to the next chunk, so no text goes unindexed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import accumulate
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from reme.index.chunk_base import Chunk, Span, label_parts, make_chunk, pack_lines, trim_blank_edges
+
+_PARSER = MarkdownIt("commonmark", {"html": True}).enable("table")
+_LABEL_ROOM = 20
+
+
+@dataclass
+class _Block:
+    """One top-level block: ``start``..``end`` are 1-based inclusive file lines."""
+
+    kind: str
+    start: int
+    end: int
+    tokens: list[Token] = field(default_factory=list)
+
+
+@dataclass
+class _Section:
+    heading_path: list[str]
+    heading: _Block | None
+    blocks: list[_Block] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Unit:
+    """A piece to pack: verbatim units are file lines and may share a chunk; split parts stand alone."""
+
+    span: Span
+    verbatim: bool
+
+
+class _Document:
+    def __init__(self, path: str, text: str, chunk_chars: int) -> None:
+        self.path = path
+        self.lines = [line.rstrip("\r") for line in text.split("\n")]
+        self.budget = chunk_chars
+        # offsets[i] = characters (each line + newline) before line i+1 (1-based line numbers).
+        self.offsets = [0, *accumulate(len(line) + 1 for line in self.lines)]
+
+    def chars(self, start: int, end: int) -> int:
+        return self.offsets[end] - self.offsets[start - 1]
+
+    def text(self, start: int, end: int) -> str:
+        return "\n".join(self.lines[start - 1 : end])
+
+    def numbered(self, start: int, end: int) -> list[tuple[int, str]]:
+        return [(n, self.lines[n - 1]) for n in range(start, end + 1)]
+
+
+def front_matter_end(lines: list[str]) -> int:
+    """Number of lines taken by a leading ``---`` front matter block (0 when there is none)."""
+    if not lines or lines[0].strip() != "---":
+        return 0
+    for index in range(1, len(lines)):
+        if lines[index].strip() in ("---", "..."):
+            return index + 1
+    return 0
+
+
+def chunk_markdown(path: str, text: str, chunk_chars: int) -> list[Chunk]:
+    """Chunk a Markdown file (front matter is counted in line numbers but not chunked)."""
+    doc = _Document(path, text, chunk_chars)
+    matter_lines = front_matter_end(doc.lines)
+    # Blank out the front matter so the parser's line map stays the file's line numbers.
+    source = "\n" * matter_lines + "\n".join(doc.lines[matter_lines:])
+    chunks = _chunk_sections(doc, _sections(_PARSER.parse(source)))
+    if not chunks:
+        spans = pack_lines(doc.numbered(1, len(doc.lines)), chunk_chars)
+        return [make_chunk(path, s.start, s.end, s.text, []) for s in spans]
+    if matter_lines > 2:
+        matter = doc.text(2, matter_lines - 1)
+        first = chunks[0]
+        chunks[0] = make_chunk(path, first.start_line, first.end_line, first.text, first.heading_path, matter)
+    return chunks
+
+
+def _sections(tokens: list[Token]) -> list[_Section]:
+    sections = [_Section([], None)]
+    stack: list[tuple[int, str]] = []
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        if token.level != 0 or token.map is None:
+            index += 1
+            continue
+        close = _closing_index(tokens, index)
+        block = _Block(
+            token.type.removesuffix("_open"), token.map[0] + 1, token.map[1], tokens[index : close + 1]
+        )
+        if token.type == "heading_open":
+            level = int(token.tag[1:])
+            title = tokens[index + 1].content.strip()
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, title))
+            sections.append(_Section([title for _, title in stack], block))
+        else:
+            sections[-1].blocks.append(block)
+        index = close + 1
+    return sections
+
+
+def _closing_index(tokens: list[Token], index: int) -> int:
+    """Index of the token closing the block opened at ``index`` (itself for self-contained blocks)."""
+    if tokens[index].nesting != 1:
+        return index
+    depth = 0
+    for position in range(index, len(tokens)):
+        depth += tokens[position].nesting
+        if depth == 0:
+            return position
+    return len(tokens) - 1
+
+
+def _chunk_sections(doc: _Document, sections: list[_Section]) -> list[Chunk]:
+    chunks: list[Chunk] = []
+    pending_start: int | None = None  # first line of headings not yet placed in a chunk
+    last_heading_end = 0
+    for section in sections:
+        if section.heading is not None:
+            pending_start = pending_start or section.heading.start
+            last_heading_end = section.heading.end
+        units = [unit for block in section.blocks for unit in _units(doc, block)]
+        if units:
+            chunks.extend(_pack(doc, units, pending_start, section.heading_path))
+            pending_start = None
+    if pending_start is not None:
+        chunks.append(
+            make_chunk(
+                doc.path,
+                pending_start,
+                last_heading_end,
+                doc.text(pending_start, last_heading_end),
+                sections[-1].heading_path,
+            )
+        )
+    return chunks
+
+
+def _pack(
+    doc: _Document, units: list[_Unit], prefix_start: int | None, heading_path: list[str]
+) -> list[Chunk]:
+    """Greedily pack verbatim units; split parts become chunks of their own."""
+    chunks: list[Chunk] = []
+    open_start = prefix_start
+    group_end: int | None = None
+
+    def flush() -> None:
+        nonlocal open_start, group_end
+        if group_end is not None and open_start is not None:
+            chunks.append(
+                make_chunk(doc.path, open_start, group_end, doc.text(open_start, group_end), heading_path)
+            )
+            open_start = None
+        group_end = None
+
+    for unit in units:
+        span = unit.span
+        if unit.verbatim:
+            if group_end is not None and doc.chars(open_start or span.start, span.end) > doc.budget:
+                flush()
+            if open_start is None:
+                open_start = span.start
+            group_end = span.end
+            continue
+        flush()
+        text, start = span.text, span.start
+        if open_start is not None:  # headings waiting for a chunk ride along with the first part
+            prefix = trim_blank_edges(doc.numbered(open_start, span.start - 1))
+            if prefix:
+                text = "\n".join(line for _, line in prefix) + "\n" + text
+                start = open_start
+            open_start = None
+        chunks.append(make_chunk(doc.path, start, span.end, text, heading_path))
+    flush()
+    return chunks
+
+
+def _units(doc: _Document, block: _Block) -> list[_Unit]:
+    start, end = _trimmed_range(doc, block.start, block.end)
+    if start > end:
+        return []
+    if doc.chars(start, end) <= doc.budget:
+        return [_Unit(Span(start, end, doc.text(start, end)), verbatim=True)]
+    if block.kind == "table":
+        return _table_parts(doc, block, start, end)
+    if block.kind == "fence":
+        return _fence_parts(doc, start, end)
+    if block.kind in ("bullet_list", "ordered_list"):
+        return _list_units(doc, block)
+    return _line_parts(doc, start, end)
+
+
+def _trimmed_range(doc: _Document, start: int, end: int) -> tuple[int, int]:
+    group = trim_blank_edges(doc.numbered(start, end))
+    return (group[0][0], group[-1][0]) if group else (start, start - 1)
+
+
+def _line_parts(doc: _Document, start: int, end: int) -> list[_Unit]:
+    spans = pack_lines(doc.numbered(start, end), max(doc.budget - _LABEL_ROOM, 1))
+    texts = label_parts([span.text for span in spans])
+    return [
+        _Unit(Span(span.start, span.end, text), verbatim=False)
+        for span, text in zip(spans, texts, strict=True)
+    ]
+
+
+def _table_parts(doc: _Document, block: _Block, start: int, end: int) -> list[_Unit]:
+    """Split a table by rows, each part repeating the header and separator rows."""
+    header_end = start + 1  # header row, then the separator row
+    header = doc.text(start, header_end)
+    budget = max(doc.budget - len(header) - 1, 1)
+    spans = pack_lines(doc.numbered(header_end + 1, end), budget)
+    return [_Unit(Span(s.start, s.end, f"{header}\n{s.text}"), verbatim=False) for s in spans]
+
+
+def _fence_parts(doc: _Document, start: int, end: int) -> list[_Unit]:
+    """Split fenced code by lines, each part repeating the opening and closing fence."""
+    opening = doc.lines[start - 1]
+    marker = opening.strip()[:3]
+    closed = end > start and doc.lines[end - 1].strip().startswith(marker)
+    closing = doc.lines[end - 1] if closed else marker
+    inner_end = end - 1 if closed else end
+    budget = max(doc.budget - len(opening) - len(closing) - 2, 1)
+    spans = pack_lines(doc.numbered(start + 1, inner_end), budget)
+    return [_Unit(Span(s.start, s.end, f"{opening}\n{s.text}\n{closing}"), verbatim=False) for s in spans]
+
+
+def _list_units(doc: _Document, block: _Block) -> list[_Unit]:
+    """A list packs by whole items; an item too long on its own is split by lines."""
+    units: list[_Unit] = []
+    for token in block.tokens:
+        if token.type == "list_item_open" and token.level == 1 and token.map is not None:
+            item = _Block("list_item", token.map[0] + 1, token.map[1])
+            units.extend(_units(doc, item))
+    return units

@@ -1,0 +1,315 @@
+"""Analyser shared by indexing and querying: the same text must always give the same tokens.
+
+Latin text follows Lucene's English analyser (possessive strip, lowercase, stopwords, Snowball
+stemmer); runs of CJK characters are segmented into words with rjieba; numbers are kept.
+The fingerprint names the on-disk index so a changed analyser never reuses a stale index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+import rjieba
+import Stemmer
+
+# Bump when tokenization changes in a way the settings do not capture.
+TOKENIZER_VERSION = 1
+
+DEFAULT_TOKENIZER_SETTINGS: dict[str, Any] = {
+    "stemmer": "english",  # a PyStemmer algorithm name, or None to keep words as they are
+    "stopwords": True,  # drop English and Chinese stopwords
+    "cjk_mode": "search",  # "search": words plus their sub-words (jieba cut_for_search); "words": plain cut
+    "min_cjk_len": 1,  # CJK tokens shorter than this are dropped
+}
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
+_CJK_RE = re.compile(f"[{_CJK}]")
+_CJK_SPLIT_RE = re.compile(f"([{_CJK}]+)")  # the capturing group keeps the CJK runs at odd indices
+# A word of letters/digits joined by inner apostrophes; a trailing possessive 's is matched but not kept.
+_WORD_RE = re.compile(r"([^\W_]+(?:'(?!s\b)[^\W_]+)*)(?:'s\b)?")
+_STEM_CACHE_SIZE = 500_000
+
+ENGLISH_STOPWORDS = frozenset(
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "me",
+        "more",
+        "most",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "same",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "very",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+    ]
+)
+
+CHINESE_STOPWORDS = frozenset(
+    [
+        "的",
+        "地",
+        "得",
+        "了",
+        "着",
+        "过",
+        "吗",
+        "呢",
+        "吧",
+        "啊",
+        "呀",
+        "哦",
+        "嗯",
+        "么",
+        "是",
+        "在",
+        "和",
+        "与",
+        "及",
+        "或",
+        "而",
+        "也",
+        "都",
+        "就",
+        "又",
+        "还",
+        "被",
+        "把",
+        "让",
+        "给",
+        "对",
+        "从",
+        "向",
+        "于",
+        "之",
+        "其",
+        "这",
+        "那",
+        "这个",
+        "那个",
+        "这些",
+        "那些",
+        "这样",
+        "那样",
+        "什么",
+        "哪",
+        "哪个",
+        "哪些",
+        "哪里",
+        "怎么",
+        "怎样",
+        "如何",
+        "为什么",
+        "谁",
+        "多少",
+        "几",
+        "个",
+        "一个",
+        "等",
+        "等等",
+        "以",
+        "所",
+        "为",
+        "并",
+        "但",
+        "但是",
+        "而且",
+        "因为",
+        "所以",
+        "如果",
+        "虽然",
+        "然后",
+        "即",
+        "即使",
+        "已",
+        "已经",
+        "将",
+        "会",
+        "能",
+        "可以",
+        "要",
+    ]
+)
+
+
+class Tokenizer:
+    """Turns text into index terms; construct once and reuse (it caches stems)."""
+
+    def __init__(self, **settings: Any) -> None:
+        unknown = set(settings) - set(DEFAULT_TOKENIZER_SETTINGS)
+        if unknown:
+            raise ValueError(f"unknown tokenizer settings: {sorted(unknown)}")
+        self.settings = {**DEFAULT_TOKENIZER_SETTINGS, **settings}
+        if self.settings["cjk_mode"] not in ("search", "words"):
+            raise ValueError("cjk_mode must be 'search' or 'words'")
+        stemmer_name = self.settings["stemmer"]
+        self._stemmer = Stemmer.Stemmer(stemmer_name) if stemmer_name else None
+        use_stopwords = bool(self.settings["stopwords"])
+        self._english_stop = ENGLISH_STOPWORDS if use_stopwords else frozenset()
+        self._chinese_stop = CHINESE_STOPWORDS if use_stopwords else frozenset()
+        self._cut = rjieba.cut_for_search if self.settings["cjk_mode"] == "search" else rjieba.cut
+        self._min_cjk_len = int(self.settings["min_cjk_len"])
+        self._stem_cache: dict[str, str] = {}
+        self.fingerprint = self._compute_fingerprint()
+
+    def _compute_fingerprint(self) -> str:
+        payload = {
+            "version": TOKENIZER_VERSION,
+            "settings": self.settings,
+            "english_stopwords": sorted(self._english_stop),
+            "chinese_stopwords": sorted(self._chinese_stop),
+        }
+        blob = json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()
+        return hashlib.sha256(blob).hexdigest()[:12]
+
+    def tokenize(self, text: str) -> list[str]:
+        """Index terms of ``text`` in reading order (duplicates kept, as BM25 needs term counts)."""
+        text = text.lower()
+        if "\u2019" in text:
+            text = text.replace("\u2019", "'")
+        if not _CJK_RE.search(text):
+            return self._latin_words(text)
+        tokens: list[str] = []
+        for index, part in enumerate(_CJK_SPLIT_RE.split(text)):
+            if index % 2:
+                tokens.extend(self._cjk_words(part))
+            elif part:
+                tokens.extend(self._latin_words(part))
+        return tokens
+
+    def _latin_words(self, text: str) -> list[str]:
+        stop = self._english_stop
+        cached = self._stem_cache.get
+        stem = self._stem
+        return [cached(word) or stem(word) for word in _WORD_RE.findall(text) if word not in stop]
+
+    def _stem(self, word: str) -> str:
+        cached = self._stem_cache.get(word)
+        if cached is None:
+            if len(self._stem_cache) >= _STEM_CACHE_SIZE:
+                self._stem_cache.clear()
+            cached = self._stemmer.stemWord(word) if self._stemmer is not None else word
+            self._stem_cache[word] = cached
+        return cached
+
+    def _cjk_words(self, run: str) -> list[str]:
+        stop = self._chinese_stop
+        min_len = self._min_cjk_len
+        return [w for w in self._cut(run) if len(w) >= min_len and w not in stop]
