@@ -1,0 +1,91 @@
+"""Ways to run a query over a set of workspace files, so every benchmark compares like with like.
+
+- ``harness``: reme's chunker + tokenizer + an in-memory Lucene BM25 (no engine, no app);
+- ``keyword``: reme's chunker + ``reme.index.keyword.KeywordIndex`` (the real engine);
+- ``search``: the whole application: files written to a workspace, the ``search`` job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from reme.index.chunking import chunk_text
+from reme.index.tokenizer import Tokenizer
+from retrieval_bm25 import MemoryBM25
+from retrieval_metrics import Hit
+
+Searcher = Callable[[list[str], int], list[list[Hit]]]  # queries, limit -> ranked hits per query
+ENGINES = ("harness", "keyword", "search")
+
+
+def search_files(
+    engine: str,
+    files: dict[str, str],
+    queries: list[str],
+    limit: int,
+    *,
+    chunk_chars: int,
+    tokenizer_settings: dict | None = None,
+    k1: float = 1.2,
+    b: float = 0.75,
+) -> list[list[Hit]]:
+    """Index ``files`` (workspace-relative path -> text) and return ranked hits for every query."""
+    tokenizer = Tokenizer(**(tokenizer_settings or {}))
+    if engine == "harness":
+        return _harness(files, queries, limit, chunk_chars, tokenizer, k1, b)
+    if engine == "keyword":
+        return _keyword(files, queries, limit, chunk_chars, tokenizer)
+    if engine == "search":
+        return asyncio.run(_search_job(files, queries, limit, chunk_chars))
+    raise ValueError(f"unknown engine {engine!r}; choose one of {ENGINES}")
+
+
+def _harness(files, queries, limit, chunk_chars, tokenizer, k1, b) -> list[list[Hit]]:
+    bm25 = MemoryBM25(tokenizer, k1=k1, b=b)
+    for path, text in files.items():
+        for chunk in chunk_text(path, text, chunk_chars=chunk_chars):
+            bm25.add(Hit(chunk.path, chunk.start_line, chunk.end_line), chunk.search_text)
+    return [[hit for hit, _ in bm25.search(query, limit)] for query in queries]
+
+
+def _keyword(files, queries, limit, chunk_chars, tokenizer) -> list[list[Hit]]:
+    from reme.index.keyword import KeywordIndex
+
+    with tempfile.TemporaryDirectory(prefix="reme-bench-") as directory:
+        index = KeywordIndex(directory, tokenizer)
+        by_id: dict[str, Hit] = {}
+        for path, text in files.items():
+            chunks = chunk_text(path, text, chunk_chars=chunk_chars)
+            by_id.update({c.id: Hit(c.path, c.start_line, c.end_line) for c in chunks})
+            index.upsert(path, [(c.id, c.search_text) for c in chunks])
+        index.commit()
+        results = [[by_id[chunk_id] for chunk_id, _ in index.search(query, limit)] for query in queries]
+        close = getattr(index, "close", None)
+        if close is not None:
+            close()
+        return results
+
+
+async def _search_job(files, queries, limit, chunk_chars) -> list[list[Hit]]:
+    from reme import ReMe
+
+    with tempfile.TemporaryDirectory(prefix="reme-bench-") as directory:
+        workspace = Path(directory) / "workspace"
+        for path, text in files.items():
+            target = workspace / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        overrides = {"components": {"index": {"chunk_chars": chunk_chars}}}
+        async with ReMe(workspace_dir=workspace, timezone="UTC", **overrides) as app:
+            await app.run("reindex")
+            results = []
+            for query in queries:
+                response = await app.run("search", query=query, limit=limit, expand_links=False)
+                if not response.success:
+                    raise RuntimeError(f"search failed: {response.answer}")
+                rows = response.metadata.get("results", [])
+                results.append([Hit(r["path"], r["start_line"], r["end_line"]) for r in rows])
+            return results

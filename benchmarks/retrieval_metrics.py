@@ -1,0 +1,61 @@
+"""Retrieval metrics measured at a fixed amount of returned text (see the data README)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+BUDGETS = (500, 1000, 2000, 4000, 8000)
+
+
+@dataclass(frozen=True)
+class Hit:
+    path: str
+    start_line: int
+    end_line: int
+
+
+def visible_lines(
+    hits: Sequence[Hit], lines: Mapping[str, Sequence[str]], budget: int
+) -> set[tuple[str, int]]:
+    """Lines seen when reading ranked hits line by line until ``budget`` characters are spent.
+
+    Each line costs its length + 1; a line is visible while the running total stays within the
+    budget. A line already shown by an earlier hit costs nothing again.
+    """
+    seen: set[tuple[str, int]] = set()
+    total = 0
+    for hit in hits:
+        for line in range(hit.start_line, hit.end_line + 1):
+            key = (hit.path, line)
+            if key in seen:
+                continue
+            total += len(lines[hit.path][line - 1]) + 1
+            if total > budget:
+                return seen
+            seen.add(key)
+    return seen
+
+
+def recall_within(evidence: Sequence[tuple[str, int]], visible: set[tuple[str, int]]) -> float:
+    """Share of evidence lines that are visible."""
+    return sum(1 for e in evidence if e in visible) / len(evidence)
+
+
+def file_recall_within(evidence: Sequence[tuple[str, int]], visible: set[tuple[str, int]]) -> float:
+    """Share of evidence files with at least one visible line."""
+    files = {path for path, _ in evidence}
+    shown = {path for path, _ in visible}
+    return len(files & shown) / len(files)
+
+
+def reciprocal_rank(hits: Sequence[Hit], evidence: Sequence[tuple[str, int]]) -> float:
+    """1 / rank of the first hit containing an evidence line (0 when none does)."""
+    for rank, hit in enumerate(hits, 1):
+        if any(path == hit.path and hit.start_line <= line <= hit.end_line for path, line in evidence):
+            return 1.0 / rank
+    return 0.0
+
+
+def mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else float("nan")
