@@ -1,0 +1,150 @@
+"""HTTP interface: `POST /<job>` → Response JSON, stream jobs as Server-Sent Events.
+
+Routes and the OpenAPI document are generated from the job table, so each job's request body is
+documented by its own parameter schema. Every answer, errors included, has the Response shape
+`{success, answer, metadata}` so clients never need a second parser.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from reme import __version__
+from reme.app.application import Application
+from reme.app.jobs import JobSpec
+from reme.service.security import BearerTokenGate
+
+RESPONSE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "success": {"type": "boolean"},
+        "answer": {"description": "text, or a JSON value for structured answers"},
+        "metadata": {"type": "object"},
+    },
+    "required": ["success", "answer", "metadata"],
+}
+STREAM_DESCRIPTION = (
+    "text/event-stream: one `data:` line of JSON per chunk; failures arrive as "
+    '`{"type": "error", "message": ...}`; always ends with `{"type": "done", "success": ...}`.'
+)
+
+
+def json_response(data: dict[str, Any], status_code: int = 200) -> Response:
+    """JSON that never fails to encode: values without a JSON form (paths, dates) become strings."""
+    body = json.dumps(data, ensure_ascii=False, default=str)
+    return Response(body, status_code=status_code, media_type="application/json")
+
+
+def failure(message: str, status_code: int, **headers: str) -> JSONResponse:
+    return JSONResponse(
+        {"success": False, "answer": message, "metadata": {}},
+        status_code=status_code,
+        headers=headers or None,
+    )
+
+
+async def read_params(request: Request) -> dict[str, Any] | JSONResponse:
+    """The JSON object in the body (empty body = no parameters), or a 400 saying what is wrong."""
+    body = await request.body()
+    if not body.strip():
+        return {}
+    try:
+        params = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return failure(f"invalid JSON body: {exc}; send the parameters as a JSON object", 400)
+    if not isinstance(params, dict):
+        return failure(f"the body must be a JSON object of parameters, got {type(params).__name__}", 400)
+    return params
+
+
+def sse_line(chunk: Any) -> bytes:
+    return b"data: " + json.dumps(chunk, ensure_ascii=False, default=str).encode() + b"\n\n"
+
+
+async def sse_events(app: Application, job: str, params: dict[str, Any]) -> AsyncIterator[bytes]:
+    """Chunks of a stream job as SSE; a crash mid-stream still ends with an error and a done chunk."""
+    done_sent = False
+    try:
+        async for chunk in app.stream(job, **params):
+            done_sent = isinstance(chunk, dict) and chunk.get("type") == "done"
+            yield sse_line(chunk)
+    except Exception as exc:
+        if not done_sent:
+            yield sse_line({"type": "error", "message": f"{type(exc).__name__}: {exc}"})
+    if not done_sent:
+        yield sse_line({"type": "done", "success": False})
+
+
+def _endpoint(app: Application, job: JobSpec) -> Any:
+    async def run_job(request: Request) -> Any:
+        params = await read_params(request)
+        if isinstance(params, JSONResponse):
+            return params
+        if job.kind == "stream":
+            return StreamingResponse(
+                sse_events(app, job.name, params),
+                media_type="text/event-stream",
+                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            )
+        response = await app.run(job.name, **params)
+        return json_response(response.to_dict())
+
+    run_job.__name__ = f"job_{job.name}"
+    return run_job
+
+
+def _openapi_extra(job: JobSpec) -> dict[str, Any]:
+    return {"requestBody": {"required": False, "content": {"application/json": {"schema": job.parameters}}}}
+
+
+def _responses(job: JobSpec) -> dict[int | str, dict[str, Any]]:
+    if job.kind == "stream":
+        return {200: {"description": STREAM_DESCRIPTION, "content": {"text/event-stream": {}}}}
+    return {
+        200: {
+            "description": "the job's Response",
+            "content": {"application/json": {"schema": RESPONSE_SCHEMA}},
+        }
+    }
+
+
+def build_http_app(app: Application, token: str | None = None) -> Any:
+    """The ASGI app serving every servable job of a started application (token-gated when given)."""
+    api = FastAPI(title="reme", version=__version__, description="Jobs of a reme workspace.")
+    for job in sorted(app.served_jobs(), key=lambda j: j.name):
+        api.add_api_route(
+            f"/{job.name}",
+            _endpoint(app, job),
+            methods=["POST"],
+            name=job.name,
+            operation_id=job.name,
+            summary=job.description.splitlines()[0] if job.description else job.name,
+            description=job.description,
+            tags=[job.kind],
+            openapi_extra=_openapi_extra(job),
+            responses=_responses(job),
+        )
+    served = {job.name for job in app.served_jobs()}
+
+    @api.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        name = request.url.path.strip("/")
+        if exc.status_code == 404:
+            why = "is not served over HTTP" if name in app.jobs else "is unknown"
+            return failure(f"job {name!r} {why}; POST /help (or `reme help`) lists the jobs", 404)
+        if exc.status_code == 405 and name in served:
+            return failure(f"use POST /{name} with the parameters as a JSON object", 405, Allow="POST")
+        return failure(str(exc.detail), exc.status_code)
+
+    @api.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return failure(f"invalid request: {exc.errors()}", 422)
+
+    return BearerTokenGate(api, token) if token else api

@@ -1,0 +1,129 @@
+"""MCP interface: every servable non-stream job is a tool whose input schema is the job's parameters.
+
+Built on the SDK's low-level `Server` because reme's tools are declared as JSON Schemas in config,
+not as Python signatures. A tool result carries the answer as text and the whole Response as
+structured content, and `is_error` mirrors `success=false`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.sse import SseServerTransport
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.routing import Mount, Route
+
+from reme import __version__
+from reme.app.application import Application
+from reme.app.jobs import JobSpec
+from reme.service.security import BearerTokenGate, is_loopback
+from reme.service.service_info import MCP_PATHS
+
+TRANSPORTS = ("stdio", "sse", "streamable-http")
+SSE_MESSAGE_PATH = "/messages/"
+
+
+def tool_jobs(app: Application) -> dict[str, JobSpec]:
+    return {job.name: job for job in app.served_jobs() if job.kind != "stream"}
+
+
+def answer_text(answer: Any) -> str:
+    return (
+        answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False, indent=2, default=str)
+    )
+
+
+def build_mcp_server(app: Application) -> Server[Any]:
+    """An MCP server exposing the started application's jobs as tools."""
+
+    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(
+                    name=job.name, description=job.description or job.name, input_schema=job.parameters
+                )
+                for job in sorted(tool_jobs(app).values(), key=lambda j: j.name)
+            ]
+        )
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name not in tool_jobs(app):
+            message = f"unknown tool {params.name!r}; available: {', '.join(sorted(tool_jobs(app)))}"
+            return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
+        response = await app.run(params.name, **(params.arguments or {}))
+        structured = json.loads(json.dumps(response.to_dict(), default=str))
+        return types.CallToolResult(
+            content=[types.TextContent(text=answer_text(response.answer))],
+            structured_content=structured,
+            is_error=not response.success,
+        )
+
+    def input_schema(name: str) -> dict[str, Any] | None:
+        job = tool_jobs(app).get(name)
+        return job.parameters if job else None
+
+    return Server(
+        "reme",
+        version=__version__,
+        instructions="Tools over a reme memory workspace of Markdown files; paths are workspace-relative.",
+        get_tool_input_schema=input_schema,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def _loopback_security(host: str) -> TransportSecuritySettings | None:
+    """DNS-rebinding protection on loopback, as the SDK does by default for 127.0.0.1."""
+    if not is_loopback(host):
+        return None
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+    )
+
+
+def _sse_app(server: Server[Any], host: str, path: str) -> Starlette:
+    sse = SseServerTransport(SSE_MESSAGE_PATH, security_settings=_loopback_security(host))
+
+    class SseEndpoint:
+        """ASGI endpoint (a class, so Starlette passes the raw scope rather than a Request)."""
+
+        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+            async with sse.connect_sse(scope, receive, send) as (read_stream, write_stream):
+                await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    return Starlette(
+        routes=[
+            Route(path, endpoint=SseEndpoint(), methods=["GET"]),
+            Mount(SSE_MESSAGE_PATH, app=sse.handle_post_message),
+        ]
+    )
+
+
+def build_mcp_asgi_app(
+    app: Application, transport: str, host: str, path: str | None, token: str | None
+) -> Any:
+    """The ASGI app for the network transports (`sse`, `streamable-http`)."""
+    server = build_mcp_server(app)
+    endpoint = path or MCP_PATHS[transport]
+    if transport == "sse":
+        asgi: Any = _sse_app(server, host, endpoint)
+    else:
+        asgi = server.streamable_http_app(
+            streamable_http_path=endpoint, host=host, transport_security=_loopback_security(host)
+        )
+    return BearerTokenGate(asgi, token) if token else asgi
+
+
+async def serve_stdio(app: Application) -> None:
+    """Serve MCP over stdin/stdout until the client closes stdin."""
+    from mcp.server.stdio import stdio_server
+
+    server = build_mcp_server(app)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())

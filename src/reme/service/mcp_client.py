@@ -1,0 +1,38 @@
+"""Calling a job on a running MCP service (sse or streamable-http), for `reme <job>`.
+
+Imported only when the discovered service is an MCP one: the SDK is heavy for a one-shot CLI.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reme.service.service_info import MCP_PATHS, ServiceInfo
+
+
+async def call_tool(info: ServiceInfo, job: str, params: dict[str, Any], token: str | None) -> dict[str, Any]:
+    """Call `job` as a tool and return a Response dict."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.sse import sse_client
+    from mcp.client.streamable_http import streamable_http_client
+
+    transport = info.transport or "streamable-http"
+    if transport not in MCP_PATHS:
+        raise ValueError(f"an MCP service on transport {transport!r} cannot be called over the network")
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    url = f"{info.url}{info.path or MCP_PATHS[transport]}"
+    timeout = httpx2.Timeout(30.0, read=None)
+    async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
+        connection = (
+            sse_client(url, headers=headers)
+            if transport == "sse"
+            else streamable_http_client(url, http_client=http)
+        )
+        async with Client(connection) as client:
+            result = await client.call_tool(job, params)
+    structured = result.structured_content
+    if isinstance(structured, dict) and "success" in structured:
+        return structured
+    text = "\n".join(getattr(block, "text", "") for block in result.content)
+    return {"success": not result.is_error, "answer": text, "metadata": {}}

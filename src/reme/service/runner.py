@@ -1,0 +1,164 @@
+"""Starting the configured service: checks, application lifecycle, uvicorn, the service file.
+
+Order matters: unsafe configurations are refused before anything starts; the service file is
+written only once the socket listens (so a client that finds it can connect) and removed on exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+from reme.app.application import Application
+from reme.service.security import ServiceConfigError, check_bind, resolve_token
+from reme.service.service_info import MCP_PATHS, ServiceInfo, remove_service_file, write_service_file
+
+BACKENDS = ("http", "mcp")
+
+
+class _Server(uvicorn.Server):
+    """uvicorn re-raises a caught SIGINT/SIGTERM after shutdown, which would end the process before
+    reme removes its service file and closes components; here a signal only asks for shutdown."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        originals = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in originals.items():
+                signal.signal(sig, handler)
+
+
+def service_settings(config: dict[str, Any]) -> tuple[str, str, str, int, str | None]:
+    """(backend, transport, host, port, token) from `service.*`, refusing unknown or unsafe values."""
+    from reme.service.mcp import TRANSPORTS
+
+    service = config.get("service") or {}
+    backend = service.get("backend") or "http"
+    transport = service.get("transport") or "stdio"
+    if backend not in BACKENDS:
+        raise ServiceConfigError(f"service.backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    if backend == "mcp" and transport not in TRANSPORTS:
+        raise ServiceConfigError(
+            f"service.transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}"
+        )
+    host = str(service.get("host") or "127.0.0.1")
+    port = int(service.get("port", 2333))
+    token = resolve_token(service)
+    if not (backend == "mcp" and transport == "stdio"):
+        check_bind(host, token)
+    return backend, transport, host, port, token
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """Listen before announcing: a busy port is a clear error, and port 0 picks a free one."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except socket.gaierror as exc:
+        raise ServiceConfigError(f"cannot resolve service.host {host!r}: {exc}") from None
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise ServiceConfigError(
+            f"cannot listen on {host}:{port}: {exc.strerror}; choose another port with service.port=..."
+        ) from None
+    return sock
+
+
+def connectable_host(host: str) -> str:
+    """The address a local client should dial: a wildcard bind is reached through loopback."""
+    return {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+
+
+async def serve_asgi(
+    asgi: Any, sock: socket.socket, workspace_dir: Path, info: ServiceInfo, stop: asyncio.Event | None = None
+) -> None:
+    """Run uvicorn on a bound socket until a signal (or `stop`); the service file exists exactly while it serves."""
+    server = _Server(uvicorn.Config(asgi, log_level="warning", access_log=False, lifespan="auto"))
+    port = sock.getsockname()[1]
+    info = ServiceInfo(
+        host=connectable_host(info.host),
+        port=port,
+        backend=info.backend,
+        transport=info.transport,
+        path=info.path,
+        pid=os.getpid(),
+    )
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    watcher = asyncio.create_task(_exit_on(stop, server)) if stop is not None else None
+    try:
+        while not server.started and not task.done():
+            await asyncio.sleep(0.01)
+        if server.started:
+            write_service_file(workspace_dir, info)
+            where = f"{info.url}{info.path or ''}"
+            print(
+                f"reme: {info.backend} service on {where} (workspace {workspace_dir})",
+                file=sys.stderr,
+                flush=True,
+            )
+        await task
+    finally:
+        if watcher is not None:
+            watcher.cancel()
+        remove_service_file(workspace_dir, info.pid or os.getpid())
+        sock.close()
+
+
+async def _exit_on(stop: asyncio.Event, server: uvicorn.Server) -> None:
+    await stop.wait()
+    server.should_exit = True
+
+
+async def run_service(config: dict[str, Any], stop: asyncio.Event | None = None) -> None:
+    """Start the application and serve it with the configured backend until a signal or `stop`."""
+    backend, transport, host, port, token = service_settings(config)
+    sock = None if (backend == "mcp" and transport == "stdio") else bind_socket(host, port)
+    app = Application(config)
+    try:
+        await app.start(background=True)
+        if sock is None:
+            from reme.service.mcp import serve_stdio
+
+            await serve_stdio(app)
+            return
+        if backend == "http":
+            from reme.service.http import build_http_app
+
+            asgi, path = build_http_app(app, token), None
+        else:
+            from reme.service.mcp import build_mcp_asgi_app
+
+            path = (config.get("service") or {}).get("path") or MCP_PATHS[transport]
+            asgi = build_mcp_asgi_app(app, transport, host, path, token)
+        info = ServiceInfo(
+            host=host,
+            port=port,
+            backend=backend,
+            transport=transport if backend == "mcp" else None,
+            path=path,
+        )
+        await serve_asgi(asgi, sock, app.workspace_dir, info, stop)
+    finally:
+        if sock is not None:
+            sock.close()
+        await app.close()
