@@ -41,6 +41,7 @@ class _Unit:
 
     span: Span
     verbatim: bool
+    block_start: int  # first line of the block the unit came from (headings waiting go before it)
 
 
 class _Document:
@@ -180,7 +181,7 @@ def _pack(
         flush()
         text, start = span.text, span.start
         if open_start is not None:  # headings waiting for a chunk ride along with the first part
-            prefix = trim_blank_edges(doc.numbered(open_start, span.start - 1))
+            prefix = trim_blank_edges(doc.numbered(open_start, unit.block_start - 1))
             if prefix:
                 text = "\n".join(line for _, line in prefix) + "\n" + text
                 start = open_start
@@ -195,7 +196,7 @@ def _units(doc: _Document, block: _Block) -> list[_Unit]:
     if start > end:
         return []
     if doc.chars(start, end) <= doc.budget:
-        return [_Unit(Span(start, end, doc.text(start, end)), verbatim=True)]
+        return [_Unit(Span(start, end, doc.text(start, end)), True, start)]
     if block.kind == "table":
         return _table_parts(doc, block, start, end)
     if block.kind == "fence":
@@ -214,8 +215,7 @@ def _line_parts(doc: _Document, start: int, end: int) -> list[_Unit]:
     spans = pack_lines(doc.numbered(start, end), max(doc.budget - _LABEL_ROOM, 1))
     texts = label_parts([span.text for span in spans])
     return [
-        _Unit(Span(span.start, span.end, text), verbatim=False)
-        for span, text in zip(spans, texts, strict=True)
+        _Unit(Span(span.start, span.end, text), False, start) for span, text in zip(spans, texts, strict=True)
     ]
 
 
@@ -225,7 +225,7 @@ def _table_parts(doc: _Document, block: _Block, start: int, end: int) -> list[_U
     header = doc.text(start, header_end)
     budget = max(doc.budget - len(header) - 1, 1)
     spans = pack_lines(doc.numbered(header_end + 1, end), budget)
-    return [_Unit(Span(s.start, s.end, f"{header}\n{s.text}"), verbatim=False) for s in spans]
+    return [_Unit(Span(s.start, s.end, f"{header}\n{s.text}"), False, start) for s in spans]
 
 
 def _fence_parts(doc: _Document, start: int, end: int) -> list[_Unit]:
@@ -237,7 +237,7 @@ def _fence_parts(doc: _Document, start: int, end: int) -> list[_Unit]:
     inner_end = end - 1 if closed else end
     budget = max(doc.budget - len(opening) - len(closing) - 2, 1)
     spans = pack_lines(doc.numbered(start + 1, inner_end), budget)
-    return [_Unit(Span(s.start, s.end, f"{opening}\n{s.text}\n{closing}"), verbatim=False) for s in spans]
+    return [_Unit(Span(s.start, s.end, f"{opening}\n{s.text}\n{closing}"), False, start) for s in spans]
 
 
 def _list_units(doc: _Document, block: _Block) -> list[_Unit]:

@@ -1,0 +1,163 @@
+"""Markdown chunker: sections, heading paths, line ranges and every kind of split."""
+
+from __future__ import annotations
+
+from reme.index.chunking import Chunk, chunk_text
+
+
+def lines_of(text: str, chunk: Chunk) -> str:
+    return "\n".join(text.split("\n")[chunk.start_line - 1 : chunk.end_line])
+
+
+DAY_NOTE = """# 2023-05-08
+
+## Session 1 (13:56) - Caroline & Melanie
+
+- **Caroline**: Hey Mel! Good to see you!
+- **Melanie**: I'm swamped with the kids & work.
+- **Caroline**: I went to a LGBTQ support group yesterday.
+
+## Session 2 (18:01) - Caroline & Melanie
+
+- **Melanie**: I painted a lake sunrise last year.
+"""
+
+
+def test_day_note_chunks_carry_date_and_speakers_and_exact_lines() -> None:
+    chunks = chunk_text("daily/2023-05-08.md", DAY_NOTE)
+    assert [(c.start_line, c.end_line) for c in chunks] == [(1, 7), (9, 11)]
+    assert chunks[0].heading_path == ["2023-05-08", "Session 1 (13:56) - Caroline & Melanie"]
+    assert chunks[1].heading_path == ["2023-05-08", "Session 2 (18:01) - Caroline & Melanie"]
+    for chunk in chunks:
+        assert chunk.text == lines_of(DAY_NOTE, chunk)
+        assert chunk.search_text.startswith(" > ".join(chunk.heading_path))
+        assert chunk.text in chunk.search_text
+
+
+def test_chunks_never_cross_a_heading_and_cover_every_line() -> None:
+    text = "# A\n\nalpha\n\n## B\n\nbeta\n\n### C\n\ngamma\n\n## D\n\ndelta\n"
+    chunks = chunk_text("notes/x.md", text, chunk_chars=10_000)
+    assert [c.heading_path for c in chunks] == [["A"], ["A", "B"], ["A", "B", "C"], ["A", "D"]]
+    covered = {n for c in chunks for n in range(c.start_line, c.end_line + 1)}
+    content = {n for n, line in enumerate(text.split("\n"), 1) if line.strip()}
+    assert content <= covered
+
+
+def test_front_matter_is_counted_in_lines_and_searchable_but_not_chunk_text() -> None:
+    text = "---\nname: Tea\ndescription: green tea notes\n---\n# Tea\n\nSencha is grassy.\n"
+    (chunk,) = chunk_text("digest/food/tea.md", text)
+    assert (chunk.start_line, chunk.end_line) == (5, 7)
+    assert chunk.text == "# Tea\n\nSencha is grassy."
+    assert "green tea notes" in chunk.search_text
+
+
+def test_broken_front_matter_does_not_crash() -> None:
+    text = "---\nname: [unclosed\n  : : bad: yaml: {\n---\nBody line.\n"
+    chunks = chunk_text("digest/x.md", text)
+    assert [(c.start_line, c.end_line, c.text) for c in chunks] == [(5, 5, "Body line.")]
+    unterminated = "---\nname: x\nno closing fence\n"
+    assert chunk_text("digest/y.md", unterminated)  # treated as body, still chunked
+
+
+def test_table_split_repeats_header_and_separator() -> None:
+    rows = [f"| item {i:03d} | value {i:03d} |" for i in range(40)]
+    text = "# Data\n\n| name | value |\n|------|-------|\n" + "\n".join(rows) + "\n"
+    chunks = chunk_text("notes/table.md", text, chunk_chars=300)
+    assert len(chunks) > 2
+    for chunk in chunks:
+        body = chunk.text.split("\n")
+        header_at = body.index("| name | value |")
+        assert body[header_at + 1] == "|------|-------|"
+        data = body[header_at + 2 :]
+        assert data == text.split("\n")[chunk.end_line - len(data) : chunk.end_line]
+        assert len(chunk.text) <= 300 + len("# Data\n\n")
+    data_lines = [n for c in chunks for n in range(c.end_line - c.text.count("\n| item") + 1, c.end_line + 1)]
+    assert data_lines == list(range(5, 45))
+    assert chunks[0].start_line == 1  # the heading rides along with the first part
+
+
+def test_fenced_code_split_repeats_fences() -> None:
+    code = [f"print('line {i}')" for i in range(60)]
+    text = "Intro.\n\n```python\n" + "\n".join(code) + "\n```\n"
+    chunks = chunk_text("notes/code.md", text, chunk_chars=200)
+    parts = [c for c in chunks if "print(" in c.text]
+    assert len(parts) > 3
+    for chunk in parts:
+        body = chunk.text.split("\n")
+        assert body[0] == "```python" and body[-1] == "```"
+        assert body[1:-1] == text.split("\n")[chunk.start_line - 1 : chunk.end_line]
+    assert parts[0].start_line == 4 and parts[-1].end_line == 63
+
+
+def test_lists_are_packed_by_whole_items() -> None:
+    items = [f"- item {i}: " + "word " * 8 + f"\n  continued {i}" for i in range(20)]
+    text = "\n".join(items) + "\n"
+    chunks = chunk_text("notes/list.md", text, chunk_chars=220)
+    assert len(chunks) > 3
+    for chunk in chunks:
+        assert chunk.text.startswith("- item ")
+        assert chunk.text.split("\n")[-1].startswith("  continued")
+        assert len(chunk.text) <= 220
+    assert chunks[0].start_line == 1 and chunks[-1].end_line == 40
+
+
+def test_over_long_leaf_is_split_by_lines_with_part_labels() -> None:
+    paragraph = "\n".join(f"sentence number {i} of a very long paragraph" for i in range(50))
+    text = "# Long\n\n" + paragraph + "\n"
+    chunks = chunk_text("notes/long.md", text, chunk_chars=400)
+    total = len(chunks)
+    assert total > 3
+    for i, chunk in enumerate(chunks, 1):
+        assert f"[Part {i}/{total}]" in chunk.text
+        assert chunk.text.split("\n")[-1] == text.split("\n")[chunk.end_line - 1]
+    assert chunks[0].start_line == 1 and chunks[-1].end_line == 52
+    starts = [c.start_line for c in chunks[1:]]
+    ends = [c.end_line for c in chunks[:-1]]
+    assert all(s == e + 1 for s, e in zip(starts, ends, strict=True))
+
+
+def test_over_long_list_item_is_split_by_lines() -> None:
+    long_item = "- big item\n" + "\n".join(f"  detail line {i} with some words" for i in range(30))
+    text = "- small item\n" + long_item + "\n- last item\n"
+    chunks = chunk_text("notes/items.md", text, chunk_chars=300)
+    labelled = [c for c in chunks if c.text.startswith("[Part ")]
+    assert len(labelled) >= 2
+    assert chunks[0].text == "- small item"
+    assert chunks[-1].text == "- last item" and chunks[-1].start_line == 33
+
+
+def test_ids_are_stable_and_only_change_with_the_chunk() -> None:
+    first = chunk_text("daily/2023-05-08.md", DAY_NOTE)
+    again = chunk_text("daily/2023-05-08.md", DAY_NOTE)
+    assert [c.id for c in first] == [c.id for c in again]
+    assert len({c.id for c in first}) == len(first)
+    edited = chunk_text("daily/2023-05-08.md", DAY_NOTE.replace("lake sunrise", "lake sunset"))
+    assert edited[0].id == first[0].id and edited[1].id != first[1].id
+    moved = chunk_text("daily/2023-05-09.md", DAY_NOTE)
+    assert not {c.id for c in moved} & {c.id for c in first}
+
+
+def test_heading_only_sections_lend_their_heading_to_the_next_chunk() -> None:
+    text = "# Day\n\n## Morning\n\n### Walk\n\nWent for a walk.\n"
+    (chunk,) = chunk_text("daily/2024-01-01.md", text)
+    assert (chunk.start_line, chunk.end_line) == (1, 7)
+    assert chunk.heading_path == ["Day", "Morning", "Walk"]
+    only_headings = chunk_text("notes/h.md", "# One\n\n## Two\n")
+    assert [(c.start_line, c.end_line) for c in only_headings] == [(1, 3)]
+
+
+def test_empty_text_gives_no_chunks_and_bad_size_is_rejected() -> None:
+    assert chunk_text("notes/empty.md", "  \n\n") == []
+    try:
+        chunk_text("notes/x.md", "text", chunk_chars=0)
+    except ValueError as error:
+        assert "chunk_chars" in str(error)
+    else:
+        raise AssertionError("chunk_chars=0 was accepted")
+
+
+def test_crlf_line_endings_keep_line_numbers() -> None:
+    text = "# T\r\n\r\nfirst\r\nsecond\r\n"
+    (chunk,) = chunk_text("notes/crlf.md", text)
+    assert (chunk.start_line, chunk.end_line) == (1, 4)
+    assert "\r" not in chunk.text

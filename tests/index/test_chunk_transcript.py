@@ -1,0 +1,81 @@
+"""Session transcripts and plain text: rendering and line packing."""
+
+from __future__ import annotations
+
+import json
+
+from reme.index.chunk_transcript import render_message
+from reme.index.chunking import chunk_text, is_transcript_path
+
+
+def message(content, name="user", role="user", created_at="2024-03-01T09:30:00") -> str:
+    return json.dumps({"id": "m", "role": role, "name": name, "content": content, "created_at": created_at})
+
+
+def test_message_renders_speaker_time_and_text_on_one_line() -> None:
+    assert (
+        render_message(message("Hello\nthere  friend")) == "[user @ 2024-03-01T09:30:00] Hello there friend"
+    )
+
+
+def test_content_blocks_of_reme_04_are_read() -> None:
+    blocks = [
+        {"type": "text", "text": "first"},
+        {"type": "image", "url": "x"},
+        {"type": "text", "text": "second"},
+    ]
+    assert render_message(message(blocks, name="Alice")) == "[Alice @ 2024-03-01T09:30:00] first second"
+
+
+def test_role_is_used_when_name_is_missing_and_bad_lines_are_kept() -> None:
+    line = json.dumps({"role": "assistant", "content": "ok", "created_at": "t"})
+    assert render_message(line) == "[assistant @ t] ok"
+    assert render_message("not json at all") == "not json at all"
+
+
+def test_transcript_chunks_use_jsonl_line_numbers() -> None:
+    lines = [
+        message(f"message number {i} about tea", created_at=f"2024-03-01T09:{i:02d}:00") for i in range(30)
+    ]
+    text = "\n".join(lines[:10]) + "\n\n" + "\n".join(lines[10:]) + "\n"
+    chunks = chunk_text("session/dialog/abc.jsonl", text, chunk_chars=300)
+    assert len(chunks) > 3
+    rendered = [line for c in chunks for line in c.text.split("\n")]
+    assert rendered[0] == "[user @ 2024-03-01T09:00:00] message number 0 about tea"
+    assert len(rendered) == 30
+    assert chunks[0].start_line == 1 and chunks[-1].end_line == 31
+    for chunk in chunks:
+        assert len(chunk.text) <= 300
+        assert chunk.text.count("\n") + 1 == chunk.end_line - chunk.start_line + 1 - (
+            1 if chunk.start_line <= 11 <= chunk.end_line else 0
+        )
+
+
+def test_long_message_is_cut_into_labelled_parts_on_its_line() -> None:
+    text = message("short") + "\n" + message("word " * 400) + "\n" + message("after")
+    chunks = chunk_text("session/dialog/long.jsonl", text, chunk_chars=500)
+    parts = [c for c in chunks if c.start_line == 2]
+    assert len(parts) >= 4
+    assert all(
+        c.end_line == 2 and c.text.startswith(f"[Part {i}/{len(parts)}]") for i, c in enumerate(parts, 1)
+    )
+    assert chunks[0].text.endswith("short") and chunks[-1].text.endswith("after")
+
+
+def test_only_dialog_jsonl_is_a_transcript() -> None:
+    assert is_transcript_path("session/dialog/x.jsonl")
+    assert not is_transcript_path("resource/x.jsonl")
+    (chunk,) = chunk_text("resource/x.jsonl", message("raw"))
+    assert chunk.text.startswith("{")
+
+
+def test_plain_text_is_packed_by_lines() -> None:
+    rows = ["name,city"] + [f"person {i},city {i}" for i in range(100)]
+    text = "\n".join(rows)
+    chunks = chunk_text("resource/people.csv", text, chunk_chars=200)
+    assert len(chunks) > 5
+    joined = [line for c in chunks for line in c.text.split("\n")]
+    assert joined == rows
+    for chunk in chunks:
+        assert chunk.text == "\n".join(rows[chunk.start_line - 1 : chunk.end_line])
+        assert len(chunk.text) <= 200 and chunk.heading_path == []
