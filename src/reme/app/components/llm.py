@@ -1,0 +1,81 @@
+"""The `llm` component: chat models per role (`chat`, `memory`) from config, built on first use.
+
+Backends: `openai` (any OpenAI-compatible endpoint), `anthropic`, `ollama`, and `scripted` (a
+deterministic test double playing the `script` setting). Missing credentials never stop the
+application from starting: the LLM jobs report them instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from reme.app.component import Component
+from reme.app.registry import register_component
+from reme.llm.providers import LLMNotConfigured, build_model
+from reme.llm.settings import ModelSettings, resolve_settings
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
+
+
+class LLMComponent(Component):
+    kind = "llm"
+    backend: ClassVar[str] = "openai"
+
+    def __init__(self, app: Any, name: str, **settings: Any) -> None:
+        super().__init__(app, name, **settings)
+        self._models: dict[str, Model] = {}
+
+    def settings_for(self, role: str = "chat") -> ModelSettings:
+        return resolve_settings({**self.settings, "backend": self.backend}, role)
+
+    def missing(self, role: str = "chat") -> str | None:
+        """The setting to fill in before this role can call a model, or None."""
+        return self.settings_for(role).missing()
+
+    def model(self, role: str = "chat", variables: Mapping[str, Any] | None = None) -> Model:
+        """The model for a role; raise `LLMNotConfigured` naming the missing setting."""
+        settings = self.settings_for(role)
+        key = repr((settings.backend, settings.model, settings.base_url, settings.api_key))
+        if key not in self._models:
+            self._models[key] = build_model(settings)
+        return self._models[key]
+
+    def health(self) -> dict[str, Any]:
+        chat, memory = self.settings_for("chat"), self.settings_for("memory")
+        status = "ok" if chat.missing() is None else "unconfigured"
+        return {"status": status, "chat": chat.describe(), "memory": memory.describe()}
+
+
+class ScriptedLLM(LLMComponent):
+    """Plays `script` (see `reme.llm.testing.scripted`) from its first turn on every agent run."""
+
+    backend = "scripted"
+
+    def __init__(
+        self, app: Any, name: str, script: Sequence[Mapping[str, Any]] = (), **settings: Any
+    ) -> None:
+        super().__init__(app, name, **settings)
+        self.script: list[Mapping[str, Any]] = list(script)
+
+    def model(self, role: str = "chat", variables: Mapping[str, Any] | None = None) -> Model:
+        from reme.llm.testing.scripted import scripted_model
+
+        if not self.script:
+            raise LLMNotConfigured("no LLM configured: the scripted backend has an empty `script`")
+        return scripted_model(self.script, variables)
+
+
+class AnthropicLLM(LLMComponent):
+    backend = "anthropic"
+
+
+class OllamaLLM(LLMComponent):
+    backend = "ollama"
+
+
+register_component("openai")(LLMComponent)
+register_component("anthropic")(AnthropicLLM)
+register_component("ollama")(OllamaLLM)
+register_component("scripted")(ScriptedLLM)

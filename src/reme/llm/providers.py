@@ -1,0 +1,53 @@
+"""Build pydantic-ai chat models from resolved settings.
+
+pydantic-ai is imported here, inside the functions, so that only a job that really talks to a model
+pays for the import.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from reme.llm.settings import ModelSettings
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
+
+
+class LLMNotConfigured(RuntimeError):
+    """No usable model: the message names the setting to fill in."""
+
+
+def build_model(settings: ModelSettings) -> Model:
+    """A chat model for an OpenAI-compatible endpoint, Anthropic or Ollama; scripted is built elsewhere."""
+    missing = settings.missing()
+    if missing:
+        raise LLMNotConfigured(f"no LLM configured: set {missing} (see docs/llm.md)")
+    if settings.backend == "anthropic":
+        from pydantic_ai.models.anthropic import AnthropicModel
+        from pydantic_ai.providers.anthropic import AnthropicProvider
+
+        provider = AnthropicProvider(api_key=settings.api_key, base_url=settings.base_url or None)
+        return AnthropicModel(settings.model, provider=provider)
+    from pydantic_ai.models.openai import OpenAIChatModel
+
+    if settings.backend == "ollama":
+        from pydantic_ai.providers.ollama import OllamaProvider
+
+        return OpenAIChatModel(
+            settings.model,
+            provider=OllamaProvider(base_url=settings.base_url, api_key=settings.api_key or None),
+        )
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    provider = OpenAIProvider(
+        base_url=settings.base_url or None, api_key=settings.api_key or "api-key-not-set"
+    )
+    return OpenAIChatModel(settings.model, provider=provider)
+
+
+def request_settings(settings: ModelSettings) -> dict[str, Any]:
+    """Per-request timeout and bounded transport retries (HTTP 408/409/429/5xx, timeouts)."""
+    if settings.backend == "scripted":
+        return {}
+    return {"timeout": settings.timeout, "max_retries": settings.max_retries}

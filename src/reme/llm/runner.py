@@ -1,0 +1,171 @@
+"""The agent runner: a bounded tool-calling loop whose tools are reme jobs behind a path allow-list.
+
+Model failures are retried within bounds (transport retries in the provider client, tool-argument
+and output-schema retries in the loop) and then raised as one `AgentFailed` with a readable message.
+Token usage is reported even when the run fails.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterable, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from reme.llm.providers import request_settings
+from reme.llm.settings import ModelSettings
+from reme.llm.tools import TOOLS, PathPolicy, ToolSpec
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
+
+RunJob = Callable[..., Awaitable[Any]]  # `Application.run`: (job, **params) -> Response
+OnEvent = Callable[[dict[str, Any]], Awaitable[None]]
+MAX_TOOL_ANSWER_CHARS = 12_000
+
+
+class AgentFailed(RuntimeError):
+    """The model could not complete the run; `usage` is what it consumed before failing."""
+
+    def __init__(self, message: str, usage: dict[str, int]) -> None:
+        super().__init__(message)
+        self.message = message
+        self.usage = usage
+
+
+@dataclass
+class ToolCall:
+    tool: str
+    args: dict[str, Any]
+    success: bool
+    refused: bool = False
+
+
+@dataclass
+class AgentResult:
+    output: Any
+    usage: dict[str, int]
+    tool_calls: list[ToolCall] = field(default_factory=list)
+
+
+def usage_dict(usage: Any) -> dict[str, int]:
+    return {
+        "input_tokens": int(usage.input_tokens or 0),
+        "output_tokens": int(usage.output_tokens or 0),
+        "requests": int(usage.requests or 0),
+        "tool_calls": int(usage.tool_calls or 0),
+    }
+
+
+def _tool_reply(response: Any) -> str:
+    """What the model sees of a job result: success, answer (bounded) and metadata."""
+    answer = (
+        response.answer
+        if isinstance(response.answer, str)
+        else json.dumps(response.answer, ensure_ascii=False, default=str)
+    )
+    if len(answer) > MAX_TOOL_ANSWER_CHARS:
+        answer = (
+            answer[:MAX_TOOL_ANSWER_CHARS]
+            + f"\n[... truncated, {len(answer) - MAX_TOOL_ANSWER_CHARS} more characters]"
+        )
+    metadata = {k: v for k, v in (response.metadata or {}).items() if k not in ("content", "chunks")}
+    return json.dumps(
+        {"success": response.success, "answer": answer, "metadata": metadata}, ensure_ascii=False, default=str
+    )
+
+
+def _make_tool(
+    spec: ToolSpec, policy: PathPolicy, run_job: RunJob, calls: list[ToolCall], on_event: OnEvent | None
+) -> Any:
+    from pydantic_ai import Tool
+
+    async def call(**args: Any) -> str:
+        refusal = policy.refusal(spec, args)
+        if on_event:
+            await on_event({"type": "tool_call", "tool": spec.job, "args": args})
+        if refusal:
+            calls.append(ToolCall(spec.job, args, success=False, refused=True))
+            reply = json.dumps({"success": False, "answer": refusal})
+        else:
+            response = await run_job(spec.job, **args)
+            calls.append(ToolCall(spec.job, args, success=bool(response.success)))
+            reply = _tool_reply(response)
+        if on_event:
+            await on_event(
+                {
+                    "type": "tool_result",
+                    "tool": spec.job,
+                    "success": calls[-1].success,
+                    "refused": calls[-1].refused,
+                }
+            )
+        return reply
+
+    return Tool.from_schema(call, spec.job, spec.description, spec.parameters, sequential=True)
+
+
+def _failure_message(exc: Exception, settings: ModelSettings) -> str:
+    from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior, UsageLimitExceeded
+
+    if isinstance(exc, UsageLimitExceeded):
+        return f"agent stopped at its step limit ({settings.max_steps} model requests) before finishing"
+    if isinstance(exc, ModelAPIError):
+        return f"LLM request failed after {settings.max_retries} retries ({type(exc).__name__}: {exc})"
+    if isinstance(exc, UnexpectedModelBehavior):
+        return f"LLM reply stayed invalid after {settings.output_retries} retries: {exc}"
+    return f"LLM run failed: {type(exc).__name__}: {exc}"
+
+
+async def run_agent(
+    *,
+    model: Model,
+    settings: ModelSettings,
+    run_job: RunJob,
+    instructions: str,
+    prompt: str,
+    tools: Sequence[str],
+    policy: PathPolicy,
+    output_type: Any = str,
+    on_event: OnEvent | None = None,
+) -> AgentResult:
+    """Run one agent to completion; raise `AgentFailed` when the model cannot finish within bounds."""
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import PartDeltaEvent, PartStartEvent, TextPart, TextPartDelta
+    from pydantic_ai.usage import RunUsage, UsageLimits
+
+    unknown = [t for t in tools if t not in TOOLS]
+    if unknown:
+        raise ValueError(f"unknown agent tool(s): {', '.join(unknown)}")
+    calls: list[ToolCall] = []
+    agent = Agent(
+        model,
+        output_type=output_type,
+        instructions=instructions,
+        tools=[_make_tool(TOOLS[t], policy, run_job, calls, on_event) for t in tools],
+        retries={"tools": settings.output_retries, "output": settings.output_retries},
+    )
+
+    async def stream_text(_ctx: Any, events: AsyncIterable[Any]) -> None:
+        async for event in events:
+            if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart) and event.part.content:
+                await on_event({"type": "text", "text": event.part.content})  # type: ignore[misc]
+            elif (
+                isinstance(event, PartDeltaEvent)
+                and isinstance(event.delta, TextPartDelta)
+                and event.delta.content_delta
+            ):
+                await on_event({"type": "text", "text": event.delta.content_delta})  # type: ignore[misc]
+
+    usage = RunUsage()
+    try:
+        result = await agent.run(
+            prompt,
+            model_settings=request_settings(settings),  # type: ignore[arg-type]
+            usage=usage,
+            usage_limits=UsageLimits(request_limit=settings.max_steps),
+            event_stream_handler=stream_text if on_event and output_type is str else None,
+        )
+    except Exception as exc:
+        raise AgentFailed(_failure_message(exc, settings), usage_dict(usage)) from exc
+    return AgentResult(result.output, usage_dict(usage), calls)

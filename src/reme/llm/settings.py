@@ -1,0 +1,81 @@
+"""Resolved settings of one chat model, and which of them are still missing.
+
+Kept free of pydantic-ai so that checking configuration (and `import reme`) stays cheap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+BACKENDS = ("openai", "anthropic", "ollama", "scripted")
+OLLAMA_DEFAULT_URL = "http://localhost:11434/v1"
+# Settings a role (e.g. `memory`) may override; the rest are shared by every role.
+ROLE_KEYS = ("backend", "model", "base_url", "api_key", "timeout", "max_retries")
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """Everything needed to build one model client; `api_key` is never logged or reported."""
+
+    backend: str = "openai"
+    model: str = ""
+    base_url: str = ""
+    api_key: str = field(default="", repr=False)
+    timeout: float = 60.0
+    max_retries: int = 2
+    output_retries: int = 2
+    max_steps: int = 20
+
+    def missing(self) -> str | None:
+        """Name of the first setting that keeps this model from working, or None when usable."""
+        if self.backend not in BACKENDS:
+            return f"llm.backend (unknown backend {self.backend!r}; use one of {', '.join(BACKENDS)})"
+        if self.backend == "scripted":
+            return None
+        if not self.model:
+            return "LLM_MODEL"
+        if self.backend == "anthropic" and not self.api_key:
+            return "LLM_API_KEY"
+        if self.backend == "openai" and not self.api_key and not self.base_url:
+            return "LLM_API_KEY (or LLM_BASE_URL for a local OpenAI-compatible server)"
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        """Public view for health checks: no secrets."""
+        return {
+            "backend": self.backend,
+            "model": self.model,
+            "base_url": self.base_url or None,
+            "api_key_set": bool(self.api_key),
+            "missing": self.missing(),
+        }
+
+
+def resolve_settings(settings: dict[str, Any], role: str | None = None) -> ModelSettings:
+    """Settings of the component, with `settings[role]` (e.g. `memory`) overriding per-role keys.
+
+    Empty role values (an unset `${LLM_MEMORY_MODEL:-}`) fall back to the shared value.
+    """
+    base = ModelSettings(
+        backend=str(settings.get("backend") or "openai"),
+        model=str(settings.get("model") or ""),
+        base_url=str(settings.get("base_url") or ""),
+        api_key=str(settings.get("api_key") or ""),
+        timeout=float(settings.get("timeout") or 60.0),
+        max_retries=int(settings.get("max_retries", 2)),
+        output_retries=int(settings.get("output_retries", 2)),
+        max_steps=int(settings.get("max_steps", 20)),
+    )
+    if base.backend == "ollama" and not base.base_url:
+        base = replace(base, base_url=OLLAMA_DEFAULT_URL)
+    overrides = settings.get(role) if role else None
+    if not isinstance(overrides, dict):
+        return base
+    changes: dict[str, Any] = {}
+    for key in ROLE_KEYS:
+        value = overrides.get(key)
+        if value in (None, ""):
+            continue
+        changes[key] = type(getattr(base, key))(value)
+    return replace(base, **changes)

@@ -1,0 +1,203 @@
+"""A local fake OpenAI-compatible chat-completions server for tests: real HTTP, scripted replies.
+
+Each POST to `/v1/chat/completions` takes the next entry of the script (the last one repeats once
+the script is used up) and answers it the way the OpenAI API would, streamed (SSE) when asked.
+Entries:
+
+- `{"text": "..."}`, `{"tool": name, "args": {...}}`, `{"tools": [...]}`: a normal reply;
+- `{"output": {...}}`: a call of the request's output tool (`final_result...`) with these arguments;
+- `{"fault": "slow", "seconds": 2.0}`: wait before answering (`then`: the entry to answer with);
+- `{"fault": "http", "status": 429}`: an HTTP error (with `retry-after-ms` so clients retry fast);
+- `{"fault": "bad_tool_json", "tool": "write"}`: a tool call whose arguments are not valid JSON;
+- `{"fault": "ignore_schema"}`: calls the output tool with arguments that ignore its schema.
+
+Every request body is kept in `requests` for assertions. Usage is fixed per reply
+(`PROMPT_TOKENS` in, `COMPLETION_TOKENS` out) so summed usage is predictable.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+PROMPT_TOKENS = 11
+COMPLETION_TOKENS = 7
+
+
+class FakeOpenAI:
+    """Serves scripted chat completions on a free loopback port until `close()`."""
+
+    def __init__(
+        self, script: Sequence[Mapping[str, Any]] = ({"text": "ok"},), model: str = "fake-model"
+    ) -> None:
+        self.model = model
+        self.requests: list[dict[str, Any]] = []
+        self._script: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self.set_script(script)
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-openai", daemon=True)
+        self._thread.start()
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def set_script(self, script: Sequence[Mapping[str, Any]]) -> None:
+        """Replace the script and start it from its first entry."""
+        if not script:
+            raise ValueError("the fake server needs at least one scripted entry")
+        with self._lock:
+            self._script = [dict(e) for e in script]
+            self._position = 0
+
+    def next_entry(self, body: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            self.requests.append(body)
+            entry = self._script[min(self._position, len(self._script) - 1)]
+            self._position += 1
+            return entry
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+
+@contextmanager
+def fake_openai(script: Sequence[Mapping[str, Any]] = ({"text": "ok"},)) -> Iterator[FakeOpenAI]:
+    server = FakeOpenAI(script)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def _output_tool(body: Mapping[str, Any]) -> str | None:
+    for tool in body.get("tools") or []:
+        name = tool.get("function", {}).get("name", "")
+        if name.startswith("final_result"):
+            return name
+    return None
+
+
+def _message(entry: Mapping[str, Any], body: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+    """The assistant message for an entry and its finish reason."""
+    calls: list[tuple[str, str]] = []
+    if entry.get("fault") == "bad_tool_json":
+        calls.append((entry.get("tool", "write"), '{"path": "daily/oops.md", "content": '))
+    elif entry.get("fault") == "ignore_schema":
+        calls.append((_output_tool(body) or "final_result", json.dumps({"unexpected": "ignored the schema"})))
+    elif "tool" in entry:
+        calls.append((entry["tool"], json.dumps(entry.get("args") or {})))
+    elif "tools" in entry:
+        calls.extend((c["tool"], json.dumps(c.get("args") or {})) for c in entry["tools"])
+    elif "output" in entry and _output_tool(body):
+        calls.append((_output_tool(body) or "", json.dumps(entry["output"])))
+    if calls:
+        tool_calls = [
+            {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": a}}
+            for i, (n, a) in enumerate(calls)
+        ]
+        return {"role": "assistant", "content": None, "tool_calls": tool_calls}, "tool_calls"
+    text = entry.get("text")
+    if text is None and "output" in entry:
+        text = json.dumps(entry["output"])
+    return {"role": "assistant", "content": str(text or "")}, "stop"
+
+
+_USAGE = {
+    "prompt_tokens": PROMPT_TOKENS,
+    "completion_tokens": COMPLETION_TOKENS,
+    "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS,
+}
+
+
+def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+            return
+
+        def do_POST(self) -> None:
+            try:
+                self._answer()
+            except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout): expected
+                self.close_connection = True
+
+        def _answer(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            try:
+                body = json.loads(self.rfile.read(length) or b"{}")
+            except json.JSONDecodeError:
+                return self._json(400, {"error": {"message": "invalid JSON body"}})
+            if not self.path.rstrip("/").endswith("/chat/completions"):
+                return self._json(404, {"error": {"message": f"no route {self.path}"}})
+            entry = server.next_entry(body)
+            if entry.get("fault") == "slow":
+                time.sleep(float(entry.get("seconds", 2.0)))
+                entry = entry.get("then") or {"text": "late reply"}
+            if entry.get("fault") == "http":
+                status = int(entry.get("status", 500))
+                return self._json(status, {"error": {"message": f"injected HTTP {status}", "type": "fake"}})
+            message, finish = _message(entry, body)
+            if body.get("stream"):
+                return self._stream(message, finish)
+            self._json(200, self._completion(message, finish))
+
+        def _completion(self, message: dict[str, Any], finish: str) -> dict[str, Any]:
+            return {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion",
+                "created": 0,
+                "model": server.model,
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": _USAGE,
+            }
+
+        def _stream(self, message: dict[str, Any], finish: str) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("connection", "close")
+            self.end_headers()
+            deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+            text = message.get("content") or ""
+            deltas += [{"content": text[i : i + 16]} for i in range(0, len(text), 16)]
+            for i, call in enumerate(message.get("tool_calls") or []):
+                deltas.append({"tool_calls": [{"index": i, **call}]})
+            for delta in deltas:
+                self._event({"choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+            self._event({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}], "usage": _USAGE})
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+            self.close_connection = True
+
+        def _event(self, payload: dict[str, Any]) -> None:
+            chunk = {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion.chunk",
+                "created": 0,
+                "model": server.model,
+                **payload,
+            }
+            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+
+        def _json(self, status: int, payload: dict[str, Any]) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            if status >= 400:
+                self.send_header("retry-after-ms", "10")
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Handler

@@ -1,0 +1,68 @@
+"""Session transcripts (`session/dialog/<id>.jsonl`): parse, merge by message id in time order, render."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime, tzinfo
+from typing import Any
+
+from reme.pipelines.messages import content_text
+
+RECORD_KEYS = ("id", "role", "name", "content", "created_at", "metadata")
+
+
+def parse_transcript(text: str) -> list[dict[str, Any]]:
+    """Records of a saved transcript; ReMe 0.4 block-list content is read as its text."""
+    records = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"transcript line {number} is not JSON: {exc.msg}") from None
+        if not isinstance(record, dict) or "id" not in record:
+            raise ValueError(f"transcript line {number} is not a message record with an id")
+        if not isinstance(record.get("content"), str):
+            record["content"] = content_text(record)
+        records.append(record)
+    return records
+
+
+def _sort_times(records: Sequence[dict[str, Any]]) -> list[datetime | None]:
+    """Each record's time; records without one take the time of the record before them."""
+    times: list[datetime | None] = []
+    last: datetime | None = None
+    for record in records:
+        created = record.get("created_at")
+        if created:
+            last = datetime.fromisoformat(created)
+        times.append(last)
+    return times
+
+
+def merge(
+    existing: Sequence[dict[str, Any]], incoming: Sequence[dict[str, Any]], tz: tzinfo
+) -> list[dict[str, Any]]:
+    """Union by message id (an incoming record replaces a stored one), stably sorted by time."""
+    by_id = {r["id"]: dict(r) for r in existing}
+    order = [r["id"] for r in existing]
+    for record in incoming:
+        if record["id"] not in by_id:
+            order.append(record["id"])
+        by_id[record["id"]] = {**by_id.get(record["id"], {}), **record}
+    records = [by_id[i] for i in order]
+    times = _sort_times(records)
+    floor = datetime.min.replace(tzinfo=tz)
+    ranked = sorted(range(len(records)), key=lambda i: (times[i] or floor, i))
+    return [records[i] for i in ranked]
+
+
+def render(records: Sequence[dict[str, Any]]) -> str:
+    lines = []
+    for record in records:
+        ordered = {k: record.get(k) for k in RECORD_KEYS if k != "metadata" or record.get("metadata")}
+        ordered.update({k: v for k, v in record.items() if k not in RECORD_KEYS})
+        lines.append(json.dumps(ordered, ensure_ascii=False, default=str))
+    return "\n".join(lines) + "\n" if lines else ""
