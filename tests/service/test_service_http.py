@@ -1,0 +1,121 @@
+"""The HTTP service as a real `reme start` subprocess: Response shape, validation, routing, OpenAPI."""
+
+from __future__ import annotations
+
+import json
+import signal
+
+import httpx
+import pytest
+
+from reme import __version__
+
+
+def post(http_service, path: str, **kwargs) -> httpx.Response:
+    return httpx.post(f"{http_service.url}{path}", timeout=30, **kwargs)
+
+
+def test_service_file_names_the_listening_process(http_service):
+    assert http_service.info == {
+        "host": "127.0.0.1",
+        "port": http_service.info["port"],
+        "backend": "http",
+        "pid": http_service.proc.pid,
+    }
+
+
+def test_job_answers_with_the_response_shape(http_service):
+    reply = post(http_service, "/version", json={})
+    assert reply.status_code == 200
+    assert reply.json() == {"success": True, "answer": __version__, "metadata": {"version": __version__}}
+    assert post(http_service, "/version").json()["success"] is True  # an empty body means no parameters
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ({"job": 7}, "must be of type string"),
+        ({"nope": 1}, "unknown parameter 'nope'"),
+        ({"job": "no_such_job"}, "unknown job 'no_such_job'"),
+    ],
+)
+def test_schema_violations_are_clean_failures(http_service, body, expected):
+    reply = post(http_service, "/help", json=body)
+    data = reply.json()
+    assert (data["success"], set(data)) == (False, {"success", "answer", "metadata"})
+    assert expected in data["answer"]
+
+
+def test_missing_required_parameter_is_refused(http_service):
+    data = post(http_service, "/list", json={}).json()
+    assert data["success"] is False
+    assert "missing required parameter 'path'" in data["answer"]
+    assert post(http_service, "/list", json={"path": "daily"}).json()["success"] is True
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b"{not json", "invalid JSON body"),
+        (b"[1, 2]", "must be a JSON object"),
+        (b'"text"', "must be a JSON object"),
+    ],
+)
+def test_malformed_bodies_get_400_with_the_response_shape(http_service, content, expected):
+    reply = post(http_service, "/version", content=content, headers={"Content-Type": "application/json"})
+    assert reply.status_code == 400
+    assert reply.json()["success"] is False
+    assert expected in reply.json()["answer"]
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [("/no_such_job", "is unknown"), ("/private_version", "is not served"), ("/nightly", "is not served")],
+)
+def test_unknown_hidden_and_cron_jobs_are_not_routes(http_service, path, expected):
+    reply = post(http_service, path, json={})
+    assert reply.status_code == 404
+    assert reply.json()["success"] is False
+    assert expected in reply.json()["answer"]
+
+
+def test_get_on_a_job_says_to_post(http_service):
+    reply = httpx.get(f"{http_service.url}/version")
+    assert reply.status_code == 405
+    assert "use POST /version" in reply.json()["answer"]
+
+
+def test_openapi_documents_each_job_with_its_own_parameter_schema(http_service):
+    spec = httpx.get(f"{http_service.url}/openapi.json").json()
+    served = {"/app_config", "/health_check", "/help", "/list", "/status", "/version"}
+    assert set(spec["paths"]) == served
+    help_job = post(http_service, "/help", json={"job": "list"}).json()["metadata"]["jobs"][0]
+    list_body = spec["paths"]["/list"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert list_body == help_job["parameters"]
+    assert list_body["required"] == ["path"]
+    assert spec["paths"]["/list"]["post"]["operationId"] == "list"
+
+
+def test_sigterm_stops_gracefully_and_removes_the_service_file(tmp_path, reme_service, service_config):
+    workspace = tmp_path / "ws"
+    started = reme_service(workspace, f"config={service_config}", "service.port=0")
+    assert started.info["port"] > 0  # port 0 picks a free port and the file tells which
+    assert post(started, "/version").json()["answer"] == __version__
+    started.proc.send_signal(signal.SIGTERM)
+    assert started.proc.wait(15) == 0
+    assert not (workspace / "metadata" / "service.json").exists()
+
+
+def test_busy_port_is_a_clear_start_error(tmp_path, http_service, run_reme):
+    result = run_reme(
+        "start", f"workspace_dir={tmp_path / 'ws'}", f"service.port={http_service.info['port']}"
+    )
+    assert result.returncode == 2
+    assert f"cannot listen on 127.0.0.1:{http_service.info['port']}" in result.stderr
+    assert not (tmp_path / "ws" / "metadata" / "service.json").exists()
+
+
+def test_non_ascii_answers_round_trip(http_service):
+    data = post(http_service, "/help", json={"job": "未知"}).json()
+    assert "'未知'" in data["answer"]
+    assert json.loads(json.dumps(data)) == data
