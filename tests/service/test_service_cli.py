@@ -1,0 +1,179 @@
+"""The `reme` console script as a subprocess: value typing, output, exit codes, discovery order."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from reme import __version__
+
+
+def port_arg(service) -> str:
+    return f"port={service.info['port']}"
+
+
+def test_answer_is_printed_and_exit_status_follows_success(http_service, run_reme):
+    ok = run_reme("version", port_arg(http_service))
+    assert (ok.returncode, ok.stdout.strip()) == (0, __version__)
+    failed = run_reme("help", "job=no_such_job", port_arg(http_service))
+    assert failed.returncode == 1
+    assert "unknown job 'no_such_job'" in failed.stderr
+
+
+def test_json_flag_prints_the_whole_response(http_service, run_reme):
+    result = run_reme("version", "--json", port_arg(http_service))
+    assert result.returncode == 0
+    assert json.loads(result.stdout) == {
+        "success": True,
+        "answer": __version__,
+        "metadata": {"version": __version__},
+    }
+    failed = run_reme("--json", "help", "job=x", port_arg(http_service))
+    assert failed.returncode == 1
+    assert json.loads(failed.stdout)["success"] is False
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("007", "unknown job '007'"),  # leading zero: stays a string
+        ('"42"', "unknown job '42'"),  # quoted: a JSON string
+        ("plain words", "unknown job 'plain words'"),
+        ("[[wikilink]]", "unknown job '[[wikilink]]'"),  # not valid JSON: a string
+        ("42", "must be of type string (got int)"),
+        ("-1.5e3", "must be of type string (got float)"),
+        ("true", "must be of type string (got bool)"),
+        ('["a", 1]', "must be of type string (got list)"),
+        ('{"a": 1}', "must be of type string (got dict)"),
+    ],
+)
+def test_values_are_typed(http_service, run_reme, value, expected):
+    result = run_reme("help", f"job={value}", port_arg(http_service))
+    assert result.returncode == 1
+    assert expected in result.stderr
+
+
+def test_a_job_named_list_is_reachable(http_service, run_reme):
+    result = run_reme("list", "path=daily", port_arg(http_service), "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["success"] is True
+    missing = run_reme("list", port_arg(http_service))
+    assert missing.returncode == 1
+    assert "missing required parameter 'path'" in missing.stderr
+
+
+def test_job_help_flag_describes_the_job(http_service, run_reme):
+    result = run_reme("list", "--help", port_arg(http_service))
+    assert result.returncode == 0
+    assert result.stdout.startswith("list path=")
+
+
+def test_usage_errors(run_reme):
+    bare = run_reme()
+    assert bare.returncode == 2 and "usage:" in bare.stderr
+    assert run_reme("--help").returncode == 0
+    bad = run_reme("version", "oops")
+    assert bad.returncode == 2 and "expected key=value, got 'oops'" in bad.stderr
+
+
+def test_start_job_runs_in_process_and_exits_with_its_status(tmp_path, run_reme, service_config):
+    workspace = f"workspace_dir={tmp_path / 'ws'}"
+    ok = run_reme("start", "job=list", "path=daily", f"config={service_config}", workspace, "--json")
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["answer"] == __version__
+    hidden = run_reme("start", "job=private_version", f"config={service_config}", workspace)
+    assert (hidden.returncode, hidden.stdout.strip()) == (0, __version__)  # not served, still runs locally
+    bad = run_reme("start", "job=list", f"config={service_config}", workspace)
+    assert bad.returncode == 1 and "missing required parameter 'path'" in bad.stderr
+    unknown = run_reme("start", "job=nope", f"config={service_config}", workspace)
+    assert unknown.returncode == 1 and "unknown job 'nope'" in unknown.stderr
+
+
+def test_bad_config_override_is_refused(tmp_path, run_reme):
+    result = run_reme("start", f"workspace_dir={tmp_path / 'ws'}", "service.colour=blue")
+    assert result.returncode == 2
+    assert "service.colour" in result.stderr
+
+
+# discovery order -------------------------------------------------------------------------------
+
+
+def dead_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]  # closed again: nothing listens there
+
+
+def fake_service_file(workspace, port: int, pid: int | None = None) -> None:
+    (workspace / "metadata").mkdir(parents=True, exist_ok=True)
+    info = {"host": "127.0.0.1", "port": port, "backend": "http", "pid": pid or os.getpid()}
+    (workspace / "metadata" / "service.json").write_text(json.dumps(info))
+
+
+def test_explicit_port_beats_env_and_service_file(tmp_path, http_service, run_reme, reme_env):
+    fake_service_file(tmp_path / ".reme", dead_port())
+    env = reme_env(REME_SERVICE_INFO=json.dumps({"host": "127.0.0.1", "port": dead_port()}))
+    result = run_reme("version", port_arg(http_service), cwd=tmp_path, env=env)
+    assert (result.returncode, result.stdout.strip()) == (0, __version__)
+
+
+def test_env_beats_service_file(tmp_path, http_service, run_reme, reme_env):
+    fake_service_file(tmp_path / ".reme", dead_port())
+    info = {"host": "127.0.0.1", "port": http_service.info["port"], "backend": "http"}
+    result = run_reme("version", cwd=tmp_path, env=reme_env(REME_SERVICE_INFO=json.dumps(info)))
+    assert (result.returncode, result.stdout.strip()) == (0, __version__)
+    broken = run_reme("version", cwd=tmp_path, env=reme_env(REME_SERVICE_INFO="{nope"))
+    assert broken.returncode == 2 and "REME_SERVICE_INFO is not valid JSON" in broken.stderr
+
+
+def test_service_file_of_workspace_dir_then_of_the_default_workspace(tmp_path, http_service, run_reme):
+    found = run_reme("version", f"workspace_dir={http_service.workspace}", cwd=tmp_path)
+    assert (found.returncode, found.stdout.strip()) == (0, __version__)
+    fake_service_file(tmp_path / ".reme", http_service.info["port"])
+    default = run_reme("version", cwd=tmp_path)
+    assert (default.returncode, default.stdout.strip()) == (0, __version__)
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def test_stale_service_file_falls_back_to_the_default_address(tmp_path, run_reme):
+    if not port_is_free(2333):
+        pytest.skip("something listens on 127.0.0.1:2333 on this machine")
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    fake_service_file(tmp_path / ".reme", dead_port(), pid=int(gone.stdout))
+    result = run_reme("version", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "no reme service reachable at http://127.0.0.1:2333 (default address)" in result.stderr
+    assert "reme start" in result.stderr
+
+
+def test_unreachable_service_names_where_it_looked(tmp_path, run_reme):
+    port = dead_port()
+    result = run_reme("status", f"port={port}", cwd=tmp_path)
+    assert result.returncode == 1
+    assert f"127.0.0.1:{port} (host=/port= arguments)" in result.stderr
+    assert "reme start job=status" in result.stderr
+
+
+def test_cli_imports_no_server_stack(reme_env):
+    probe = (
+        "import sys, reme.service.cli, reme.service.client, reme.service.service_info;"
+        "heavy = {'fastapi', 'uvicorn', 'mcp', 'pydantic', 'pydantic_ai', 'starlette', 'httpx', 'rich', 'yaml'};"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=reme_env())
+    assert result.stdout.strip() == "[]"
