@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from reme.workspace.fmsplit import split
+from reme.workspace.fmsplit import TOP_LEVEL_KEY, split
 
 PREDICATE = r"[A-Za-z][A-Za-z0-9_]*"
 
@@ -37,7 +37,6 @@ _LINE_PREDICATE = re.compile(
     rf"^[ \t]*(?:>[ \t]*)*(?:(?:[-*+]|\d+[.)])[ \t]+)?(?:\[[ xX]\][ \t]+)?({PREDICATE})::"
 )
 _INLINE_FIELD = re.compile(rf"(?<!\[)\[({PREDICATE})::")
-_YAML_KEY = re.compile(r"""^(?:"([^"]+)"|'([^']+)'|([^\s#'"-][^:]*?))[ \t]*:(?:[ \t]|$)""")
 
 
 @dataclass(frozen=True)
@@ -252,7 +251,7 @@ def _front_matter_links(raw: str, metadata: dict, first_line: int, offset: int) 
     for number, (line_start, line) in enumerate(_lines(raw), start=first_line):
         content = line.rstrip("\r\n")
         if content and not content[0].isspace() and not content.startswith(("#", "-")):
-            found = _YAML_KEY.match(content)
+            found = TOP_LEVEL_KEY.match(content)
             key = next((g for g in found.groups() if g), None) if found else None
         if key is None or key not in metadata:
             continue

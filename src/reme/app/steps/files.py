@@ -1,0 +1,173 @@
+"""File job steps (SPEC 7): thin adapters from job parameters to `reme.workspace.files`.
+
+Step settings in the job config set the caps (`max_text_bytes`, `page_lines`, `page_chars`,
+`max_image_bytes`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from reme.app.components.workspace import link_source, workspace_of
+from reme.app.jobs import JobContext, JobError
+from reme.app.registry import register_step
+from reme.workspace import files
+from reme.workspace.files import ConflictError, Limits
+
+
+def _limits(settings: dict[str, Any]) -> Limits:
+    return Limits(**settings)
+
+
+@register_step("read")
+def read(ctx: JobContext, **settings: Any) -> None:
+    p = ctx.params
+    result = files.read(
+        workspace_of(ctx.app), p["path"], p.get("start_line"), p.get("end_line"), _limits(settings)
+    )
+    ctx.response.answer = result.pop("text")
+    ctx.response.metadata.update(result)
+
+
+@register_step("read_image")
+def read_image(ctx: JobContext, **settings: Any) -> None:
+    result = files.read_image(workspace_of(ctx.app), ctx.params["path"], _limits(settings))
+    ctx.response.answer = result.pop("data")
+    ctx.response.metadata.update(result)
+
+
+@register_step("write")
+def write(ctx: JobContext, **settings: Any) -> None:
+    p = ctx.params
+    ws = workspace_of(ctx.app)
+    result = files.write(
+        ws,
+        link_source(ctx.app),
+        p["path"],
+        p["content"],
+        p.get("name"),
+        p.get("description"),
+        p.get("metadata"),
+        _limits(settings),
+    )
+    ctx.response.answer = f"{'Created' if result['created'] else 'Wrote'} {result['path']}"
+    ctx.response.metadata.update(result)
+
+
+@register_step("edit")
+def edit(ctx: JobContext, **settings: Any) -> None:
+    p = ctx.params
+    result = files.edit(
+        workspace_of(ctx.app), link_source(ctx.app), p["path"], p["old"], p["new"], _limits(settings)
+    )
+    ctx.response.answer = f"Replaced {result['count']} occurrence(s) in {result['path']}"
+    ctx.response.metadata.update(result)
+
+
+@register_step("delete")
+def delete(ctx: JobContext) -> None:
+    result = files.delete(workspace_of(ctx.app), link_source(ctx.app), ctx.params["path"])
+    answer = f"Deleted {result['path']}"
+    if result["inbound"]:
+        sources = ", ".join(sorted({entry["source_path"] for entry in result["inbound"]}))
+        answer += f"; {len(result['inbound'])} link(s) still point at it, from: {sources}"
+    ctx.response.answer = answer
+    ctx.response.metadata.update(result)
+
+
+@register_step("move")
+def move(ctx: JobContext) -> None:
+    p = ctx.params
+    result = files.move(
+        workspace_of(ctx.app),
+        link_source(ctx.app),
+        p["src"],
+        p["dst"],
+        p.get("retarget", True),
+        p.get("overwrite", False),
+    )
+    ctx.response.answer = (
+        f"Moved {result['src']} to {result['dst']}; retargeted {result['retargeted_links']} link(s) "
+        f"in {len(result['retargeted_files'])} file(s)"
+    )
+    ctx.response.metadata.update(result)
+
+
+@register_step("list")
+def list_(ctx: JobContext) -> None:
+    p = ctx.params
+    result = files.list_dir(
+        workspace_of(ctx.app),
+        p.get("path", ""),
+        p.get("recursive", False),
+        p.get("extensions"),
+        p.get("sort_by", "name"),
+        p.get("limit"),
+    )
+    lines = [entry["path"] + ("/" if entry["type"] == "dir" else "") for entry in result["entries"]]
+    if result["truncated"]:
+        lines.append(f"... {result['total'] - len(result['entries'])} more")
+    ctx.response.answer = "\n".join(lines)
+    ctx.response.metadata.update(result)
+
+
+@register_step("stat")
+def stat(ctx: JobContext, **settings: Any) -> None:
+    result = files.stat(workspace_of(ctx.app), link_source(ctx.app), ctx.params["path"], _limits(settings))
+    ctx.response.answer = orjson.dumps(result).decode()
+    ctx.response.metadata.update(result)
+
+
+@register_step("frontmatter_read")
+def frontmatter_read(ctx: JobContext, **settings: Any) -> None:
+    result = files.frontmatter_read(workspace_of(ctx.app), ctx.params["path"], _limits(settings))
+    ctx.response.answer = result.get("error") or orjson.dumps(result["front_matter"]).decode()
+    ctx.response.metadata.update(result)
+
+
+@register_step("frontmatter_update")
+def frontmatter_update(ctx: JobContext, **settings: Any) -> None:
+    p = ctx.params
+    result = files.frontmatter_update(
+        workspace_of(ctx.app), link_source(ctx.app), p["path"], p["metadata"], _limits(settings)
+    )
+    ctx.response.answer = f"Updated the front matter of {result['path']}"
+    ctx.response.metadata.update(result)
+
+
+@register_step("frontmatter_delete")
+def frontmatter_delete(ctx: JobContext, **settings: Any) -> None:
+    p = ctx.params
+    result = files.frontmatter_delete(
+        workspace_of(ctx.app), link_source(ctx.app), p["path"], p["keys"], _limits(settings)
+    )
+    ctx.response.answer = f"Deleted {len(result['deleted'])} key(s) from {result['path']}"
+    ctx.response.metadata.update(result)
+
+
+@register_step("load")
+def load(ctx: JobContext, **settings: Any) -> None:
+    result = files.load(workspace_of(ctx.app), ctx.params["path"], _limits(settings))
+    ctx.response.answer = result["content"]
+    ctx.response.metadata.update(result)
+
+
+@register_step("save")
+def save(ctx: JobContext, **settings: Any) -> None:
+    p = ctx.params
+    try:
+        result = files.save(
+            workspace_of(ctx.app),
+            link_source(ctx.app),
+            p["path"],
+            p["content"],
+            p.get("expected_mtime"),
+            p.get("expected_sha256"),
+            _limits(settings),
+        )
+    except ConflictError as exc:
+        raise JobError(str(exc), {"conflict": True, **exc.current}) from None
+    ctx.response.answer = f"Saved {result['path']}"
+    ctx.response.metadata.update(result)

@@ -1,0 +1,277 @@
+"""YAML front matter: fast, forgiving reads and minimal-change writes (SPEC 2.1).
+
+Reading uses PyYAML's C loader and never raises: a block that is not a YAML mapping leaves the
+metadata empty, the body equal to the whole text and the problem in `Document.error`.
+
+Writing merges: keys already present keep their place, their comments and their exact bytes unless
+their value really changes; new keys are appended. Only the lines of changed keys are re-emitted
+(by ruamel.yaml), so a user's hand-written YAML survives; the result is re-read and compared with the
+intended mapping, and a full ruamel round-trip is the fallback when the line surgery cannot be proven
+right. The body is never touched.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import date, datetime, time
+from typing import Any
+
+import yaml
+from ruamel.yaml import YAML
+from ruamel.yaml.scalarstring import LiteralScalarString, SingleQuotedScalarString
+
+from reme.workspace.fmsplit import TOP_LEVEL_KEY, split
+
+RESERVED_KEYS = ("name", "description")
+
+_PLAIN_STRING_RESOLVER = yaml.resolver.Resolver()
+
+
+class FrontMatterError(ValueError):
+    """The front matter cannot be changed safely (invalid YAML, not a mapping, or a bad value)."""
+
+
+@dataclass(frozen=True)
+class Document:
+    """A Markdown text split into metadata and body; `head` is the verbatim front-matter block."""
+
+    metadata: dict[str, Any]
+    body: str
+    head: str
+    has_front_matter: bool
+    error: str | None = None
+
+
+def parse(text: str) -> Document:
+    """Split and load front matter; invalid YAML gives empty metadata, body = whole text, and `error`."""
+    parts = split(text)
+    if not parts.has_front_matter:
+        return Document({}, text, "", False)
+    try:
+        loaded = yaml.load(parts.yaml(text), Loader=yaml.CSafeLoader)
+    except yaml.YAMLError as exc:
+        return Document({}, text, "", False, f"front matter is not valid YAML: {_first_line(exc)}")
+    if loaded is None:
+        loaded = {}
+    if not isinstance(loaded, dict):
+        return Document(
+            {}, text, "", False, f"front matter must be a YAML mapping, not {type(loaded).__name__}"
+        )
+    return Document(to_json(loaded), parts.body(text), parts.head(text), True)
+
+
+def to_json(value: Any) -> Any:
+    """A JSON-serialisable copy of loaded YAML: dates as ISO strings, keys as strings."""
+    if isinstance(value, dict):
+        return {str(key): to_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [to_json(item) for item in value]
+    if isinstance(value, (datetime, date, time)):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+def check_metadata(metadata: object) -> dict[str, Any]:
+    """Refuse metadata that cannot be front matter; `name`/`description` must be strings."""
+    if not isinstance(metadata, Mapping):
+        raise FrontMatterError("metadata must be an object of key: value pairs")
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not key.strip():
+            raise FrontMatterError("metadata keys must be non-empty strings")
+        if key in RESERVED_KEYS and value is not None and not isinstance(value, str):
+            raise FrontMatterError(f"front-matter key {key!r} is reserved and must be a string")
+    return dict(metadata)
+
+
+def render_new(metadata: Mapping[str, Any]) -> str:
+    """A fresh front-matter block (fences included) with `name` and `description` first."""
+    ordered = {key: metadata[key] for key in RESERVED_KEYS if key in metadata}
+    ordered.update({key: value for key, value in metadata.items() if key not in RESERVED_KEYS})
+    return f"---\n{_dump(ordered)}---\n" if ordered else ""
+
+
+def update(text: str, changes: Mapping[str, Any]) -> str:
+    """`text` with `changes` merged into its front matter; the body stays byte-identical."""
+    changes = check_metadata(changes)
+    document = _strict(text)
+    if not document.has_front_matter:
+        return render_new(changes) + text if changes else text
+    current = document.metadata
+    changed = {key: value for key, value in changes.items() if key not in current or current[key] != value}
+    if not changed:
+        return text
+    expected = {**current, **changed}
+    parts = split(text)
+    raw = parts.yaml(text)
+    indent = _guess_indent(raw)
+    replaced = _surgery(raw, {key: value for key, value in changed.items() if key in current}, set(), indent)
+    if replaced is not None:
+        appended = {key: value for key, value in changed.items() if key not in current}
+        if appended:
+            replaced = (replaced if not replaced or replaced.endswith("\n") else replaced + "\n") + _dump(
+                appended, indent
+            )
+        if _loads_as(replaced, expected):
+            return text[: parts.yaml_start] + replaced + text[parts.yaml_end :]
+    return text[: parts.yaml_start] + _round_trip(raw, changed, (), expected) + text[parts.yaml_end :]
+
+
+def delete(text: str, keys: Iterable[str]) -> tuple[str, list[str], list[str]]:
+    """Remove `keys` from the front matter; returns (text, deleted, missing). The body is untouched."""
+    keys = list(dict.fromkeys(keys))
+    if not all(isinstance(key, str) for key in keys):
+        raise FrontMatterError("keys must be strings")
+    document = _strict(text)
+    deleted = [key for key in keys if key in document.metadata]
+    missing = [key for key in keys if key not in document.metadata]
+    if not deleted:
+        return text, deleted, missing
+    expected = {key: value for key, value in document.metadata.items() if key not in deleted}
+    parts = split(text)
+    raw = parts.yaml(text)
+    replaced = _surgery(raw, {}, set(deleted), (2, 0))
+    if replaced is None or not _loads_as(replaced, expected):
+        replaced = _round_trip(raw, {}, deleted, expected)
+    return text[: parts.yaml_start] + replaced + text[parts.yaml_end :], deleted, missing
+
+
+def _strict(text: str) -> Document:
+    document = parse(text)
+    if document.error:
+        raise FrontMatterError(f"{document.error}; fix the front matter by hand (e.g. with `save`) first")
+    return document
+
+
+def _surgery(raw: str, replace: Mapping[str, Any], remove: set[str], indent: tuple[int, int]) -> str | None:
+    """Re-emit only the lines of top-level keys in `replace`, drop those in `remove`; None when unsure."""
+    lines = raw.splitlines(keepends=True)
+    starts: list[tuple[int, str]] = []
+    for index, line in enumerate(lines):
+        found = TOP_LEVEL_KEY.match(line)
+        if found:
+            starts.append((index, next(group for group in found.groups() if group)))
+        elif line.strip() and not line[0].isspace() and not line.startswith(("#", "-")):
+            return None  # flow mappings, anchors at top level, ...: leave it to the round trip
+    names = [name for _, name in starts]
+    if len(set(names)) != len(names) or not set(replace).union(remove) <= set(names):
+        return None
+    out: list[str] = lines[: starts[0][0]] if starts else list(lines)
+    for position, (index, name) in enumerate(starts):
+        end = starts[position + 1][0] if position + 1 < len(starts) else len(lines)
+        block = lines[index:end]
+        trailing = _trailing_comments(block)
+        if name in remove:
+            out.extend(block[len(block) - trailing :] if trailing else [])
+        elif name in replace:
+            out.append(_dump({name: replace[name]}, indent))
+            out.extend(block[len(block) - trailing :] if trailing else [])
+        else:
+            out.extend(block)
+    return "".join(out)
+
+
+def _trailing_comments(block: list[str]) -> int:
+    """How many lines at the end of a key's block are column-0 comments or blank (they stay put)."""
+    count = 0
+    for line in reversed(block[1:]):
+        if line.strip() == "" or line.startswith("#"):
+            count += 1
+        else:
+            break
+    return count
+
+
+def _round_trip(raw: str, changes: Mapping[str, Any], remove: Iterable[str], expected: dict[str, Any]) -> str:
+    """Whole-block ruamel round trip: comments and order survive, indentation may be normalised."""
+    data = YAML(typ="rt").load(raw) or {}
+    for key in remove:
+        data.pop(key, None)
+    for key, value in changes.items():
+        data[key] = _styled(value)
+    emitter = _emitter(_guess_indent(raw))
+    stream = io.StringIO()
+    emitter.dump(data, stream)
+    result = stream.getvalue() if data else ""
+    if not _loads_as(result, expected):
+        raise FrontMatterError("could not write the front matter so that it reads back unchanged")
+    return result
+
+
+def _loads_as(raw: str, expected: dict[str, Any]) -> bool:
+    try:
+        loaded = yaml.load(raw, Loader=yaml.CSafeLoader)
+    except yaml.YAMLError:
+        return False
+    return to_json(loaded or {}) == expected
+
+
+def _guess_indent(raw: str) -> tuple[int, int]:
+    """(sequence indent, dash offset) of the user's YAML, so re-emitted keys look like their neighbours."""
+    from ruamel.yaml.util import load_yaml_guess_indent
+
+    try:
+        _, indent, dash_offset = load_yaml_guess_indent(raw)
+    except Exception:
+        return (2, 0)
+    return (indent or 2, dash_offset or 0)
+
+
+def _emitter(indent: tuple[int, int] = (2, 0)) -> YAML:
+    emitter = YAML(typ="rt")
+    sequence, offset = indent
+    emitter.indent(mapping=sequence - offset if offset else sequence, sequence=sequence, offset=offset)
+    emitter.width = 4096
+    emitter.allow_unicode = True
+    emitter.default_flow_style = False
+    return emitter
+
+
+def _dump(mapping: Mapping[str, Any], indent: tuple[int, int] = (2, 0)) -> str:
+    """Emit a mapping block; each value reads back with PyYAML exactly as given or this raises."""
+    if not mapping:
+        return ""
+    stream = io.StringIO()
+    _emitter(indent).dump({key: _styled(value) for key, value in mapping.items()}, stream)
+    text = stream.getvalue()
+    if not _loads_as(text, to_json(dict(mapping))):
+        stream = io.StringIO()
+        _emitter(indent).dump(dict(mapping), stream)
+        text = stream.getvalue()
+        if not _loads_as(text, to_json(dict(mapping))):
+            raise FrontMatterError(f"cannot write {list(mapping)} as YAML that reads back the same")
+    return text
+
+
+def _styled(value: Any) -> Any:
+    """Quote strings YAML 1.1 would read as something else and links; multi-line text as a block."""
+    if isinstance(value, dict):
+        return {key: _styled(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_styled(item) for item in value]
+    if not isinstance(value, str):
+        return value
+    if "\n" in value and not any(line != line.rstrip() for line in value.split("\n")):
+        return LiteralScalarString(value)
+    if value.startswith("[[") or _plain_would_change(value):
+        return SingleQuotedScalarString(value)
+    return value
+
+
+def _plain_would_change(value: str) -> bool:
+    """True when PyYAML would read the unquoted string as a bool, number, date or null."""
+    tag = _PLAIN_STRING_RESOLVER.resolve(yaml.ScalarNode, value, (True, False))
+    return tag != "tag:yaml.org,2002:str"
+
+
+def _first_line(exc: yaml.YAMLError) -> str:
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem:
+        where = f" at line {exc.problem_mark.line + 2}" if exc.problem_mark else ""
+        return f"{exc.problem}{where}"
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -1,0 +1,123 @@
+"""The workspace: its root, its configured folder names, safe path resolution and write locks (SPEC 1)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+from reme.workspace.locks import PathLocks
+from reme.workspace.paths import (
+    ProtectedPathError,
+    UnsafePathError,
+    check_relative,
+    check_segment,
+    first_segment,
+    has_extension,
+    within,
+)
+
+DEFAULT_DIRS: dict[str, str] = {
+    "metadata": "metadata",
+    "session": "session",
+    "daily": "daily",
+    "digest": "digest",
+    "resource": "resource",
+}
+LOCKS_DIR = "locks"
+
+
+class Workspace:
+    """A workspace folder; every user path goes through `resolve`, every write holds `lock`."""
+
+    def __init__(self, root: Path, dirs: Mapping[str, str] | None = None, lock_timeout: float = 30.0) -> None:
+        unknown = set(dirs or {}) - set(DEFAULT_DIRS)
+        if unknown:
+            raise ValueError(f"unknown workspace folder(s) {sorted(unknown)}; known: {sorted(DEFAULT_DIRS)}")
+        self.dirs = {**DEFAULT_DIRS, **(dirs or {})}
+        for role, name in self.dirs.items():
+            check_segment(name, f"workspace folder name for {role!r}")
+        if len(set(self.dirs.values())) != len(self.dirs):
+            raise ValueError(f"workspace folder names must be distinct: {self.dirs}")
+        self.root = Path(root).expanduser().resolve()
+        self.locks = PathLocks(self.root / self.dirs["metadata"] / LOCKS_DIR, lock_timeout)
+
+    def ensure_layout(self) -> list[str]:
+        """Create the root and any missing configured folder; return what was created. Deletes nothing."""
+        created = []
+        self.root.mkdir(parents=True, exist_ok=True)
+        for name in self.dirs.values():
+            folder = self.root / name
+            if not folder.exists():
+                folder.mkdir()
+                created.append(name)
+            elif not folder.is_dir():
+                raise NotADirectoryError(
+                    f"workspace entry {name!r} exists but is not a folder; move it aside"
+                )
+        self.locks.lock_dir.mkdir(parents=True, exist_ok=True)
+        return created
+
+    def check(self, path: object, *, write: bool = False, allow_root: bool = False) -> str:
+        """Validate a user path (`write` also refuses `metadata/`); returns the canonical relative path."""
+        relative = check_relative(path, allow_root=allow_root)
+        if write and self.is_metadata(relative):
+            raise ProtectedPathError(
+                f"{relative!r} is inside {self.dirs['metadata']}/, which holds derived state only; write elsewhere"
+            )
+        return relative
+
+    def resolve(
+        self, path: object, *, write: bool = False, markdown: bool = False, allow_root: bool = False
+    ) -> Path:
+        """Absolute path of a checked user path; symlinks may not lead outside the workspace.
+
+        `markdown`: a path without extension that does not exist means `<path>.md`.
+        """
+        relative = self.relative_for(path, write=write, markdown=markdown, allow_root=allow_root)
+        return self.absolute(relative, write=write)
+
+    def relative_for(
+        self, path: object, *, write: bool = False, markdown: bool = False, allow_root: bool = False
+    ) -> str:
+        """Canonical relative path of a user path, after the `.md` rule; checks like `resolve`."""
+        relative = self.check(path, write=write, allow_root=allow_root)
+        if markdown and relative and not has_extension(relative) and not _exists(self.root / relative):
+            relative += ".md"
+        self.absolute(relative, write=write)
+        return relative
+
+    def absolute(self, relative: str, *, write: bool = False) -> Path:
+        """Absolute path of an already checked relative path, refusing symlink escapes.
+
+        With `write`, a symlink may not lead into `metadata/` either.
+        """
+        candidate = self.root / relative if relative else self.root
+        if not within(self.root, candidate):
+            raise UnsafePathError(f"{relative!r} leads outside the workspace through a symbolic link")
+        if write and within(self.root / self.dirs["metadata"], candidate):
+            raise ProtectedPathError(
+                f"{relative!r} leads into {self.dirs['metadata']}/ through a symbolic link"
+            )
+        return candidate
+
+    def relative(self, absolute: Path) -> str:
+        """Workspace-relative POSIX path of a path under the root."""
+        return absolute.relative_to(self.root).as_posix()
+
+    def is_metadata(self, relative: str) -> bool:
+        return first_segment(relative).casefold() == self.dirs["metadata"].casefold()
+
+    @contextmanager
+    def lock(self, *paths: str) -> Iterator[None]:
+        """Serialise writers of these relative paths, across threads and processes."""
+        with self.locks.hold(*paths):
+            yield
+
+    def folder(self, role: str) -> str:
+        """Configured name of a layout folder (`daily`, `digest`, ...)."""
+        return self.dirs[role]
+
+
+def _exists(path: Path) -> bool:
+    return path.exists() or path.is_symlink()

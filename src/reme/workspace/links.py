@@ -1,0 +1,82 @@
+"""Who links to what: the index's link graph when there is one, a workspace scan otherwise (SPEC 3).
+
+File operations ask a `LinkSource` for inbound links before a move or delete and tell it which paths
+they changed afterwards, so search and the graph see a write at once.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from typing import Protocol
+
+from reme.workspace.layout import Workspace
+from reme.workspace.paths import is_markdown
+from reme.workspace.wikilinks import parse_links
+
+
+class LinkSource(Protocol):
+    def inbound(self, path: str) -> list[dict[str, str]]:
+        """`{source_path, target_path}` of every link pointing at `path` or into it (a folder)."""
+        ...
+
+    def sync_paths(self, paths: list[str]) -> None:
+        """Bring derived state up to date for these changed (created, edited, removed) paths."""
+        ...
+
+
+def points_at(target: str, path: str) -> bool:
+    """Whether a link target names `path` itself or something inside the folder `path`."""
+    return target == path or target.startswith(path.rstrip("/") + "/")
+
+
+class ScanLinks:
+    """Inbound links found by reading every Markdown file; used when no index is configured."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+
+    def inbound(self, path: str) -> list[dict[str, str]]:
+        found: dict[tuple[str, str], None] = {}
+        for source in markdown_files(self.workspace):
+            try:
+                text = (self.workspace.root / source).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            for link in parse_links(text):
+                if points_at(link.target, path):
+                    found[(source, link.target)] = None
+        return [{"source_path": source, "target_path": target} for source, target in sorted(found)]
+
+    def sync_paths(self, paths: list[str]) -> None:
+        """Nothing is derived without an index."""
+
+
+def markdown_files(workspace: Workspace, under: str = "") -> Iterator[str]:
+    """Relative paths of Markdown files, skipping `metadata/`, hidden entries and symlinked folders."""
+    for relative in walk_files(workspace, under):
+        if is_markdown(relative):
+            yield relative
+
+
+def walk_files(workspace: Workspace, under: str = "") -> Iterator[str]:
+    """Every regular file below `under`, sorted, without `metadata/` and hidden names."""
+    start = workspace.root / under if under else workspace.root
+    for folder, subfolders, files in os.walk(start):
+        relative_folder = os.path.relpath(folder, workspace.root)
+        relative_folder = "" if relative_folder == "." else relative_folder.replace(os.sep, "/")
+        subfolders[:] = sorted(
+            name
+            for name in subfolders
+            if not name.startswith(".")
+            and not (relative_folder == "" and workspace.is_metadata(name))
+            and not os.path.islink(os.path.join(folder, name))
+        )
+        for name in sorted(files):
+            if name.startswith("."):
+                continue
+            yield f"{relative_folder}/{name}" if relative_folder else name
+
+
+def unique(paths: Iterable[str]) -> list[str]:
+    return sorted(dict.fromkeys(paths))
