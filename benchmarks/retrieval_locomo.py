@@ -9,6 +9,7 @@ apart), file recall within B and MRR, for every chunk size asked for.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -75,6 +76,9 @@ def main() -> None:
     parser.add_argument("--engine", choices=ENGINES, default="harness")
     parser.add_argument("--chunk-chars", default="1000", help="comma-separated chunk sizes to sweep")
     parser.add_argument("--conversations", default="", help="comma-separated names (default: all)")
+    parser.add_argument(
+        "--tokenizer", default="{}", help='tokenizer settings as JSON, e.g. {"stemmer": null}'
+    )
     parser.add_argument("--k1", type=float, default=1.2)
     parser.add_argument("--b", type=float, default=0.75)
     args = parser.parse_args()
@@ -83,7 +87,9 @@ def main() -> None:
     if args.conversations:
         wanted = set(args.conversations.split(","))
         conversations = [c for c in conversations if c.name in wanted]
-    options = {} if args.engine != "harness" else {"k1": args.k1, "b": args.b}
+    options = {"tokenizer_settings": json.loads(args.tokenizer)}
+    if args.engine == "harness":
+        options |= {"k1": args.k1, "b": args.b}
     header = (
         f"{'chunk_chars':>14} {'questions':>12} {'n':>5} "
         + " ".join(f"{'T@' + str(b):>6}" for b in BUDGETS)

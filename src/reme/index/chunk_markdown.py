@@ -155,40 +155,55 @@ def _chunk_sections(doc: _Document, sections: list[_Section]) -> list[Chunk]:
 def _pack(
     doc: _Document, units: list[_Unit], prefix_start: int | None, heading_path: list[str]
 ) -> list[Chunk]:
-    """Greedily pack verbatim units; split parts become chunks of their own."""
+    """Pack runs of verbatim units into even chunks; split parts become chunks of their own."""
     chunks: list[Chunk] = []
-    open_start = prefix_start
-    group_end: int | None = None
+    run: list[_Unit] = []
+    pending = prefix_start  # headings waiting for a chunk ride along with what comes first
 
-    def flush() -> None:
-        nonlocal open_start, group_end
-        if group_end is not None and open_start is not None:
-            chunks.append(
-                make_chunk(doc.path, open_start, group_end, doc.text(open_start, group_end), heading_path)
-            )
-            open_start = None
-        group_end = None
+    def close_run() -> None:
+        nonlocal pending
+        if run:
+            for start, end in _balanced_cuts(doc, run, pending):
+                chunks.append(make_chunk(doc.path, start, end, doc.text(start, end), heading_path))
+            run.clear()
+            pending = None
 
     for unit in units:
-        span = unit.span
         if unit.verbatim:
-            if group_end is not None and doc.chars(open_start or span.start, span.end) > doc.budget:
-                flush()
-            if open_start is None:
-                open_start = span.start
-            group_end = span.end
+            run.append(unit)
             continue
-        flush()
-        text, start = span.text, span.start
-        if open_start is not None:  # headings waiting for a chunk ride along with the first part
-            prefix = trim_blank_edges(doc.numbered(open_start, unit.block_start - 1))
+        close_run()
+        text, start = unit.span.text, unit.span.start
+        if pending is not None:
+            prefix = trim_blank_edges(doc.numbered(pending, unit.block_start - 1))
             if prefix:
                 text = "\n".join(line for _, line in prefix) + "\n" + text
-                start = open_start
-            open_start = None
-        chunks.append(make_chunk(doc.path, start, span.end, text, heading_path))
-    flush()
+                start = pending
+            pending = None
+        chunks.append(make_chunk(doc.path, start, unit.span.end, text, heading_path))
+    close_run()
     return chunks
+
+
+def _balanced_cuts(doc: _Document, run: list[_Unit], prefix_start: int | None) -> list[tuple[int, int]]:
+    """Line ranges that cut a run of units into as few chunks as the budget allows, of even size.
+
+    Even sizes avoid a tail chunk of a line or two, which BM25's length norm would over-rank and
+    which carries too little context to match a question.
+    """
+    first = prefix_start if prefix_start is not None else run[0].span.start
+    pieces = -(-doc.chars(first, run[-1].span.end) // doc.budget)
+    target = doc.chars(first, run[-1].span.end) / pieces
+    ranges: list[tuple[int, int]] = []
+    start, end = first, run[0].span.end
+    for unit in run[1:]:
+        without, with_unit = doc.chars(start, end), doc.chars(start, unit.span.end)
+        if with_unit > doc.budget or (with_unit > target and with_unit - target > target - without):
+            ranges.append((start, end))
+            start = unit.span.start
+        end = unit.span.end
+    ranges.append((start, end))
+    return ranges
 
 
 def _units(doc: _Document, block: _Block) -> list[_Unit]:
