@@ -23,7 +23,7 @@ def test_possessive_is_stripped_and_curly_apostrophes_normalised(tokenizer: Toke
         == tokenizer.tokenize("Caroline\u2019s dog")
         == ["carolin", "dog"]
     )
-    assert "don't" in tokenizer.tokenize("I don\u2019t know")
+    assert tokenizer.tokenize("I don\u2019t know") == tokenizer.tokenize("I don't know") == ["know"]
 
 
 def test_numbers_are_kept(tokenizer: Tokenizer) -> None:
