@@ -133,14 +133,12 @@ def reme_env_fixture() -> Callable[..., dict[str, str]]:
     return reme_env
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def service_config() -> Path:
     return SERVICE_CONFIG
 
 
-@pytest.fixture
-def reme_service() -> Iterator[Callable[..., ServiceProcess]]:
-    """Factory: `reme_service(workspace, "service.port=0", ...)`; every service is stopped at teardown."""
+def _service_factory() -> Iterator[Callable[..., ServiceProcess]]:
     started: list[ServiceProcess] = []
 
     def start(workspace: Path, *overrides: str, **kwargs: Any) -> ServiceProcess:
@@ -153,13 +151,48 @@ def reme_service() -> Iterator[Callable[..., ServiceProcess]]:
         service.stop()
 
 
+@pytest.fixture
+def reme_service() -> Iterator[Callable[..., ServiceProcess]]:
+    """Factory: `reme_service(workspace, "service.port=0", ...)`; every service is stopped at teardown."""
+    yield from _service_factory()
+
+
 @pytest.fixture(scope="module")
-def http_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
+def module_services() -> Iterator[Callable[..., ServiceProcess]]:
+    """Like `reme_service`, for services shared by a test module (stopped when the module ends)."""
+    yield from _service_factory()
+
+
+@pytest.fixture(scope="module")
+def http_service(module_services, tmp_path_factory: pytest.TempPathFactory) -> ServiceProcess:
     """One HTTP service on the test config and a fresh workspace, shared by a test module."""
     workspace = tmp_path_factory.mktemp("service") / "ws"
-    service = start_service_process(workspace, f"config={SERVICE_CONFIG}", f"service.port={free_port()}")
-    yield service
-    service.stop()
+    return module_services(workspace, f"config={SERVICE_CONFIG}", f"service.port={free_port()}")
+
+
+async def run_reme_async(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 60.0
+) -> subprocess.CompletedProcess[str]:
+    """`run_reme_process` for tests whose own event loop must keep serving meanwhile."""
+    import asyncio
+
+    proc = await asyncio.create_subprocess_exec(
+        REME,
+        *args,
+        cwd=cwd,
+        env=reme_env() if env is None else env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    stdout, stderr = await asyncio.wait_for(proc.communicate(), timeout)
+    return subprocess.CompletedProcess([REME, *args], proc.returncode or 0, stdout.decode(), stderr.decode())
+
+
+@pytest.fixture(name="run_reme_async")
+def run_reme_async_fixture() -> Callable[..., Any]:
+    """Awaitable `run_reme`: `await run_reme_async("talk", "text=hi", "port=...")`."""
+    return run_reme_async
 
 
 @pytest.fixture
