@@ -1,0 +1,230 @@
+"""The `index` component: catalog (SQLite) + keyword engine (tantivy) + link graph + search.
+
+File jobs call `sync_paths(paths)` after changing files and `inbound(path)` before moving or
+deleting; search jobs use `searcher`; `index_update_loop` keeps everything live. Start-up is cheap:
+it finishes interrupted writes and checks that catalog and engine agree; the (possibly long)
+reconcile with the disk runs once, on the loop's start or the first search, whichever comes first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import threading
+from pathlib import Path
+from typing import Any
+
+from reme.app.component import Component
+from reme.app.registry import register_component
+from reme.index.chunking import DEFAULT_CHUNK_CHARS
+from reme.index.graph import LinkGraph
+from reme.index.keyword import KeywordIndex
+from reme.index.search import Searcher, VectorBranch
+from reme.index.store import MetadataStore
+from reme.index.sync import DEFAULT_SOURCES, Indexer, Progress, Source, SyncReport
+from reme.index.tokenizer import Tokenizer
+from reme.workspace.paths import check_relative
+
+DB_NAME = "index.sqlite3"
+
+
+@register_component("sqlite_tantivy")
+class IndexComponent(Component):
+    kind = "index"
+    requires = ()  # "workspace" once that component is registered (it only supplies metadata_dir)
+
+    def __init__(
+        self,
+        app: Any,
+        name: str,
+        *,
+        chunk_chars: int = DEFAULT_CHUNK_CHARS,
+        watch: bool = True,
+        debounce_ms: int = 200,
+        tokenizer: dict[str, Any] | None = None,
+        sources: list[dict[str, Any]] | None = None,
+        max_file_bytes: int = 20_000_000,
+        candidate_multiplier: int = 3,
+        vector: str | None = None,
+        vector_weight: float = 0.7,
+    ) -> None:
+        super().__init__(app, name)
+        if not isinstance(chunk_chars, int) or chunk_chars < 100:
+            raise ValueError("chunk_chars must be an integer of at least 100")
+        if not isinstance(candidate_multiplier, int) or candidate_multiplier < 1:
+            raise ValueError("candidate_multiplier must be a positive integer")
+        self.settings = {
+            "chunk_chars": chunk_chars,
+            "watch": bool(watch),
+            "debounce_ms": int(debounce_ms),
+            "max_file_bytes": int(max_file_bytes),
+            "candidate_multiplier": candidate_multiplier,
+            "vector": vector,
+            "vector_weight": float(vector_weight),
+        }
+        self.tokenizer = Tokenizer(**(tokenizer or {}))
+        self.sources = tuple(_source(raw) for raw in sources) if sources else DEFAULT_SOURCES
+        self._ready = False
+        self._ready_lock = threading.Lock()
+        self.last_repair: dict[str, Any] = {}
+
+    # lifecycle -----------------------------------------------------------------------------------
+
+    @property
+    def root(self) -> Path:
+        return Path(self.app.workspace_dir)
+
+    @property
+    def metadata_dir(self) -> Path:
+        workspace = self.app.components.get("workspace")
+        return Path(getattr(workspace, "metadata_dir", None) or self.root / "metadata")
+
+    async def start(self) -> None:
+        await asyncio.to_thread(self._open)
+
+    def _open(self) -> None:
+        self.metadata_dir.mkdir(parents=True, exist_ok=True)
+        self.store = MetadataStore(self.metadata_dir / DB_NAME)
+        self.keyword = self._open_keyword()
+        self.indexer = Indexer(
+            self.root,
+            self.store,
+            self.keyword,
+            lock_path=self.metadata_dir / "index.lock",
+            sources=self.sources,
+            chunk_chars=self.settings["chunk_chars"],
+            max_file_bytes=self.settings["max_file_bytes"],
+        )
+        self.graph = LinkGraph(self.root, self.store, self.indexer.is_indexable)
+        vector = self._vector_branch()
+        self.searcher = Searcher(
+            self.store,
+            self.keyword,
+            self.graph,
+            candidate_multiplier=self.settings["candidate_multiplier"],
+            vector=vector,
+            vector_weight=self.settings["vector_weight"],
+        )
+        self._repair()
+
+    def _open_keyword(self) -> KeywordIndex:
+        """Open the engine for this tokenizer; an unreadable one is deleted and rebuilt."""
+        directory = self.metadata_dir / "keyword"
+        try:
+            keyword = KeywordIndex(directory, self.tokenizer)
+        except (OSError, ValueError):
+            shutil.rmtree(directory / f"keyword-{self.tokenizer.fingerprint}", ignore_errors=True)
+            keyword = KeywordIndex(directory, self.tokenizer)
+        keyword.remove_stale_siblings()
+        return keyword
+
+    def _vector_branch(self) -> VectorBranch | None:
+        """The seam for hybrid search: a configured component offering `async search(query, limit, filters)`."""
+        name = self.settings["vector"]
+        if not name:
+            return None
+        component = self.app.component(name)
+        if not callable(getattr(component, "search", None)):
+            raise ValueError(f"component {name!r} has no search(query, limit, filters) for hybrid search")
+        return component  # type: ignore[return-value]
+
+    def _layout(self) -> str:
+        """What the catalog content depends on besides the files; a change means a full rebuild."""
+        return json.dumps(
+            {"chunk_chars": self.settings["chunk_chars"], "sources": [s.__dict__ for s in self.sources]},
+            sort_keys=True,
+        )
+
+    def _repair(self) -> None:
+        """Finish interrupted writes; rebuild lazily when catalog and engine disagree."""
+        with self.indexer.writing():
+            layout_changed = self.store.get_meta("layout") != self._layout()
+            report = self.indexer.repair()
+            agree = self.store.keyword_doc_total() == self.keyword.num_docs
+            self._needs_rebuild = layout_changed or not agree
+            self.last_repair = {**report.to_dict(), "rebuild": self._needs_rebuild}
+
+    async def close(self) -> None:
+        store = getattr(self, "store", None)
+        if store is not None:
+            await asyncio.to_thread(store.close)
+
+    # readiness -----------------------------------------------------------------------------------
+
+    def ensure_ready(self, progress: Progress | None = None) -> SyncReport | None:
+        """Reconcile with the disk once per process (a full rebuild when the repair asked for one)."""
+        if self._ready:
+            return None
+        with self._ready_lock:
+            if self._ready:
+                return None
+            if self._needs_rebuild:
+                report = self.indexer.rebuild(progress)
+                self.store.set_meta("layout", self._layout())
+                self._needs_rebuild = False
+            else:
+                report = self.indexer.reconcile(progress)
+            self._ready = True
+            return report
+
+    def reindex(self, progress: Progress | None = None) -> SyncReport:
+        """Drop all derived state and rebuild it from the files."""
+        with self._ready_lock:
+            report = self.indexer.rebuild(progress)
+            self.store.set_meta("layout", self._layout())
+            self._needs_rebuild = False
+            self._ready = True
+            return report
+
+    # cross-area interface ------------------------------------------------------------------------
+
+    def sync_paths(self, paths: list[str] | str) -> dict[str, Any]:
+        """Bring these workspace-relative files or folders up to date (cheap when unchanged)."""
+        if isinstance(paths, str):
+            paths = [paths]
+        checked = [check_relative(path) for path in paths]
+        self.ensure_ready()
+        return self.indexer.sync_paths(checked).to_dict()
+
+    def inbound(self, path: str) -> list[dict[str, str]]:
+        """Links `{source_path, target_path}` pointing at this file or into this folder."""
+        self.ensure_ready()
+        return self.graph.inbound(check_relative(path))
+
+    def is_indexable(self, path: str) -> bool:
+        return self.indexer.is_indexable(path)
+
+    # figures -------------------------------------------------------------------------------------
+
+    def health(self) -> dict[str, Any]:
+        if not hasattr(self, "store"):
+            return {"status": "error", "message": "not started"}
+        agree = self.store.keyword_doc_total() == self.keyword.num_docs
+        status = "ok" if agree or not self._ready else "degraded"
+        return {"status": status, "ready": self._ready, "pending_writes": len(self.store.intents())}
+
+    def stats(self) -> dict[str, Any]:
+        counts = self.store.counts()
+        engine_bytes = sum(f.stat().st_size for f in self.keyword.path.rglob("*") if f.is_file())
+        return {
+            **counts,
+            "keyword_docs": self.keyword.num_docs,
+            "pending_links": len(self.graph.pending_edges()),
+            "catalog_bytes": _size_with_wal(self.store.db_path),
+            "keyword_bytes": engine_bytes,
+            "tokenizer": self.tokenizer.fingerprint,
+            "ready": self._ready,
+        }
+
+
+def _source(raw: dict[str, Any]) -> Source:
+    folder = check_relative(raw.get("folder"))
+    extensions = tuple(str(ext).lower() for ext in raw.get("extensions") or ())
+    if not extensions or not all(ext.startswith(".") for ext in extensions):
+        raise ValueError(f"index source {folder!r}: extensions must be a non-empty list like ['.md']")
+    return Source(folder, extensions, bool(raw.get("recursive", True)))
+
+
+def _size_with_wal(db_path: Path) -> int:
+    return sum(p.stat().st_size for p in (db_path, db_path.with_name(db_path.name + "-wal")) if p.exists())

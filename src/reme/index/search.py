@@ -1,0 +1,221 @@
+"""Search over the index (SPEC 5.3, 5.4): keyword (+ optional vector) candidates, fusion, hydration.
+
+Engine hits are hydrated from the catalog; a hit the catalog does not know (left by a crash between
+the engine commit and the catalog commit) is dropped, so readers only ever see catalogued chunks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import date
+from typing import Any, Protocol
+
+from reme.index.graph import LinkGraph
+from reme.index.keyword import KeywordIndex
+from reme.index.store import MetadataStore
+
+RRF_K = 60
+
+
+@dataclass(frozen=True)
+class SearchFilters:
+    path_prefix: str | None = None
+    start_date: date | None = None
+    end_date: date | None = None
+    strict_date_filter: bool = False
+
+
+class VectorBranch(Protocol):
+    """What an embedding-backed vector store offers the search (off by default)."""
+
+    async def search(self, query: str, limit: int, filters: SearchFilters) -> list[tuple[str, float]]: ...
+
+
+@dataclass
+class Hit:
+    path: str
+    start_line: int
+    end_line: int
+    score: float
+    text: str
+    name: str | None
+    description: str | None
+    outlinks: list[dict[str, Any]] = field(default_factory=list)
+    inlinks: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def reciprocal_rank_fusion(
+    keyword: Sequence[tuple[str, float]],
+    vector: Sequence[tuple[str, float]],
+    vector_weight: float,
+    k: int = RRF_K,
+) -> list[tuple[str, float]]:
+    """Fuse two rankings: `Σ weight / (k + rank)`, keyword weighted `1 - vector_weight`."""
+    fused: dict[str, float] = {}
+    for weight, ranking in ((1.0 - vector_weight, keyword), (vector_weight, vector)):
+        for rank, (chunk_id, _) in enumerate(ranking, 1):
+            fused[chunk_id] = fused.get(chunk_id, 0.0) + weight / (k + rank)
+    return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
+
+
+class Searcher:
+    def __init__(
+        self,
+        store: MetadataStore,
+        keyword: KeywordIndex,
+        graph: LinkGraph,
+        *,
+        candidate_multiplier: int = 3,
+        vector: VectorBranch | None = None,
+        vector_weight: float = 0.7,
+    ) -> None:
+        self.store = store
+        self.keyword = keyword
+        self.graph = graph
+        self.candidate_multiplier = max(1, candidate_multiplier)
+        self.vector = vector
+        self.vector_weight = vector_weight
+
+    def _keyword(self, query: str, limit: int, filters: SearchFilters) -> list[tuple[str, float]]:
+        return self.keyword.search(
+            query,
+            limit,
+            filters.path_prefix,
+            start_date=filters.start_date,
+            end_date=filters.end_date,
+            strict_date_filter=filters.strict_date_filter,
+        )
+
+    async def search(
+        self,
+        query: str,
+        *,
+        limit: int = 5,
+        min_score: float = 0.0,
+        filters: SearchFilters = SearchFilters(),
+        expand_links: bool = True,
+        max_links_per_direction: int = 10,
+    ) -> list[Hit]:
+        fetch = limit * self.candidate_multiplier
+        if self.vector is None:
+            scored = await asyncio.to_thread(self._keyword, query, fetch, filters)
+        else:
+            keyword_hits, vector_hits = await asyncio.gather(
+                asyncio.to_thread(self._keyword, query, fetch, filters),
+                self.vector.search(query, fetch, filters),
+            )
+            if keyword_hits and vector_hits:
+                scored = reciprocal_rank_fusion(keyword_hits, vector_hits, self.vector_weight)
+            else:
+                scored = keyword_hits or vector_hits
+        return await asyncio.to_thread(
+            self._finish, scored, limit, min_score, expand_links, max_links_per_direction
+        )
+
+    def _finish(
+        self, scored: list[tuple[str, float]], limit: int, min_score: float, expand: bool, per_direction: int
+    ) -> list[Hit]:
+        hits = [hit for hit in self.hydrate(scored) if hit.score >= min_score][:limit]
+        if expand:
+            self.expand_links(hits, per_direction)
+        return hits
+
+    def hydrate(self, scored: Sequence[tuple[str, float]]) -> list[Hit]:
+        """Catalog rows for engine hits, in score order; unknown chunk ids are dropped."""
+        chunks = self.store.chunks_by_id([chunk_id for chunk_id, _ in scored])
+        files = self.store.files(chunk.path for chunk in chunks.values())
+        hits = []
+        for chunk_id, score in scored:
+            chunk = chunks.get(chunk_id)
+            if chunk is None or chunk.path not in files:
+                continue
+            row = files[chunk.path]
+            hits.append(
+                Hit(
+                    chunk.path, chunk.start_line, chunk.end_line, score, chunk.text, row.name, row.description
+                )
+            )
+        return hits
+
+    def expand_links(self, hits: list[Hit], per_direction: int) -> None:
+        """Attach up to `per_direction` distinct outlinks and backlinks (name/description, not text)."""
+        cache: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
+        for hit in hits:
+            if hit.path not in cache:
+                out = list(dict.fromkeys(link.target for link in self.graph.outlinks(hit.path)))[
+                    :per_direction
+                ]
+                inc = list(dict.fromkeys(link.source for link in self.graph.inlinks(hit.path)))[
+                    :per_direction
+                ]
+                cache[hit.path] = (self._describe(out), self._describe(inc))
+            hit.outlinks, hit.inlinks = cache[hit.path]
+
+    def _describe(self, paths: list[str]) -> list[dict[str, Any]]:
+        rows = self.store.files(paths)
+        return [
+            {
+                "path": path,
+                "name": rows[path].name if path in rows else None,
+                "description": rows[path].description if path in rows else None,
+            }
+            for path in paths
+        ]
+
+    def node_search(self, query: str, limit: int, folder: str) -> list[dict[str, Any]]:
+        """Best `limit` distinct files under `folder` by their best chunk (no text, no links)."""
+        prefix = folder.rstrip("/") + "/"
+        fetch = max(limit * self.candidate_multiplier, limit)
+        while True:
+            scored = self.keyword.search(query, fetch, prefix)
+            best: dict[str, float] = {}
+            for hit in self.hydrate(scored):
+                best.setdefault(hit.path, hit.score)
+            if len(best) >= limit or len(scored) < fetch:
+                break
+            fetch *= 4
+        rows = self.store.files(best)
+        return [
+            {"path": path, "score": score, "name": rows[path].name, "description": rows[path].description}
+            for path, score in list(best.items())[:limit]
+        ]
+
+
+def render_hits(query: str, hits: Sequence[Hit]) -> str:
+    """Readable answer for an agent: where each hit sits, what it says, and what it links to."""
+    if not hits:
+        return f"No results for {query!r}."
+    lines = [f"{len(hits)} result(s) for {query!r}:"]
+    for number, hit in enumerate(hits, 1):
+        title = f" — {hit.name}" if hit.name else ""
+        lines.append("")
+        lines.append(
+            f"[{number}] {hit.path} (lines {hit.start_line}-{hit.end_line}, score {hit.score:.3f}){title}"
+        )
+        if hit.description:
+            lines.append(f"description: {hit.description}")
+        lines.append(hit.text)
+        for label, links in (("links to", hit.outlinks), ("linked from", hit.inlinks)):
+            if links:
+                lines.append(f"{label}: " + "; ".join(_link_label(link) for link in links))
+    return "\n".join(lines)
+
+
+def _link_label(link: dict[str, Any]) -> str:
+    name = link.get("name")
+    return f"{link['path']} ({name})" if name else link["path"]
+
+
+def render_nodes(query: str, nodes: Sequence[dict[str, Any]]) -> str:
+    if not nodes:
+        return f"No digest nodes match {query!r}."
+    lines = [f"{len(nodes)} node(s) for {query!r}:"]
+    for node in nodes:
+        about = ": ".join(part for part in (node["name"], node["description"]) if part)
+        lines.append(f"- {node['path']} (score {node['score']:.3f})" + (f" {about}" if about else ""))
+    return "\n".join(lines)

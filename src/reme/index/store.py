@@ -1,0 +1,297 @@
+"""The metadata catalog: SQLite (WAL) is the truth of what is indexed.
+
+Tables: `files` (catalog: path, mtime, size, front-matter name/description, how many keyword docs
+the file gave), `chunks` (line ranges and text for hydrating hits), `links` (forward edges; the
+reverse index is an index on `target`; an edge is *pending* while its target does not exist, so
+pending/real transitions need no bookkeeping) and `intents` (paths whose update is in flight).
+
+Crash consistency: a writer first records its paths in `intents` (committed), then writes the
+keyword engine, then replaces catalog rows and clears the intents in one transaction. After a kill
+at any point the catalog is either old or new, and the start-up repair re-syncs every path still in
+`intents`. Readers never need a lock (WAL); writers are serialised by the caller's file lock.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+    path TEXT PRIMARY KEY,
+    mtime_ns INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    name TEXT,
+    description TEXT,
+    error TEXT,
+    keyword_docs INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    chunk_id TEXT PRIMARY KEY,
+    path TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    heading_path TEXT NOT NULL,
+    text TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_by_path ON chunks (path, seq);
+CREATE TABLE IF NOT EXISTS links (
+    source TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    target TEXT NOT NULL,
+    predicate TEXT,
+    anchor TEXT,
+    alias TEXT,
+    embed INTEGER NOT NULL,
+    line INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS links_by_source ON links (source, seq);
+CREATE INDEX IF NOT EXISTS links_by_target ON links (target);
+CREATE TABLE IF NOT EXISTS intents (path TEXT PRIMARY KEY);
+"""
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    chunk_id: str
+    path: str
+    start_line: int
+    end_line: int
+    heading_path: list[str]
+    text: str
+
+
+@dataclass(frozen=True)
+class LinkRow:
+    source: str
+    target: str
+    predicate: str | None = None
+    anchor: str | None = None
+    alias: str | None = None
+    embed: bool = False
+    line: int = 1
+
+
+@dataclass(frozen=True)
+class FileRow:
+    path: str
+    mtime_ns: int
+    size: int
+    name: str | None = None
+    description: str | None = None
+    error: str | None = None
+    keyword_docs: int = 0
+
+
+@dataclass
+class FileRecord:
+    """Everything the catalog keeps about one indexed file, written in one transaction."""
+
+    file: FileRow
+    chunks: list[ChunkRow] = field(default_factory=list)
+    links: list[LinkRow] = field(default_factory=list)
+
+
+class MetadataStore:
+    """SQLite catalog of indexed files, their chunks and their links."""
+
+    def __init__(self, db_path: Path) -> None:
+        self.db_path = db_path
+        db_path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(db_path, check_same_thread=False, isolation_level=None, timeout=30.0)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        with self.transaction() as db:
+            for statement in _SCHEMA.strip().split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            if self._get_meta(db, "schema_version") is None:
+                db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One immediate (write-locked) transaction, rolled back on any error."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._db.execute(sql, params).fetchall()
+
+    # meta ----------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _get_meta(db: sqlite3.Connection, key: str) -> str | None:
+        row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def get_meta(self, key: str) -> str | None:
+        with self._lock:
+            return self._get_meta(self._db, key)
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    # intents -------------------------------------------------------------------------------------
+
+    def begin_intents(self, paths: Iterable[str]) -> None:
+        """Durably note that these paths are about to change (repair re-syncs them after a crash)."""
+        with self.transaction() as db:
+            db.executemany("INSERT OR IGNORE INTO intents VALUES (?)", [(p,) for p in paths])
+
+    def intents(self) -> list[str]:
+        return [row[0] for row in self.query("SELECT path FROM intents ORDER BY path")]
+
+    # catalog writes ------------------------------------------------------------------------------
+
+    def apply(self, records: Sequence[FileRecord], deleted: Sequence[str], settled: Iterable[str]) -> None:
+        """Replace the rows of `records`, drop `deleted`, and clear the intents of `settled`, atomically."""
+        with self.transaction() as db:
+            for path in [*deleted, *(r.file.path for r in records)]:
+                db.execute("DELETE FROM files WHERE path = ?", (path,))
+                db.execute("DELETE FROM chunks WHERE path = ?", (path,))
+                db.execute("DELETE FROM links WHERE source = ?", (path,))
+            for record in records:
+                f = record.file
+                db.execute(
+                    "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (f.path, f.mtime_ns, f.size, f.name, f.description, f.error, f.keyword_docs),
+                )
+                db.executemany(
+                    "INSERT OR REPLACE INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        (c.chunk_id, f.path, i, c.start_line, c.end_line, json.dumps(c.heading_path), c.text)
+                        for i, c in enumerate(record.chunks)
+                    ],
+                )
+                db.executemany(
+                    "INSERT INTO links VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        (f.path, i, ln.target, ln.predicate, ln.anchor, ln.alias, int(ln.embed), ln.line)
+                        for i, ln in enumerate(record.links)
+                    ],
+                )
+            db.executemany("DELETE FROM intents WHERE path = ?", [(p,) for p in settled])
+
+    def clear(self) -> None:
+        """Forget everything indexed (meta survives)."""
+        with self.transaction() as db:
+            for table in ("files", "chunks", "links", "intents"):
+                db.execute(f"DELETE FROM {table}")
+
+    # catalog reads -------------------------------------------------------------------------------
+
+    def file(self, path: str) -> FileRow | None:
+        rows = self.query("SELECT * FROM files WHERE path = ?", (path,))
+        return FileRow(*rows[0]) if rows else None
+
+    def files(self, paths: Iterable[str]) -> dict[str, FileRow]:
+        wanted = list(dict.fromkeys(paths))
+        found: dict[str, FileRow] = {}
+        for batch in _batches(wanted):
+            marks = ",".join("?" * len(batch))
+            for row in self.query(f"SELECT * FROM files WHERE path IN ({marks})", batch):
+                found[row[0]] = FileRow(*row)
+        return found
+
+    def stamps(self) -> dict[str, tuple[int, int]]:
+        """`path -> (mtime_ns, size)` of every catalogued file (for reconciling with the disk)."""
+        return {
+            path: (mtime, size) for path, mtime, size in self.query("SELECT path, mtime_ns, size FROM files")
+        }
+
+    def paths_under(self, folder: str) -> list[str]:
+        """Catalogued paths equal to `folder` or inside it."""
+        folder = folder.rstrip("/")
+        rows = self.query(
+            "SELECT path FROM files WHERE path = ? OR (path >= ? AND path < ?)", (folder, *_inside(folder))
+        )
+        return [row[0] for row in rows]
+
+    def chunks_by_id(self, chunk_ids: Sequence[str]) -> dict[str, ChunkRow]:
+        found: dict[str, ChunkRow] = {}
+        for batch in _batches(list(chunk_ids)):
+            marks = ",".join("?" * len(batch))
+            rows = self.query(
+                "SELECT chunk_id, path, start_line, end_line, heading_path, text FROM chunks "
+                f"WHERE chunk_id IN ({marks})",
+                batch,
+            )
+            for cid, path, start, end, heading, text in rows:
+                found[cid] = ChunkRow(cid, path, start, end, json.loads(heading), text)
+        return found
+
+    def keyword_doc_total(self) -> int:
+        return int(self.query("SELECT COALESCE(SUM(keyword_docs), 0) FROM files")[0][0])
+
+    def counts(self) -> dict[str, int]:
+        files, chunks, links = (
+            self.query(f"SELECT COUNT(*) FROM {table}")[0][0] for table in ("files", "chunks", "links")
+        )
+        return {"files": files, "chunks": chunks, "links": links}
+
+    # links ---------------------------------------------------------------------------------------
+
+    def outlinks(self, source: str) -> list[LinkRow]:
+        rows = self.query(
+            "SELECT source, target, predicate, anchor, alias, embed, line FROM links WHERE source = ? ORDER BY seq",
+            (source,),
+        )
+        return [LinkRow(s, t, p, a, al, bool(e), ln) for s, t, p, a, al, e, ln in rows]
+
+    def inlinks(self, target: str) -> list[LinkRow]:
+        rows = self.query(
+            "SELECT source, target, predicate, anchor, alias, embed, line FROM links WHERE target = ? "
+            "ORDER BY source, seq",
+            (target,),
+        )
+        return [LinkRow(s, t, p, a, al, bool(e), ln) for s, t, p, a, al, e, ln in rows]
+
+    def links_into(self, folder: str) -> list[LinkRow]:
+        """Links whose target is `folder` itself or any path inside it."""
+        folder = folder.rstrip("/")
+        rows = self.query(
+            "SELECT source, target, predicate, anchor, alias, embed, line FROM links "
+            "WHERE target = ? OR (target >= ? AND target < ?) ORDER BY source, seq",
+            (folder, *_inside(folder)),
+        )
+        return [LinkRow(s, t, p, a, al, bool(e), ln) for s, t, p, a, al, e, ln in rows]
+
+    def unresolved_targets(self) -> list[str]:
+        """Link targets with no catalogued file (pending unless they exist outside the indexed set)."""
+        rows = self.query(
+            "SELECT DISTINCT target FROM links WHERE target NOT IN (SELECT path FROM files) ORDER BY target"
+        )
+        return [row[0] for row in rows]
+
+
+def _inside(folder: str) -> tuple[str, str]:
+    """Bounds of the paths strictly inside `folder`: they sort between `folder/` and `folder0`."""
+    return folder + "/", folder + "0"
+
+
+def _batches(items: list[str], size: int = 500) -> Iterator[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

@@ -1,0 +1,285 @@
+"""Bring the index (catalog + keyword engine) up to date with the workspace files.
+
+Every write follows the same crash-safe order (see `store`): note intents → write the engine →
+replace catalog rows and clear intents. One file lock under `metadata/` serialises writers across
+processes; the unchanged-file check happens inside it, so a file already synced by another process
+is not synced twice. Work is proportional to the paths asked for; `reconcile` compares the disk with
+the catalog by mtime and size and syncs only the difference.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+from filelock import FileLock
+
+from reme.index.chunking import Chunk, chunk_text
+from reme.index.keyword import KeywordIndex
+from reme.index.store import ChunkRow, FileRecord, FileRow, LinkRow, MetadataStore
+from reme.workspace.fmsplit import split as split_front_matter
+from reme.workspace.wikilinks import parse_links
+
+MARKDOWN_EXTENSIONS = (".md", ".markdown")
+BATCH_FILES = 200  # files per engine commit during bulk work: bounds memory and lost work on a crash
+
+Progress = Callable[[int, int], None]  # (done, total)
+
+
+@dataclass(frozen=True)
+class Source:
+    """A folder whose files with these extensions are indexed (recursively unless `recursive` is off)."""
+
+    folder: str
+    extensions: tuple[str, ...]
+    recursive: bool = True
+
+    def admits(self, path: str) -> bool:
+        if not path.startswith(self.folder + "/") or not path.lower().endswith(self.extensions):
+            return False
+        rest = path[len(self.folder) + 1 :]
+        if not self.recursive and "/" in rest:
+            return False
+        return not any(part.startswith(".") for part in rest.split("/"))
+
+
+DEFAULT_SOURCES = (
+    Source("daily", MARKDOWN_EXTENSIONS),
+    Source("digest", MARKDOWN_EXTENSIONS),
+    Source("session/dialog", (".jsonl",), recursive=False),
+)
+
+
+@dataclass
+class SyncReport:
+    indexed: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    unchanged: int = 0
+
+    def extend(self, other: SyncReport) -> None:
+        self.indexed += other.indexed
+        self.deleted += other.deleted
+        self.unchanged += other.unchanged
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"indexed": len(self.indexed), "deleted": len(self.deleted), "unchanged": self.unchanged}
+
+
+class Indexer:
+    """Reads workspace files into catalog records and keeps store and engine in step."""
+
+    def __init__(
+        self,
+        root: Path,
+        store: MetadataStore,
+        keyword: KeywordIndex,
+        *,
+        lock_path: Path,
+        sources: Iterable[Source] = DEFAULT_SOURCES,
+        chunk_chars: int,
+        max_file_bytes: int,
+    ) -> None:
+        self.root = root
+        self.store = store
+        self.keyword = keyword
+        self.sources = tuple(sources)
+        self.chunk_chars = chunk_chars
+        self.max_file_bytes = max_file_bytes
+        self._thread_lock = threading.RLock()
+        self._file_lock = FileLock(lock_path, timeout=120)
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Exclusive right to change the index, within this process and across processes."""
+        with self._thread_lock, self._file_lock:
+            yield
+
+    # what is indexed -----------------------------------------------------------------------------
+
+    def is_indexable(self, path: str) -> bool:
+        return any(source.admits(path) for source in self.sources)
+
+    def scan(self) -> dict[str, tuple[int, int]]:
+        """`path -> (mtime_ns, size)` of every indexable file on disk (symlinks are not followed)."""
+        found: dict[str, tuple[int, int]] = {}
+        for source in self.sources:
+            top = self.root / source.folder
+            if not top.is_dir() or top.is_symlink():
+                continue
+            for folder, dirs, files in os.walk(top):
+                dirs[:] = [d for d in dirs if not d.startswith(".")] if source.recursive else []
+                rel_folder = Path(folder).relative_to(self.root).as_posix()
+                for name in files:
+                    path = f"{rel_folder}/{name}"
+                    if source.admits(path) and (stamp := _regular_file_stamp(Path(folder, name))) is not None:
+                        found[path] = stamp
+        return found
+
+    def _disk_stamp(self, path: str) -> tuple[int, int] | None:
+        return _regular_file_stamp(self.root / path)
+
+    # syncing -------------------------------------------------------------------------------------
+
+    def sync_paths(
+        self, paths: Iterable[str], *, force: bool = False, progress: Progress | None = None
+    ) -> SyncReport:
+        """Bring these workspace-relative files or folders up to date; a no-op for unchanged files."""
+        with self.writing():
+            wanted: dict[str, None] = {}
+            for path in paths:
+                path = path.strip("/")
+                if (self.root / path).is_dir():
+                    wanted.update(dict.fromkeys(p for p in self._scan_under(path)))
+                    wanted.update(dict.fromkeys(self.store.paths_under(path)))
+                elif path:
+                    wanted[path] = None
+            return self._sync(list(wanted), force=force, progress=progress)
+
+    def _scan_under(self, folder: str) -> list[str]:
+        return [p for p in self.scan() if p.startswith(folder + "/") or folder == ""]
+
+    def reconcile(self, progress: Progress | None = None) -> SyncReport:
+        """Sync what differs between the disk and the catalog (added, modified, deleted files)."""
+        with self.writing():
+            disk = self.scan()
+            known = self.store.stamps()
+            changed = [p for p, stamp in disk.items() if known.get(p) != stamp]
+            gone = [p for p in known if p not in disk]
+            report = self._sync(sorted(changed) + sorted(gone), force=True, progress=progress)
+            report.unchanged = len(disk) - len(changed)
+            return report
+
+    def rebuild(self, progress: Progress | None = None) -> SyncReport:
+        """Drop every derived row and document, then index all files afresh."""
+        with self.writing():
+            self.store.begin_intents(self.store.stamps())
+            self.keyword.clear()
+            self.keyword.commit()
+            self.store.clear()
+            return self._sync(sorted(self.scan()), force=True, progress=progress)
+
+    def repair(self) -> SyncReport:
+        """Finish what a crashed writer left: re-sync every path with an open intent."""
+        with self.writing():
+            pending = self.store.intents()
+            return self._sync(pending, force=True) if pending else SyncReport()
+
+    def _sync(self, paths: list[str], *, force: bool, progress: Progress | None = None) -> SyncReport:
+        report = SyncReport()
+        todo: list[tuple[str, tuple[int, int] | None]] = []
+        catalog = self.store.files(paths)
+        for path in paths:
+            stamp = self._disk_stamp(path) if self.is_indexable(path) else None
+            row = catalog.get(path)
+            if stamp is None and row is None and not force:
+                continue
+            if not force and stamp is not None and row is not None and (row.mtime_ns, row.size) == stamp:
+                report.unchanged += 1
+                continue
+            todo.append((path, stamp))
+        for start in range(0, len(todo), BATCH_FILES):
+            batch = todo[start : start + BATCH_FILES]
+            self._write_batch(batch, report)
+            if progress is not None:
+                progress(min(start + BATCH_FILES, len(todo)), len(todo))
+        return report
+
+    def _write_batch(self, batch: list[tuple[str, tuple[int, int] | None]], report: SyncReport) -> None:
+        paths = [path for path, _ in batch]
+        self.store.begin_intents(paths)
+        records: list[FileRecord] = []
+        deleted: list[str] = []
+        try:
+            for path, stamp in batch:
+                read = self._read(path, stamp) if stamp is not None else None
+                if read is None:
+                    self.keyword.delete_path(path)
+                    deleted.append(path)
+                    continue
+                record, chunks = read
+                docs = self.keyword.upsert(path, ((c.id, c.search_text) for c in chunks))
+                record.file = replace(record.file, keyword_docs=docs)
+                records.append(record)
+            self.keyword.commit()
+        except BaseException:
+            self.keyword.rollback()
+            raise
+        self.store.apply(records, deleted, paths)
+        report.indexed += [r.file.path for r in records]
+        report.deleted += deleted
+
+    def _read(self, path: str, stamp: tuple[int, int]) -> tuple[FileRecord, list[Chunk]] | None:
+        """Catalog record of a file; problems become the record's `error`, never an exception."""
+        mtime_ns, size = stamp
+        if size > self.max_file_bytes:
+            return _unindexed(
+                path, stamp, f"file is larger than max_file_bytes ({self.max_file_bytes}); not indexed"
+            )
+        try:
+            raw = (self.root / path).read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            return _unindexed(path, stamp, f"unreadable: {exc}")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return _unindexed(path, stamp, "not UTF-8 text; not indexed")
+        if "\x00" in text:
+            return _unindexed(path, stamp, "binary data; not indexed")
+        name = description = error = None
+        links: list[LinkRow] = []
+        if path.lower().endswith(MARKDOWN_EXTENSIONS):
+            front, error = read_front_matter(text)
+            name, description = _text_or_none(front.get("name")), _text_or_none(front.get("description"))
+            links = [
+                LinkRow(path, ln.target, ln.predicate, ln.anchor, ln.alias, ln.embed, ln.line)
+                for ln in parse_links(text)
+            ]
+        chunks = chunk_text(path, text, chunk_chars=self.chunk_chars)
+        rows = [ChunkRow(c.id, path, c.start_line, c.end_line, list(c.heading_path), c.text) for c in chunks]
+        file_row = FileRow(path, mtime_ns, size, name, description, error)
+        return FileRecord(file_row, rows, links), chunks
+
+
+def _unindexed(path: str, stamp: tuple[int, int], error: str) -> tuple[FileRecord, list[Chunk]]:
+    """A catalog entry without content, so reconcile does not retry the file until it changes."""
+    return FileRecord(FileRow(path, *stamp, error=error)), []
+
+
+def _regular_file_stamp(full: Path) -> tuple[int, int] | None:
+    """`(mtime_ns, size)` of a regular file; None for missing files, folders and symlinks."""
+    try:
+        st = os.lstat(full)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return (st.st_mtime_ns, st.st_size) if stat.S_ISREG(st.st_mode) else None
+
+
+def _text_or_none(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else str(value)
+
+
+def read_front_matter(text: str) -> tuple[dict[str, Any], str | None]:
+    """Front-matter mapping of a document and the reason it could not be read (SPEC 2.1: never raise)."""
+    parts = split_front_matter(text)
+    if not parts.has_front_matter:
+        return {}, None
+    try:
+        data = yaml.safe_load(parts.yaml(text))
+    except yaml.YAMLError as exc:
+        return {}, f"front matter is not valid YAML: {exc}".splitlines()[0]
+    if data is None:
+        return {}, None
+    if not isinstance(data, dict):
+        return {}, "front matter is not a mapping"
+    return data, None
