@@ -134,6 +134,12 @@ def reme_env_fixture() -> Callable[..., dict[str, str]]:
 
 
 @pytest.fixture(scope="session")
+def reme_command() -> str:
+    """Path of the installed `reme` console script (for SDK clients that spawn it themselves)."""
+    return REME
+
+
+@pytest.fixture(scope="session")
 def service_config() -> Path:
     return SERVICE_CONFIG
 
