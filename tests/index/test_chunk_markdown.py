@@ -161,3 +161,22 @@ def test_crlf_line_endings_keep_line_numbers() -> None:
     (chunk,) = chunk_text("notes/crlf.md", text)
     assert (chunk.start_line, chunk.end_line) == (1, 4)
     assert "\r" not in chunk.text
+
+
+def test_search_text_borrows_bordering_lines_of_the_same_section_only() -> None:
+    turns = [f"- **Ann**: turn {i} about topic{i}" for i in range(12)]
+    text = "# Day\n\n## Talk\n\n" + "\n".join(turns) + "\n\n## Other\n\nunrelated words\n"
+    chunks = chunk_text("daily/2024-01-01.md", text, chunk_chars=120, context_chars=10)
+    talk = [c for c in chunks if c.heading_path == ["Day", "Talk"]]
+    assert len(talk) >= 3
+    for before, chunk, after in zip(talk, talk[1:], talk[2:], strict=False):
+        assert before.text.split("\n")[-1] in chunk.search_text  # one whole line at least
+        assert after.text.split("\n")[0] in chunk.search_text
+        assert before.text.split("\n")[-2] not in chunk.search_text  # but no more within 10 chars
+        assert chunk.text in chunk.search_text
+    other = chunks[-1]
+    assert other.heading_path == ["Day", "Other"]
+    assert "topic" not in other.search_text and "unrelated" not in talk[-1].search_text
+    plain = chunk_text("daily/2024-01-01.md", text, chunk_chars=120, context_chars=0)
+    assert [c.text for c in plain] == [c.text for c in chunks]
+    assert [c.id for c in plain] == [c.id for c in chunks]  # context never changes ids or text

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 # Chosen by the LoCoMo retrieval sweep (benchmarks/README.md).
-DEFAULT_CHUNK_CHARS = 1000
+DEFAULT_CHUNK_CHARS = 600
+# Neighbouring text (whole lines, at least one per side) added to a chunk's search text only.
+DEFAULT_CONTEXT_CHARS = 200
+# Bump when the same text and settings would give different chunks (derived indexes rebuild).
+CHUNKER_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -56,7 +62,8 @@ class Span:
     text: str
 
 
-_LABEL_ROOM = 20  # room kept for a "[Part i/N]" label
+_LABEL_ROOM = 20
+_PART_LABEL = re.compile(r"^\[Part \d+/\d+\]$")  # room kept for a "[Part i/N]" label
 
 
 def pack_lines(numbered: Iterable[tuple[int, str]], budget: int) -> list[Span]:
@@ -105,3 +112,44 @@ def label_parts(texts: list[str]) -> list[str]:
     if len(texts) == 1:
         return texts
     return [f"[Part {i}/{len(texts)}]\n{text}" for i, text in enumerate(texts, 1)]
+
+
+def with_neighbour_context(chunks: list[Chunk], context_chars: int) -> list[Chunk]:
+    """Let each chunk's search text also hold the lines that border it in its section.
+
+    A question often shares its words with the turn next to the answer (a question and its
+    reply, a heading and its first line); borrowing a line or two of each neighbour lets small,
+    precise chunks match like bigger ones while the returned text stays the chunk's own lines.
+    """
+    if context_chars <= 0:
+        return chunks
+    result = []
+    for index, chunk in enumerate(chunks):
+        before = after = ""
+        if index > 0 and chunks[index - 1].heading_path == chunk.heading_path:
+            before = _edge_lines(chunks[index - 1].text, context_chars, from_end=True)
+        if index + 1 < len(chunks) and chunks[index + 1].heading_path == chunk.heading_path:
+            after = _edge_lines(chunks[index + 1].text, context_chars, from_end=False)
+        if before or after:
+            head = chunk.search_text[: len(chunk.search_text) - len(chunk.text)]
+            body = "\n".join(part for part in (before, chunk.text, after) if part)
+            chunk = dataclasses.replace(chunk, search_text=head + body)
+        result.append(chunk)
+    return result
+
+
+def _edge_lines(text: str, budget: int, *, from_end: bool) -> str:
+    """Whole lines from one end of ``text``: at least one, then more while within ``budget``."""
+    lines = [line for line in text.split("\n") if line.strip() and not _PART_LABEL.match(line)]
+    if from_end:
+        lines.reverse()
+    taken: list[str] = []
+    size = 0
+    for line in lines:
+        if taken and size + len(line) > budget:
+            break
+        taken.append(line)
+        size += len(line) + 1
+    if from_end:
+        taken.reverse()
+    return "\n".join(taken)

@@ -4,12 +4,25 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from reme.index.chunk_base import DEFAULT_CHUNK_CHARS, Chunk
+from reme.index.chunk_base import (
+    CHUNKER_VERSION,
+    DEFAULT_CHUNK_CHARS,
+    DEFAULT_CONTEXT_CHARS,
+    Chunk,
+    with_neighbour_context,
+)
 from reme.index.chunk_lines import chunk_plain_text
 from reme.index.chunk_markdown import chunk_markdown
 from reme.index.chunk_transcript import chunk_transcript
 
-__all__ = ["DEFAULT_CHUNK_CHARS", "Chunk", "chunk_text", "is_transcript_path"]
+__all__ = [
+    "CHUNKER_VERSION",
+    "DEFAULT_CHUNK_CHARS",
+    "DEFAULT_CONTEXT_CHARS",
+    "Chunk",
+    "chunk_text",
+    "is_transcript_path",
+]
 
 _MARKDOWN_SUFFIXES = (".md", ".markdown")
 
@@ -20,14 +33,27 @@ def is_transcript_path(path: str) -> bool:
     return pure.suffix == ".jsonl" and pure.parent.name == "dialog"
 
 
-def chunk_text(path: str, text: str, *, chunk_chars: int = DEFAULT_CHUNK_CHARS) -> list[Chunk]:
-    """Split one file's text into chunks with 1-based inclusive line ranges and stable ids."""
+def chunk_text(
+    path: str,
+    text: str,
+    *,
+    chunk_chars: int = DEFAULT_CHUNK_CHARS,
+    context_chars: int = DEFAULT_CONTEXT_CHARS,
+) -> list[Chunk]:
+    """Split one file's text into chunks with 1-based inclusive line ranges and stable ids.
+
+    ``context_chars`` of bordering lines go into each chunk's ``search_text`` (never its text).
+    """
     if chunk_chars < 1:
         raise ValueError("chunk_chars must be a positive number of characters")
+    if context_chars < 0:
+        raise ValueError("context_chars must not be negative")
     if not text.strip():
         return []
     if path.lower().endswith(_MARKDOWN_SUFFIXES):
-        return chunk_markdown(path, text, chunk_chars)
-    if is_transcript_path(path):
-        return chunk_transcript(path, text, chunk_chars)
-    return chunk_plain_text(path, text, chunk_chars)
+        chunks = chunk_markdown(path, text, chunk_chars)
+    elif is_transcript_path(path):
+        chunks = chunk_transcript(path, text, chunk_chars)
+    else:
+        chunks = chunk_plain_text(path, text, chunk_chars)
+    return with_neighbour_context(chunks, context_chars)
