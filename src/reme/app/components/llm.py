@@ -59,11 +59,14 @@ class ScriptedLLM(LLMComponent):
         super().__init__(app, name, **settings)
         self.script: list[Mapping[str, Any]] = list(script)
 
+    def missing(self, role: str = "chat") -> str | None:
+        return None if self.script else "components.llm.script (the scripted backend has no turns)"
+
     def model(self, role: str = "chat", variables: Mapping[str, Any] | None = None) -> Model:
         from reme.llm.testing.scripted import scripted_model
 
         if not self.script:
-            raise LLMNotConfigured("no LLM configured: the scripted backend has an empty `script`")
+            raise LLMNotConfigured(f"no LLM configured: set {self.missing(role)}")
         return scripted_model(self.script, variables)
 
 

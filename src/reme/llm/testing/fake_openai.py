@@ -42,7 +42,9 @@ class FakeOpenAI:
         self.set_script(script)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-openai", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), name="fake-openai", daemon=True
+        )
         self._thread.start()
 
     @property

@@ -1,0 +1,61 @@
+"""Which setting is missing, per backend and role; secrets never reported."""
+
+from __future__ import annotations
+
+import pytest
+
+from reme.llm.providers import LLMNotConfigured, build_model
+from reme.llm.settings import OLLAMA_DEFAULT_URL, resolve_settings
+
+
+@pytest.mark.parametrize(
+    ("settings", "missing"),
+    [
+        ({}, "LLM_MODEL"),
+        ({"model": "gpt-x"}, "LLM_API_KEY (or LLM_BASE_URL for a local OpenAI-compatible server)"),
+        ({"model": "gpt-x", "api_key": "sk"}, None),
+        ({"model": "qwen", "base_url": "http://127.0.0.1:8000/v1"}, None),
+        ({"backend": "anthropic", "model": "claude"}, "LLM_API_KEY"),
+        ({"backend": "ollama", "model": "llama3"}, None),
+        ({"backend": "scripted"}, None),
+    ],
+)
+def test_missing_setting_is_named(settings: dict, missing: str | None) -> None:
+    assert resolve_settings(settings).missing() == missing
+
+
+def test_unknown_backend_is_reported() -> None:
+    assert "unknown backend 'gpt'" in (resolve_settings({"backend": "gpt", "model": "m"}).missing() or "")
+
+
+def test_ollama_defaults_to_local_server() -> None:
+    assert resolve_settings({"backend": "ollama", "model": "llama3"}).base_url == OLLAMA_DEFAULT_URL
+
+
+def test_memory_role_overrides_only_what_it_sets() -> None:
+    settings = {"model": "big", "api_key": "sk", "timeout": 30, "memory": {"model": "small", "base_url": ""}}
+    memory = resolve_settings(settings, "memory")
+    chat = resolve_settings(settings, "chat")
+    assert (memory.model, memory.api_key, memory.timeout, memory.base_url) == ("small", "sk", 30.0, "")
+    assert chat.model == "big"
+
+
+def test_describe_never_contains_the_key() -> None:
+    settings = resolve_settings({"model": "m", "api_key": "sk-secret-123"})
+    assert "sk-secret-123" not in repr(settings.describe()) + repr(settings)
+    assert settings.describe()["api_key_set"] is True
+
+
+def test_build_model_names_the_missing_setting() -> None:
+    with pytest.raises(LLMNotConfigured, match="set LLM_MODEL"):
+        build_model(resolve_settings({}))
+
+
+@pytest.mark.parametrize("backend", ["openai", "anthropic", "ollama"])
+def test_build_model_per_backend(backend: str) -> None:
+    model = build_model(
+        resolve_settings(
+            {"backend": backend, "model": "m1", "api_key": "k", "base_url": "http://127.0.0.1:9/v1"}
+        )
+    )
+    assert model.model_name == "m1"

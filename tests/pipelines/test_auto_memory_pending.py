@@ -1,0 +1,156 @@
+"""auto_memory without a usable model, and with a failing one: input kept, card pending, nothing half-written."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from tests.pipelines.conftest import MakeApp, scripted, served_by
+from tests.pipelines.test_auto_memory import TRIP, card_script, front_matter
+
+from reme.llm.testing.fake_openai import FakeOpenAI
+
+
+async def test_without_credentials_the_transcript_is_saved_and_the_card_pending(make_app: MakeApp) -> None:
+    app = await make_app()
+    response = await app.run("auto_memory", session_id="trip-1", messages=TRIP)
+    assert not response.success
+    assert "LLM_MODEL" in response.answer and "session/dialog/trip-1.jsonl" in response.answer
+    meta = response.metadata
+    assert meta["pending"] is True and meta["date"] == "2026-06-01"
+    assert meta["session_path"] == "session/dialog/trip-1.jsonl" and meta["usage"] == {}
+    saved = (app.workspace_dir / meta["session_path"]).read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["id"] for line in saved] == ["u1", "a1"]
+    card = front_matter(app.workspace_dir / meta["note_path"])
+    assert card["pending"] is True and card["session_id"] == "trip-1"
+
+
+async def test_pending_cards_are_distilled_by_auto_memory_pending(make_app: MakeApp) -> None:
+    app = await make_app(**scripted([]))
+    first = await app.run("auto_memory", session_id="trip-1", messages=TRIP)
+    assert not first.success and "components.llm.script" in first.answer
+    other = [{"role": "user", "content": "Dentist on Friday.", "created_at": "2026-06-03T08:00:00Z"}]
+    assert not (await app.run("auto_memory", session_id="health", messages=other)).success
+    app.component("llm").script = card_script("- distilled later\n", "Distilled $session_id")  # type: ignore[attr-defined]
+    response = await app.run("auto_memory_pending")
+    assert response.success, response.answer
+    assert response.metadata["distilled"] == [
+        "daily/2026-06-01/distilled-trip-1.md",
+        "daily/2026-06-03/distilled-health.md",
+    ]
+    assert response.metadata["failed"] == [] and response.metadata["usage"]["requests"] == 6
+    card = front_matter(app.workspace_dir / "daily/2026-06-01/distilled-trip-1.md")
+    assert "pending" not in card and card["name"] == "Distilled trip-1"
+    again = await app.run("auto_memory_pending")
+    assert again.success and again.metadata["distilled"] == []
+
+
+async def test_next_call_for_the_session_distils_its_pending_card(make_app: MakeApp) -> None:
+    app = await make_app(**scripted([]))
+    assert not (await app.run("auto_memory", session_id="trip-1", messages=TRIP)).success
+    app.component("llm").script = card_script("- both days\n", "Trip $date")  # type: ignore[attr-defined]
+    later = [{"role": "user", "content": "Landed.", "created_at": "2026-06-09T12:00:00Z"}]
+    response = await app.run("auto_memory", session_id="trip-1", messages=later)
+    assert response.success, response.answer
+    assert response.metadata["note_path"] == "daily/2026-06-09/trip-2026-06-09.md"
+    assert "daily/2026-06-01/trip-2026-06-01.md" in response.answer
+    assert "pending" not in front_matter(app.workspace_dir / "daily/2026-06-01/trip-2026-06-01.md")
+
+
+FAULTS: list[dict[str, Any]] = [
+    {"fault": "http", "status": 429},
+    {"fault": "http", "status": 500},
+    {"fault": "slow", "seconds": 1.0},
+    {"fault": "bad_tool_json", "tool": "write"},
+    {"fault": "ignore_schema"},
+]
+
+
+@pytest.mark.parametrize("fault", FAULTS, ids=lambda f: f"{f['fault']}{f.get('status', '')}")
+async def test_each_fault_ends_in_bounded_retries_and_a_clear_failure(
+    make_app: MakeApp, fake_server: FakeOpenAI, fault: dict[str, Any]
+) -> None:
+    app = await make_app(**served_by(fake_server, timeout=0.25, max_retries=1, output_retries=1))
+    fake_server.set_script(
+        [
+            {"tool": "write", "args": {"path": "daily/2026-06-01/trip-1.md", "content": "HALF WRITTEN"}},
+            fault,
+        ]
+    )
+    response = await app.run("auto_memory", session_id="trip-1", messages=TRIP)
+    assert not response.success
+    assert "conversation saved to session/dialog/trip-1.jsonl" in response.answer
+    assert "left unchanged and pending" in response.answer
+    expected = (
+        "LLM request failed after 1 retries"
+        if fault["fault"] in ("http", "slow")
+        else "stayed invalid after 1 retries"
+    )
+    assert expected in response.answer
+    assert len(fake_server.requests) == 3  # the write turn, then the fault and one retry
+    assert response.metadata["pending"] is True and response.metadata["usage"]["requests"] >= 1
+    card_path = app.workspace_dir / "daily/2026-06-01/trip-1.md"
+    assert "HALF WRITTEN" not in card_path.read_text(encoding="utf-8")
+    assert front_matter(card_path)["pending"] is True
+    assert (app.workspace_dir / "session/dialog/trip-1.jsonl").read_text(encoding="utf-8").count("\n") == 2
+
+
+async def test_failure_restores_an_existing_card_exactly(make_app: MakeApp, fake_server: FakeOpenAI) -> None:
+    app = await make_app(**served_by(fake_server, max_retries=0))
+    fake_server.set_script(
+        [
+            {"tool": "write", "args": {"path": "daily/2026-06-01/trip-1.md", "content": "- window seats\n"}},
+            {"output": {"name": "Trip one", "description": "Seats."}},
+        ]
+    )
+    assert (await app.run("auto_memory", session_id="trip-1", messages=TRIP)).success
+    card = app.workspace_dir / "daily/2026-06-01/trip-one.md"
+    before = card.read_text(encoding="utf-8")
+    fake_server.set_script(
+        [
+            {"tool": "write", "args": {"path": "daily/2026-06-01/trip-one.md", "content": "garbage"}},
+            {"fault": "http", "status": 500},
+        ]
+    )
+    more = [
+        {"role": "user", "content": "Also: aisle for long flights.", "created_at": "2026-06-01T11:00:00Z"}
+    ]
+    response = await app.run("auto_memory", session_id="trip-1", messages=more)
+    assert not response.success
+    after = card.read_text(encoding="utf-8")
+    assert after.replace("pending: true\n", "") == before
+    assert front_matter(card)["pending"] is True
+
+
+async def test_the_model_sees_message_times_and_pinned_relative_dates(
+    make_app: MakeApp, fake_server: FakeOpenAI
+) -> None:
+    app = await make_app("Asia/Shanghai", **served_by(fake_server, memory={"model": "small-memory-model"}))
+    fake_server.set_script([{"output": {"name": "Plans", "description": "Plans."}}])
+    messages = [
+        {
+            "role": "user",
+            "content": "Yesterday I met Li; tomorrow I call the bank. 昨天下雨。",
+            "created_at": "2026-06-01T23:30:00Z",
+        }
+    ]
+    response = await app.run(
+        "auto_memory", session_id="p", messages=messages, memory_hint="focus on appointments"
+    )
+    assert response.success, response.answer
+    request = fake_server.requests[0]
+    assert request["model"] == "small-memory-model"
+    prompt = "\n".join(str(m.get("content")) for m in request["messages"])
+    assert "[user @ 2026-06-02 07:30 Tuesday]" in prompt
+    assert (
+        "Yesterday (2026-06-01) I met Li; tomorrow (2026-06-03) I call the bank. 昨天 (2026-06-01)下雨。"
+        in prompt
+    )
+    assert "focus on appointments" in prompt and "daily/2026-06-02/p.md" in prompt
+    assert response.metadata["usage"] == {
+        "input_tokens": 11,
+        "output_tokens": 7,
+        "requests": 1,
+        "tool_calls": 0,
+    }
