@@ -106,11 +106,17 @@ class Indexer:
     def is_indexable(self, path: str) -> bool:
         return any(source.admits(path) for source in self.sources)
 
-    def scan(self) -> dict[str, tuple[int, int]]:
-        """`path -> (mtime_ns, size)` of every indexable file on disk (symlinks are not followed)."""
+    def scan(self, within: str = "") -> dict[str, tuple[int, int]]:
+        """`path -> (mtime_ns, size)` of every indexable file on disk, optionally only inside folder
+        `within` (symlinks are not followed)."""
         found: dict[str, tuple[int, int]] = {}
         for source in self.sources:
-            top = self.root / source.folder
+            if within and not (source.folder + "/").startswith(within + "/"):
+                if not within.startswith(source.folder + "/"):
+                    continue
+                top = self.root / within  # a folder inside this source
+            else:
+                top = self.root / source.folder
             if not top.is_dir() or top.is_symlink():
                 continue
             for folder, dirs, files in os.walk(top):
@@ -135,15 +141,14 @@ class Indexer:
             wanted: dict[str, None] = {}
             for path in paths:
                 path = path.strip("/")
+                if not path:
+                    continue
                 if (self.root / path).is_dir():
-                    wanted.update(dict.fromkeys(p for p in self._scan_under(path)))
-                    wanted.update(dict.fromkeys(self.store.paths_under(path)))
-                elif path:
+                    wanted.update(dict.fromkeys(self.scan(path)))
+                else:
                     wanted[path] = None
+                wanted.update(dict.fromkeys(self.store.paths_under(path)))  # gone files of a gone folder
             return self._sync(list(wanted), force=force, progress=progress)
-
-    def _scan_under(self, folder: str) -> list[str]:
-        return [p for p in self.scan() if p.startswith(folder + "/") or folder == ""]
 
     def reconcile(self, progress: Progress | None = None) -> SyncReport:
         """Sync what differs between the disk and the catalog (added, modified, deleted files)."""

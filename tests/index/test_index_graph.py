@@ -1,0 +1,126 @@
+"""Link graph through the index component: pending ↔ real edges, inbound links, sync_paths."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+
+def write(root: Path, path: str, text: str) -> None:
+    full = root / path
+    full.parent.mkdir(parents=True, exist_ok=True)
+    full.write_text(text, encoding="utf-8")
+
+
+@pytest.fixture
+def index(app):
+    return app.component("index")
+
+
+def pending(index) -> set[tuple[str, str]]:
+    return {(edge.source, edge.target) for edge in index.graph.pending_edges()}
+
+
+def test_edge_is_pending_until_target_appears_and_again_after_delete(app, index) -> None:
+    root = app.workspace_dir
+    write(root, "daily/2026-06-01/a.md", "See [[digest/wiki/b.md]] and ![[resource/2026-06-01/r.pdf]].\n")
+    index.sync_paths(["daily/2026-06-01/a.md"])
+    assert pending(index) == {
+        ("daily/2026-06-01/a.md", "digest/wiki/b.md"),
+        ("daily/2026-06-01/a.md", "resource/2026-06-01/r.pdf"),
+    }
+
+    write(root, "digest/wiki/b.md", "---\nname: B\n---\nbody\n")
+    index.sync_paths(["digest/wiki/b.md"])
+    write(root, "resource/2026-06-01/r.pdf", "%PDF")  # not indexed: existence is read from disk
+    assert pending(index) == set()
+    assert index.graph.exists("digest/wiki/b.md")
+    assert [link.source for link in index.graph.inlinks("digest/wiki/b.md")] == ["daily/2026-06-01/a.md"]
+
+    os.remove(root / "digest/wiki/b.md")
+    assert index.sync_paths(["digest/wiki/b.md"])["deleted"] == 1
+    assert pending(index) == {("daily/2026-06-01/a.md", "digest/wiki/b.md")}
+    # the source's edges survive the target's deletion (it is the source's text that holds them)
+    assert [link.target for link in index.graph.outlinks("daily/2026-06-01/a.md")] == [
+        "digest/wiki/b.md",
+        "resource/2026-06-01/r.pdf",
+    ]
+
+
+def test_editing_the_source_replaces_its_edges(app, index) -> None:
+    root = app.workspace_dir
+    write(root, "digest/x.md", "[[digest/y.md]]\nis_a:: [[digest/z.md]]\n")
+    index.sync_paths(["digest/x.md"])
+    assert {(link.target, link.predicate) for link in index.graph.outlinks("digest/x.md")} == {
+        ("digest/y.md", None),
+        ("digest/z.md", "is_a"),
+    }
+    write(root, "digest/x.md", "now only [[digest/w.md]] and `[[digest/code.md]]`\n")
+    index.sync_paths(["digest/x.md"])
+    assert [link.target for link in index.graph.outlinks("digest/x.md")] == ["digest/w.md"]
+    assert index.graph.inlinks("digest/y.md") == []
+
+
+def test_front_matter_links_are_typed_edges(app, index) -> None:
+    write(
+        app.workspace_dir,
+        "daily/2026-06-01/card.md",
+        "---\nsource_conversation: '[[session/dialog/s1.jsonl]]'\n---\ntext\n",
+    )
+    index.sync_paths("daily/2026-06-01/card.md")
+    [link] = index.graph.outlinks("daily/2026-06-01/card.md")
+    assert (link.target, link.predicate) == ("session/dialog/s1.jsonl", "source_conversation")
+
+
+def test_inbound_of_a_file_and_of_a_folder(app, index) -> None:
+    root = app.workspace_dir
+    write(
+        root,
+        "daily/2026-06-01/a.md",
+        "[[digest/wiki/b.md]] [[digest/wiki/sub/c.md#h]] [[digest/wikipedia.md]]\n",
+    )
+    write(root, "digest/other.md", "[[digest/wiki/b.md|B]] and again [[digest/wiki/b.md]]\n")
+    index.sync_paths(["daily", "digest"])
+    assert index.inbound("digest/wiki/b.md") == [
+        {"source_path": "daily/2026-06-01/a.md", "target_path": "digest/wiki/b.md"},
+        {"source_path": "digest/other.md", "target_path": "digest/wiki/b.md"},
+    ]
+    assert index.inbound("digest/wiki/") == [
+        {"source_path": "daily/2026-06-01/a.md", "target_path": "digest/wiki/b.md"},
+        {"source_path": "daily/2026-06-01/a.md", "target_path": "digest/wiki/sub/c.md"},
+        {"source_path": "digest/other.md", "target_path": "digest/wiki/b.md"},
+    ]
+    with pytest.raises(ValueError):
+        index.inbound("../outside.md")
+
+
+def test_sync_paths_is_a_cheap_no_op_when_unchanged_and_handles_folders(app, index) -> None:
+    root = app.workspace_dir
+    index.ensure_ready()  # the first call reconciles the whole workspace; later ones sync what they name
+    write(root, "digest/t/a.md", "alpha\n")
+    write(root, "digest/t/b.md", "beta\n")
+    assert index.sync_paths(["digest/t"])["indexed"] == 2
+    assert index.sync_paths(["digest/t/a.md", "digest/t/b.md"]) == {
+        "indexed": 0,
+        "deleted": 0,
+        "unchanged": 2,
+    }
+    for name in ("a.md", "b.md"):
+        os.remove(root / "digest/t" / name)
+    os.rmdir(root / "digest/t")
+    assert index.sync_paths(["digest/t"])["deleted"] == 2  # a deleted folder: its catalogued files go
+    assert index.stats()["files"] == 0
+
+
+def test_unreadable_files_are_catalogued_with_an_error_not_raised(app, index) -> None:
+    root = app.workspace_dir
+    write(root, "digest/bad-yaml.md", "---\nname: [unclosed\n---\nsearchable body kiwi\n")
+    (root / "digest/binary.md").write_bytes(b"\xff\xfe\x00kiwi")
+    index.sync_paths(["digest/bad-yaml.md", "digest/binary.md"])
+    bad = index.store.file("digest/bad-yaml.md")
+    assert bad is not None and "YAML" in bad.error
+    assert index.store.file("digest/binary.md").error
+    hits = index.keyword.search("kiwi", 5)
+    assert len(hits) == 1  # the body of the bad-YAML note is still searchable
