@@ -47,7 +47,7 @@ def _harness(files, queries, limit, chunk_chars, tokenizer, k1, b) -> list[list[
     bm25 = MemoryBM25(tokenizer, k1=k1, b=b)
     for path, text in files.items():
         for chunk in chunk_text(path, text, chunk_chars=chunk_chars):
-            bm25.add(Hit(chunk.path, chunk.start_line, chunk.end_line), chunk.search_text)
+            bm25.add(Hit(chunk.path, chunk.start_line, chunk.end_line, chunk.text), chunk.search_text)
     return [[hit for hit, _ in bm25.search(query, limit)] for query in queries]
 
 
@@ -59,7 +59,7 @@ def _keyword(files, queries, limit, chunk_chars, tokenizer) -> list[list[Hit]]:
         by_id: dict[str, Hit] = {}
         for path, text in files.items():
             chunks = chunk_text(path, text, chunk_chars=chunk_chars)
-            by_id.update({c.id: Hit(c.path, c.start_line, c.end_line) for c in chunks})
+            by_id.update({c.id: Hit(c.path, c.start_line, c.end_line, c.text) for c in chunks})
             index.upsert(path, [(c.id, c.search_text) for c in chunks])
         index.commit()
         results = [[by_id[chunk_id] for chunk_id, _ in index.search(query, limit)] for query in queries]
@@ -87,5 +87,5 @@ async def _search_job(files, queries, limit, chunk_chars) -> list[list[Hit]]:
                 if not response.success:
                     raise RuntimeError(f"search failed: {response.answer}")
                 rows = response.metadata.get("results", [])
-                results.append([Hit(r["path"], r["start_line"], r["end_line"]) for r in rows])
+                results.append([Hit(r["path"], r["start_line"], r["end_line"], r["text"]) for r in rows])
             return results

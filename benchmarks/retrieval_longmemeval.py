@@ -1,7 +1,8 @@
 """LongMemEval-S (dev split) retrieval: each case's sessions become ``session/dialog/*.jsonl`` transcripts.
 
 Prints session recall_any / recall_all over the top-k distinct sessions of the ranked hits, and
-turn recall (messages flagged ``has_answer``) within the first B characters of rendered messages.
+turn recall (messages flagged ``has_answer``) within the first B characters of returned text
+(rendered messages; a piece of a long message costs its own length).
 Session files are numbered (``s000.jsonl`` ...) so the dataset's ids (``answer_...``) cannot leak
 into the index; ``has_answer`` is not written either.
 
@@ -19,9 +20,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from datasets import longmemeval_cases  # noqa: E402
-from reme.index.chunk_transcript import render_message  # noqa: E402
 from retrieval_engines import ENGINES, search_files  # noqa: E402
-from retrieval_metrics import BUDGETS, mean, recall_within, visible_lines  # noqa: E402
+from retrieval_metrics import BUDGETS, mean, recall_within, visible_transcript_lines  # noqa: E402
 
 SESSION_KS = (1, 3, 5, 10)
 SEARCH_LIMIT = 100
@@ -51,7 +51,6 @@ def evaluate(cases: list[dict], engine: str, chunk_chars: int, **options) -> lis
     rows = []
     for case in cases:
         files, session_of, evidence = case_files(case)
-        rendered = {path: [render_message(line) for line in text.split("\n")] for path, text in files.items()}
         queries = [q for q in case["queries"] if q["metadata"]["answer_session_ids"]]
         ranked = search_files(
             engine, files, [q["question"] for q in queries], SEARCH_LIMIT, chunk_chars=chunk_chars, **options
@@ -66,7 +65,7 @@ def evaluate(cases: list[dict], engine: str, chunk_chars: int, **options) -> lis
                 row[f"all@{k}"] = float(found == gold)
             turns = [line for session in gold for line in evidence.get(session, [])]
             for budget in BUDGETS:
-                visible = visible_lines(hits, rendered, budget)
+                visible = visible_transcript_lines(hits, budget)
                 row[f"turn@{budget}"] = recall_within(turns, visible) if turns else float("nan")
             rows.append(row)
     return rows

@@ -13,6 +13,7 @@ class Hit:
     path: str
     start_line: int
     end_line: int
+    text: str = ""
 
 
 def visible_lines(
@@ -34,6 +35,28 @@ def visible_lines(
             if total > budget:
                 return seen
             seen.add(key)
+    return seen
+
+
+def visible_transcript_lines(hits: Sequence[Hit], budget: int) -> set[tuple[str, int]]:
+    """Like ``visible_lines`` but paying for the text a hit returns, for rendered transcripts.
+
+    A transcript chunk's text has one rendered message per jsonl line (no blank lines), or is
+    one ``[Part i/N]`` piece of a single long message: that piece costs its own length, not the
+    whole message's.
+    """
+    seen: set[tuple[str, int]] = set()
+    total = 0
+    for hit in hits:
+        if hit.start_line == hit.end_line:
+            pairs = [(hit.start_line, hit.text)]
+        else:
+            pairs = list(zip(range(hit.start_line, hit.end_line + 1), hit.text.split("\n"), strict=True))
+        for line, text in pairs:
+            total += len(text) + 1
+            if total > budget:
+                return seen
+            seen.add((hit.path, line))
     return seen
 
 
