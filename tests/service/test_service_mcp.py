@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import httpx2
 import pytest
@@ -102,10 +104,9 @@ async def test_sse_session(mcp_services):
 async def test_cli_calls_jobs_on_an_mcp_service(mcp_services, run_reme_async, reme_env, transport):
     service = mcp_services[transport]
     env = reme_env(REME_API_TOKEN=TOKEN)
-    ok = await run_reme_async("version", f"workspace_dir={service.workspace}", env=env)
-    assert (ok.returncode, ok.stdout.strip()) == (0, __version__)
-    failed = await run_reme_async("list", f"workspace_dir={service.workspace}", env=env)
-    assert failed.returncode == 1 and "missing required parameter 'path'" in failed.stderr
+    failed = await run_reme_async("list", f"workspace_dir={service.workspace}", "--json", env=env)
+    assert failed.returncode == 1
+    assert "missing required parameter 'path'" in json.loads(failed.stdout)["answer"]
 
 
 @register_step("svc_test_mcp_chunks")

@@ -1,92 +1,138 @@
-"""A tiny stdlib HTTP client for calling jobs on a running service.
+"""A minimal HTTP/1.1 client over a socket, for calling jobs on a running service.
 
-`http.client` instead of httpx keeps `reme <job>` start-up close to bare Python: the CLI is a
-thin shell over one POST request, and importing a full HTTP stack would cost more than the call.
+`reme <job>` is one POST to a local service, so its cost is dominated by start-up: `http.client`
+pulls in `email` and `ssl` (tens of milliseconds), httpx far more. Speaking just the subset of
+HTTP the reme service answers with (Content-Length or chunked bodies, `Connection: close`) keeps
+the CLI near bare Python start.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
+import socket
 from collections.abc import Iterator
-from dataclasses import dataclass
+from io import BufferedReader
 from typing import Any
 
 from reme.service.service_info import ServiceInfo
+
+CONNECT_TIMEOUT = 5.0
 
 
 class ServiceUnreachable(Exception):
     """No service answered at the discovered address."""
 
 
-@dataclass
 class Reply:
-    """What the service answered: a Response object, or a stream of SSE data chunks."""
+    """What the service answered: a Response object, or (stream jobs) an iterator of SSE chunks."""
 
-    status: int
-    response: dict[str, Any] | None = None
-    chunks: Iterator[Any] | None = None
+    def __init__(
+        self, status: int, response: dict[str, Any] | None = None, chunks: Iterator[Any] | None = None
+    ) -> None:
+        self.status = status
+        self.response = response
+        self.chunks = chunks
+
+
+def _request_bytes(info: ServiceInfo, job: str, params: dict[str, Any], token: str | None) -> bytes:
+    body = json.dumps(params).encode("utf-8")
+    host = f"[{info.host}]" if ":" in info.host else info.host
+    lines = [
+        f"POST /{job} HTTP/1.1",
+        f"Host: {host}:{info.port}",
+        "Content-Type: application/json",
+        "Accept: application/json, text/event-stream",
+        f"Content-Length: {len(body)}",
+        "Connection: close",
+    ]
+    if token:
+        lines.append(f"Authorization: Bearer {token}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+def _read_head(stream: BufferedReader) -> tuple[int, dict[str, str]]:
+    status_line = stream.readline().decode("latin-1")
+    parts = status_line.split(" ", 2)
+    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
+        raise ValueError(f"not an HTTP response: {status_line.strip()!r}")
+    headers = {}
+    while (line := stream.readline()) not in (b"\r\n", b"\n", b""):
+        name, _, value = line.decode("latin-1").partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return int(parts[1]), headers
+
+
+def _body_pieces(stream: BufferedReader, headers: dict[str, str]) -> Iterator[bytes]:
+    """The body as it arrives: chunked transfer decoded, else Content-Length, else until close."""
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        while size := int(stream.readline().split(b";")[0].strip() or b"0", 16):
+            yield stream.read(size)
+            stream.readline()
+        return
+    if "content-length" in headers:
+        yield stream.read(int(headers["content-length"]))
+        return
+    while piece := stream.read1(65536):
+        yield piece
+
+
+def _lines(pieces: Iterator[bytes]) -> Iterator[bytes]:
+    pending = b""
+    for piece in pieces:
+        pending += piece
+        *complete, pending = pending.split(b"\n")
+        yield from complete
+    if pending:
+        yield pending
 
 
 def _sse_data(lines: Iterator[bytes]) -> Iterator[Any]:
-    """Yield the JSON value of every `data:` line of an event stream (one line per event)."""
+    """The JSON value of every `data:` line of an event stream (reme sends one line per event)."""
     for raw in lines:
-        line = raw.decode("utf-8").rstrip("\r\n")
-        if not line.startswith("data:"):
-            continue
-        payload = line[5:].strip()
-        try:
-            yield json.loads(payload)
-        except ValueError:
-            yield payload
+        line = raw.decode("utf-8").rstrip("\r")
+        if line.startswith("data:"):
+            payload = line[5:].strip()
+            try:
+                yield json.loads(payload)
+            except ValueError:
+                yield payload
 
 
-def call_job(
-    info: ServiceInfo,
-    job: str,
-    params: dict[str, Any],
-    token: str | None = None,
-    connect_timeout: float = 5.0,
-) -> Reply:
-    """POST `params` to `/<job>`; raise ServiceUnreachable when nothing listens there."""
-    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    conn = http.client.HTTPConnection(info.host, info.port, timeout=connect_timeout)
+def call_job(info: ServiceInfo, job: str, params: dict[str, Any], token: str | None = None) -> Reply:
+    """POST `params` to `/<job>`; raise ServiceUnreachable when nothing answers there."""
     try:
-        conn.connect()
+        sock = socket.create_connection((info.host, info.port), timeout=CONNECT_TIMEOUT)
     except OSError as exc:
-        conn.close()
         raise ServiceUnreachable(f"no reme service reachable at {info.url} ({info.source}): {exc}") from None
-    # Jobs may run for minutes (LLM pipelines): only connecting is bounded.
-    if conn.sock is not None:
-        conn.sock.settimeout(None)
+    sock.settimeout(None)  # jobs may run for minutes (LLM pipelines): only connecting is bounded
+    stream = sock.makefile("rb")
     try:
-        conn.request("POST", f"/{job}", body=json.dumps(params).encode("utf-8"), headers=headers)
-        resp = conn.getresponse()
-    except (OSError, http.client.HTTPException) as exc:
-        conn.close()
-        raise ServiceUnreachable(f"the service at {info.url} dropped the request: {exc}") from None
-    if resp.getheader("Content-Type", "").startswith("text/event-stream"):
-        return Reply(status=resp.status, chunks=_closing(_sse_data(iter(resp.readline, b"")), conn))
-    body = resp.read()
-    conn.close()
+        sock.sendall(_request_bytes(info, job, params, token))
+        status, headers = _read_head(stream)
+    except (OSError, ValueError) as exc:
+        stream.close()
+        sock.close()
+        raise ServiceUnreachable(f"the service at {info.url} did not answer the request: {exc}") from None
+    if headers.get("content-type", "").startswith("text/event-stream"):
+        return Reply(status, chunks=_closing(_sse_data(_lines(_body_pieces(stream, headers))), stream, sock))
+    try:
+        body = b"".join(_body_pieces(stream, headers))
+    finally:
+        stream.close()
+        sock.close()
     try:
         data = json.loads(body)
     except ValueError:
         data = None
     if not isinstance(data, dict) or "success" not in data:
         text = body.decode("utf-8", "replace").strip()[:500]
-        data = {
-            "success": False,
-            "answer": f"HTTP {resp.status} from {info.url}/{job}: {text}",
-            "metadata": {},
-        }
-    return Reply(status=resp.status, response=data)
+        data = {"success": False, "answer": f"HTTP {status} from {info.url}/{job}: {text}", "metadata": {}}
+    return Reply(status, response=data)
 
 
-def _closing(chunks: Iterator[Any], conn: http.client.HTTPConnection) -> Iterator[Any]:
+def _closing(chunks: Iterator[Any], stream: BufferedReader, sock: socket.socket) -> Iterator[Any]:
     try:
         yield from chunks
     finally:
-        conn.close()
+        stream.close()
+        sock.close()

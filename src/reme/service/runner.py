@@ -94,15 +94,7 @@ async def serve_asgi(
 ) -> None:
     """Run uvicorn on a bound socket until a signal (or `stop`); the service file exists exactly while it serves."""
     server = _Server(uvicorn.Config(asgi, log_level="warning", access_log=False, lifespan="auto"))
-    port = sock.getsockname()[1]
-    info = ServiceInfo(
-        host=connectable_host(info.host),
-        port=port,
-        backend=info.backend,
-        transport=info.transport,
-        path=info.path,
-        pid=os.getpid(),
-    )
+    info = info._replace(host=connectable_host(info.host), port=sock.getsockname()[1], pid=os.getpid())
     task = asyncio.create_task(server.serve(sockets=[sock]))
     watcher = asyncio.create_task(_exit_on(stop, server)) if stop is not None else None
     try:
@@ -120,7 +112,7 @@ async def serve_asgi(
     finally:
         if watcher is not None:
             watcher.cancel()
-        remove_service_file(workspace_dir, info.pid or os.getpid())
+        remove_service_file(workspace_dir, os.getpid())
         sock.close()
 
 

@@ -11,20 +11,19 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 2333
 DEFAULT_WORKSPACE = ".reme"
-SERVICE_FILE = Path("metadata") / "service.json"
+SERVICE_FILE = os.path.join("metadata", "service.json")
 ENV_SERVICE_INFO = "REME_SERVICE_INFO"
 MCP_PATHS = {"sse": "/sse", "streamable-http": "/mcp"}  # default endpoint of each network transport
 
+# A NamedTuple rather than a dataclass: `dataclasses` alone costs the CLI more than its request.
 
-@dataclass(frozen=True)
-class ServiceInfo:
+
+class ServiceInfo(NamedTuple):
     """Address of a service and where that address came from (for error messages)."""
 
     host: str = DEFAULT_HOST
@@ -33,7 +32,7 @@ class ServiceInfo:
     transport: str | None = None
     path: str | None = None
     pid: int | None = None
-    source: str = field(default="default address", compare=False)
+    source: str = "default address"
 
     @property
     def url(self) -> str:
@@ -41,31 +40,35 @@ class ServiceInfo:
         return f"http://{host}:{self.port}"
 
     def to_file_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data.pop("source")
-        return {key: value for key, value in data.items() if value is not None}
+        return {k: v for k, v in self._asdict().items() if k != "source" and v is not None}
 
 
-def service_file(workspace_dir: str | os.PathLike[str]) -> Path:
-    return Path(workspace_dir) / SERVICE_FILE
+def service_file(workspace_dir: str | os.PathLike[str]) -> str:
+    return os.path.join(workspace_dir, SERVICE_FILE)
 
 
-def write_service_file(workspace_dir: str | os.PathLike[str], info: ServiceInfo) -> Path:
+def write_service_file(workspace_dir: str | os.PathLike[str], info: ServiceInfo) -> str:
     """Write the service file atomically (temporary file + rename)."""
     path = service_file(workspace_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(info.to_file_dict(), indent=2) + "\n", encoding="utf-8")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(json.dumps(info.to_file_dict(), indent=2) + "\n")
     os.replace(tmp, path)
     return path
+
+
+def _read_json(path: str) -> Any:
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
 
 
 def remove_service_file(workspace_dir: str | os.PathLike[str], pid: int) -> None:
     """Remove the service file if it is still ours (another service may have replaced it)."""
     path = service_file(workspace_dir)
     try:
-        if json.loads(path.read_text(encoding="utf-8")).get("pid") == pid:
-            path.unlink()
+        if _read_json(path).get("pid") == pid:
+            os.unlink(path)
     except (OSError, ValueError, AttributeError):
         pass
 
@@ -102,7 +105,7 @@ def read_service_file(workspace_dir: str | os.PathLike[str]) -> ServiceInfo | No
     """The service recorded in a workspace, or None when absent, unreadable or its process is gone."""
     path = service_file(workspace_dir)
     try:
-        info = _from_mapping(json.loads(path.read_text(encoding="utf-8")), str(path))
+        info = _from_mapping(_read_json(path), path)
     except (OSError, ValueError):
         return None
     if info.pid is not None and not _pid_alive(info.pid):
