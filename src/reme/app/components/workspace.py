@@ -1,6 +1,6 @@
 """The `workspace` component (backend `local`): the workspace folder, its layout and its write locks.
 
-Other areas reach the workspace through it: `root`, `dirs` (role → configured folder name),
+Other areas reach the workspace through it: `root`, `dirs` (role → configured folder name), `metadata_dir`,
 `resolve(path, write=..., markdown=...)` for a checked absolute path, and `lock(*paths)` to serialise
 writes with the file jobs (also across processes).
 """
