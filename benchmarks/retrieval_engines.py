@@ -12,7 +12,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from reme.index.chunking import chunk_text
+from reme.index.chunking import DEFAULT_CONTEXT_CHARS, Chunk, chunk_text
 from reme.index.tokenizer import Tokenizer
 from retrieval_bm25 import MemoryBM25
 from retrieval_metrics import Hit
@@ -28,37 +28,44 @@ def search_files(
     limit: int,
     *,
     chunk_chars: int,
+    context_chars: int = DEFAULT_CONTEXT_CHARS,
     tokenizer_settings: dict | None = None,
     k1: float = 1.2,
     b: float = 0.75,
 ) -> list[list[Hit]]:
     """Index ``files`` (workspace-relative path -> text) and return ranked hits for every query."""
     tokenizer = Tokenizer(**(tokenizer_settings or {}))
+
+    def chunker(path: str, text: str) -> list[Chunk]:
+        return chunk_text(path, text, chunk_chars=chunk_chars, context_chars=context_chars)
+
     if engine == "harness":
-        return _harness(files, queries, limit, chunk_chars, tokenizer, k1, b)
+        return _harness(files, queries, limit, chunker, tokenizer, k1, b)
     if engine == "keyword":
-        return _keyword(files, queries, limit, chunk_chars, tokenizer)
+        return _keyword(files, queries, limit, chunker, tokenizer)
     if engine == "search":
+        if context_chars != DEFAULT_CONTEXT_CHARS or tokenizer_settings:
+            raise ValueError("the search job uses the configured chunker and tokenizer")
         return asyncio.run(_search_job(files, queries, limit, chunk_chars))
     raise ValueError(f"unknown engine {engine!r}; choose one of {ENGINES}")
 
 
-def _harness(files, queries, limit, chunk_chars, tokenizer, k1, b) -> list[list[Hit]]:
+def _harness(files, queries, limit, chunker, tokenizer, k1, b) -> list[list[Hit]]:
     bm25 = MemoryBM25(tokenizer, k1=k1, b=b)
     for path, text in files.items():
-        for chunk in chunk_text(path, text, chunk_chars=chunk_chars):
+        for chunk in chunker(path, text):
             bm25.add(Hit(chunk.path, chunk.start_line, chunk.end_line, chunk.text), chunk.search_text)
     return [[hit for hit, _ in bm25.search(query, limit)] for query in queries]
 
 
-def _keyword(files, queries, limit, chunk_chars, tokenizer) -> list[list[Hit]]:
+def _keyword(files, queries, limit, chunker, tokenizer) -> list[list[Hit]]:
     from reme.index.keyword import KeywordIndex
 
     with tempfile.TemporaryDirectory(prefix="reme-bench-") as directory:
         index = KeywordIndex(directory, tokenizer)
         by_id: dict[str, Hit] = {}
         for path, text in files.items():
-            chunks = chunk_text(path, text, chunk_chars=chunk_chars)
+            chunks = chunker(path, text)
             by_id.update({c.id: Hit(c.path, c.start_line, c.end_line, c.text) for c in chunks})
             index.upsert(path, [(c.id, c.search_text) for c in chunks])
         index.commit()

@@ -17,6 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from datasets import LocomoConversation, locomo_conversations  # noqa: E402
+from reme.index.chunking import DEFAULT_CHUNK_CHARS, DEFAULT_CONTEXT_CHARS  # noqa: E402
 from retrieval_engines import ENGINES, search_files  # noqa: E402
 from retrieval_metrics import (  # noqa: E402
     BUDGETS,
@@ -74,7 +75,12 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--engine", choices=ENGINES, default="harness")
-    parser.add_argument("--chunk-chars", default="1000", help="comma-separated chunk sizes to sweep")
+    parser.add_argument(
+        "--chunk-chars", default=str(DEFAULT_CHUNK_CHARS), help="comma-separated sizes to sweep"
+    )
+    parser.add_argument(
+        "--context-chars", type=int, default=DEFAULT_CONTEXT_CHARS, help="harness/keyword only"
+    )
     parser.add_argument("--conversations", default="", help="comma-separated names (default: all)")
     parser.add_argument(
         "--tokenizer", default="{}", help='tokenizer settings as JSON, e.g. {"stemmer": null}'
@@ -87,7 +93,9 @@ def main() -> None:
     if args.conversations:
         wanted = set(args.conversations.split(","))
         conversations = [c for c in conversations if c.name in wanted]
-    options = {"tokenizer_settings": json.loads(args.tokenizer)}
+    options = {}
+    if args.engine != "search":
+        options = {"tokenizer_settings": json.loads(args.tokenizer), "context_chars": args.context_chars}
     if args.engine == "harness":
         options |= {"k1": args.k1, "b": args.b}
     header = (
