@@ -13,7 +13,16 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
-from reme.pipelines.calls import DATE_RE, call, cards_of_day, daily_days, find_card, load_text, save_text
+from reme.pipelines.calls import (
+    DATE_RE,
+    call,
+    cards_of_day,
+    daily_days,
+    find_card,
+    folder,
+    load_text,
+    save_text,
+)
 from reme.pipelines.dates import render_for_prompt
 from reme.pipelines.distil import LLMUnavailable, distil_card, mark_pending, memory_llm
 from reme.pipelines.messages import local_date, normalise_messages
@@ -41,8 +50,8 @@ class MemoryOutcome:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-def session_path(session_id: str) -> str:
-    return f"session/dialog/{session_id}.jsonl"
+def session_path(app: Application, session_id: str) -> str:
+    return f"{folder(app, 'session')}/dialog/{session_id}.jsonl"
 
 
 def check_session_id(session_id: str) -> None:
@@ -65,7 +74,7 @@ async def save_transcript(
     app: Application, session_id: str, records: Sequence[dict[str, Any]]
 ) -> tuple[list[dict[str, Any]], bool]:
     """Merge `records` into the saved transcript; (all records, whether the file changed)."""
-    path = session_path(session_id)
+    path = session_path(app, session_id)
     for attempt in range(SAVE_ATTEMPTS):
         text, sha = await load_text(app, path)
         merged = merge(parse_transcript(text), records, app.tz)
@@ -121,7 +130,7 @@ async def distil_session(
     day_records = records_of_day(records, date.fromisoformat(day), app)
     variables = {
         "session_id": session_id,
-        "session_path": session_path(session_id),
+        "session_path": session_path(app, session_id),
         "date": day,
         "memory_hint": f"Hint from the caller: {memory_hint}\n" if memory_hint else "",
         "transcript": render_for_prompt(day_records, app.tz, date.fromisoformat(day)),
@@ -131,8 +140,11 @@ async def distil_session(
         card_path=card_path,
         prompt="auto_memory",
         variables=variables,
-        front_matter={"session_id": session_id, "source_conversation": f"[[{session_path(session_id)}]]"},
-        read_paths=(session_path(session_id),),
+        front_matter={
+            "session_id": session_id,
+            "source_conversation": f"[[{session_path(app, session_id)}]]",
+        },
+        read_paths=(session_path(app, session_id),),
         add_usage=add_usage,
     )
     return distilled.card_path
@@ -171,7 +183,7 @@ async def auto_memory(
     day = choose_date(explicit, incoming or records, app).isoformat()
     card_path, front, created = await ensure_card(app, session_id, day)
     metadata: dict[str, Any] = {
-        "session_path": session_path(session_id),
+        "session_path": session_path(app, session_id),
         "note_path": card_path,
         "date": day,
         "pending": True,
@@ -182,13 +194,13 @@ async def auto_memory(
         await mark_pending(app, card_path)
         await call(app, "daily_reindex", date=day)
         raise MemoryFailed(
-            f"conversation saved to {session_path(session_id)}; card {card_path} is pending: {missing}",
+            f"conversation saved to {session_path(app, session_id)}; card {card_path} is pending: {missing}",
             metadata,
         ) from None
     if not (changed or created or front.get("pending") or memory_hint):
         metadata["pending"] = False
         return MemoryOutcome(
-            f"nothing new: {session_path(session_id)} and {card_path} are up to date", metadata
+            f"nothing new: {session_path(app, session_id)} and {card_path} are up to date", metadata
         )
     done: list[str] = []
     for other_day, other_card in await pending_cards_of_session(app, session_id, records, skip=day):
@@ -204,7 +216,7 @@ async def auto_memory(
     await call(app, "daily_reindex", date=day)
     also = f" (also distilled pending {', '.join(done)})" if done else ""
     return MemoryOutcome(
-        f"{len(incoming)} message(s) saved to {session_path(session_id)}; card {metadata['note_path']} updated{also}",
+        f"{len(incoming)} message(s) saved to {session_path(app, session_id)}; card {metadata['note_path']} updated{also}",
         metadata,
     )
 
@@ -226,7 +238,7 @@ async def _distil_or_fail(
     except AgentFailed as failure:
         await call(app, "daily_reindex", date=day)
         raise MemoryFailed(
-            f"conversation saved to {session_path(session_id)}; card {card_path} left unchanged and pending: {failure.message}",
+            f"conversation saved to {session_path(app, session_id)}; card {card_path} left unchanged and pending: {failure.message}",
             metadata,
         ) from None
 
@@ -247,10 +259,10 @@ async def auto_memory_pending(
                 or len(distilled) + len(failed) >= limit
             ):
                 continue
-            text, _ = await load_text(app, session_path(session_id))
+            text, _ = await load_text(app, session_path(app, session_id))
             records = parse_transcript(text)
             if not records:
-                failed.append({"path": path, "error": f"{session_path(session_id)} is missing or empty"})
+                failed.append({"path": path, "error": f"{session_path(app, session_id)} is missing or empty"})
                 continue
             try:
                 distilled.append(await distil_session(app, session_id, day, path, records, "", add_usage))

@@ -27,6 +27,13 @@ async def call(app: Application, job: str, **params: Any) -> Any:
     return response
 
 
+def folder(app: Application, role: str) -> str:
+    """The configured folder name of a workspace role (`daily`, `session`, `resource`, ...)."""
+    workspace = app.components.get("workspace")
+    dirs = getattr(workspace, "dirs", None) or {}
+    return str(dirs.get(role, role))
+
+
 def exists(app: Application, path: str) -> bool:
     return (Path(app.workspace_dir) / path).is_file()
 
@@ -48,10 +55,10 @@ async def save_text(app: Application, path: str, content: str, expected_sha256: 
 
 async def cards_of_day(app: Application, day: str) -> list[tuple[str, dict[str, Any]]]:
     """(path, front matter) of every card `daily/<day>/*.md`."""
-    folder = f"daily/{day}"
-    if not (Path(app.workspace_dir) / folder).is_dir():
+    day_folder = f"{folder(app, 'daily')}/{day}"
+    if not (Path(app.workspace_dir) / day_folder).is_dir():
         return []
-    listing = await call(app, "list", path=folder, extensions=["md"])
+    listing = await call(app, "list", path=day_folder, extensions=["md"])
     cards = []
     for entry in listing.metadata.get("entries", []):
         if entry.get("type") != "file" or not str(entry["path"]).endswith(".md"):
@@ -71,7 +78,7 @@ async def find_card(app: Application, day: str, key: str, value: str) -> str | N
 
 async def daily_days(app: Application) -> list[str]:
     """The dated folders under `daily/`, oldest first."""
-    root = Path(app.workspace_dir) / "daily"
+    root = Path(app.workspace_dir) / folder(app, "daily")
     if not root.is_dir():
         return []
     return sorted(p.name for p in root.iterdir() if p.is_dir() and DATE_RE.fullmatch(p.name))

@@ -3,7 +3,7 @@
 The card is snapshotted before the agent runs; if the run fails the card is put back exactly as it
 was and marked `pending: true`, so a later run picks it up and nothing is left half-written. On
 success the front matter gets the chosen `name`/`description` (plus the caller's keys), the pending
-mark is removed, and the file is renamed after the name with inbound links retargeted.
+mark is removed, and (unless told not to) the file is renamed after the name with inbound links retargeted.
 """
 
 from __future__ import annotations
@@ -68,6 +68,7 @@ async def distil_card(
     variables: Mapping[str, Any],
     front_matter: Mapping[str, Any],
     read_paths: tuple[str, ...] = (),
+    rename: bool = True,
     add_usage: Callable[[dict[str, Any]], None],
 ) -> Distilled:
     """Run the agent on `card_path`; restore and mark pending on failure (AgentFailed is re-raised)."""
@@ -100,6 +101,8 @@ async def distil_card(
     front = await call(app, "frontmatter_read", path=card_path)
     if "pending" in (front.metadata.get("front_matter") or {}):
         await call(app, "frontmatter_delete", path=card_path, keys=["pending"])
+    if not rename:
+        return Distilled(card_path, summary, result.usage)
     final_path = await rename_after(
         app, card_path, summary.name, salt=str(front_matter.get("session_id", card_path))
     )

@@ -1,0 +1,94 @@
+"""Steps of `auto_resource` and the background `resource_watch_loop`."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+from reme.app.jobs import JobContext, JobError
+from reme.app.registry import register_step
+from reme.pipelines.auto_resource import ResourceLimits, auto_resource
+from reme.pipelines.calls import StepFailed, folder
+from reme.pipelines.resource_text import SUPPORTED
+
+log = logging.getLogger(__name__)
+
+
+@register_step("auto_resource")
+async def auto_resource_step(
+    ctx: JobContext, max_bytes: int = 5_000_000, max_chars: int = 60_000, **_: Any
+) -> None:
+    try:
+        report = await auto_resource(
+            ctx.app,
+            paths=ctx.params.get("paths") or [],
+            deleted=ctx.params.get("deleted") or [],
+            limits=ResourceLimits(int(max_bytes), int(max_chars)),
+            add_usage=ctx.add_usage,
+        )
+    except StepFailed as failure:
+        raise JobError(str(failure), {"usage": dict(ctx.usage)}) from None
+    metadata = {**report.metadata(), "usage": dict(ctx.usage)}
+    if report.failed:
+        raise JobError(report.answer(), metadata)
+    ctx.response.answer = report.answer()
+    ctx.response.metadata.update(metadata)
+
+
+@register_step("resource_watch")
+async def resource_watch_step(
+    ctx: JobContext, debounce_ms: int = 800, scan_on_start: bool = True, force_polling: bool = False, **_: Any
+) -> None:
+    """Run `auto_resource` for each batch of changes under `resource/` until cancelled."""
+    from watchfiles import Change, awatch
+
+    app = ctx.app
+    root_name = folder(app, "resource")
+    root = Path(app.workspace_dir) / root_name
+    root.mkdir(parents=True, exist_ok=True)
+    base = root.resolve()
+
+    def wanted(change: Change, path: str) -> bool:
+        return Path(path).suffix.lstrip(".").lower() in SUPPORTED and not Path(path).name.startswith(".")
+
+    one_at_a_time = asyncio.Lock()
+
+    async def run(**params: Any) -> None:
+        async with one_at_a_time:
+            _log_outcome(await app.run("auto_resource", **params))
+
+    # The scan runs beside the watcher, so changes made while it runs are not missed.
+    scan = asyncio.create_task(run()) if scan_on_start else None
+    try:
+        async for changes in awatch(
+            root, watch_filter=wanted, debounce=debounce_ms, force_polling=force_polling, recursive=True
+        ):
+            paths: dict[str, None] = {}
+            deleted: dict[str, None] = {}
+            for change, absolute in changes:
+                try:
+                    relative = f"{root_name}/{Path(absolute).resolve().relative_to(base).as_posix()}"
+                except ValueError:
+                    continue
+                if change == Change.deleted and not Path(absolute).exists():
+                    deleted[relative] = None
+                    paths.pop(relative, None)
+                else:
+                    paths[relative] = None
+                    deleted.pop(relative, None)
+            if paths or deleted:
+                await run(paths=list(paths), deleted=list(deleted))
+        if scan is not None:
+            await scan
+    finally:
+        if scan is not None and not scan.done():
+            scan.cancel()
+
+
+def _log_outcome(response: Any) -> None:
+    if response.success:
+        log.info("auto_resource: %s", response.answer)
+    else:
+        log.warning("auto_resource: %s", response.answer)

@@ -1,0 +1,248 @@
+"""auto_resource (SPEC §11): one card `daily/<date>/<stem>.md` per resource file, kept in step with it.
+
+Added or modified resources are read (text formats, HTML, PDF text layer) and turned into a card by
+the memory agent; unchanged ones (same sha256, not pending) are skipped; deleted ones lose their
+card. The card carries `source_resource: '[[resource/...]]'`, a stable agent `session_id` (UUID5 of
+the resource path) and the `source_sha256` it was written from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from reme.llm.runner import AgentFailed
+from reme.pipelines.calls import DATE_RE, StepFailed, call, daily_days, exists, find_card, folder
+from reme.pipelines.distil import LLMUnavailable, distil_card, mark_pending, memory_llm
+from reme.pipelines.names import short_hash
+from reme.pipelines.resource_text import SUPPORTED, Unreadable, extract
+
+if TYPE_CHECKING:
+    from reme.app.application import Application
+
+RESOURCE_NAMESPACE = uuid.UUID("6f1c1a52-8d7e-5b8e-9a43-2b1e0c7d5a10")
+
+
+@dataclass(frozen=True)
+class ResourceLimits:
+    max_bytes: int = 5_000_000
+    max_chars: int = 60_000
+
+
+@dataclass
+class ResourceReport:
+    """What happened to each path of a batch."""
+
+    processed: list[dict[str, str]] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    failed: list[dict[str, str]] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)
+    days: set[str] = field(default_factory=set)
+
+    def metadata(self) -> dict[str, Any]:
+        return {
+            "processed": self.processed,
+            "skipped": self.skipped,
+            "failed": self.failed,
+            "pending": self.pending,
+        }
+
+    def answer(self) -> str:
+        parts = [f"{len(self.processed)} processed", f"{len(self.skipped)} skipped"]
+        if self.pending:
+            parts.append(f"{len(self.pending)} pending")
+        if self.failed:
+            parts.append(
+                f"{len(self.failed)} failed: " + "; ".join(f"{f['path']}: {f['error']}" for f in self.failed)
+            )
+        return ", ".join(parts)
+
+
+def resource_session_id(path: str) -> str:
+    """Stable agent session id of a resource: UUID5 of its workspace-relative path."""
+    return str(uuid.uuid5(RESOURCE_NAMESPACE, path))
+
+
+def resource_day(app: Application, path: str) -> str:
+    """The date of the resource's dated folder (`resource/YYYY-MM-DD/...`), else today."""
+    parts = PurePosixPath(path).parts
+    if len(parts) > 2 and DATE_RE.fullmatch(parts[1]):
+        try:
+            return date.fromisoformat(parts[1]).isoformat()
+        except ValueError:
+            pass
+    return app.today().isoformat()
+
+
+def check_resource_path(app: Application, path: Any) -> Path:
+    """Absolute path of a resource after the workspace's safety checks; must lie under `resource/`."""
+    root = folder(app, "resource")
+    if not isinstance(path, str) or not path.startswith(f"{root}/"):
+        raise ValueError(f"{path!r} is not a resource path (it must start with '{root}/')")
+    workspace = app.components.get("workspace")
+    if workspace is not None and hasattr(workspace, "resolve"):
+        return Path(workspace.resolve(path))
+    from reme.workspace.layout import Workspace
+
+    return Workspace(app.workspace_dir).resolve(path)
+
+
+def link_of(path: str) -> str:
+    return f"[[{path}]]"
+
+
+async def card_of(app: Application, path: str, day: str) -> str | None:
+    """The card whose `source_resource` is this resource, on its day (loose files: any day)."""
+    found = await find_card(app, day, "source_resource", link_of(path))
+    if found or len(PurePosixPath(path).parts) > 2:
+        return found
+    for other in reversed(await daily_days(app)):
+        if other != day and (found := await find_card(app, other, "source_resource", link_of(path))):
+            return found
+    return None
+
+
+async def free_card_path(app: Application, path: str, day: str) -> str:
+    """`daily/<day>/<stem>.md`, or with a short stable suffix when another file has that name."""
+    stem = PurePosixPath(path).stem
+    base = f"{folder(app, 'daily')}/{day}/{stem}"
+    for candidate in (f"{base}.md", f"{base}-{short_hash(path)}.md"):
+        if not exists(app, candidate):
+            return candidate
+    raise StepFailed(f"no free card name for {path}: {base}.md and its suffixed form are taken")
+
+
+async def process_change(
+    app: Application,
+    path: str,
+    limits: ResourceLimits,
+    report: ResourceReport,
+    add_usage: Callable[[dict[str, Any]], None],
+) -> None:
+    absolute = check_resource_path(app, path)
+    day = resource_day(app, path)
+    extension = PurePosixPath(path).suffix.lstrip(".").lower()
+    if extension not in SUPPORTED:
+        report.skipped.append({"path": path, "reason": f"unsupported format .{extension}"})
+        return
+    if not absolute.is_file():
+        report.skipped.append({"path": path, "reason": "not a file (already deleted?)"})
+        return
+    size = absolute.stat().st_size
+    if size > limits.max_bytes:
+        report.skipped.append(
+            {"path": path, "reason": f"too large: {size} bytes > max_bytes {limits.max_bytes}"}
+        )
+        return
+    data = absolute.read_bytes()
+    try:
+        material = extract(data, extension)
+    except Unreadable as reason:
+        report.skipped.append({"path": path, "reason": str(reason)})
+        return
+    sha = hashlib.sha256(data).hexdigest()
+    card = await card_of(app, path, day)
+    if card:
+        front = (await call(app, "frontmatter_read", path=card)).metadata.get("front_matter") or {}
+        if front.get("source_sha256") == sha and not front.get("pending"):
+            report.skipped.append({"path": path, "reason": f"unchanged since {card} was written"})
+            return
+    session_id = resource_session_id(path)
+    keys = {"source_resource": link_of(path), "session_id": session_id, "source_sha256": sha}
+    action = "updated" if card else "created"
+    if card is None:
+        card = await free_card_path(app, path, day)
+        await call(
+            app,
+            "write",
+            path=card,
+            content="",
+            name=PurePosixPath(path).stem,
+            metadata={**keys, "pending": True},
+        )
+    report.days.add(card.split("/")[-2])
+    try:
+        memory_llm(app)
+    except LLMUnavailable as missing:
+        await mark_pending(app, card)
+        report.pending.append(card)
+        report.failed.append({"path": path, "error": f"card {card} is pending: {missing}"})
+        return
+    text = material.text
+    truncated = len(text) > limits.max_chars
+    variables = {
+        "resource_path": path,
+        "resource_kind": material.kind,
+        "resource_chars": len(text),
+        "truncated_note": f"; only the first {limits.max_chars} are shown" if truncated else "",
+        "material": text[: limits.max_chars],
+        "date": day,
+        "session_id": session_id,
+    }
+    try:
+        await distil_card(
+            app,
+            card_path=card,
+            prompt="auto_resource",
+            variables=variables,
+            front_matter=keys,
+            rename=False,
+            add_usage=add_usage,
+        )
+    except AgentFailed as failure:
+        report.pending.append(card)
+        report.failed.append(
+            {"path": path, "error": f"card {card} left unchanged and pending: {failure.message}"}
+        )
+        return
+    report.processed.append({"path": path, "card": card, "action": action})
+
+
+async def process_deletion(app: Application, path: str, report: ResourceReport) -> None:
+    check_resource_path(app, path)
+    card = await card_of(app, path, resource_day(app, path))
+    if card is None:
+        report.skipped.append({"path": path, "reason": "deleted resource had no card"})
+        return
+    await call(app, "delete", path=card)
+    report.days.add(card.split("/")[-2])
+    report.processed.append({"path": path, "card": card, "action": "deleted"})
+
+
+async def resources_needing_cards(app: Application) -> list[str]:
+    """Every supported resource file (a full scan; unchanged ones are skipped cheaply by sha256)."""
+    root = folder(app, "resource")
+    if not (Path(app.workspace_dir) / root).is_dir():
+        return []
+    listing = await call(app, "list", path=root, recursive=True, extensions=list(SUPPORTED))
+    return [e["path"] for e in listing.metadata.get("entries", []) if e.get("type") == "file"]
+
+
+async def auto_resource(
+    app: Application,
+    *,
+    paths: Sequence[str],
+    deleted: Sequence[str],
+    limits: ResourceLimits,
+    add_usage: Callable[[dict[str, Any]], None],
+) -> ResourceReport:
+    """Bring the cards of these resources up to date; with no paths at all, of every resource."""
+    for path in [*paths, *deleted]:
+        check_resource_path(app, path)  # refuse bad input before any write
+    report = ResourceReport()
+    changed = list(paths) if paths or deleted else await resources_needing_cards(app)
+    for path in dict.fromkeys(deleted):
+        await process_deletion(app, path, report)
+    for path in dict.fromkeys(changed):
+        try:
+            await process_change(app, path, limits, report, add_usage)
+        except (StepFailed, OSError, ValueError) as exc:
+            report.failed.append({"path": path, "error": str(exc)})
+    for day in sorted(report.days):
+        await call(app, "daily_reindex", date=day)
+    return report

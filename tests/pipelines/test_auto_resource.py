@@ -1,0 +1,219 @@
+"""auto_resource and resource_watch_loop on a real workspace, with the scripted model (SPEC §11)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+from typing import Any
+
+from tests.pipelines.conftest import MakeApp, scripted
+from tests.pipelines.test_auto_memory import front_matter
+
+from reme import ReMe
+from reme.pipelines.auto_resource import RESOURCE_NAMESPACE
+
+READ_AND_WRITE = [
+    {"tool": "read", "args": {"path": "$card_path"}},
+    {"tool": "write", "args": {"path": "$card_path", "content": "# Reading\n\n$material\n"}},
+    {"output": {"name": "Reading of $resource_path", "description": "A $resource_kind file."}},
+]
+
+
+def put(app: ReMe, path: str, content: str | bytes) -> Path:
+    target = app.workspace_dir / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        target.write_bytes(content)
+    else:
+        target.write_text(content, encoding="utf-8")
+    return target
+
+
+async def test_resource_becomes_a_card_linked_to_its_source(make_app: MakeApp) -> None:
+    app = await make_app(**scripted(READ_AND_WRITE))
+    put(app, "resource/2026-06-01/report.md", "# Q2\n\nRevenue grew 14% to 3.2M.\n")
+    response = await app.run("auto_resource", paths=["resource/2026-06-01/report.md"])
+    assert response.success, response.answer
+    assert response.metadata["processed"] == [
+        {"path": "resource/2026-06-01/report.md", "card": "daily/2026-06-01/report.md", "action": "created"}
+    ]
+    card = app.workspace_dir / "daily/2026-06-01/report.md"
+    meta = front_matter(card)
+    assert meta["source_resource"] == "[[resource/2026-06-01/report.md]]"
+    assert meta["session_id"] == str(uuid.uuid5(RESOURCE_NAMESPACE, "resource/2026-06-01/report.md"))
+    assert meta["name"] == "Reading of resource/2026-06-01/report.md" and "pending" not in meta
+    assert "Revenue grew 14% to 3.2M." in card.read_text(encoding="utf-8")
+    assert "[[daily/2026-06-01/report.md]]" in (app.workspace_dir / "daily/2026-06-01.md").read_text(
+        encoding="utf-8"
+    )
+    assert response.metadata["usage"]["requests"] == 3
+
+
+async def test_modified_resource_updates_its_card_and_unchanged_is_skipped(make_app: MakeApp) -> None:
+    app = await make_app(**scripted(READ_AND_WRITE))
+    source = put(app, "resource/2026-06-01/report.md", "Revenue 3.2M.\n")
+    assert (await app.run("auto_resource", paths=["resource/2026-06-01/report.md"])).success
+    unchanged = await app.run("auto_resource", paths=["resource/2026-06-01/report.md"])
+    assert unchanged.success and unchanged.metadata["processed"] == [] and unchanged.metadata["usage"] == {}
+    assert "unchanged" in unchanged.metadata["skipped"][0]["reason"]
+    source.write_text("Revenue 3.5M after restatement.\n", encoding="utf-8")
+    updated = await app.run("auto_resource", paths=["resource/2026-06-01/report.md"])
+    assert updated.success and updated.metadata["processed"][0]["action"] == "updated"
+    text = (app.workspace_dir / "daily/2026-06-01/report.md").read_text(encoding="utf-8")
+    assert "3.5M" in text and "3.2M" not in text
+    assert sorted(p.name for p in (app.workspace_dir / "daily/2026-06-01").iterdir()) == ["report.md"]
+
+
+async def test_deleted_resource_loses_its_card_and_index_line(make_app: MakeApp) -> None:
+    app = await make_app(**scripted(READ_AND_WRITE))
+    source = put(app, "resource/2026-06-01/report.md", "Revenue 3.2M.\n")
+    put(app, "resource/2026-06-01/notes.txt", "Call the auditor.\n")
+    assert (await app.run("auto_resource")).success  # no paths: every resource
+    source.unlink()
+    response = await app.run("auto_resource", deleted=["resource/2026-06-01/report.md"])
+    assert response.success, response.answer
+    assert response.metadata["processed"] == [
+        {"path": "resource/2026-06-01/report.md", "card": "daily/2026-06-01/report.md", "action": "deleted"}
+    ]
+    assert not (app.workspace_dir / "daily/2026-06-01/report.md").exists()
+    index = (app.workspace_dir / "daily/2026-06-01.md").read_text(encoding="utf-8")
+    assert "report.md" not in index and "[[daily/2026-06-01/notes.md]]" in index
+
+
+async def test_loose_files_are_todays_material(make_app: MakeApp) -> None:
+    app = await make_app(**scripted(READ_AND_WRITE))
+    put(app, "resource/memo.txt", "Budget frozen until July.\n")
+    response = await app.run("auto_resource", paths=["resource/memo.txt"])
+    assert response.success, response.answer
+    assert response.metadata["processed"][0]["card"] == f"daily/{app.today().isoformat()}/memo.md"
+
+
+async def test_name_collisions_get_a_short_stable_suffix(make_app: MakeApp) -> None:
+    app = await make_app(**scripted(READ_AND_WRITE))
+    put(app, "daily/2026-06-01/report.md", "---\nname: my own note\n---\nmine\n")
+    put(app, "resource/2026-06-01/report.md", "md version\n")
+    put(app, "resource/2026-06-01/sub/report.md", "other folder\n")
+    paths = ["resource/2026-06-01/report.md", "resource/2026-06-01/sub/report.md"]
+    response = await app.run("auto_resource", paths=paths)
+    assert response.success, response.answer
+    cards = [p["card"] for p in response.metadata["processed"]]
+    assert len(set(cards)) == 2 and all(c.startswith("daily/2026-06-01/report-") for c in cards)
+    assert (app.workspace_dir / "daily/2026-06-01/report.md").read_text(
+        encoding="utf-8"
+    ) == "---\nname: my own note\n---\nmine\n"
+    again = await app.run("auto_resource", paths=paths)  # the same cards are found again, not new suffixes
+    assert again.success and again.metadata["processed"] == []
+    assert len(list((app.workspace_dir / "daily/2026-06-01").iterdir())) == 3
+
+
+def minimal_pdf(text: str) -> bytes:
+    """A one-page PDF whose text layer holds `text`."""
+    stream = f"BT /F1 18 Tf 72 720 Td ({text}) Tj ET".encode()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+async def test_formats_are_read_as_text(make_app: MakeApp) -> None:
+    app = await make_app(**scripted(READ_AND_WRITE))
+    files: dict[str, Any] = {
+        "resource/2026-06-01/page.html": "<html><head><style>p{}</style><script>var x=1</script></head><body><h1>Launch</h1><p>Ships &amp; docks in May.</p></body></html>",
+        "resource/2026-06-01/rows.csv": "city,population\nKyoto,1460000\n",
+        "resource/2026-06-01/data.json": '{"sensor": "A7", "reading": 42}',
+        "resource/2026-06-01/log.jsonl": '{"event": "start"}\n{"event": "stop"}\n',
+        "resource/2026-06-01/conf.yaml": "retries: 3\n",
+        "resource/2026-06-01/paper.pdf": minimal_pdf("Perovskite cells reach 26 percent"),
+    }
+    for path, content in files.items():
+        put(app, path, content)
+    response = await app.run("auto_resource", paths=list(files))
+    assert response.success, response.answer
+    assert len(response.metadata["processed"]) == 6
+    read = {
+        p: (app.workspace_dir / f"daily/2026-06-01/{Path(p).stem}.md").read_text(encoding="utf-8")
+        for p in files
+    }
+    html = read["resource/2026-06-01/page.html"]
+    assert "Launch\nShips & docks in May." in html and "var x" not in html and "p{}" not in html
+    assert "Kyoto,1460000" in read["resource/2026-06-01/rows.csv"]
+    assert '"reading": 42' in read["resource/2026-06-01/data.json"]
+    assert "Perovskite cells reach 26 percent" in read["resource/2026-06-01/paper.pdf"]
+    assert front_matter(app.workspace_dir / "daily/2026-06-01/paper.md")["description"] == "A pdf file."
+
+
+async def test_unreadable_and_oversize_files_are_skipped_with_a_reason(make_app: MakeApp) -> None:
+    steps = [{"backend": "auto_resource", "max_bytes": 1000, "max_chars": 60000}]
+    app = await make_app(**scripted(READ_AND_WRITE), **{"jobs.auto_resource.steps": steps})
+    put(app, "resource/2026-06-01/big.txt", "x" * 1001)
+    put(app, "resource/2026-06-01/blob.txt", b"\x00\x01binary")
+    put(app, "resource/2026-06-01/latin.txt", "caf\xe9".encode("latin-1"))
+    put(app, "resource/2026-06-01/photo.png", b"\x89PNG")
+    paths = [f"resource/2026-06-01/{n}" for n in ("big.txt", "blob.txt", "latin.txt", "photo.png")]
+    response = await app.run("auto_resource", paths=paths)
+    assert response.success, response.answer
+    reasons = {s["path"].rsplit("/", 1)[1]: s["reason"] for s in response.metadata["skipped"]}
+    assert reasons["big.txt"] == "too large: 1001 bytes > max_bytes 1000"
+    assert reasons["blob.txt"] == "binary data, not text"
+    assert reasons["latin.txt"] == "not UTF-8 text"
+    assert reasons["photo.png"] == "unsupported format .png"
+    assert not (app.workspace_dir / "daily/2026-06-01").exists()
+
+
+async def test_bad_paths_are_refused_before_anything_is_written(make_app: MakeApp) -> None:
+    app = await make_app(**scripted(READ_AND_WRITE))
+    put(app, "resource/2026-06-01/ok.md", "fine\n")
+    for bad in ("daily/2026-06-01.md", "resource/../daily/x.md", "/etc/passwd"):
+        response = await app.run("auto_resource", paths=["resource/2026-06-01/ok.md", bad])
+        assert not response.success, bad
+    assert not (app.workspace_dir / "daily/2026-06-01").exists()
+
+
+async def test_without_llm_the_card_is_pending_and_the_setting_named(make_app: MakeApp) -> None:
+    app = await make_app()
+    put(app, "resource/2026-06-01/report.md", "Revenue 3.2M.\n")
+    response = await app.run("auto_resource", paths=["resource/2026-06-01/report.md"])
+    assert not response.success and "LLM_MODEL" in response.answer
+    assert response.metadata["pending"] == ["daily/2026-06-01/report.md"]
+    meta = front_matter(app.workspace_dir / "daily/2026-06-01/report.md")
+    assert meta["pending"] is True and meta["source_resource"] == "[[resource/2026-06-01/report.md]]"
+
+
+async def wait_for(condition: Any, seconds: float = 15.0) -> bool:
+    for _ in range(int(seconds / 0.1)):
+        if condition():
+            return True
+        await asyncio.sleep(0.1)
+    return condition()
+
+
+async def test_watch_loop_follows_added_and_deleted_files(make_app: MakeApp) -> None:
+    steps = [{"backend": "resource_watch", "debounce_ms": 100, "scan_on_start": True}]
+    app = await make_app(**scripted(READ_AND_WRITE), **{"jobs.resource_watch_loop.steps": steps})
+    put(app, "resource/2026-06-01/early.md", "Present before start.\n")
+    app.start_background()
+    early = app.workspace_dir / "daily/2026-06-01/early.md"
+    assert await wait_for(
+        lambda: early.exists() and "Present before start" in early.read_text(encoding="utf-8")
+    )
+    source = put(app, "resource/2026-06-02/minutes.md", "Decided: hire two engineers.\n")
+    card = app.workspace_dir / "daily/2026-06-02/minutes.md"
+    assert await wait_for(lambda: card.exists() and "hire two engineers" in card.read_text(encoding="utf-8"))
+    source.unlink()
+    assert await wait_for(lambda: not card.exists())
+    index = app.workspace_dir / "daily/2026-06-02.md"
+    assert await wait_for(lambda: "minutes.md" not in index.read_text(encoding="utf-8"))
