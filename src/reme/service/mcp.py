@@ -121,9 +121,14 @@ def build_mcp_asgi_app(
 
 
 async def serve_stdio(app: Application) -> None:
-    """Serve MCP over stdin/stdout until the client closes stdin."""
+    """Start the application and serve MCP over stdin/stdout until the client closes stdin.
+
+    The application starts inside `stdio_server`, which points fd 1 at stderr meanwhile, so nothing
+    a component prints while starting can corrupt the protocol stream.
+    """
     from mcp.server.stdio import stdio_server
 
     server = build_mcp_server(app)
     async with stdio_server() as (read_stream, write_stream):
+        await app.start(background=True)
         await server.run(read_stream, write_stream, server.create_initialization_options())

@@ -127,12 +127,12 @@ async def run_service(config: dict[str, Any], stop: asyncio.Event | None = None)
     sock = None if (backend == "mcp" and transport == "stdio") else bind_socket(host, port)
     app = Application(config)
     try:
-        await app.start(background=True)
         if sock is None:
             from reme.service.mcp import serve_stdio
 
             await serve_stdio(app)
             return
+        await app.start(background=True)
         if backend == "http":
             from reme.service.http import build_http_app
 
