@@ -177,3 +177,33 @@ def test_cli_imports_no_server_stack(reme_env):
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=reme_env())
     assert result.stdout.strip() == "[]"
+
+
+def run_in_terminal(args: list[str], env: dict[str, str]) -> tuple[int, str]:
+    """Run the CLI with a pseudo-terminal as stdout and stderr; (exit status, what it showed)."""
+    import pty
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(args, stdout=follower, stderr=follower, stdin=subprocess.DEVNULL, env=env)
+    os.close(follower)
+    shown = b""
+    while True:
+        try:
+            piece = os.read(leader, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not piece:
+            break
+        shown += piece
+    os.close(leader)
+    return proc.wait(30), shown.decode("utf-8", "replace")
+
+
+def test_terminal_output_is_rendered_with_rich(http_service, reme_command, reme_env):
+    env = reme_env(TERM="xterm-256color", COLUMNS="100")
+    status, shown = run_in_terminal([reme_command, "help", "job=list", port_arg(http_service)], env)
+    assert status == 0 and "list path=" in shown
+    status, shown = run_in_terminal([reme_command, "help", "job=nope", port_arg(http_service)], env)
+    assert status == 1
+    assert "\x1b[" in shown  # styled (the red "error:")
+    assert "error:" in shown and "unknown job 'nope'" in shown
