@@ -207,3 +207,11 @@ def test_terminal_output_is_rendered_with_rich(http_service, reme_command, reme_
     assert status == 1
     assert "\x1b[" in shown  # styled (the red "error:")
     assert "error:" in shown and "unknown job 'nope'" in shown
+
+
+def test_unreachable_mcp_service_is_reported(tmp_path, run_reme, reme_env):
+    info = {"host": "127.0.0.1", "port": dead_port(), "backend": "mcp", "transport": "sse"}
+    result = run_reme("version", cwd=tmp_path, env=reme_env(REME_SERVICE_INFO=json.dumps(info)))
+    assert result.returncode == 1
+    assert f"no MCP service answered at http://127.0.0.1:{info['port']}/sse" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -79,6 +79,12 @@ def test_unknown_hidden_and_cron_jobs_are_not_routes(http_service, path, expecte
     assert expected in reply.json()["answer"]
 
 
+def test_root_explains_the_interface(http_service):
+    reply = post(http_service, "/", json={})
+    assert reply.status_code == 404
+    assert reply.json()["answer"].startswith("POST /<job>")
+
+
 def test_get_on_a_job_says_to_post(http_service):
     reply = httpx.get(f"{http_service.url}/version")
     assert reply.status_code == 405

@@ -12,7 +12,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -136,15 +135,13 @@ def build_http_app(app: Application, token: str | None = None) -> Any:
     @api.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         name = request.url.path.strip("/")
+        if exc.status_code == 404 and not name:
+            return failure("POST /<job> with the parameters as a JSON object; POST /help lists the jobs", 404)
         if exc.status_code == 404:
             why = "is not served over HTTP" if name in app.jobs else "is unknown"
             return failure(f"job {name!r} {why}; POST /help (or `reme help`) lists the jobs", 404)
         if exc.status_code == 405 and name in served:
             return failure(f"use POST /{name} with the parameters as a JSON object", 405, Allow="POST")
         return failure(str(exc.detail), exc.status_code)
-
-    @api.exception_handler(RequestValidationError)
-    async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return failure(f"invalid request: {exc.errors()}", 422)
 
     return BearerTokenGate(api, token) if token else api

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from reme.service.client import ServiceUnreachable
 from reme.service.service_info import MCP_PATHS, ServiceInfo
 
 
@@ -23,16 +24,26 @@ async def call_tool(info: ServiceInfo, job: str, params: dict[str, Any], token: 
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     url = f"{info.url}{info.path or MCP_PATHS[transport]}"
     timeout = httpx2.Timeout(30.0, read=None)
-    async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
-        connection = (
-            sse_client(url, headers=headers)
-            if transport == "sse"
-            else streamable_http_client(url, http_client=http)
-        )
-        async with Client(connection) as client:
-            result = await client.call_tool(job, params)
+    try:
+        async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
+            connection = (
+                sse_client(url, headers=headers)
+                if transport == "sse"
+                else streamable_http_client(url, http_client=http)
+            )
+            async with Client(connection) as client:
+                result = await client.call_tool(job, params)
+    except Exception as exc:  # the SDK reports transport failures as (nested) exception groups
+        raise ServiceUnreachable(f"no MCP service answered at {url} ({info.source}): {_leaf(exc)}") from None
     structured = result.structured_content
     if isinstance(structured, dict) and "success" in structured:
         return structured
     text = "\n".join(getattr(block, "text", "") for block in result.content)
     return {"success": not result.is_error, "answer": text, "metadata": {}}
+
+
+def _leaf(exc: BaseException) -> str:
+    """The first concrete error inside nested exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}"
