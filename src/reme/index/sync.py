@@ -50,13 +50,6 @@ class Source:
         return not any(part.startswith(".") for part in rest.split("/"))
 
 
-DEFAULT_SOURCES = (
-    Source("daily", MARKDOWN_EXTENSIONS),
-    Source("digest", MARKDOWN_EXTENSIONS),
-    Source("session/dialog", (".jsonl",), recursive=False),
-)
-
-
 @dataclass
 class SyncReport:
     indexed: list[str] = field(default_factory=list)
@@ -82,7 +75,7 @@ class Indexer:
         keyword: KeywordIndex,
         *,
         lock_path: Path,
-        sources: Iterable[Source] = DEFAULT_SOURCES,
+        sources: Iterable[Source],
         chunk_chars: int,
         max_file_bytes: int,
     ) -> None:

@@ -22,8 +22,9 @@ from reme.index.graph import LinkGraph
 from reme.index.keyword import KeywordIndex
 from reme.index.search import Searcher, VectorBranch
 from reme.index.store import MetadataStore
-from reme.index.sync import DEFAULT_SOURCES, Indexer, Progress, Source, SyncReport
+from reme.index.sync import MARKDOWN_EXTENSIONS, Indexer, Progress, Source, SyncReport
 from reme.index.tokenizer import Tokenizer
+from reme.workspace.layout import DEFAULT_DIRS
 from reme.workspace.paths import check_relative
 
 DB_NAME = "index.sqlite3"
@@ -32,7 +33,7 @@ DB_NAME = "index.sqlite3"
 @register_component("sqlite_tantivy")
 class IndexComponent(Component):
     kind = "index"
-    requires = ()  # "workspace" once that component is registered (it only supplies metadata_dir)
+    requires = ("workspace",)
 
     def __init__(
         self,
@@ -64,7 +65,7 @@ class IndexComponent(Component):
             "vector_weight": float(vector_weight),
         }
         self.tokenizer = Tokenizer(**(tokenizer or {}))
-        self.sources = tuple(_source(raw) for raw in sources) if sources else DEFAULT_SOURCES
+        self._configured_sources = tuple(_source(raw) for raw in sources) if sources else None
         self._ready = False
         self._ready_lock = threading.Lock()
         self.last_repair: dict[str, Any] = {}
@@ -73,17 +74,32 @@ class IndexComponent(Component):
 
     @property
     def root(self) -> Path:
-        return Path(self.app.workspace_dir)
+        return Path(self.app.workspace_dir).resolve()
+
+    @property
+    def dirs(self) -> dict[str, str]:
+        """Configured folder names by role (`daily`, `digest`, `session`, `metadata`, ...)."""
+        workspace = self.app.components.get("workspace")
+        return {**DEFAULT_DIRS, **(getattr(workspace, "dirs", None) or {})}
 
     @property
     def metadata_dir(self) -> Path:
-        workspace = self.app.components.get("workspace")
-        return Path(getattr(workspace, "metadata_dir", None) or self.root / "metadata")
+        return self.root / self.dirs["metadata"]
+
+    def _default_sources(self) -> tuple[Source, ...]:
+        """daily/ and digest/ Markdown and session/dialog/*.jsonl, under the configured folder names."""
+        dirs = self.dirs
+        return (
+            Source(dirs["daily"], MARKDOWN_EXTENSIONS),
+            Source(dirs["digest"], MARKDOWN_EXTENSIONS),
+            Source(f"{dirs['session']}/dialog", (".jsonl",), recursive=False),
+        )
 
     async def start(self) -> None:
         await asyncio.to_thread(self._open)
 
     def _open(self) -> None:
+        self.sources = self._configured_sources or self._default_sources()
         self.metadata_dir.mkdir(parents=True, exist_ok=True)
         self.store = MetadataStore(self.metadata_dir / DB_NAME)
         self.keyword = self._open_keyword()

@@ -73,12 +73,13 @@ async def search(ctx: JobContext) -> None:
 
 
 @register_step("node_search")
-async def node_search(ctx: JobContext, folder: str = "digest") -> None:
+async def node_search(ctx: JobContext, folder: str | None = None) -> None:
     query = ctx.params["query"].strip()
     if not query:
         raise JobError("query is empty; give some words to search for")
     index = _index(ctx)
     await asyncio.to_thread(index.ensure_ready)
+    folder = folder or index.dirs["digest"]
     nodes = await asyncio.to_thread(index.searcher.node_search, query, ctx.params["limit"], folder)
     ctx.response.answer = render_nodes(query, nodes)
     ctx.response.metadata["results"] = nodes
