@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from collections.abc import AsyncIterator
 
 import pytest
+
+from reme import ReMe
 
 
 def disk(app, path: str) -> str:
@@ -162,7 +165,17 @@ async def test_edit_with_absent_or_empty_old_fails_unchanged(app):
 # delete / move -------------------------------------------------------------------------------------
 
 
-async def test_delete_reports_inbound_links_and_never_rewrites_them(app):
+@pytest.fixture(params=["index", "scan"])
+async def linked_app(request, workspace_dir) -> AsyncIterator[ReMe]:
+    """The app with the index's link graph, and without an index (inbound links found by a scan)."""
+    overrides = {} if request.param == "index" else {"components.index.enabled": False}
+    async with ReMe(workspace_dir=workspace_dir, timezone="UTC", **overrides) as started:
+        assert ("index" in started.components) == (request.param == "index")
+        yield started
+
+
+async def test_delete_reports_inbound_links_and_never_rewrites_them(linked_app):
+    app = linked_app
     root = app.workspace_dir
     (root / "digest/wiki").mkdir()
     (root / "digest/wiki/solar.md").write_text("solar\n")
@@ -177,7 +190,8 @@ async def test_delete_reports_inbound_links_and_never_rewrites_them(app):
     assert disk(app, "digest/wiki/ev.md") == "see [[digest/wiki/solar.md]]\n"
 
 
-async def test_delete_of_a_folder_ignores_links_from_inside_it(app):
+async def test_delete_of_a_folder_ignores_links_from_inside_it(linked_app):
+    app = linked_app
     root = app.workspace_dir
     (root / "digest/wiki").mkdir()
     (root / "digest/wiki/a.md").write_text("[[digest/wiki/b.md]]\n")
@@ -192,7 +206,8 @@ async def test_delete_of_a_folder_ignores_links_from_inside_it(app):
     assert not (await app.run("delete", path="daily")).success and (root / "daily").is_dir()
 
 
-async def test_move_rewrites_inbound_links_byte_for_byte(app):
+async def test_move_rewrites_inbound_links_byte_for_byte(linked_app):
+    app = linked_app
     root = app.workspace_dir
     (root / "digest/wiki").mkdir()
     (root / "digest/wiki/catl.md").write_text("---\nname: CATL\n---\nself [[digest/wiki/catl.md#top]]\n")
@@ -219,7 +234,8 @@ async def test_move_rewrites_inbound_links_byte_for_byte(app):
     )
 
 
-async def test_move_without_retarget_and_overwrite_rules(app):
+async def test_move_without_retarget_and_overwrite_rules(linked_app):
+    app = linked_app
     root = app.workspace_dir
     (root / "digest/a.md").write_text("a\n")
     (root / "digest/b.md").write_text("b\n")
@@ -232,7 +248,8 @@ async def test_move_without_retarget_and_overwrite_rules(app):
     assert disk(app, "digest/ref.md") == "[[digest/a.md]]\n"
 
 
-async def test_move_of_a_folder_retargets_links_into_it(app):
+async def test_move_of_a_folder_retargets_links_into_it(linked_app):
+    app = linked_app
     root = app.workspace_dir
     (root / "digest/wiki").mkdir()
     (root / "digest/wiki/a.md").write_text("[[digest/wiki/b.md]]\n")
@@ -283,7 +300,8 @@ async def test_list_sorts_by_mtime_newest_first(app):
     ]
 
 
-async def test_stat_reports_front_matter_and_link_counts(app):
+async def test_stat_reports_front_matter_and_link_counts(linked_app):
+    app = linked_app
     root = app.workspace_dir
     (root / "digest/a.md").write_text(
         "---\nname: A\nsrc: '[[digest/b.md]]'\n---\n[[digest/b.md]] [[digest/b.md]]\nis_a:: [[digest/b.md]]\n"
@@ -369,3 +387,17 @@ async def test_save_creates_files_and_conflicts_on_a_deleted_file(app):
 async def test_unknown_parameters_are_refused_before_any_step(app):
     response = await app.run("write", path="digest/a.md", content="x", bogus=1)
     assert not response.success and not (app.workspace_dir / "digest/a.md").exists()
+
+
+async def test_writes_are_searchable_at_once(app):
+    assert "index" in app.components
+    await app.run("write", path="digest/wiki/zebra.md", content="The quokkaphant lives here.\n")
+    found = await app.run("search", query="quokkaphant")
+    assert [hit["path"] for hit in found.metadata["results"]] == ["digest/wiki/zebra.md"]
+    await app.run("move", src="digest/wiki/zebra.md", dst="digest/wiki/okapi.md")
+    moved = await app.run("search", query="quokkaphant")
+    assert [hit["path"] for hit in moved.metadata["results"]] == ["digest/wiki/okapi.md"]
+    await app.run("edit", path="digest/wiki/okapi.md", old="quokkaphant", new="giraffe")
+    assert (await app.run("search", query="quokkaphant")).metadata["results"] == []
+    await app.run("delete", path="digest/wiki/okapi.md")
+    assert (await app.run("search", query="giraffe")).metadata["results"] == []
