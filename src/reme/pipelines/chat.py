@@ -1,0 +1,80 @@
+"""chat: a read-only agent answering from the workspace, streaming its answer and tool calls."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from reme.llm.prompts import render_prompt
+from reme.llm.runner import OnEvent, run_agent
+from reme.llm.tools import PathPolicy
+
+if TYPE_CHECKING:
+    from reme.app.application import Application
+
+CHAT_TOOLS = ("search", "read", "list", "frontmatter_read", "daily_list")
+READ_ANYTHING = PathPolicy(read=("*",), write=())
+
+
+class ChatUnavailable(RuntimeError):
+    """No chat model; the message names the missing setting."""
+
+
+@dataclass
+class ChatAnswer:
+    text: str
+    sources: list[str]
+    tool_calls: list[dict[str, Any]]
+
+
+def render_question(query: str, history: Sequence[Mapping[str, Any]]) -> str:
+    """The user prompt: earlier turns of the conversation (if any), then the question."""
+    turns = [
+        f"{t.get('role', 'user')}: {t.get('content', '')}"
+        for t in history
+        if str(t.get("content", "")).strip()
+    ]
+    if not turns:
+        return query
+    return "Earlier in this conversation:\n" + "\n".join(turns) + f"\n\nQuestion: {query}"
+
+
+async def chat(
+    app: Application,
+    *,
+    query: str,
+    history: Sequence[Mapping[str, Any]],
+    emit: OnEvent,
+    add_usage: Callable[[dict[str, Any]], None],
+) -> ChatAnswer:
+    if not query.strip():
+        raise ValueError("query is empty: ask a question")
+    if "llm" not in app.components:
+        raise ChatUnavailable("no LLM configured: the `llm` component is not enabled (components.llm)")
+    llm = app.component("llm")
+    missing = llm.missing("chat")  # type: ignore[attr-defined]
+    if missing:
+        raise ChatUnavailable(f"no LLM configured: set {missing} (see docs/llm.md)")
+    variables = {"today": app.today().isoformat()}
+    from reme.llm.runner import AgentFailed
+
+    try:
+        result = await run_agent(
+            model=llm.model("chat", variables),  # type: ignore[attr-defined]
+            settings=llm.settings_for("chat"),  # type: ignore[attr-defined]
+            run_job=app.run,
+            instructions=render_prompt("chat", variables),
+            prompt=render_question(query, history),
+            tools=CHAT_TOOLS,
+            policy=READ_ANYTHING,
+            output_type=str,
+            on_event=emit,
+        )
+    except AgentFailed as failure:
+        add_usage(failure.usage)
+        raise
+    add_usage(result.usage)
+    sources = list(dict.fromkeys(c.args["path"] for c in result.tool_calls if c.tool == "read" and c.success))
+    calls = [{"tool": c.tool, "args": c.args, "success": c.success} for c in result.tool_calls]
+    return ChatAnswer(str(result.output), sources, calls)
