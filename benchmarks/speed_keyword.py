@@ -9,9 +9,10 @@ reme tokens (`ours` too, through a whitespace tokenizer); raw tantivy analyses t
 `ours e2e` is the product path (reme tokenizer on raw text, inside the timings).
 
 Each engine runs in its own process (clean peak-memory figures): build throughput, query latency
-p50/p95 (top 10), the cost of replacing one file's chunks at full size (engines without
-incremental updates rebuild), start-up of a fresh process on the saved index (open + first query),
-peak RSS growth while building, and index size on disk. Ratios are engine / ours (lower is better).
+p50/p95 (top 10, best of two passes; rank_bm25 answers only the first 30 queries), the cost of
+replacing one file's chunks at full size (engines without incremental updates rebuild), start-up
+of a fresh process on the saved index (open + first query, median of three), peak RSS growth while
+building, and index size on disk. Ratios are engine / ours (lower is better).
 """
 
 from __future__ import annotations
@@ -364,7 +365,7 @@ def work_build(engine_name: str, work: Path) -> dict[str, Any]:
         engine.build()
         build_s = time.perf_counter() - started
     peak = memory.peak - before
-    n_queries = len(corpus["queries"])
+    n_queries = len(corpus["queries"]) if engine_name != "rank_bm25" else min(30, len(corpus["queries"]))
     latencies = [float("inf")] * n_queries
     rankings: list[list[str]] = []
     for _ in range(2):  # best of two passes per query: the first warms caches, noise only adds
@@ -373,6 +374,8 @@ def work_build(engine_name: str, work: Path) -> dict[str, Any]:
             started = time.perf_counter()
             rankings.append(engine.query(q))
             latencies[q] = min(latencies[q], (time.perf_counter() - started) * 1e3)
+        if percentile(latencies, 0.5) > 20:  # slow engines: one pass is precise enough
+            break
     updates = 1 if engine_name in ("bm25s", "rank_bm25") else 7
     rng = random.Random(1)
     files = len(corpus["texts"]) // FILE_CHUNKS
@@ -421,7 +424,7 @@ def run_worker(mode: str, engine: str, work: Path) -> dict[str, Any]:
 
 
 def overlap(a: list[list[str]], b: list[list[str]]) -> float:
-    pairs = [(set(x), set(y)) for x, y in zip(a, b, strict=True) if x or y]
+    pairs = [(set(x), set(y)) for x, y in zip(a, b, strict=False) if x or y]  # rank_bm25 answers fewer
     return sum(len(x & y) / max(len(x), len(y)) for x, y in pairs) / max(1, len(pairs))
 
 
