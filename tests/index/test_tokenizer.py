@@ -26,16 +26,14 @@ def test_possessive_is_stripped_and_curly_apostrophes_normalised(tokenizer: Toke
     assert tokenizer.tokenize("I don\u2019t know") == tokenizer.tokenize("I don't know") == ["know"]
 
 
-def test_numbers_are_kept(tokenizer: Tokenizer) -> None:
-    assert tokenizer.tokenize("In 2023 she ran 5 km, version 3.11") == [
-        "2023",
-        "ran",
-        "5",
-        "km",
-        "version",
-        "3",
-        "11",
-    ]
+def test_numbers_are_kept_and_decimals_stay_whole(tokenizer: Tokenizer) -> None:
+    tokens = tokenizer.tokenize("In 2023 she ran 5 km, version 3.11 on 2023-05-08.")
+    assert tokens == ["2023", "ran", "5", "km", "version", "3.11", "2023", "05", "08"]
+
+
+def test_full_width_letters_and_digits_fold_to_ascii(tokenizer: Tokenizer) -> None:
+    assert tokenizer.tokenize("２０２４年用ＧＰＴ４") == tokenizer.tokenize("2024年用GPT4")
+    assert "gpt4" in tokenizer.tokenize("ＧＰＴ４")
 
 
 def test_chinese_is_segmented_into_words_not_characters(tokenizer: Tokenizer) -> None:

@@ -16,7 +16,7 @@ import rjieba
 import Stemmer
 
 # Bump when tokenization changes in a way the settings do not capture.
-TOKENIZER_VERSION = 1
+TOKENIZER_VERSION = 2
 
 DEFAULT_TOKENIZER_SETTINGS: dict[str, Any] = {
     "stemmer": "english",  # a PyStemmer algorithm name, or None to keep words as they are
@@ -28,9 +28,13 @@ DEFAULT_TOKENIZER_SETTINGS: dict[str, Any] = {
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
 _CJK_RE = re.compile(f"[{_CJK}]")
 _CJK_SPLIT_RE = re.compile(f"([{_CJK}]+)")  # the capturing group keeps the CJK runs at odd indices
-# A word of letters/digits joined by inner apostrophes; a trailing possessive 's is matched but not kept.
-_WORD_RE = re.compile(r"([^\W_]+(?:'(?!s\b)[^\W_]+)*)(?:'s\b)?")
+# A decimal number (3.11 stays one term, as in Lucene), or a word of letters/digits joined by inner
+# apostrophes; a trailing possessive 's is matched but not kept.
+_WORD_RE = re.compile(r"(\d+(?:\.\d+)+|[^\W_]+(?:'(?!s\b)[^\W_]+)*)(?:'s\b)?")
 _STEM_CACHE_SIZE = 500_000
+# Full-width digits and Latin letters (common in Chinese text) fold to ASCII: ２０２４ == 2024.
+_FULLWIDTH_ALNUM_RE = re.compile("[\uff10-\uff19\uff21-\uff3a\uff41-\uff5a]")
+_FULLWIDTH_TO_ASCII = {code: code - 0xFEE0 for code in range(0xFF10, 0xFF5B)}
 
 # NLTK's English list (minus "now"), "could"/"would", and the contractions a chat is full of.
 _ENGLISH_STOPWORDS_TEXT = """
@@ -91,6 +95,8 @@ class Tokenizer:
         text = text.lower()
         if "\u2019" in text:
             text = text.replace("\u2019", "'")
+        if _FULLWIDTH_ALNUM_RE.search(text):
+            text = text.translate(_FULLWIDTH_TO_ASCII).lower()
         if not _CJK_RE.search(text):
             return self._latin_words(text)
         tokens: list[str] = []
