@@ -170,6 +170,15 @@ async def test_lost_engine_is_rebuilt_from_the_files(workspace: Path, tmp_path: 
     assert after["results"] == expected["results"]
 
 
+async def test_corrupt_engine_is_replaced_and_rebuilt(workspace: Path, tmp_path: Path) -> None:
+    [engine] = (workspace / "metadata" / "keyword").glob("keyword-*")
+    (engine / "meta.json").write_text("{not json")
+    after = await snapshot(workspace)
+    expected = await clean_reindex(workspace, tmp_path)
+    assert after["catalog"]["docs"] == expected["catalog"]["docs"]
+    assert after["results"] == expected["results"]
+
+
 async def test_changed_chunk_size_rebuilds(workspace: Path, tmp_path: Path) -> None:
     async with ReMe(workspace_dir=workspace, timezone="UTC", **{"components.index.chunk_chars": 200}) as app:
         index = app.component("index")

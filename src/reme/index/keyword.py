@@ -6,8 +6,8 @@ and opens an existing index instantly. Text is tokenized in Python by `reme.inde
 handed over as whitespace-joined terms, so query and index analysis can never drift apart.
 
 Scores are Lucene's BM25 (k1 1.2, b 0.75, lossy one-byte length norms, Lucene >= 8 scale without the
-constant (k1 + 1) factor). The index lives in `<directory>/keyword-<tokenizer fingerprint>/`, so a
-changed analyser never reuses a stale index. Writers are serialised within the process by a lock
+constant (k1 + 1) factor). The index lives in `<directory>/keyword-<tokenizer fingerprint>-v<schema>/`,
+so a changed analyser (or engine schema) never reuses a stale index. Writers are serialised within the process by a lock
 and across processes by tantivy's own writer lock (waited for, not failed on); the caller's
 metadata lock keeps the catalog and the engine in step.
 """
@@ -31,6 +31,7 @@ _LUCENE_SCALE = 1.0 / (1.0 + K1)
 _DATE_SEGMENT = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
 _REGEX_META = re.compile(r"([\\.+*?()|\[\]{}^$#&\-~\"])")
 _WRITER_WAIT_S = 30.0
+SCHEMA_VERSION = 1  # bump when the engine's fields change: the folder name changes with it
 
 
 class TokenizerLike(Protocol):
@@ -54,6 +55,11 @@ def path_date(path: str) -> int:
     return day.year * 10000 + day.month * 100 + day.day
 
 
+def engine_folder(directory: str | Path, tokenizer: TokenizerLike) -> Path:
+    """Where the index of this tokenizer (and engine schema) lives inside `directory`."""
+    return Path(directory) / f"keyword-{tokenizer.fingerprint}-v{SCHEMA_VERSION}"
+
+
 def _build_schema() -> tantivy.Schema:
     builder = tantivy.SchemaBuilder()
     builder.add_text_field("chunk_id", stored=True, tokenizer_name="raw", index_option="basic")
@@ -74,7 +80,7 @@ class KeywordIndex:
         self, directory: str | Path, tokenizer: TokenizerLike, *, writer_heap: int = 50_000_000
     ) -> None:
         self.tokenizer = tokenizer
-        self.path = Path(directory) / f"keyword-{tokenizer.fingerprint}"
+        self.path = engine_folder(directory, tokenizer)
         self.path.mkdir(parents=True, exist_ok=True)
         self._schema = _build_schema()
         self._index = tantivy.Index(self._schema, str(self.path), reuse=True)

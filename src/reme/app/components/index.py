@@ -19,7 +19,7 @@ from reme.app.component import Component
 from reme.app.registry import register_component
 from reme.index.chunking import DEFAULT_CHUNK_CHARS
 from reme.index.graph import LinkGraph
-from reme.index.keyword import KeywordIndex
+from reme.index.keyword import KeywordIndex, engine_folder
 from reme.index.search import Searcher, VectorBranch
 from reme.index.store import MetadataStore
 from reme.index.sync import MARKDOWN_EXTENSIONS, Indexer, Progress, Source, SyncReport
@@ -130,7 +130,7 @@ class IndexComponent(Component):
         try:
             keyword = KeywordIndex(directory, self.tokenizer)
         except (OSError, ValueError):
-            shutil.rmtree(directory / f"keyword-{self.tokenizer.fingerprint}", ignore_errors=True)
+            shutil.rmtree(engine_folder(directory, self.tokenizer), ignore_errors=True)
             keyword = KeywordIndex(directory, self.tokenizer)
         keyword.remove_stale_siblings()
         return keyword
