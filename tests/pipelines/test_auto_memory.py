@@ -284,3 +284,15 @@ async def test_bad_messages_and_session_ids_are_refused_before_writing(make_app:
     assert not (app.workspace_dir / "session/dialog").exists() or not any(
         (app.workspace_dir / "session/dialog").iterdir()
     )
+
+
+async def test_relative_dates_left_in_the_card_are_resolved(make_app: MakeApp) -> None:
+    body = "## Today's plan\n\n- Call the bank tomorrow\n- Met Li yesterday (2026-06-01)\n"
+    app = await make_app("Asia/Shanghai", **scripted(card_script(body, "Bank call")))
+    messages = [{"role": "user", "content": "Call the bank tomorrow.", "created_at": "2026-06-02T01:00:00Z"}]
+    response = await app.run("auto_memory", session_id="bank", messages=messages)
+    assert response.success, response.answer
+    text = (app.workspace_dir / response.metadata["note_path"]).read_text(encoding="utf-8")
+    assert text.endswith(
+        "## Today's plan\n\n- Call the bank tomorrow (2026-06-03)\n- Met Li yesterday (2026-06-01)\n"
+    )

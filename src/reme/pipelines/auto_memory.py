@@ -23,7 +23,7 @@ from reme.pipelines.calls import (
     load_text,
     save_text,
 )
-from reme.pipelines.dates import render_for_prompt
+from reme.pipelines.dates import pin_body, render_for_prompt
 from reme.pipelines.distil import LLMUnavailable, distil_card, mark_pending, memory_llm
 from reme.pipelines.messages import local_date, normalise_messages
 from reme.pipelines.transcript import merge, parse_transcript, render
@@ -147,7 +147,16 @@ async def distil_session(
         read_paths=(session_path(app, session_id),),
         add_usage=add_usage,
     )
+    await pin_relative_dates(app, distilled.card_path, date.fromisoformat(day))
     return distilled.card_path
+
+
+async def pin_relative_dates(app: Application, card_path: str, day: date) -> None:
+    """Resolve relative day words the agent left in the card against the card's date."""
+    text, sha = await load_text(app, card_path)
+    pinned = pin_body(text, day)
+    if pinned != text:
+        await save_text(app, card_path, pinned, sha)
 
 
 async def pending_cards_of_session(

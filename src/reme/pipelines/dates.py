@@ -1,7 +1,8 @@
 """Relative day words pinned to absolute dates, so a card never says "yesterday" without a date.
 
 The agent sees each message with its own timestamp and every relative day word annotated with the
-date it means for that message (`yesterday (2026-05-31)`); the prompt asks it to write the date.
+date it means for that message (`yesterday (2026-05-31)`); the prompt asks it to write the date,
+and any relative day word left in the written card is pinned against the card's date.
 """
 
 from __future__ import annotations
@@ -35,8 +36,11 @@ _OFFSETS = {
     "大后天": 3,
 }
 _WORDS = sorted(_OFFSETS, key=len, reverse=True)
+# Not when a date already follows ("tomorrow (2026-06-02)") nor inside a possessive ("today's").
 _PATTERN = re.compile(
-    "|".join(rf"\b{re.escape(w)}\b" if w.isascii() else re.escape(w) for w in _WORDS),
+    "(?:"
+    + "|".join(rf"\b{re.escape(w)}\b" if w.isascii() else re.escape(w) for w in _WORDS)
+    + r")(?!['’]\w)(?!\s*\(\d{4}-\d{2}-\d{2}\))",
     re.IGNORECASE,
 )
 
@@ -49,6 +53,14 @@ def annotate_relative_dates(text: str, day: date) -> str:
         return f"{match.group(0)} ({(day + timedelta(days=offset)).isoformat()})"
 
     return _PATTERN.sub(pin, text)
+
+
+def pin_body(text: str, day: date) -> str:
+    """A Markdown document with relative day words of its body (not its front matter) pinned to `day`."""
+    from reme.workspace.fmsplit import split
+
+    parts = split(text)
+    return parts.head(text) + annotate_relative_dates(parts.body(text), day)
 
 
 def render_for_prompt(records: Sequence[dict[str, Any]], tz: tzinfo, fallback_day: date) -> str:
