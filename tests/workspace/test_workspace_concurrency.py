@@ -19,7 +19,7 @@ END = "<!-- end -->\n"
 WORKER = textwrap.dedent(
     """
     import sys
-    from reme.workspace import files, frontmatter
+    from reme.workspace import frontmatter, writing
     from reme.workspace.layout import Workspace
     from reme.workspace.links import ScanLinks
 
@@ -29,8 +29,8 @@ WORKER = textwrap.dedent(
     notes = ("digest/shared-a.md", "digest/shared-b.md")
     for i in range(rounds):
         note = notes[i % 2]
-        files.edit(ws, links, note, "<!-- end -->", f"- {tag} {i}\\n<!-- end -->")
-        files.frontmatter_update(ws, links, note, {f"{tag}_{i}": i})
+        writing.edit(ws, links, note, "<!-- end -->", f"- {tag} {i}\\n<!-- end -->")
+        writing.frontmatter_update(ws, links, note, {f"{tag}_{i}": i})
         text = (ws.root / notes[(i + 1) % 2]).read_text(encoding="utf-8")  # unlocked read of the other note
         document = frontmatter.parse(text)
         if document.error or not text.endswith("<!-- end -->\\n"):
@@ -83,7 +83,7 @@ async def test_concurrent_jobs_in_one_process_are_serialised(app):
 CRASH_AT_RENAME = textwrap.dedent(
     """
     import os, signal, sys
-    from reme.workspace import files
+    from reme.workspace import writing
     from reme.workspace.layout import Workspace
     from reme.workspace.links import ScanLinks
 
@@ -92,7 +92,7 @@ CRASH_AT_RENAME = textwrap.dedent(
 
     os.replace = die  # the new text is fully in the temporary file; the rename never happens
     ws = Workspace(sys.argv[1])
-    files.write(ws, ScanLinks(ws), "digest/note.md", "NEW " * 100000)
+    writing.write(ws, ScanLinks(ws), "digest/note.md", "NEW " * 100000)
     """
 )
 
@@ -111,7 +111,7 @@ def test_a_writer_killed_before_the_rename_leaves_the_old_file(tmp_path):
 WRITE_LOOP = textwrap.dedent(
     """
     import sys
-    from reme.workspace import files
+    from reme.workspace import writing
     from reme.workspace.layout import Workspace
     from reme.workspace.links import ScanLinks
 
@@ -121,7 +121,7 @@ WRITE_LOOP = textwrap.dedent(
     version = 0
     while True:
         version += 1
-        files.write(ws, links, "digest/note.md", (f"v{version} " * 400000) + "end\\n")
+        writing.write(ws, links, "digest/note.md", (f"v{version} " * 400000) + "end\\n")
     """
 )
 

@@ -7,7 +7,7 @@ they changed afterwards, so search and the graph see a write at once.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Protocol
 
 from reme.workspace.layout import Workspace
@@ -76,7 +76,3 @@ def walk_files(workspace: Workspace, under: str = "") -> Iterator[str]:
             if name.startswith("."):
                 continue
             yield f"{relative_folder}/{name}" if relative_folder else name
-
-
-def unique(paths: Iterable[str]) -> list[str]:
-    return sorted(dict.fromkeys(paths))

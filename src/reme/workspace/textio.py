@@ -1,11 +1,24 @@
-"""Reading workspace files as exact text (no newline translation) and counting lines as editors do."""
+"""Workspace files as exact text (no newline translation), the caps on them, lines counted as editors do."""
 
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 DEFAULT_MAX_TEXT_BYTES = 16 * 1024 * 1024
+DEFAULT_MAX_IMAGE_BYTES = 5 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Caps that keep one request bounded; configurable per job step."""
+
+    max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES
+    page_lines: int = 2000
+    page_chars: int = 60_000
+    max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES
 
 
 def read_text(path: Path, shown: str, max_bytes: int = DEFAULT_MAX_TEXT_BYTES) -> str:
@@ -59,3 +72,8 @@ def split_lines(text: str) -> list[str]:
 
 def sha256_of(data: bytes | str) -> str:
     return hashlib.sha256(data.encode("utf-8") if isinstance(data, str) else data).hexdigest()
+
+
+def fingerprint(target: Path, content: str) -> dict[str, Any]:
+    """What `load` reports and `save` checks: the file's mtime and the sha256 of its text."""
+    return {"mtime": target.stat().st_mtime, "sha256": sha256_of(content)}

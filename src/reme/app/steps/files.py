@@ -1,4 +1,4 @@
-"""File job steps (SPEC 7): thin adapters from job parameters to `reme.workspace.files`.
+"""File job steps (SPEC 7): thin adapters from job parameters to `reme.workspace.{reading,writing,moving}`.
 
 Step settings in the job config set the caps (`max_text_bytes`, `page_lines`, `page_chars`,
 `max_image_bytes`).
@@ -13,8 +13,9 @@ import orjson
 from reme.app.components.workspace import link_source, workspace_of
 from reme.app.jobs import JobContext, JobError
 from reme.app.registry import register_step
-from reme.workspace import files
-from reme.workspace.files import ConflictError, Limits
+from reme.workspace import moving, reading, writing
+from reme.workspace.textio import Limits
+from reme.workspace.writing import ConflictError
 
 
 def _limits(settings: dict[str, Any]) -> Limits:
@@ -24,7 +25,7 @@ def _limits(settings: dict[str, Any]) -> Limits:
 @register_step("read")
 def read(ctx: JobContext, **settings: Any) -> None:
     p = ctx.params
-    result = files.read(
+    result = reading.read(
         workspace_of(ctx.app), p["path"], p.get("start_line"), p.get("end_line"), _limits(settings)
     )
     ctx.response.answer = result.pop("text")
@@ -33,7 +34,7 @@ def read(ctx: JobContext, **settings: Any) -> None:
 
 @register_step("read_image")
 def read_image(ctx: JobContext, **settings: Any) -> None:
-    result = files.read_image(workspace_of(ctx.app), ctx.params["path"], _limits(settings))
+    result = reading.read_image(workspace_of(ctx.app), ctx.params["path"], _limits(settings))
     ctx.response.answer = result.pop("data")
     ctx.response.metadata.update(result)
 
@@ -42,7 +43,7 @@ def read_image(ctx: JobContext, **settings: Any) -> None:
 def write(ctx: JobContext, **settings: Any) -> None:
     p = ctx.params
     ws = workspace_of(ctx.app)
-    result = files.write(
+    result = writing.write(
         ws,
         link_source(ctx.app),
         p["path"],
@@ -59,7 +60,7 @@ def write(ctx: JobContext, **settings: Any) -> None:
 @register_step("edit")
 def edit(ctx: JobContext, **settings: Any) -> None:
     p = ctx.params
-    result = files.edit(
+    result = writing.edit(
         workspace_of(ctx.app), link_source(ctx.app), p["path"], p["old"], p["new"], _limits(settings)
     )
     ctx.response.answer = f"Replaced {result['count']} occurrence(s) in {result['path']}"
@@ -68,7 +69,7 @@ def edit(ctx: JobContext, **settings: Any) -> None:
 
 @register_step("delete")
 def delete(ctx: JobContext) -> None:
-    result = files.delete(workspace_of(ctx.app), link_source(ctx.app), ctx.params["path"])
+    result = moving.delete(workspace_of(ctx.app), link_source(ctx.app), ctx.params["path"])
     answer = f"Deleted {result['path']}"
     if result["inbound"]:
         sources = ", ".join(sorted({entry["source_path"] for entry in result["inbound"]}))
@@ -80,7 +81,7 @@ def delete(ctx: JobContext) -> None:
 @register_step("move")
 def move(ctx: JobContext) -> None:
     p = ctx.params
-    result = files.move(
+    result = moving.move(
         workspace_of(ctx.app),
         link_source(ctx.app),
         p["src"],
@@ -98,7 +99,7 @@ def move(ctx: JobContext) -> None:
 @register_step("list")
 def list_(ctx: JobContext) -> None:
     p = ctx.params
-    result = files.list_dir(
+    result = reading.list_dir(
         workspace_of(ctx.app),
         p.get("path", ""),
         p.get("recursive", False),
@@ -115,14 +116,14 @@ def list_(ctx: JobContext) -> None:
 
 @register_step("stat")
 def stat(ctx: JobContext, **settings: Any) -> None:
-    result = files.stat(workspace_of(ctx.app), link_source(ctx.app), ctx.params["path"], _limits(settings))
+    result = reading.stat(workspace_of(ctx.app), link_source(ctx.app), ctx.params["path"], _limits(settings))
     ctx.response.answer = orjson.dumps(result).decode()
     ctx.response.metadata.update(result)
 
 
 @register_step("frontmatter_read")
 def frontmatter_read(ctx: JobContext, **settings: Any) -> None:
-    result = files.frontmatter_read(workspace_of(ctx.app), ctx.params["path"], _limits(settings))
+    result = reading.frontmatter_read(workspace_of(ctx.app), ctx.params["path"], _limits(settings))
     ctx.response.answer = result.get("error") or orjson.dumps(result["front_matter"]).decode()
     ctx.response.metadata.update(result)
 
@@ -130,7 +131,7 @@ def frontmatter_read(ctx: JobContext, **settings: Any) -> None:
 @register_step("frontmatter_update")
 def frontmatter_update(ctx: JobContext, **settings: Any) -> None:
     p = ctx.params
-    result = files.frontmatter_update(
+    result = writing.frontmatter_update(
         workspace_of(ctx.app), link_source(ctx.app), p["path"], p["metadata"], _limits(settings)
     )
     ctx.response.answer = f"Updated the front matter of {result['path']}"
@@ -140,7 +141,7 @@ def frontmatter_update(ctx: JobContext, **settings: Any) -> None:
 @register_step("frontmatter_delete")
 def frontmatter_delete(ctx: JobContext, **settings: Any) -> None:
     p = ctx.params
-    result = files.frontmatter_delete(
+    result = writing.frontmatter_delete(
         workspace_of(ctx.app), link_source(ctx.app), p["path"], p["keys"], _limits(settings)
     )
     ctx.response.answer = f"Deleted {len(result['deleted'])} key(s) from {result['path']}"
@@ -149,7 +150,7 @@ def frontmatter_delete(ctx: JobContext, **settings: Any) -> None:
 
 @register_step("load")
 def load(ctx: JobContext, **settings: Any) -> None:
-    result = files.load(workspace_of(ctx.app), ctx.params["path"], _limits(settings))
+    result = reading.load(workspace_of(ctx.app), ctx.params["path"], _limits(settings))
     ctx.response.answer = result["content"]
     ctx.response.metadata.update(result)
 
@@ -158,7 +159,7 @@ def load(ctx: JobContext, **settings: Any) -> None:
 def save(ctx: JobContext, **settings: Any) -> None:
     p = ctx.params
     try:
-        result = files.save(
+        result = writing.save(
             workspace_of(ctx.app),
             link_source(ctx.app),
             p["path"],

@@ -1,0 +1,101 @@
+"""Delete and move (SPEC 3, 7): the link-aware file jobs.
+
+`delete` reports the links that still point at what it removed and never rewrites other files;
+`move` rewrites every inbound link (found through the `LinkSource`) unless told not to.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from typing import Any
+
+from reme.workspace.atomic import atomic_write, fsync_dir
+from reme.workspace.layout import Workspace
+from reme.workspace.links import LinkSource, walk_files
+from reme.workspace.paths import has_extension, is_markdown
+from reme.workspace.textio import read_text
+from reme.workspace.wikilinks import retarget_links, tree_mapping
+
+
+def delete(ws: Workspace, links: LinkSource, path: str) -> dict[str, Any]:
+    """Delete a file or a folder; report the links from other files that still point at it."""
+    relative = ws.relative_for(path, write=True, markdown=True)
+    target = ws.absolute(relative, write=True)
+    if relative in ws.dirs.values():
+        raise PermissionError(f"{relative!r} is a workspace layout folder; delete what is inside it instead")
+    if not (target.exists() or target.is_symlink()):
+        raise FileNotFoundError(f"no file or folder {relative!r} in the workspace")
+    folder = target.is_dir() and not target.is_symlink()
+    removed = list(walk_files(ws, relative)) if folder else [relative]
+    inbound = [entry for entry in links.inbound(relative) if entry["source_path"] not in set(removed)]
+    with ws.lock(relative, *removed):
+        if folder:
+            shutil.rmtree(target)
+        else:
+            target.unlink()
+        fsync_dir(target.parent)
+    links.sync_paths(removed)
+    return {"path": relative, "inbound": inbound, "removed": removed}
+
+
+def move(
+    ws: Workspace, links: LinkSource, src: str, dst: str, retarget: bool = True, overwrite: bool = False
+) -> dict[str, Any]:
+    """Move or rename a file or folder and, unless told not to, point inbound links at the new path."""
+    source = ws.relative_for(src, write=True, markdown=True)
+    source_path = ws.absolute(source, write=True)
+    if not (source_path.exists() or source_path.is_symlink()):
+        raise FileNotFoundError(f"no file or folder {source!r} in the workspace")
+    if source in ws.dirs.values():
+        raise PermissionError(f"{source!r} is a workspace layout folder and cannot be moved")
+    folder = source_path.is_dir() and not source_path.is_symlink()
+    destination = ws.check(dst, write=True)
+    if is_markdown(source) and not folder and not has_extension(destination):
+        destination += ".md"
+    destination_path = ws.absolute(destination, write=True)
+    if destination == source:
+        raise ValueError(f"{source!r} is already at {destination!r}")
+    if folder and destination.startswith(source + "/"):
+        raise ValueError(f"cannot move the folder {source!r} into itself ({destination!r})")
+    moved = list(walk_files(ws, source)) if folder else [source]
+    mapping = tree_mapping(source, destination)
+    with ws.lock(source, destination, *moved, *(mapping(path) or path for path in moved)):
+        if destination_path.exists() or destination_path.is_symlink():
+            if not overwrite:
+                raise FileExistsError(f"{destination!r} already exists; pass overwrite=true to replace it")
+            if folder or destination_path.is_dir():
+                raise IsADirectoryError(
+                    f"{destination!r} is a folder or {source!r} is one; only files are overwritten"
+                )
+        inbound = links.inbound(source) if retarget else []
+        destination_path.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(source_path, destination_path)
+        fsync_dir(source_path.parent)
+        fsync_dir(destination_path.parent)
+    changed, count = _retarget_sources(ws, inbound, mapping) if retarget else ([], 0)
+    links.sync_paths([*moved, *(mapping(path) or path for path in moved), *changed])
+    return {"src": source, "dst": destination, "retargeted_files": changed, "retargeted_links": count}
+
+
+def _retarget_sources(
+    ws: Workspace, inbound: list[dict[str, str]], mapping: Callable[[str], str | None]
+) -> tuple[list[str], int]:
+    """Rewrite link targets in every file that pointed at the moved path (now at its new place)."""
+    changed: list[str] = []
+    total = 0
+    for source in sorted({entry["source_path"] for entry in inbound}):
+        current = mapping(source) or source
+        target = ws.root / current
+        with ws.lock(current):
+            try:
+                text = read_text(target, current)
+            except (FileNotFoundError, ValueError):
+                continue
+            rewritten, count = retarget_links(text, mapping)
+            if count:
+                atomic_write(target, rewritten)
+                changed.append(current)
+                total += count
+    return changed, total
