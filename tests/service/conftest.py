@@ -169,11 +169,13 @@ def module_services() -> Iterator[Callable[..., ServiceProcess]]:
     yield from _service_factory()
 
 
-@pytest.fixture(scope="module")
-def http_service(module_services, tmp_path_factory: pytest.TempPathFactory) -> ServiceProcess:
-    """One HTTP service on the test config and a fresh workspace, shared by a test module."""
+@pytest.fixture(scope="session")
+def http_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
+    """One HTTP service on the test config and a fresh workspace, shared by the whole session."""
     workspace = tmp_path_factory.mktemp("service") / "ws"
-    return module_services(workspace, f"config={SERVICE_CONFIG}", f"service.port={free_port()}")
+    service = start_service_process(workspace, f"config={SERVICE_CONFIG}", f"service.port={free_port()}")
+    yield service
+    service.stop()
 
 
 async def run_reme_async(

@@ -90,14 +90,22 @@ def test_start_job_runs_in_process_and_exits_with_its_status(tmp_path, run_reme,
     assert (hidden.returncode, hidden.stdout.strip()) == (0, __version__)  # not served, still runs locally
     bad = run_reme("start", "job=list", f"config={service_config}", workspace)
     assert bad.returncode == 1 and "missing required parameter 'path'" in bad.stderr
-    unknown = run_reme("start", "job=nope", f"config={service_config}", workspace)
-    assert unknown.returncode == 1 and "unknown job 'nope'" in unknown.stderr
 
 
-def test_bad_config_override_is_refused(tmp_path, run_reme):
-    result = run_reme("start", f"workspace_dir={tmp_path / 'ws'}", "service.colour=blue")
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        ("service.colour=blue", "service.colour"),
+        ("service.backend=grpc", "service.backend must be one of http, mcp"),
+        ("service.transport=carrier-pigeon", "service.transport must be one of stdio, sse, streamable-http"),
+    ],
+)
+def test_bad_service_settings_are_refused(tmp_path, run_reme, override, expected):
+    args = ["start", f"workspace_dir={tmp_path / 'ws'}", "service.backend=mcp", override]
+    result = run_reme(*args)
     assert result.returncode == 2
-    assert "service.colour" in result.stderr
+    assert expected in result.stderr
+    assert not (tmp_path / "ws").exists()
 
 
 # discovery order -------------------------------------------------------------------------------

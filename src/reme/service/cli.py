@@ -130,6 +130,9 @@ def start(assignments: dict[str, Any], as_json: bool) -> int:
     try:
         config = load_config(None if config_name is None else str(config_name), overrides)
         if job is None:
+            from reme.service.settings import service_settings
+
+            service_settings(config)  # refuse an unsafe or unknown setting before the heavy imports
             from reme.service.runner import run_service
 
             asyncio.run(run_service(config))

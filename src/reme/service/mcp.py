@@ -23,7 +23,6 @@ from reme.app.jobs import JobSpec
 from reme.service.security import BearerTokenGate, is_loopback
 from reme.service.service_info import MCP_PATHS
 
-TRANSPORTS = ("stdio", "sse", "streamable-http")
 SSE_MESSAGE_PATH = "/messages/"
 
 

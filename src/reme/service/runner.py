@@ -20,10 +20,9 @@ from typing import Any
 import uvicorn
 
 from reme.app.application import Application
-from reme.service.security import ServiceConfigError, check_bind, resolve_token
+from reme.service.security import ServiceConfigError
 from reme.service.service_info import MCP_PATHS, ServiceInfo, remove_service_file, write_service_file
-
-BACKENDS = ("http", "mcp")
+from reme.service.settings import service_settings
 
 
 class _Server(uvicorn.Server):
@@ -41,27 +40,6 @@ class _Server(uvicorn.Server):
         finally:
             for sig, handler in originals.items():
                 signal.signal(sig, handler)
-
-
-def service_settings(config: dict[str, Any]) -> tuple[str, str, str, int, str | None]:
-    """(backend, transport, host, port, token) from `service.*`, refusing unknown or unsafe values."""
-    from reme.service.mcp import TRANSPORTS
-
-    service = config.get("service") or {}
-    backend = service.get("backend") or "http"
-    transport = service.get("transport") or "stdio"
-    if backend not in BACKENDS:
-        raise ServiceConfigError(f"service.backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
-    if backend == "mcp" and transport not in TRANSPORTS:
-        raise ServiceConfigError(
-            f"service.transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}"
-        )
-    host = str(service.get("host") or "127.0.0.1")
-    port = int(service.get("port", 2333))
-    token = resolve_token(service)
-    if not (backend == "mcp" and transport == "stdio"):
-        check_bind(host, token)
-    return backend, transport, host, port, token
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -123,8 +101,8 @@ async def _exit_on(stop: asyncio.Event, server: uvicorn.Server) -> None:
 
 async def run_service(config: dict[str, Any], stop: asyncio.Event | None = None) -> None:
     """Start the application and serve it with the configured backend until a signal or `stop`."""
-    backend, transport, host, port, token = service_settings(config)
-    sock = None if (backend == "mcp" and transport == "stdio") else bind_socket(host, port)
+    settings = service_settings(config)
+    sock = None if settings.uses_stdio else bind_socket(settings.host, settings.port)
     app = Application(config)
     try:
         if sock is None:
@@ -133,22 +111,17 @@ async def run_service(config: dict[str, Any], stop: asyncio.Event | None = None)
             await serve_stdio(app)
             return
         await app.start(background=True)
-        if backend == "http":
+        info = ServiceInfo(host=settings.host, port=settings.port, backend=settings.backend)
+        if settings.backend == "http":
             from reme.service.http import build_http_app
 
-            asgi, path = build_http_app(app, token), None
+            asgi = build_http_app(app, settings.token)
         else:
             from reme.service.mcp import build_mcp_asgi_app
 
-            path = (config.get("service") or {}).get("path") or MCP_PATHS[transport]
-            asgi = build_mcp_asgi_app(app, transport, host, path, token)
-        info = ServiceInfo(
-            host=host,
-            port=port,
-            backend=backend,
-            transport=transport if backend == "mcp" else None,
-            path=path,
-        )
+            path = settings.path or MCP_PATHS[settings.transport]
+            asgi = build_mcp_asgi_app(app, settings.transport, settings.host, path, settings.token)
+            info = info._replace(transport=settings.transport, path=path)
         await serve_asgi(asgi, sock, app.workspace_dir, info, stop)
     finally:
         if sock is not None:

@@ -1,0 +1,47 @@
+"""The `service.*` settings, validated before anything heavy is imported so a refusal is instant."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from reme.service.security import ServiceConfigError, check_bind, resolve_token
+
+BACKENDS = ("http", "mcp")
+TRANSPORTS = ("stdio", "sse", "streamable-http")
+
+
+class ServiceSettings(NamedTuple):
+    backend: str
+    transport: str
+    host: str
+    port: int
+    token: str | None
+    path: str | None
+
+    @property
+    def uses_stdio(self) -> bool:
+        return self.backend == "mcp" and self.transport == "stdio"
+
+
+def service_settings(config: dict[str, Any]) -> ServiceSettings:
+    """Settings from `service.*`, refusing unknown backends/transports and unsafe binds."""
+    service = config.get("service") or {}
+    backend = service.get("backend") or "http"
+    transport = service.get("transport") or "stdio"
+    if backend not in BACKENDS:
+        raise ServiceConfigError(f"service.backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    if backend == "mcp" and transport not in TRANSPORTS:
+        raise ServiceConfigError(
+            f"service.transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}"
+        )
+    settings = ServiceSettings(
+        backend=backend,
+        transport=transport,
+        host=str(service.get("host") or "127.0.0.1"),
+        port=int(service.get("port", 2333)),
+        token=resolve_token(service),
+        path=service.get("path") or None,
+    )
+    if not settings.uses_stdio:
+        check_bind(settings.host, settings.token)
+    return settings
