@@ -58,21 +58,23 @@ def usage_dict(usage: Any) -> dict[str, int]:
 
 
 def _tool_reply(response: Any) -> str:
-    """What the model sees of a job result: success, answer (bounded) and metadata."""
-    answer = (
-        response.answer
-        if isinstance(response.answer, str)
-        else json.dumps(response.answer, ensure_ascii=False, default=str)
-    )
+    """What the model sees of a job result: success, answer and metadata, bounded in size."""
+    answer = response.answer
+    if not isinstance(answer, str):
+        answer = json.dumps(answer, ensure_ascii=False, default=str)
     if len(answer) > MAX_TOOL_ANSWER_CHARS:
-        answer = (
-            answer[:MAX_TOOL_ANSWER_CHARS]
-            + f"\n[... truncated, {len(answer) - MAX_TOOL_ANSWER_CHARS} more characters]"
-        )
+        extra = len(answer) - MAX_TOOL_ANSWER_CHARS
+        answer = answer[:MAX_TOOL_ANSWER_CHARS] + f"\n[... truncated, {extra} more characters]"
     metadata = {k: v for k, v in (response.metadata or {}).items() if k not in ("content", "chunks")}
-    return json.dumps(
-        {"success": response.success, "answer": answer, "metadata": metadata}, ensure_ascii=False, default=str
-    )
+    reply = {"success": response.success, "answer": answer, "metadata": metadata}
+    text = json.dumps(reply, ensure_ascii=False, default=str)
+    if len(text) <= 2 * MAX_TOOL_ANSWER_CHARS:
+        return text
+    scalars = {
+        k: v for k, v in metadata.items() if isinstance(v, (str, int, float, bool)) and len(str(v)) < 300
+    }
+    reply["metadata"] = {**scalars, "omitted": "larger metadata left out; the answer holds the result"}
+    return json.dumps(reply, ensure_ascii=False, default=str)
 
 
 def _make_tool(

@@ -18,7 +18,7 @@ TIME_KEYS = ("created_at", "timestamp", "time_created", "createdAt", "created_ti
 DROPPED_ROLES = ("tool", "function", "ipython")
 DROPPED_BLOCKS = ("tool_result", "function_call_output", "thinking", "redacted_thinking", "reasoning")
 TEXT_BLOCKS = ("text", "input_text", "output_text")
-_DATA_URI = re.compile(r"data:[\w.+-]+/[\w.+-]+(?:;[\w=.+-]+)*;base64,[A-Za-z0-9+/=\s]+")
+_DATA_URI = re.compile(r"data:[\w.+-]+/[\w.+-]+(?:;[\w=.+-]+)*;base64,[A-Za-z0-9+/=]+")
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{400,}={0,2}")
 BASE64_NOTE = "[base64 data removed]"
 

@@ -1,0 +1,71 @@
+"""The path allow-list of agent tools fails closed; job results reach the model bounded."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from reme.app.jobs import Response
+from reme.llm.runner import MAX_TOOL_ANSWER_CHARS, _tool_reply
+from reme.llm.tools import TOOLS, PathPolicy
+
+CARD = "daily/2026-06-01/trip.md"
+
+
+@pytest.mark.parametrize(
+    ("path", "writing", "allowed"),
+    [
+        (CARD, True, True),
+        (CARD, False, True),  # what may be written may be read
+        ("daily/2026-06-01/other.md", True, False),
+        ("session/dialog/s.jsonl", False, True),
+        ("session/dialog/s.jsonl", True, False),
+        ("session/dialog/../s.jsonl", False, False),
+        ("./" + CARD, True, False),
+        ("/" + CARD, True, False),
+        ("daily/2026-06-01/trip", True, False),  # no extension guessing
+        ("", False, False),
+        (None, False, False),
+        ("digest/x.md", False, True),  # folder rule
+        ("digest", False, False),
+    ],
+)
+def test_allow_list(path: object, writing: bool, allowed: bool) -> None:
+    policy = PathPolicy(read=("session/dialog/s.jsonl", "digest/"), write=(CARD,))
+    assert policy.allows(path, writing=writing) is allowed
+
+
+def test_empty_policy_allows_nothing_and_star_allows_reading_everything() -> None:
+    assert not PathPolicy().allows(CARD, writing=False)
+    reader = PathPolicy(read=("*",))
+    assert reader.allows(CARD, writing=False) and reader.allows("", writing=False)
+    assert not reader.allows(CARD, writing=True)
+
+
+def test_refusal_names_the_path_and_what_is_allowed() -> None:
+    policy = PathPolicy(write=(CARD,))
+    assert policy.refusal(TOOLS["write"], {"path": CARD, "content": "x"}) is None
+    message = policy.refusal(TOOLS["edit"], {"path": "daily/x.md", "old": "a", "new": "b"})
+    assert message == f"refused: this agent may not write 'daily/x.md'; allowed: {CARD}"
+    assert policy.refusal(TOOLS["list"], {}) is not None  # the workspace root is not allowed
+    assert policy.refusal(TOOLS["search"], {"query": "x"}) is None  # no path argument
+
+
+def test_tool_schemas_use_the_job_parameter_names() -> None:
+    assert set(TOOLS["write"].parameters["properties"]) == {"path", "content", "name", "description"}
+    assert set(TOOLS["edit"].parameters["required"]) == {"path", "old", "new"}
+    assert TOOLS["frontmatter_update"].writes and not TOOLS["read"].writes
+
+
+def test_tool_replies_are_bounded() -> None:
+    small = json.loads(_tool_reply(Response(True, "text", {"path": CARD, "content": "dup"})))
+    assert small == {"success": True, "answer": "text", "metadata": {"path": CARD}}
+    huge = Response(
+        True, "x" * (3 * MAX_TOOL_ANSWER_CHARS), {"results": [{"text": "y" * 1000}] * 50, "total": 50}
+    )
+    reply = _tool_reply(huge)
+    assert len(reply) < 2 * MAX_TOOL_ANSWER_CHARS + 500
+    decoded = json.loads(reply)
+    assert decoded["answer"].endswith(f"[... truncated, {2 * MAX_TOOL_ANSWER_CHARS} more characters]")
+    assert decoded["metadata"]["total"] == 50 and "results" not in decoded["metadata"]
