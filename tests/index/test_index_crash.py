@@ -179,6 +179,14 @@ async def test_corrupt_engine_is_replaced_and_rebuilt(workspace: Path, tmp_path:
     assert after["results"] == expected["results"]
 
 
+async def test_corrupt_catalog_is_replaced_and_rebuilt(workspace: Path, tmp_path: Path) -> None:
+    (workspace / "metadata" / "index.sqlite3").write_bytes(b"this is not a database" * 100)
+    after = await snapshot(workspace)
+    expected = await clean_reindex(workspace, tmp_path)
+    assert after["catalog"] == expected["catalog"]
+    assert after["results"] == expected["results"]
+
+
 async def test_changed_chunk_size_rebuilds(workspace: Path, tmp_path: Path) -> None:
     async with ReMe(workspace_dir=workspace, timezone="UTC", **{"components.index.chunk_chars": 200}) as app:
         index = app.component("index")

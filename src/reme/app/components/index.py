@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
@@ -101,7 +102,7 @@ class IndexComponent(Component):
     def _open(self) -> None:
         self.sources = self._configured_sources or self._default_sources()
         self.metadata_dir.mkdir(parents=True, exist_ok=True)
-        self.store = MetadataStore(self.metadata_dir / DB_NAME)
+        self.store = self._open_store()
         self.keyword = self._open_keyword()
         self.indexer = Indexer(
             self.root,
@@ -123,6 +124,16 @@ class IndexComponent(Component):
             vector_weight=self.settings["vector_weight"],
         )
         self._repair()
+
+    def _open_store(self) -> MetadataStore:
+        """Open the catalog; an unreadable one is derived state, so it is deleted and rebuilt."""
+        db_path = self.metadata_dir / DB_NAME
+        try:
+            return MetadataStore(db_path)
+        except sqlite3.DatabaseError:
+            for suffix in ("", "-wal", "-shm"):
+                db_path.with_name(db_path.name + suffix).unlink(missing_ok=True)
+            return MetadataStore(db_path)
 
     def _open_keyword(self) -> KeywordIndex:
         """Open the engine for this tokenizer; an unreadable one is deleted and rebuilt."""
@@ -218,7 +229,12 @@ class IndexComponent(Component):
             return {"status": "error", "message": "not started"}
         agree = self.store.keyword_doc_total() == self.keyword.num_docs
         status = "ok" if agree or not self._ready else "degraded"
-        return {"status": status, "ready": self._ready, "pending_writes": len(self.store.intents())}
+        return {
+            "status": status,
+            "ready": self._ready,
+            "pending_writes": len(self.store.intents()),
+            "last_repair": self.last_repair,
+        }
 
     def stats(self) -> dict[str, Any]:
         counts = self.store.counts()
