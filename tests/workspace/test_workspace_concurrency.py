@@ -10,6 +10,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from reme.workspace import frontmatter
 from reme.workspace.layout import Workspace
 
@@ -156,3 +158,38 @@ def test_lock_files_live_under_metadata_locks(tmp_path):
     with ws.lock("digest/a.md", "digest/b.md"), ws.lock("digest/a.md"):  # re-entrant in one thread
         held = sorted(p.name for p in Path(ws.root / "metadata/locks").iterdir())
     assert held == sorted(ws.locks.lock_file(p).name for p in ("digest/a.md", "digest/b.md"))
+
+
+HOLDER = textwrap.dedent(
+    """
+    import sys, time
+    from reme.workspace.layout import Workspace
+
+    ws = Workspace(sys.argv[1])
+    with ws.lock("digest/busy.md"):
+        print("holding", flush=True)
+        time.sleep(float(sys.argv[2]))
+    """
+)
+
+
+def test_a_lock_held_by_another_process_times_out_cleanly_and_changes_nothing(tmp_path):
+    from reme.workspace import writing
+    from reme.workspace.links import ScanLinks
+    from reme.workspace.locks import LockTimeoutError
+
+    ws = Workspace(tmp_path / "ws", lock_timeout=0.3)
+    ws.ensure_layout()
+    (ws.root / "digest/busy.md").write_text("before\n")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(ws.root), "3"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        with pytest.raises(LockTimeoutError, match="digest/busy.md"):
+            writing.edit(ws, ScanLinks(ws), "digest/busy.md", "before", "after")
+        assert (ws.root / "digest/busy.md").read_text() == "before\n"
+    finally:
+        holder.kill()
+        holder.wait(10)
+    assert writing.edit(ws, ScanLinks(ws), "digest/busy.md", "before", "after")["count"] == 1

@@ -190,7 +190,12 @@ def _trailing_comments(block: list[str]) -> int:
 
 def _round_trip(raw: str, changes: Mapping[str, Any], remove: Iterable[str], expected: dict[str, Any]) -> str:
     """Whole-block ruamel round trip: comments and order survive, indentation may be normalised."""
-    data = YAML(typ="rt").load(raw) or {}
+    try:
+        data = YAML(typ="rt").load(raw) or {}
+    except Exception as exc:  # ruamel is stricter than PyYAML (duplicate keys, ...)
+        raise FrontMatterError(
+            f"cannot rewrite this front matter safely: {exc}; fix it by hand first"
+        ) from None
     for key in remove:
         data.pop(key, None)
     for key, value in changes.items():

@@ -1,9 +1,10 @@
 """Per-path write locks that hold across threads and processes (SPEC 14).
 
-Each workspace-relative path maps to a lock file under `metadata/locks/`; `filelock` takes an OS lock
-on it, so the service, a one-shot CLI run and a background loop serialise on the same note. Several
-paths are always taken in sorted order, so two writers never wait on each other in a cycle. A thread
-that already holds a path may take it again (nested operations do not deadlock on themselves).
+Each workspace-relative path hashes to one of a fixed number of lock files under `metadata/locks/`
+(so the folder stays small however many notes there are); `filelock` takes an OS lock on it, so the
+service, a one-shot CLI run and a background loop serialise on the same note. Several paths are always
+taken in sorted stripe order, so two writers never wait on each other in a cycle. A thread that already
+holds a stripe may take it again (nested operations do not deadlock on themselves).
 """
 
 from __future__ import annotations
@@ -21,33 +22,40 @@ class LockTimeoutError(TimeoutError):
     """Another writer held a path for longer than the configured timeout."""
 
 
+STRIPES = 1024
+
+
 class PathLocks:
-    """Lock files for workspace-relative paths, one per path, in `lock_dir`."""
+    """Striped lock files for workspace-relative paths in `lock_dir`."""
 
     def __init__(self, lock_dir: Path, timeout: float = 30.0) -> None:
         self.lock_dir = lock_dir
         self.timeout = timeout
         self._held = threading.local()
 
+    def stripe(self, path: str) -> int:
+        return int.from_bytes(hashlib.sha256(path.encode("utf-8")).digest()[:4], "big") % STRIPES
+
     def lock_file(self, path: str) -> Path:
-        digest = hashlib.sha256(path.encode("utf-8")).hexdigest()[:32]
-        return self.lock_dir / f"{digest}.lock"
+        return self.lock_dir / f"{self.stripe(path):04d}.lock"
 
     @contextmanager
     def hold(self, *paths: str) -> Iterator[None]:
         """Hold the write locks of `paths` for the duration of the block."""
-        held: set[str] = self._held.__dict__.setdefault("paths", set())
-        wanted = sorted(set(paths) - held)
+        held: set[int] = self._held.__dict__.setdefault("stripes", set())
+        wanted = sorted({self.stripe(path): path for path in paths}.items())
         self.lock_dir.mkdir(parents=True, exist_ok=True)
         with ExitStack() as stack:
-            for path in wanted:
+            for stripe, path in wanted:
+                if stripe in held:
+                    continue
                 lock = FileLock(self.lock_file(path), timeout=self.timeout)
                 try:
                     stack.enter_context(lock)
                 except Timeout:
                     raise LockTimeoutError(
-                        f"{path!r} is being written by another process; try again in a moment"
+                        f"{path!r} is being written by another writer; try again in a moment"
                     ) from None
-                held.add(path)
-                stack.callback(held.discard, path)
+                held.add(stripe)
+                stack.callback(held.discard, stripe)
             yield
