@@ -40,6 +40,11 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE, file=sys.stdout if asks_help else sys.stderr, end="")
         return 0 if asks_help else 2
     command, rest = words[0], words[1:]
+    if command in ("--version", "-V"):
+        from reme import __version__
+
+        print(__version__)
+        return 0
     if asks_help:
         if command == "start":
             print(USAGE, end="")
@@ -50,9 +55,10 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"reme: {exc}\n\n{USAGE}", file=sys.stderr, end="")
         return 2
-    if command == "start":
-        return start(assignments, as_json)
-    return call(command, assignments, as_json)
+    try:
+        return start(assignments, as_json) if command == "start" else call(command, assignments, as_json)
+    except KeyboardInterrupt:
+        return 130
 
 
 # calling a running service ---------------------------------------------------------------------
@@ -101,9 +107,13 @@ def call(job: str, assignments: dict[str, Any], as_json: bool) -> int:
     except (OSError, ValueError) as exc:
         print(f"reme: calling {job!r} on {info.url} failed: {exc}", file=sys.stderr)
         return 1
-    if reply.chunks is not None:
+    if reply.chunks is None:
+        return render(reply.response or {}, as_json)
+    try:
         return render_stream(reply.chunks, as_json)
-    return render(reply.response or {}, as_json)
+    except OSError as exc:
+        print(f"\nreme: the stream from {info.url} broke off: {exc}", file=sys.stderr)
+        return 1
 
 
 # running in-process ----------------------------------------------------------------------------
@@ -114,6 +124,7 @@ def start(assignments: dict[str, Any], as_json: bool) -> int:
     import asyncio
     import logging
 
+    from reme.app.application import ComponentError
     from reme.app.config import ConfigError, load_config
     from reme.service.security import ServiceConfigError
 
@@ -123,10 +134,10 @@ def start(assignments: dict[str, Any], as_json: bool) -> int:
     job = assignments.pop("job", None)
     config_name = assignments.pop("config", None)
     if job is None:
-        overrides, params = assignments, {}
+        overrides = assignments
     else:
         overrides = {k: v for k, v in assignments.items() if "." in k or k in START_CONFIG_KEYS}
-        params = {k: v for k, v in assignments.items() if k not in overrides}
+    params = {k: v for k, v in assignments.items() if k not in overrides}
     try:
         config = load_config(None if config_name is None else str(config_name), overrides)
         if job is None:
@@ -138,11 +149,9 @@ def start(assignments: dict[str, Any], as_json: bool) -> int:
             asyncio.run(run_service(config))
             return 0
         return asyncio.run(run_once(config, str(job), params, as_json))
-    except (ConfigError, ServiceConfigError) as exc:
+    except (ConfigError, ServiceConfigError, ComponentError) as exc:
         print(f"reme: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        return 130
 
 
 async def run_once(config: dict[str, Any], job: str, params: dict[str, Any], as_json: bool) -> int:
