@@ -124,3 +124,14 @@ def test_unreadable_files_are_catalogued_with_an_error_not_raised(app, index) ->
     assert index.store.file("digest/binary.md").error
     hits = index.keyword.search("kiwi", 5)
     assert len(hits) == 1  # the body of the bad-YAML note is still searchable
+
+
+def test_reindex_reports_progress_and_rebuilds_everything(app, index) -> None:
+    for i in range(5):
+        write(app.workspace_dir, f"digest/p{i}.md", f"note {i} links [[digest/p{(i + 1) % 5}.md]]")
+    index.ensure_ready()
+    calls: list[tuple[int, int]] = []
+    report = index.reindex(lambda done, total: calls.append((done, total)))
+    assert sorted(report.indexed) == [f"digest/p{i}.md" for i in range(5)]
+    assert calls[-1] == (5, 5)
+    assert index.stats()["links"] == 5 and index.graph.pending_edges() == []
