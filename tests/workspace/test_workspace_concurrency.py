@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import subprocess
 import sys
@@ -12,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from reme.workspace import frontmatter
+from reme.workspace import frontmatter, writing
 from reme.workspace.layout import Workspace
+from reme.workspace.links import ScanLinks
 
 NOTES = ("digest/shared-a.md", "digest/shared-b.md")
 END = "<!-- end -->\n"
@@ -106,8 +108,13 @@ def test_a_writer_killed_before_the_rename_leaves_the_old_file(tmp_path):
     result = subprocess.run([sys.executable, "-c", CRASH_AT_RENAME, str(ws.root)], timeout=60)
     assert result.returncode == -signal.SIGKILL
     assert (ws.root / "digest/note.md").read_text() == "old text\n"
-    leftovers = [p.name for p in (ws.root / "digest").iterdir() if p.name != "note.md"]
-    assert all(name.startswith(".note.md.") for name in leftovers)
+    leftovers = [p for p in (ws.root / "digest").iterdir() if p.name != "note.md"]
+    assert len(leftovers) == 1 and leftovers[0].name.startswith(".note.md.")
+    os.utime(leftovers[0], (time.time() - 3600, time.time() - 3600))
+    writing.write(
+        ws, ScanLinks(ws), "digest/note.md", "next\n"
+    )  # the next write sweeps the dead writer's file
+    assert [p.name for p in (ws.root / "digest").iterdir()] == ["note.md"]
 
 
 WRITE_LOOP = textwrap.dedent(
@@ -174,8 +181,6 @@ HOLDER = textwrap.dedent(
 
 
 def test_a_lock_held_by_another_process_times_out_cleanly_and_changes_nothing(tmp_path):
-    from reme.workspace import writing
-    from reme.workspace.links import ScanLinks
     from reme.workspace.locks import LockTimeoutError
 
     ws = Workspace(tmp_path / "ws", lock_timeout=0.3)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import stat
 import tempfile
+import time
 from pathlib import Path
 
 TEMP_SUFFIX = ".reme-tmp"
+STALE_TEMP_SECONDS = 600  # a temporary file this old belongs to a writer that died
 
 
 def _current_umask() -> int:
@@ -34,7 +37,8 @@ def atomic_write(path: Path, data: bytes | str) -> None:
         mode = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
         mode = 0o666 & ~_UMASK
-    fd, temp_name = tempfile.mkstemp(prefix=f".{path.name[:80]}.", suffix=TEMP_SUFFIX, dir=path.parent)
+    prefix = f".{path.name[:80]}."
+    fd, temp_name = tempfile.mkstemp(prefix=prefix, suffix=TEMP_SUFFIX, dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
@@ -47,6 +51,16 @@ def atomic_write(path: Path, data: bytes | str) -> None:
             os.unlink(temp_name)
         raise
     fsync_dir(path.parent)
+    _remove_stale_temps(path.parent, prefix)
+
+
+def _remove_stale_temps(folder: Path, prefix: str) -> None:
+    """Delete temporary files of this name left by writers killed mid-write."""
+    limit = time.time() - STALE_TEMP_SECONDS
+    for leftover in folder.glob(glob.escape(prefix) + "*" + TEMP_SUFFIX):
+        with contextlib.suppress(OSError):
+            if leftover.stat().st_mtime < limit:
+                leftover.unlink()
 
 
 def fsync_dir(folder: Path) -> None:
