@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 
 import httpx
@@ -61,3 +62,17 @@ async def test_mcp_tools_are_the_served_non_stream_jobs(app):
         assert wrote.is_error is False and wrote.structured_content["metadata"]["path"] == "a.md"
         read = await client.call_tool("read", {"path": "a.md"})
         assert "hello" in read.content[0].text
+
+
+async def test_mcp_image_answers_are_image_blocks(app):
+    png = base64.b64decode(
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+    )
+    (app.workspace_dir / "pixel.png").write_bytes(png)
+    async with Client(build_mcp_server(app)) as client:
+        result = await client.call_tool("read_image", {"path": "pixel.png"})
+    assert result.is_error is False
+    block = result.content[0]
+    assert (block.type, block.mime_type, base64.b64decode(block.data)) == ("image", "image/png", png)
+    assert result.structured_content["metadata"]["mime_type"] == "image/png"
+    assert "image/png" in result.structured_content["answer"]

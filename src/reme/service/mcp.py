@@ -19,7 +19,7 @@ from starlette.routing import Mount, Route
 
 from reme import __version__
 from reme.app.application import Application
-from reme.app.jobs import JobSpec
+from reme.app.jobs import JobSpec, Response
 from reme.service.security import BearerTokenGate, is_loopback
 from reme.service.service_info import MCP_PATHS
 
@@ -30,9 +30,33 @@ def tool_jobs(app: Application) -> dict[str, JobSpec]:
     return {job.name: job for job in app.served_jobs() if job.kind != "stream"}
 
 
-def answer_text(answer: Any) -> str:
-    return (
-        answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False, indent=2, default=str)
+def tool_result(response: Response) -> types.CallToolResult:
+    """A Response as an MCP tool result: the answer as content, the whole Response as structured content.
+
+    An image answer (base64 with an `image/*` mime type in metadata, as `read_image` gives) becomes an
+    image block, and the structured copy leaves the base64 out so the model does not read it twice.
+    """
+    data = response.to_dict()
+    mime = response.metadata.get("mime_type")
+    content: types.ContentBlock
+    if (
+        response.success
+        and isinstance(mime, str)
+        and mime.startswith("image/")
+        and isinstance(response.answer, str)
+    ):
+        content = types.ImageContent(data=response.answer, mime_type=mime)
+        data["answer"] = f"(image {mime}, in the content block)"
+    elif isinstance(response.answer, str):
+        content = types.TextContent(text=response.answer)
+    else:
+        content = types.TextContent(
+            text=json.dumps(response.answer, ensure_ascii=False, indent=2, default=str)
+        )
+    return types.CallToolResult(
+        content=[content],
+        structured_content=json.loads(json.dumps(data, default=str)),
+        is_error=not response.success,
     )
 
 
@@ -53,13 +77,7 @@ def build_mcp_server(app: Application) -> Server[Any]:
         if params.name not in tool_jobs(app):
             message = f"unknown tool {params.name!r}; available: {', '.join(sorted(tool_jobs(app)))}"
             return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
-        response = await app.run(params.name, **(params.arguments or {}))
-        structured = json.loads(json.dumps(response.to_dict(), default=str))
-        return types.CallToolResult(
-            content=[types.TextContent(text=answer_text(response.answer))],
-            structured_content=structured,
-            is_error=not response.success,
-        )
+        return tool_result(await app.run(params.name, **(params.arguments or {})))
 
     def input_schema(name: str) -> dict[str, Any] | None:
         job = tool_jobs(app).get(name)
