@@ -125,3 +125,23 @@ def test_non_ascii_answers_round_trip(http_service):
     data = post(http_service, "/help", json={"job": "未知"}).json()
     assert "'未知'" in data["answer"]
     assert json.loads(json.dumps(data)) == data
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Origin": "http://evil.example"},  # a page posting to localhost
+        {"Origin": "null"},  # a sandboxed page or file://
+        {"Host": "evil.example:2333"},  # DNS rebinding
+    ],
+)
+def test_requests_forged_by_web_pages_are_refused(http_service, headers):
+    reply = post(http_service, "/version", json={}, headers=headers)
+    assert reply.status_code == 403
+    assert reply.json()["success"] is False and reply.json()["answer"].startswith("refused:")
+
+
+def test_local_origins_are_accepted(http_service):
+    port = http_service.info["port"]
+    for origin in (f"http://127.0.0.1:{port}", f"http://localhost:{port}"):
+        assert post(http_service, "/version", json={}, headers={"Origin": origin}).status_code == 200

@@ -20,7 +20,7 @@ from typing import Any
 import uvicorn
 
 from reme.app.application import Application
-from reme.service.security import ServiceConfigError
+from reme.service.security import LoopbackGuard, ServiceConfigError, is_loopback
 from reme.service.service_info import MCP_PATHS, ServiceInfo, remove_service_file, write_service_file
 from reme.service.settings import service_settings
 
@@ -122,6 +122,8 @@ async def run_service(config: dict[str, Any], stop: asyncio.Event | None = None)
             path = settings.path or MCP_PATHS[settings.transport]
             asgi = build_mcp_asgi_app(app, settings.transport, settings.host, path, settings.token)
             info = info._replace(transport=settings.transport, path=path)
+        if is_loopback(settings.host):
+            asgi = LoopbackGuard(asgi)
         await serve_asgi(asgi, sock, app.workspace_dir, info, stop)
     finally:
         if sock is not None:

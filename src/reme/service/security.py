@@ -68,19 +68,60 @@ class BearerTokenGate:
         return False
 
 
+class LoopbackGuard:
+    """Pure ASGI middleware for loopback services: refuse requests that a web page could forge.
+
+    Any page open in the user's browser can POST to 127.0.0.1 (a "simple" request needs no CORS
+    preflight) or reach it through DNS rebinding. Both show as a foreign `Origin` or `Host` header,
+    which the CLI, SDK clients and scripts on this machine never send, so those get a 403.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers", ()))
+            host = headers.get(b"host", b"").decode("latin-1")
+            origin = headers.get(b"origin", b"").decode("latin-1")
+            if host and not is_loopback(_hostname(host)):
+                await _send_json(send, 403, f"refused: Host {host!r} is not this machine (DNS rebinding?)")
+                return
+            if origin and not is_loopback(_hostname(origin.partition("://")[2])):
+                await _send_json(send, 403, f"refused: requests from web pages ({origin}) are not accepted")
+                return
+        await self.app(scope, receive, send)
+
+
+def _hostname(authority: str) -> str:
+    """`127.0.0.1:2333` → `127.0.0.1`, `[::1]:2333` → `::1`, `localhost` → `localhost`."""
+    if authority.startswith("["):
+        return authority[1:].partition("]")[0]
+    return authority.rpartition(":")[0] if authority.count(":") == 1 else authority
+
+
 async def _send_unauthorized(send: Any) -> None:
-    body = json.dumps(
+    await _send_json(
+        send,
+        401,
+        f"missing or invalid access token: send 'Authorization: Bearer <token>' (the CLI sends ${ENV_TOKEN})",
+        [(b"www-authenticate", b"Bearer")],
+    )
+
+
+async def _send_json(
+    send: Any, status: int, message: str, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    body = json.dumps({"success": False, "answer": message, "metadata": {}}).encode()
+    await send(
         {
-            "success": False,
-            "answer": f"missing or invalid access token: send 'Authorization: Bearer <token>' "
-            f"(the CLI sends ${ENV_TOKEN})",
-            "metadata": {},
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *(headers or []),
+            ],
         }
-    ).encode()
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(body)).encode()),
-        (b"www-authenticate", b"Bearer"),
-    ]
-    await send({"type": "http.response.start", "status": 401, "headers": headers})
+    )
     await send({"type": "http.response.body", "body": body})
