@@ -11,6 +11,7 @@ import pytest
 from reme.app.config import load_config
 from reme.app.jobs import JobContext
 from reme.app.registry import register_step
+from reme.service.cli import run_once
 from reme.service.runner import run_service
 
 
@@ -37,15 +38,18 @@ jobs:
 """
 
 
+def stream_config(tmp_path):
+    config_path = tmp_path / "config.yaml"
+    config_path.write_text(CONFIG, encoding="utf-8")
+    overrides = {"workspace_dir": str(tmp_path / "ws"), "service.port": 0}
+    return load_config(config_path, overrides, load_env_file=False)
+
+
 @pytest.fixture
 async def stream_service(tmp_path):
     """`run_service` in this event loop on a free port; yields the service file's content."""
-    config_path = tmp_path / "config.yaml"
-    config_path.write_text(CONFIG, encoding="utf-8")
     workspace = tmp_path / "ws"
-    config = load_config(
-        config_path, {"workspace_dir": str(workspace), "service.port": 0}, load_env_file=False
-    )
+    config = stream_config(tmp_path)
     stop = asyncio.Event()
     task = asyncio.create_task(run_service(config, stop))
     service_file = workspace / "metadata" / "service.json"
@@ -120,3 +124,11 @@ async def test_cli_prints_chunks_and_exits_by_the_done_marker(stream_service, ru
     as_json = await run_reme_async("talk", "text=x y", port, "--json")
     lines = [json.loads(line) for line in as_json.stdout.splitlines()]
     assert [c["type"] for c in lines] == ["text", "text", "done"]
+
+
+async def test_one_shot_stream_job_prints_chunks_as_they_come(tmp_path, capsys):
+    assert await run_once(stream_config(tmp_path), "talk", {"text": "a b"}, as_json=False) == 0
+    assert capsys.readouterr().out == "a b \n"
+    assert await run_once(stream_config(tmp_path), "talk", {"text": "a", "fail": True}, as_json=True) == 1
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [c["type"] for c in lines] == ["text", "error", "done"]

@@ -160,8 +160,10 @@ async def run_once(config: dict[str, Any], job: str, params: dict[str, Any], as_
     async with Application(config) as app:
         spec = app.jobs.get(job)
         if spec is not None and spec.kind == "stream":
-            chunks = [chunk async for chunk in app.stream(job, **params)]
-            return render_stream(iter(chunks), as_json)
+            success = False
+            async for chunk in app.stream(job, **params):
+                success = show_chunk(chunk, as_json)
+            return 0 if success else 1
         return render((await app.run(job, **params)).to_dict(), as_json)
 
 
@@ -197,21 +199,26 @@ def render(response: dict[str, Any], as_json: bool) -> int:
 
 
 def render_stream(chunks: Any, as_json: bool) -> int:
-    """Print chunks as they arrive (text chunks as text, others as JSON lines); status from `done`."""
+    """Print chunks as they arrive; the exit status comes from the final `done` chunk."""
     success = False
     for chunk in chunks:
-        if not isinstance(chunk, dict):
-            chunk = {"type": "data", "value": chunk}
-        if chunk.get("type") == "done":
-            success = bool(chunk.get("success"))
-        if as_json:
-            print(json.dumps(chunk, ensure_ascii=False, default=str), flush=True)
-        elif chunk.get("type") == "error":
-            print(f"\nerror: {chunk.get('message', '')}", file=sys.stderr, flush=True)
-        elif chunk.get("type") == "done":
-            print(flush=True)
-        elif isinstance(chunk.get("text"), str):
-            print(chunk["text"], end="", flush=True)
-        else:
-            print(json.dumps(chunk, ensure_ascii=False, default=str), flush=True)
+        success = show_chunk(chunk, as_json)
     return 0 if success else 1
+
+
+def show_chunk(chunk: Any, as_json: bool) -> bool:
+    """Print one chunk (text chunks as text, others as JSON lines); True only for a successful `done`."""
+    if not isinstance(chunk, dict):
+        chunk = {"type": "data", "value": chunk}
+    kind = chunk.get("type")
+    if as_json:
+        print(json.dumps(chunk, ensure_ascii=False, default=str), flush=True)
+    elif kind == "error":
+        print(f"\nerror: {chunk.get('message', '')}", file=sys.stderr, flush=True)
+    elif kind == "done":
+        print(flush=True)
+    elif isinstance(chunk.get("text"), str):
+        print(chunk["text"], end="", flush=True)
+    else:
+        print(json.dumps(chunk, ensure_ascii=False, default=str), flush=True)
+    return kind == "done" and bool(chunk.get("success"))
