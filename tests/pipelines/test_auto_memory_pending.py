@@ -154,3 +154,21 @@ async def test_the_model_sees_message_times_and_pinned_relative_dates(
         "requests": 1,
         "tool_calls": 0,
     }
+
+
+async def test_a_days_card_is_written_from_that_days_messages(
+    make_app: MakeApp, fake_server: FakeOpenAI
+) -> None:
+    app = await make_app(**served_by(fake_server))
+    fake_server.set_script([{"output": {"name": "Day", "description": "Day."}}])
+    day_one = [{"role": "user", "content": "MONDAY-FACT", "created_at": "2026-06-01T09:00:00Z"}]
+    day_two = [{"role": "user", "content": "TUESDAY-FACT", "created_at": "2026-06-02T09:00:00Z"}]
+    assert (await app.run("auto_memory", session_id="week", messages=day_one)).success
+    second = await app.run("auto_memory", session_id="week", messages=day_two)
+    assert second.success and second.metadata["date"] == "2026-06-02"
+    prompt = str(fake_server.requests[-1]["messages"])
+    assert "TUESDAY-FACT" in prompt and "MONDAY-FACT" not in prompt
+    assert sorted(p.name for p in (app.workspace_dir / "daily").iterdir() if p.is_dir()) == [
+        "2026-06-01",
+        "2026-06-02",
+    ]

@@ -99,11 +99,10 @@ def choose_date(explicit: date | None, records: Sequence[dict[str, Any]], app: A
 
 
 def records_of_day(records: Sequence[dict[str, Any]], day: date, app: Application) -> list[dict[str, Any]]:
-    """The messages of `day` (and undated ones); all messages when none is dated that day."""
-    chosen = [r for r in records if local_date(r.get("created_at"), app.tz) in (day, None)]
-    return (
-        chosen if any(r.get("created_at") for r in chosen) or len(chosen) == len(records) else list(records)
-    )
+    """The messages dated `day` plus undated ones; all messages when none is dated that day."""
+    if not any(local_date(r.get("created_at"), app.tz) == day for r in records):
+        return list(records)
+    return [r for r in records if local_date(r.get("created_at"), app.tz) in (day, None)]
 
 
 async def ensure_card(app: Application, session_id: str, day: str) -> tuple[str, dict[str, Any], bool]:
