@@ -1,4 +1,4 @@
-"""End to end: `reme start`, `reme auto_memory` over HTTP against the fake OpenAI server, `reme search`."""
+"""End to end: `reme start`; `reme auto_memory` over HTTP against the fake OpenAI server; `reme search`; `reme chat`."""
 
 from __future__ import annotations
 
@@ -64,5 +64,10 @@ def test_auto_memory_through_the_service_then_search_finds_the_card(
         assert "daily/2026-06-01/solar-panel-order.md" in paths
         saved = (workspace / "session/dialog/e2e-1.jsonl").read_text(encoding="utf-8")
         assert saved.count("\n") == 2
+        answer = "You ordered a Fronius inverter, see [[daily/2026-06-01/solar-panel-order.md]]."
+        fake_server.set_script([{"tool": "search", "args": {"query": "inverter"}}, {"text": answer}])
+        chat = run_reme_process("chat", "query=Which inverter did I order?", where, env=env)
+        assert chat.returncode == 0, chat.stdout + chat.stderr
+        assert answer in chat.stdout and '"tool": "search"' in chat.stdout
     finally:
         assert service.stop() == 0
