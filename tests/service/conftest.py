@@ -4,9 +4,11 @@ Reusable by other areas (candidates for tests/conftest.py):
 - `run_reme(*args, cwd=, env=)` runs the real `reme` console script → CompletedProcess;
 - `reme_service(workspace, *overrides, env=, cwd=)` starts `reme start workspace_dir=... ...` and
   returns once its `metadata/service.json` names the process (`.url`, `.info`, `.stop()`, `.log`);
+- `run_reme_async(...)`: the same, awaitable, for tests whose event loop must keep serving;
+- `module_services`: like `reme_service`, stopped when the test module ends;
 - `free_port` (an int), `reme_env` (the environment without REME_* variables, plus extras),
-  `service_config` (the test config: system jobs plus stand-ins), `http_service` (one HTTP
-  service on that config per test module).
+  `reme_command` (path of the console script), `service_config` (the test config: system jobs
+  plus stand-ins), `http_service` (one HTTP service on that config for the whole session).
 """
 
 from __future__ import annotations
