@@ -214,7 +214,7 @@ def _units(doc: _Document, block: _Block) -> list[_Unit]:
     if doc.chars(start, end) <= doc.budget:
         return [_Unit(Span(start, end, doc.text(start, end)), True, start)]
     if block.kind == "table":
-        return _table_parts(doc, block, start, end)
+        return _table_parts(doc, start, end)
     if block.kind == "fence":
         return _fence_parts(doc, start, end)
     if block.kind in ("bullet_list", "ordered_list"):
@@ -235,7 +235,7 @@ def _line_parts(doc: _Document, start: int, end: int) -> list[_Unit]:
     ]
 
 
-def _table_parts(doc: _Document, block: _Block, start: int, end: int) -> list[_Unit]:
+def _table_parts(doc: _Document, start: int, end: int) -> list[_Unit]:
     """Split a table by rows, each part repeating the header and separator rows."""
     header_end = start + 1  # header row, then the separator row
     header = doc.text(start, header_end)
