@@ -7,10 +7,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from tests.pipelines.conftest import MakeApp, scripted
+from tests.pipelines.conftest import MakeApp, scripted, served_by
 from tests.pipelines.test_auto_memory import front_matter
 
 from reme import ReMe
+from reme.llm.testing.fake_openai import FakeOpenAI
 from reme.pipelines.auto_resource import RESOURCE_NAMESPACE
 
 READ_AND_WRITE = [
@@ -183,14 +184,49 @@ async def test_bad_paths_are_refused_before_anything_is_written(make_app: MakeAp
     assert not (app.workspace_dir / "daily/2026-06-01").exists()
 
 
-async def test_without_llm_the_card_is_pending_and_the_setting_named(make_app: MakeApp) -> None:
-    app = await make_app()
+async def test_without_llm_nothing_is_written_and_the_next_run_catches_up(make_app: MakeApp) -> None:
+    app = await make_app(**scripted([]))
     put(app, "resource/2026-06-01/report.md", "Revenue 3.2M.\n")
     response = await app.run("auto_resource", paths=["resource/2026-06-01/report.md"])
-    assert not response.success and "LLM_MODEL" in response.answer
-    assert response.metadata["pending"] == ["daily/2026-06-01/report.md"]
-    meta = front_matter(app.workspace_dir / "daily/2026-06-01/report.md")
-    assert meta["pending"] is True and meta["source_resource"] == "[[resource/2026-06-01/report.md]]"
+    assert not response.success and "components.llm.script" in response.answer
+    assert response.metadata["pending"] == ["resource/2026-06-01/report.md"]
+    assert not (app.workspace_dir / "daily/2026-06-01").exists()
+    app.component("llm").script = READ_AND_WRITE  # type: ignore[attr-defined]
+    caught_up = await app.run("auto_resource")
+    assert caught_up.success and caught_up.metadata["processed"][0]["card"] == "daily/2026-06-01/report.md"
+
+
+async def test_model_failures_leave_no_new_card_and_old_cards_untouched(
+    make_app: MakeApp, fake_server: FakeOpenAI
+) -> None:
+    app = await make_app(**served_by(fake_server, max_retries=1))
+    source = put(app, "resource/2026-06-01/report.md", "Revenue 3.2M.\n")
+    card_path = "daily/2026-06-01/report.md"
+    broken = [
+        {"tool": "write", "args": {"path": card_path, "content": "HALF"}},
+        {"fault": "http", "status": 500},
+    ]
+    fake_server.set_script(broken)
+    failed = await app.run("auto_resource", paths=["resource/2026-06-01/report.md"])
+    assert not failed.success and "not processed: LLM request failed after 1 retries" in failed.answer
+    assert not (app.workspace_dir / card_path).exists()
+    fake_server.set_script(
+        [
+            {"tool": "write", "args": {"path": card_path, "content": "Revenue 3.2M\n"}},
+            {"output": {"name": "Q2", "description": "Q2."}},
+        ]
+    )
+    assert (await app.run("auto_resource")).success
+    before = (app.workspace_dir / card_path).read_text(encoding="utf-8")
+    source.write_text("Revenue 3.5M.\n", encoding="utf-8")
+    fake_server.set_script(broken)
+    again = await app.run("auto_resource", paths=["resource/2026-06-01/report.md"])
+    assert not again.success and f"card {card_path} left unchanged and pending" in again.answer
+    after = (app.workspace_dir / card_path).read_text(encoding="utf-8")
+    assert (
+        after.replace("pending: true\n", "") == before
+        and front_matter(app.workspace_dir / card_path)["pending"] is True
+    )
 
 
 async def wait_for(condition: Any, seconds: float = 15.0) -> bool:

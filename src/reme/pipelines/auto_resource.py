@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from reme.llm.runner import AgentFailed
 from reme.pipelines.calls import DATE_RE, StepFailed, call, daily_days, exists, find_card, folder
-from reme.pipelines.distil import LLMUnavailable, distil_card, mark_pending, memory_llm
+from reme.pipelines.distil import LLMUnavailable, distil_card, memory_llm
 from reme.pipelines.names import short_hash
 from reme.pipelines.resource_text import SUPPORTED, Unreadable, extract
 
@@ -152,27 +152,20 @@ async def process_change(
         if front.get("source_sha256") == sha and not front.get("pending"):
             report.skipped.append({"path": path, "reason": f"unchanged since {card} was written"})
             return
+    try:
+        memory_llm(app)
+    except LLMUnavailable as missing:  # the resource itself is the kept input: the next scan retries it
+        report.pending.append(path)
+        report.failed.append({"path": path, "error": f"not processed: {missing}"})
+        return
     session_id = resource_session_id(path)
     keys = {"source_resource": link_of(path), "session_id": session_id, "source_sha256": sha}
     action = "updated" if card else "created"
     if card is None:
         card = await free_card_path(app, path, day)
-        await call(
-            app,
-            "write",
-            path=card,
-            content="",
-            name=PurePosixPath(path).stem,
-            metadata={**keys, "pending": True},
-        )
+        stub = {**keys, "pending": True}
+        await call(app, "write", path=card, content="", name=PurePosixPath(path).stem, metadata=stub)
     report.days.add(card.split("/")[-2])
-    try:
-        memory_llm(app)
-    except LLMUnavailable as missing:
-        await mark_pending(app, card)
-        report.pending.append(card)
-        report.failed.append({"path": path, "error": f"card {card} is pending: {missing}"})
-        return
     text = material.text
     truncated = len(text) > limits.max_chars
     variables = {
@@ -195,10 +188,13 @@ async def process_change(
             add_usage=add_usage,
         )
     except AgentFailed as failure:
-        report.pending.append(card)
-        report.failed.append(
-            {"path": path, "error": f"card {card} left unchanged and pending: {failure.message}"}
-        )
+        if action == "created":  # no half-made card: the next scan starts afresh
+            await call(app, "delete", path=card)
+            outcome = "not processed"
+        else:
+            outcome = f"card {card} left unchanged and pending"
+        report.pending.append(path)
+        report.failed.append({"path": path, "error": f"{outcome}: {failure.message}"})
         return
     report.processed.append({"path": path, "card": card, "action": action})
 
