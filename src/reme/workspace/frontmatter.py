@@ -199,7 +199,7 @@ def _round_trip(raw: str, changes: Mapping[str, Any], remove: Iterable[str], exp
     for key in remove:
         data.pop(key, None)
     for key, value in changes.items():
-        data[key] = _styled(value)
+        data[_styled_key(key)] = _styled(value)
     emitter = _emitter(_guess_indent(raw))
     stream = io.StringIO()
     emitter.dump(data, stream)
@@ -243,7 +243,7 @@ def _dump(mapping: Mapping[str, Any], indent: tuple[int, int] = (2, 0)) -> str:
     if not mapping:
         return ""
     stream = io.StringIO()
-    _emitter(indent).dump({key: _styled(value) for key, value in mapping.items()}, stream)
+    _emitter(indent).dump({_styled_key(key): _styled(value) for key, value in mapping.items()}, stream)
     text = stream.getvalue()
     if not _loads_as(text, to_json(dict(mapping))):
         stream = io.StringIO()
@@ -257,7 +257,7 @@ def _dump(mapping: Mapping[str, Any], indent: tuple[int, int] = (2, 0)) -> str:
 def _styled(value: Any) -> Any:
     """Quote strings YAML 1.1 would read as something else and links; multi-line text as a block."""
     if isinstance(value, dict):
-        return {key: _styled(item) for key, item in value.items()}
+        return {_styled_key(key): _styled(item) for key, item in value.items()}
     if isinstance(value, list):
         return [_styled(item) for item in value]
     if not isinstance(value, str):
@@ -267,6 +267,11 @@ def _styled(value: Any) -> Any:
     if value.startswith("[[") or _plain_would_change(value):
         return SingleQuotedScalarString(value)
     return value
+
+
+def _styled_key(key: str) -> str:
+    """Keys like `no` or `2026` would read back as a bool or a number unless quoted."""
+    return SingleQuotedScalarString(key) if _plain_would_change(key) else key
 
 
 def _plain_would_change(value: str) -> bool:
