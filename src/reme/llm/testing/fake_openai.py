@@ -20,8 +20,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -71,15 +70,6 @@ class FakeOpenAI:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
-
-
-@contextmanager
-def fake_openai(script: Sequence[Mapping[str, Any]] = ({"text": "ok"},)) -> Iterator[FakeOpenAI]:
-    server = FakeOpenAI(script)
-    try:
-        yield server
-    finally:
-        server.close()
 
 
 def _output_tool(body: Mapping[str, Any]) -> str | None:
