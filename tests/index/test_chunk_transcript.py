@@ -79,3 +79,15 @@ def test_plain_text_is_packed_by_lines() -> None:
     for chunk in chunks:
         assert chunk.text == "\n".join(rows[chunk.start_line - 1 : chunk.end_line])
         assert len(chunk.text) <= 200 and chunk.heading_path == []
+
+
+def test_long_chinese_message_is_cut_after_punctuation() -> None:
+    sentence = "我们今天在杭州西湖边散步，聊到了明年的旅行计划。"
+    text = message(sentence * 40, name="小王")
+    chunks = chunk_text("session/dialog/zh.jsonl", text, chunk_chars=200)
+    assert len(chunks) > 3
+    for chunk in chunks:
+        body = chunk.text.split("\n", 1)[1]
+        assert len(chunk.text) <= 200 and body[-1] in "，。"
+    joined = "".join(chunk.text.split("\n", 1)[1] for chunk in chunks)
+    assert joined == f"[小王 @ 2024-03-01T09:30:00] {sentence * 40}"

@@ -40,14 +40,21 @@ def make_chunk(
     return Chunk(digest, path, start_line, end_line, text, list(heading_path), search_text)
 
 
+_BREAK_AFTER = (" ", "\t", "\u3002", "\uff01", "\uff1f", "\uff1b", "\uff0c", "\u3001")  # space, 。！？；，、
+
+
 def split_long_line(line: str, budget: int) -> list[str]:
-    """Cut one over-long line into pieces of at most ``budget`` characters, preferring spaces."""
+    """Cut one over-long line into pieces of at most ``budget`` characters.
+
+    Cuts go after the last space or Chinese punctuation mark in the second half of the budget
+    (Chinese has no spaces), and mid-word only when there is none.
+    """
     pieces: list[str] = []
     while len(line) > budget:
-        cut = line.rfind(" ", budget // 2, budget)
+        cut = max(line.rfind(mark, budget // 2, budget) for mark in _BREAK_AFTER) + 1
         cut = cut if cut > 0 else budget
-        pieces.append(line[:cut])
-        line = line[cut:].lstrip(" ")
+        pieces.append(line[:cut].rstrip())
+        line = line[cut:].lstrip()
     if line or not pieces:
         pieces.append(line)
     return pieces
