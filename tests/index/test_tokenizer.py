@@ -85,3 +85,9 @@ def test_invalid_settings_are_rejected() -> None:
         Tokenizer(lowercase=False)
     with pytest.raises(ValueError, match="cjk_mode"):
         Tokenizer(cjk_mode="chars")
+    with pytest.raises(ValueError, match="stemmer must be null or one of"):
+        Tokenizer(stemmer="klingon")
+    with pytest.raises(ValueError, match="stopwords must be true or false"):
+        Tokenizer(stopwords="yes")
+    with pytest.raises(ValueError, match="min_cjk_len"):
+        Tokenizer(min_cjk_len=0)

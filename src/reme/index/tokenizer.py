@@ -60,6 +60,20 @@ _CHINESE_STOPWORDS_TEXT = """
 CHINESE_STOPWORDS = frozenset(_CHINESE_STOPWORDS_TEXT.split())
 
 
+def _check_settings(settings: dict[str, Any]) -> None:
+    """Reject settings that would fail later or silently mean something else."""
+    stemmer = settings["stemmer"]
+    if stemmer is not None and stemmer not in Stemmer.algorithms():
+        raise ValueError(f"stemmer must be null or one of {Stemmer.algorithms()}, not {stemmer!r}")
+    if not isinstance(settings["stopwords"], bool):
+        raise ValueError("stopwords must be true or false")
+    if settings["cjk_mode"] not in ("search", "words"):
+        raise ValueError("cjk_mode must be 'search' or 'words'")
+    min_cjk_len = settings["min_cjk_len"]
+    if not isinstance(min_cjk_len, int) or isinstance(min_cjk_len, bool) or min_cjk_len < 1:
+        raise ValueError("min_cjk_len must be a positive integer")
+
+
 class Tokenizer:
     """Turns text into index terms; construct once and reuse (it caches stems)."""
 
@@ -68,15 +82,14 @@ class Tokenizer:
         if unknown:
             raise ValueError(f"unknown tokenizer settings: {sorted(unknown)}")
         self.settings = {**DEFAULT_TOKENIZER_SETTINGS, **settings}
-        if self.settings["cjk_mode"] not in ("search", "words"):
-            raise ValueError("cjk_mode must be 'search' or 'words'")
+        _check_settings(self.settings)
         stemmer_name = self.settings["stemmer"]
         self._stemmer = Stemmer.Stemmer(stemmer_name) if stemmer_name else None
-        use_stopwords = bool(self.settings["stopwords"])
+        use_stopwords = self.settings["stopwords"]
         self._english_stop = ENGLISH_STOPWORDS if use_stopwords else frozenset()
         self._chinese_stop = CHINESE_STOPWORDS if use_stopwords else frozenset()
         self._cut = rjieba.cut_for_search if self.settings["cjk_mode"] == "search" else rjieba.cut
-        self._min_cjk_len = int(self.settings["min_cjk_len"])
+        self._min_cjk_len = self.settings["min_cjk_len"]
         self._stem_cache: dict[str, str] = {}
         self.fingerprint = self._compute_fingerprint()
 
