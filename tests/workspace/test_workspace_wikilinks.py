@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import string
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from reme.workspace import frontmatter
 from reme.workspace.wikilinks import (
     Link,
     parse_body_links,
@@ -210,3 +212,26 @@ def test_retarget_changes_only_the_matching_targets(parts, old, new):
 
 def link_fields(link: Link) -> tuple:
     return (link.anchor, link.alias, link.embed, link.predicate)
+
+
+quoted_targets = st.text(alphabet=SAFE + "'\"\\", min_size=1, max_size=20).filter(
+    lambda s: s.strip() == s and s != "" and not s.endswith("\\")
+)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(quoted_targets, quoted_targets)
+def test_front_matter_links_keep_valid_yaml_through_quotes(old, new):
+    double_quoted = json.dumps(f"[[{old}#a]]", ensure_ascii=False)
+    head = frontmatter.update("", {"src": f"[[{old}]]", "list": [f"[[{old}|A]]"]})
+    text = head.replace("\n---\n", f"\nboth: {double_quoted}\n---\n", 1) + f"body [[{old}]]\n"
+    assert [(link.target, link.predicate) for link in parse_links(text)] == [
+        (old, "src"),
+        (old, "list"),
+        (old, "both"),
+        (old, None),
+    ]
+    changed = retarget(text, old, new)
+    document = frontmatter.parse(changed)
+    assert document.metadata == {"src": f"[[{new}]]", "list": [f"[[{new}|A]]"], "both": f"[[{new}#a]]"}
+    assert document.body == f"body [[{new}]]\n"

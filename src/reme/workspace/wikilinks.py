@@ -10,12 +10,14 @@ Public API (the index builds its link graph from this):
   (text after `#` or None), `alias` (text after `|` or None), `embed` (`![[...]]`), `predicate`
   (Dataview key of `key:: [[x]]` / `[key:: [[x]]]`, or the front-matter key, else None), `line`
   (1-based line in the parsed text), `in_front_matter`; `link.key` is the edge identity
-  `(target, predicate)`. `start`/`end` delimit the target text itself and do not take part in equality.
+  `(target, predicate)`. `start`/`end` delimit the target text itself (as written, i.e. still escaped
+  inside a quoted YAML value) and do not take part in equality.
 - `render(target, anchor=None, alias=None, embed=False, predicate=None) -> str` writes a link.
 - `retarget(text, old, new) -> str` points every link whose target is exactly `old` at `new`;
   `retarget_links(text, mapping) -> (text, count)` does the same for any `target -> new|None` mapping
   and `tree_mapping(src, dst)` maps a moved file or folder. Anchor, alias, embed flag, predicate and every
-  other byte of the document are kept.
+  other byte of the document are kept; a new target inside a quoted front-matter value is escaped for
+  that quote style, so the YAML stays valid.
 """
 
 from __future__ import annotations
@@ -118,11 +120,46 @@ def retarget_links(text: str, mapping: Callable[[str], str | None]) -> tuple[str
         if new is None or new == link.target:
             continue
         pieces.append(text[cursor : link.start])
-        pieces.append(new)
+        pieces.append(_yaml_escaped(text, link.start, new) if link.in_front_matter else new)
         cursor = link.end
         count += 1
     pieces.append(text[cursor:])
     return "".join(pieces), count
+
+
+def _yaml_escaped(text: str, start: int, target: str) -> str:
+    """A new front-matter target escaped for the quoted YAML scalar it sits in."""
+    line_start = text.rfind("\n", 0, start) + 1
+    return _ESCAPE[_quote_context(text[line_start:start], start - line_start)](target)
+
+
+def _quote_context(line: str, position: int) -> str:
+    """Which YAML quote (`'`, `"` or none) encloses `position` of a front-matter line."""
+    prefix = line[:position]
+    stripped = prefix.lstrip()
+    if stripped.startswith("-"):
+        value = stripped[1:]
+    elif TOP_LEVEL_KEY.match(prefix):
+        value = prefix[TOP_LEVEL_KEY.match(prefix).end() :]
+    else:
+        value = prefix
+    if value.count("'") % 2 == 1:
+        return "'"
+    if (value.count('"') - value.count('\\"')) % 2 == 1:
+        return '"'
+    return ""
+
+
+_ESCAPE: dict[str, Callable[[str], str]] = {
+    "'": lambda text: text.replace("'", "''"),
+    '"': lambda text: text.replace("\\", "\\\\").replace('"', '\\"'),
+    "": str,
+}
+_UNESCAPE: dict[str, Callable[[str], str]] = {
+    "'": lambda text: text.replace("''", "'"),
+    '"': lambda text: text.replace('\\"', '"').replace("\\\\", "\\"),
+    "": str,
+}
 
 
 def retarget(text: str, old: str, new: str) -> str:
@@ -220,28 +257,34 @@ def _line_links(line: str, number: int, offset: int) -> Iterator[Link]:
 
 
 def _make_link(
-    match: re.Match[str], predicate: str | None, line: int, offset: int, in_fm: bool
+    match: re.Match[str],
+    predicate: str | None,
+    line: int,
+    offset: int,
+    in_fm: bool,
+    unescape: Callable[[str], str] = str,
 ) -> Link | None:
+    """A Link from a wikilink match; `unescape` undoes YAML quoting for front-matter values."""
     inner_start = match.start(2)
     inner = match.group(2)
     target_part, bar, alias = inner.partition("|")
     if bar and target_part.endswith("\\"):
         target_part = target_part[:-1]  # `\|` escapes the bar inside Markdown tables
     target_raw, hash_sign, anchor = target_part.partition("#")
-    target = target_raw.strip()
-    if not target:
+    stripped = target_raw.strip()
+    if not stripped:
         return None
     start = inner_start + (len(target_raw) - len(target_raw.lstrip()))
     return Link(
-        target=target,
-        anchor=(anchor.strip() or None) if hash_sign else None,
-        alias=alias or None,
+        target=unescape(stripped),
+        anchor=(unescape(anchor.strip()) or None) if hash_sign else None,
+        alias=unescape(alias) or None,
         embed=bool(match.group(1)),
         predicate=predicate,
         line=line,
         in_front_matter=in_fm,
         start=offset + start,
-        end=offset + start + len(target),
+        end=offset + start + len(stripped),
     )
 
 
@@ -257,9 +300,10 @@ def _front_matter_links(raw: str, metadata: dict, first_line: int, offset: int) 
             continue
         values = list(_strings(metadata[key]))
         for match in _WIKILINK.finditer(content):
-            if not any(match.group(0) in value for value in values):
+            unescape = _UNESCAPE[_quote_context(content, match.start())]
+            if not any(unescape(match.group(0)) in value for value in values):
                 continue
-            link = _make_link(match, key, number, offset + line_start, True)
+            link = _make_link(match, key, number, offset + line_start, True, unescape)
             if link is not None:
                 yield link
 
