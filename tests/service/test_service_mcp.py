@@ -96,6 +96,9 @@ async def test_streamable_http_without_token_is_refused(mcp_services):
 async def test_sse_session(mcp_services):
     service = mcp_services["sse"]
     assert service.info["transport"] == "sse"
+    async with httpx.AsyncClient() as http:
+        forged = await http.get(f"{service.url}/sse", headers={"Origin": "http://evil.example"})
+    assert forged.status_code == 403  # a web page cannot open the session
     async with Client(sse_client(f"{service.url}{service.info['path']}")) as client:
         await check_session(client)
 

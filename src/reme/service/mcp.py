@@ -13,15 +13,13 @@ from typing import Any
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.sse import SseServerTransport
-from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.routing import Mount, Route
 
 from reme import __version__
 from reme.app.application import Application
 from reme.app.jobs import JobSpec, Response
-from reme.service.security import BearerTokenGate, is_loopback
-from reme.service.service_info import MCP_PATHS
+from reme.service.security import BearerTokenGate
 
 SSE_MESSAGE_PATH = "/messages/"
 
@@ -93,19 +91,8 @@ def build_mcp_server(app: Application) -> Server[Any]:
     )
 
 
-def _loopback_security(host: str) -> TransportSecuritySettings | None:
-    """DNS-rebinding protection on loopback, as the SDK does by default for 127.0.0.1."""
-    if not is_loopback(host):
-        return None
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-    )
-
-
-def _sse_app(server: Server[Any], host: str, path: str) -> Starlette:
-    sse = SseServerTransport(SSE_MESSAGE_PATH, security_settings=_loopback_security(host))
+def _sse_app(server: Server[Any], path: str) -> Starlette:
+    sse = SseServerTransport(SSE_MESSAGE_PATH)
 
     class SseEndpoint:
         """ASGI endpoint (a class, so Starlette passes the raw scope rather than a Request)."""
@@ -122,18 +109,17 @@ def _sse_app(server: Server[Any], host: str, path: str) -> Starlette:
     )
 
 
-def build_mcp_asgi_app(
-    app: Application, transport: str, host: str, path: str | None, token: str | None
-) -> Any:
-    """The ASGI app for the network transports (`sse`, `streamable-http`)."""
+def build_mcp_asgi_app(app: Application, transport: str, host: str, path: str, token: str | None) -> Any:
+    """The ASGI app for the network transports (`sse`, `streamable-http`) at `path`.
+
+    Browser-forged requests to a loopback service are refused by `LoopbackGuard` around it (the
+    runner adds it for both backends), so no transport-specific DNS-rebinding settings are needed.
+    """
     server = build_mcp_server(app)
-    endpoint = path or MCP_PATHS[transport]
     if transport == "sse":
-        asgi: Any = _sse_app(server, host, endpoint)
+        asgi: Any = _sse_app(server, path)
     else:
-        asgi = server.streamable_http_app(
-            streamable_http_path=endpoint, host=host, transport_security=_loopback_security(host)
-        )
+        asgi = server.streamable_http_app(streamable_http_path=path, host=host)
     return BearerTokenGate(asgi, token) if token else asgi
 
 
