@@ -2,14 +2,15 @@
 
 - ``harness``: reme's chunker + tokenizer + an in-memory Lucene BM25 (no engine, no app);
 - ``keyword``: reme's chunker + ``reme.index.keyword.KeywordIndex`` (the real engine);
-- ``search``: the whole application: files written to a workspace, the ``search`` job.
+- ``search``: the whole application: files written to a workspace, the ``search`` job;
+- baselines on the harness: ``turns`` (one document per non-blank line, i.e. per turn) and
+  ``notes`` (one document per file, as ReMe 0.4's whole-note chunks).
 """
 
 from __future__ import annotations
 
 import asyncio
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 
 from reme.index.chunking import DEFAULT_CONTEXT_CHARS, Chunk, chunk_text
@@ -17,8 +18,7 @@ from reme.index.tokenizer import Tokenizer
 from retrieval_bm25 import MemoryBM25
 from retrieval_metrics import Hit
 
-Searcher = Callable[[list[str], int], list[list[Hit]]]  # queries, limit -> ranked hits per query
-ENGINES = ("harness", "keyword", "search")
+ENGINES = ("harness", "keyword", "search", "turns", "notes")
 
 
 def search_files(
@@ -41,6 +41,10 @@ def search_files(
 
     if engine == "harness":
         return _harness(files, queries, limit, chunker, tokenizer, k1, b)
+    if engine == "turns":
+        return _harness(files, queries, limit, _line_documents, tokenizer, k1, b)
+    if engine == "notes":
+        return _harness(files, queries, limit, _file_documents, tokenizer, k1, b)
     if engine == "keyword":
         return _keyword(files, queries, limit, chunker, tokenizer)
     if engine == "search":
@@ -56,6 +60,19 @@ def _harness(files, queries, limit, chunker, tokenizer, k1, b) -> list[list[Hit]
         for chunk in chunker(path, text):
             bm25.add(Hit(chunk.path, chunk.start_line, chunk.end_line, chunk.text), chunk.search_text)
     return [[hit for hit, _ in bm25.search(query, limit)] for query in queries]
+
+
+def _line_documents(path: str, text: str) -> list[Chunk]:
+    lines = text.split("\n")
+    return [_document(path, n, n, line) for n, line in enumerate(lines, 1) if line.strip()]
+
+
+def _file_documents(path: str, text: str) -> list[Chunk]:
+    return [_document(path, 1, len(text.split("\n")), text)]
+
+
+def _document(path: str, start: int, end: int, text: str) -> Chunk:
+    return Chunk(f"{path}:{start}", path, start, end, text, [], text)
 
 
 def _keyword(files, queries, limit, chunker, tokenizer) -> list[list[Hit]]:
