@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -123,28 +124,40 @@ def fake_service_file(workspace, port: int, pid: int | None = None) -> None:
     (workspace / "metadata" / "service.json").write_text(json.dumps(info))
 
 
+def served_by(result: subprocess.CompletedProcess[str], service) -> bool:
+    """Whether a `status --json` call was answered by `service` (told apart by its workspace)."""
+    assert result.returncode == 0, result.stderr
+    workspace = json.loads(result.stdout)["metadata"]["workspace_dir"]
+    return Path(workspace).resolve() == service.workspace.resolve()
+
+
 def test_explicit_port_beats_env_and_service_file(tmp_path, http_service, run_reme, reme_env):
     fake_service_file(tmp_path / ".reme", dead_port())
     env = reme_env(REME_SERVICE_INFO=json.dumps({"host": "127.0.0.1", "port": dead_port()}))
-    result = run_reme("version", port_arg(http_service), cwd=tmp_path, env=env)
-    assert (result.returncode, result.stdout.strip()) == (0, __version__)
+    assert served_by(
+        run_reme("status", "--json", port_arg(http_service), cwd=tmp_path, env=env), http_service
+    )
 
 
 def test_env_beats_service_file(tmp_path, http_service, run_reme, reme_env):
     fake_service_file(tmp_path / ".reme", dead_port())
     info = {"host": "127.0.0.1", "port": http_service.info["port"], "backend": "http"}
-    result = run_reme("version", cwd=tmp_path, env=reme_env(REME_SERVICE_INFO=json.dumps(info)))
-    assert (result.returncode, result.stdout.strip()) == (0, __version__)
+    env = reme_env(REME_SERVICE_INFO=json.dumps(info))
+    assert served_by(run_reme("status", "--json", cwd=tmp_path, env=env), http_service)
     broken = run_reme("version", cwd=tmp_path, env=reme_env(REME_SERVICE_INFO="{nope"))
     assert broken.returncode == 2 and "REME_SERVICE_INFO is not valid JSON" in broken.stderr
 
 
 def test_service_file_of_workspace_dir_then_of_the_default_workspace(tmp_path, http_service, run_reme):
-    found = run_reme("version", f"workspace_dir={http_service.workspace}", cwd=tmp_path)
-    assert (found.returncode, found.stdout.strip()) == (0, __version__)
+    found = run_reme("status", "--json", f"workspace_dir={http_service.workspace}", cwd=tmp_path)
+    assert served_by(found, http_service)
     fake_service_file(tmp_path / ".reme", http_service.info["port"])
-    default = run_reme("version", cwd=tmp_path)
-    assert (default.returncode, default.stdout.strip()) == (0, __version__)
+    assert served_by(run_reme("status", "--json", cwd=tmp_path), http_service)
+
+
+def test_default_workspace_follows_reme_workspace_dir(tmp_path, http_service, run_reme, reme_env):
+    env = reme_env(REME_WORKSPACE_DIR=str(http_service.workspace))
+    assert served_by(run_reme("status", "--json", cwd=tmp_path, env=env), http_service)
 
 
 def port_is_free(port: int) -> bool:

@@ -3,8 +3,8 @@
 A starting service writes `metadata/service.json` (`host, port, backend, pid`) into its workspace
 so that `reme <job>` run in that folder finds it without flags; it removes the file on exit.
 Discovery order: explicit `host=`/`port=`, the `REME_SERVICE_INFO` environment variable, the
-service file of `workspace_dir=` (or the default workspace `.reme/` of the current folder), then
-the default address.
+service file of `workspace_dir=` (or of the default workspace: `$REME_WORKSPACE_DIR`, else `.reme/`
+of the current folder), then the default address.
 """
 
 from __future__ import annotations
@@ -132,5 +132,7 @@ def discover(
         except ValueError as exc:
             raise ValueError(f"{ENV_SERVICE_INFO} is not valid JSON: {exc}") from None
         return _from_mapping(data, f"{ENV_SERVICE_INFO} environment variable")
-    found = read_service_file(workspace_dir if workspace_dir is not None else DEFAULT_WORKSPACE)
+    # The default workspace as the packaged config resolves it: `${REME_WORKSPACE_DIR:-.reme}`.
+    default_workspace = env.get("REME_WORKSPACE_DIR") or DEFAULT_WORKSPACE
+    found = read_service_file(workspace_dir if workspace_dir is not None else default_workspace)
     return found or ServiceInfo(source="default address")
