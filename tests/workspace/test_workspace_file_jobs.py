@@ -401,3 +401,17 @@ async def test_writes_are_searchable_at_once(app):
     assert (await app.run("search", query="quokkaphant")).metadata["results"] == []
     await app.run("delete", path="digest/wiki/okapi.md")
     assert (await app.run("search", query="giraffe")).metadata["results"] == []
+
+
+async def test_a_file_cannot_be_written_below_a_file(app):
+    (app.workspace_dir / "digest/a.md").write_text("a\n")
+    for job, params in [
+        ("write", {"path": "digest/a.md/x.md", "content": "x"}),
+        ("save", {"path": "digest/a.md/x.md", "content": "x"}),
+        ("daily_create", {"date": "2026-06-01", "name": "x"}),
+    ]:
+        if job == "daily_create":
+            (app.workspace_dir / "daily/2026-06-01").write_text("a file where the day folder belongs")
+        response = await app.run(job, **params)
+        assert not response.success and "is a file" in response.answer, job
+    assert (app.workspace_dir / "digest/a.md").read_text() == "a\n"

@@ -99,7 +99,18 @@ class Workspace:
             raise ProtectedPathError(
                 f"{relative!r} leads into {self.dirs['metadata']}/ through a symbolic link"
             )
+        if write:
+            self._check_parents(relative)
         return candidate
+
+    def _check_parents(self, relative: str) -> None:
+        """A file cannot be created below something that is itself a file."""
+        parent = self.root / relative
+        while (parent := parent.parent) != self.root and self.root in parent.parents:
+            if parent.is_file():
+                raise NotADirectoryError(
+                    f"{self.relative(parent)!r} is a file, so {relative!r} cannot be created inside it"
+                )
 
     def relative(self, absolute: Path) -> str:
         """Workspace-relative POSIX path of a path under the root."""
