@@ -1,7 +1,9 @@
 """HTTP interface: `POST /<job>` → Response JSON, stream jobs as Server-Sent Events.
 
 Routes and the OpenAPI document are generated from the job table, so each job's request body is
-documented by its own parameter schema. Every answer, errors included, has the Response shape
+documented by its own parameter schema. Status codes: 200 when the job ran (its `success` says how
+it went), 400 for a body that is not a JSON object, 422 for parameters the schema refuses, 404 for
+jobs that are unknown or not served, 401 without the access token. Every answer, errors included, has the Response shape
 `{success, answer, metadata}` so clients never need a second parser.
 """
 
@@ -17,7 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from reme import __version__
 from reme.app.application import Application
-from reme.app.jobs import JobSpec
+from reme.app.jobs import JobSpec, ParameterError, validate_params
 from reme.service.security import BearerTokenGate
 
 RESPONSE_SCHEMA: dict[str, Any] = {
@@ -92,6 +94,10 @@ def _endpoint(app: Application, job: JobSpec) -> Any:
                 media_type="text/event-stream",
                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
             )
+        try:
+            validate_params(job, params)  # refused before any step runs: a client error, so 422
+        except ParameterError as exc:
+            return failure(str(exc), 422)
         response = await app.run(job.name, **params)
         return json_response(response.to_dict())
 
@@ -104,13 +110,14 @@ def _openapi_extra(job: JobSpec) -> dict[str, Any]:
 
 
 def _responses(job: JobSpec) -> dict[int | str, dict[str, Any]]:
+    refusal = {"content": {"application/json": {"schema": RESPONSE_SCHEMA}}}
+    bad_body = {400: {"description": "the body is not a JSON object", **refusal}}
     if job.kind == "stream":
-        return {200: {"description": STREAM_DESCRIPTION, "content": {"text/event-stream": {}}}}
+        return {200: {"description": STREAM_DESCRIPTION, "content": {"text/event-stream": {}}}, **bad_body}
     return {
-        200: {
-            "description": "the job's Response",
-            "content": {"application/json": {"schema": RESPONSE_SCHEMA}},
-        }
+        200: {"description": "the job ran; `success` says how it went", **refusal},
+        **bad_body,
+        422: {"description": "the parameters do not match the schema (no step ran)", **refusal},
     }
 
 
