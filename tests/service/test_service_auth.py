@@ -48,6 +48,9 @@ def test_requests_with_the_token_are_served(token_service):
     reply = httpx.post(f"{token_service.url}/version", headers={"Authorization": f"Bearer {TOKEN}"})
     assert reply.status_code == 200
     assert reply.json()["answer"] == __version__
+    # behind a local reverse proxy the Host header is foreign; the token alone decides
+    proxied = {"Authorization": f"Bearer {TOKEN}", "Host": "notes.example", "Origin": "https://notes.example"}
+    assert httpx.post(f"{token_service.url}/version", headers=proxied).status_code == 200
 
 
 def test_cli_sends_the_token_from_the_environment(token_service, run_reme, reme_env, tmp_path):

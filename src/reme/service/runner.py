@@ -122,8 +122,8 @@ async def run_service(config: dict[str, Any], stop: asyncio.Event | None = None)
             path = settings.path or MCP_PATHS[settings.transport]
             asgi = build_mcp_asgi_app(app, settings.transport, settings.host, path, settings.token)
             info = info._replace(transport=settings.transport, path=path)
-        if is_loopback(settings.host):
-            asgi = LoopbackGuard(asgi)
+        if is_loopback(settings.host) and not settings.token:
+            asgi = LoopbackGuard(asgi)  # with a token, forged requests already fail (no Authorization)
         await serve_asgi(asgi, sock, app.workspace_dir, info, stop)
     finally:
         if sock is not None:

@@ -73,7 +73,9 @@ class LoopbackGuard:
 
     Any page open in the user's browser can POST to 127.0.0.1 (a "simple" request needs no CORS
     preflight) or reach it through DNS rebinding. Both show as a foreign `Origin` or `Host` header,
-    which the CLI, SDK clients and scripts on this machine never send, so those get a 403.
+    which the CLI, SDK clients and scripts on this machine never send, so those get a 403. Only
+    needed without a token: a page cannot add the `Authorization` header, so with a token (e.g.
+    behind a local reverse proxy that keeps its own Host header) the token gate suffices.
     """
 
     def __init__(self, app: Any) -> None:
@@ -85,7 +87,12 @@ class LoopbackGuard:
             host = headers.get(b"host", b"").decode("latin-1")
             origin = headers.get(b"origin", b"").decode("latin-1")
             if host and not is_loopback(_hostname(host)):
-                await _send_json(send, 403, f"refused: Host {host!r} is not this machine (DNS rebinding?)")
+                await _send_json(
+                    send,
+                    403,
+                    f"refused: Host {host!r} is not this machine (DNS rebinding?); "
+                    "a proxy needs service.auth_token set",
+                )
                 return
             if origin and not is_loopback(_hostname(origin.partition("://")[2])):
                 await _send_json(send, 403, f"refused: requests from web pages ({origin}) are not accepted")
