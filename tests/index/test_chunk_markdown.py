@@ -180,3 +180,15 @@ def test_search_text_borrows_bordering_lines_of_the_same_section_only() -> None:
     plain = chunk_text("daily/2024-01-01.md", text, chunk_chars=120, context_chars=0)
     assert [c.text for c in plain] == [c.text for c in chunks]
     assert [c.id for c in plain] == [c.id for c in chunks]  # context never changes ids or text
+
+
+def test_one_over_long_line_gets_exactly_one_label_per_part() -> None:
+    text = "line one\n" + "word " * 100 + "\nline three\n"
+    chunks = chunk_text("notes/x.md", text, chunk_chars=120)
+    total = len(chunks)
+    assert total > 3
+    for i, chunk in enumerate(chunks, 1):
+        assert chunk.text.count("[Part ") == 1 and chunk.text.startswith(f"[Part {i}/{total}]\n")
+        assert len(chunk.text) <= 120
+    assert [c.start_line for c in chunks[1:-1]] == [2] * (total - 2)
+    assert "".join(c.text.split("\n", 1)[1].replace(" ", "") for c in chunks[1:-1]) == "word" * 100

@@ -50,13 +50,17 @@ def split_long_line(line: str, budget: int) -> list[str]:
     (Chinese has no spaces), and mid-word only when there is none.
     """
     pieces: list[str] = []
-    while len(line) > budget:
-        cut = max(line.rfind(mark, budget // 2, budget) for mark in _BREAK_AFTER) + 1
-        cut = cut if cut > 0 else budget
-        pieces.append(line[:cut].rstrip())
-        line = line[cut:].lstrip()
-    if line or not pieces:
-        pieces.append(line)
+    start = 0
+    while len(line) - start > budget:
+        limit = start + budget
+        cut = max(line.rfind(mark, start + budget // 2, limit) for mark in _BREAK_AFTER) + 1
+        cut = cut if cut > 0 else limit
+        pieces.append(line[start:cut].rstrip())
+        start = cut
+        while start < len(line) and line[start].isspace():
+            start += 1
+    if start < len(line) or not pieces:
+        pieces.append(line[start:])
     return pieces
 
 
@@ -73,11 +77,12 @@ _LABEL_ROOM = 20
 _PART_LABEL = re.compile(r"^\[Part \d+/\d+\]$")  # room kept for a "[Part i/N]" label
 
 
-def pack_lines(numbered: Iterable[tuple[int, str]], budget: int) -> list[Span]:
+def pack_lines(numbered: Iterable[tuple[int, str]], budget: int, *, label_cuts: bool = True) -> list[Span]:
     """Greedily pack (line number, text) pairs into spans of at most ``budget`` characters.
 
     Blank lines at the edges of a span are dropped. A line longer than the budget becomes
-    its own spans, cut into pieces labelled ``[Part i/N]`` that all keep its line number.
+    its own spans, cut into pieces that all keep its line number, labelled ``[Part i/N]``
+    unless the caller labels the parts itself (``label_cuts=False``).
     """
     spans: list[Span] = []
     current: list[tuple[int, str]] = []
@@ -93,7 +98,9 @@ def pack_lines(numbered: Iterable[tuple[int, str]], budget: int) -> list[Span]:
     for number, line in numbered:
         if len(line) > budget:
             flush()
-            pieces = label_parts(split_long_line(line, max(budget - _LABEL_ROOM, 1)))
+            pieces = split_long_line(line, max(budget - _LABEL_ROOM, 1))
+            if label_cuts:
+                pieces = label_parts(pieces)
             spans.extend(Span(number, number, piece) for piece in pieces)
             continue
         if current and size + len(line) + 1 > budget:

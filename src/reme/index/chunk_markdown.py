@@ -228,7 +228,7 @@ def _trimmed_range(doc: _Document, start: int, end: int) -> tuple[int, int]:
 
 
 def _line_parts(doc: _Document, start: int, end: int) -> list[_Unit]:
-    spans = pack_lines(doc.numbered(start, end), max(doc.budget - _LABEL_ROOM, 1))
+    spans = pack_lines(doc.numbered(start, end), max(doc.budget - _LABEL_ROOM, 1), label_cuts=False)
     texts = label_parts([span.text for span in spans])
     return [
         _Unit(Span(span.start, span.end, text), False, start) for span, text in zip(spans, texts, strict=True)
