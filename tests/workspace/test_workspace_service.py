@@ -7,9 +7,10 @@ import json
 import httpx
 
 
-def post(service, job: str, **params) -> dict:
+def post(service, job: str, statuses: tuple[int, ...] = (200,), **params) -> dict:
+    """POST a job; a step's refusal answers 200, a schema refusal 422 — both with the Response shape."""
     reply = httpx.post(f"{service.url}/{job}", json=params, timeout=30)
-    assert reply.status_code == 200
+    assert reply.status_code in statuses
     return reply.json()
 
 
@@ -43,7 +44,7 @@ def test_http_refusals_are_clean_failures_that_write_nothing(workspace_service):
         ("daily_create", {"date": "2026-02-30"}),
         ("edit", {"path": "digest/none.md", "old": "", "new": "x"}),
     ]:
-        reply = post(workspace_service, job, **params)
+        reply = post(workspace_service, job, (200, 422), **params)
         assert reply["success"] is False and reply["answer"], (job, params)
     assert not (root.parent / "escape.md").exists() and not (root / "metadata/x.md").exists()
 
