@@ -116,3 +116,17 @@ def test_locomo_day_notes_chunk_exactly_into_their_lines() -> None:
         turns = {n for n, line in enumerate(lines, 1) if line.startswith("- **")}
         covered = {n for c in chunks for n in range(c.start_line, c.end_line + 1)}
         assert turns <= covered
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.one_of(PHRASE, st.just("")), min_size=1, max_size=40),
+    st.integers(min_value=40, max_value=400),
+)
+def test_generated_plain_text_is_packed_without_loss(lines: list[str], budget: int) -> None:
+    text = "\n".join(lines)
+    chunks = chunk_text("resource/notes.txt", text, chunk_chars=budget)
+    check_invariants("resource/notes.txt", text, chunks, budget)
+    pieces = [c.text.split("\n", 1)[1] if c.text.startswith("[Part ") else c.text for c in chunks]
+    rebuilt = "".join("".join(p.split()) for p in pieces)
+    assert rebuilt == "".join("".join(line.split()) for line in lines)
