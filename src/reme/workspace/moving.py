@@ -29,7 +29,8 @@ def delete(ws: Workspace, links: LinkSource, path: str) -> dict[str, Any]:
         raise FileNotFoundError(f"no file or folder {relative!r} in the workspace")
     folder = target.is_dir() and not target.is_symlink()
     removed = list(walk_files(ws, relative)) if folder else [relative]
-    inbound = [entry for entry in links.inbound(relative) if entry["source_path"] not in set(removed)]
+    gone = set(removed)
+    inbound = [entry for entry in links.inbound(relative) if entry["source_path"] not in gone]
     with ws.lock(relative, *removed):
         if folder:
             shutil.rmtree(target)

@@ -41,11 +41,8 @@ def write(
     relative = ws.relative_for(path, write=True, markdown=True)
     target = ws.absolute(relative, write=True)
     check_text(content, "content", limits.max_text_bytes)
-    changes = frontmatter.check_metadata(metadata or {})
-    changes.update(
-        {key: value for key, value in (("name", name), ("description", description)) if value is not None}
-    )
-    changes = frontmatter.check_metadata(changes)
+    given = {key: value for key, value in (("name", name), ("description", description)) if value is not None}
+    changes = frontmatter.check_metadata({**frontmatter.check_metadata(metadata or {}), **given})
     markdown = is_markdown(relative)
     if changes and not markdown:
         raise ValueError(
