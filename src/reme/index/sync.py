@@ -101,25 +101,36 @@ class Indexer:
 
     def scan(self, within: str = "") -> dict[str, tuple[int, int]]:
         """`path -> (mtime_ns, size)` of every indexable file on disk, optionally only inside folder
-        `within` (symlinks are not followed)."""
+        `within`. Hidden entries are skipped and symlinks are not followed."""
         found: dict[str, tuple[int, int]] = {}
         for source in self.sources:
-            if within and not (source.folder + "/").startswith(within + "/"):
-                if not within.startswith(source.folder + "/"):
-                    continue
-                top = self.root / within  # a folder inside this source
+            if not within or (source.folder + "/").startswith(within + "/"):
+                top = source.folder
+            elif within.startswith(source.folder + "/"):
+                top = within  # a folder inside this source
             else:
-                top = self.root / source.folder
-            if not top.is_dir() or top.is_symlink():
                 continue
-            for folder, dirs, files in os.walk(top):
-                dirs[:] = [d for d in dirs if not d.startswith(".")] if source.recursive else []
-                rel_folder = Path(folder).relative_to(self.root).as_posix()
-                for name in files:
-                    path = f"{rel_folder}/{name}"
-                    if source.admits(path) and (stamp := _regular_file_stamp(Path(folder, name))) is not None:
-                        found[path] = stamp
+            if all(not part.startswith(".") for part in top.split("/")):
+                self._walk(top, source, found)
         return found
+
+    def _walk(self, folder: str, source: Source, found: dict[str, tuple[int, int]]) -> None:
+        try:
+            entries = os.scandir(self.root / folder)
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            return
+        with entries:
+            for entry in entries:
+                name = entry.name
+                if name.startswith("."):
+                    continue
+                path = f"{folder}/{name}"
+                if entry.is_dir(follow_symlinks=False):
+                    if source.recursive:
+                        self._walk(path, source, found)
+                elif entry.is_file(follow_symlinks=False) and name.lower().endswith(source.extensions):
+                    st = entry.stat(follow_symlinks=False)
+                    found[path] = (st.st_mtime_ns, st.st_size)
 
     def _disk_stamp(self, path: str) -> tuple[int, int] | None:
         return _regular_file_stamp(self.root / path)
