@@ -14,7 +14,7 @@ from reme.workspace import frontmatter
 from reme.workspace.layout import Workspace
 from reme.workspace.links import LinkSource
 from reme.workspace.paths import is_markdown
-from reme.workspace.textio import Limits, fingerprint, read_text, split_lines
+from reme.workspace.textio import Limits, read_text, sha256_of, split_lines
 from reme.workspace.wikilinks import parse_links
 
 IMAGE_SIGNATURES = {
@@ -101,8 +101,9 @@ def load(ws: Workspace, path: str, limits: Limits = Limits()) -> dict[str, Any]:
     """Whole-file text with the `mtime` and `sha256` a later `save` can be checked against."""
     relative = ws.relative_for(path, markdown=True)
     target = ws.absolute(relative)
+    mtime = target.stat().st_mtime if target.is_file() else None  # before reading: a later change shows
     content = read_text(target, relative, limits.max_text_bytes)
-    return {"path": relative, "content": content, **fingerprint(target, content)}
+    return {"path": relative, "content": content, "mtime": mtime, "sha256": sha256_of(content)}
 
 
 def stat(ws: Workspace, links: LinkSource, path: str, limits: Limits = Limits()) -> dict[str, Any]:
