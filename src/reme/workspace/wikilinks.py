@@ -76,6 +76,8 @@ def render(
 
 def parse_links(text: str) -> list[Link]:
     """All links of a Markdown document, front matter first, in document order."""
+    if "[[" not in text:
+        return []
     parts = split(text)
     if not parts.has_front_matter:
         return parse_body_links(text)
@@ -98,7 +100,7 @@ def parse_body_links(text: str, first_line: int = 1, offset: int = 0) -> list[Li
     fence: str | None = None
     for number, (line_start, line) in enumerate(_lines(text), start=first_line):
         content = line.rstrip("\r\n")
-        opened = _FENCE.match(content)
+        opened = _FENCE.match(content) if "```" in content or "~~~" in content else None
         if fence is not None:
             if _closes(opened, fence):
                 fence = None
@@ -106,7 +108,8 @@ def parse_body_links(text: str, first_line: int = 1, offset: int = 0) -> list[Li
         if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
             fence = opened.group(1)
             continue
-        links.extend(_line_links(content, number, offset + line_start))
+        if "[[" in content:
+            links.extend(_line_links(content, number, offset + line_start))
     return links
 
 
@@ -242,9 +245,10 @@ def _inline_fields(line: str, code: list[tuple[int, int]]) -> list[tuple[int, in
 
 
 def _line_links(line: str, number: int, offset: int) -> Iterator[Link]:
-    code = _code_spans(line)
-    fields = _inline_fields(line, code)
-    line_predicate = _LINE_PREDICATE.match(line)
+    code = _code_spans(line) if "`" in line else []
+    typed = "::" in line
+    fields = _inline_fields(line, code) if typed else []
+    line_predicate = _LINE_PREDICATE.match(line) if typed else None
     for match in _WIKILINK.finditer(line):
         if _inside(match.start(), code):
             continue
