@@ -200,12 +200,28 @@ async def run_reme_async(
 
 
 @pytest.fixture(name="run_reme_async")
-def run_reme_async_fixture() -> Callable[..., Any]:
+def run_reme_async_fixture(neutral_dir: Path) -> Callable[..., Any]:
     """Awaitable `run_reme`: `await run_reme_async("talk", "text=hi", "port=...")`."""
-    return run_reme_async
+
+    async def run(*args: str, cwd: Path | None = None, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        return await run_reme_async(*args, cwd=cwd or neutral_dir, **kwargs)
+
+    return run
 
 
 @pytest.fixture
-def run_reme() -> Callable[..., subprocess.CompletedProcess[str]]:
-    """`run_reme("version", "port=1234", cwd=..., env=...)` → CompletedProcess."""
-    return run_reme_process
+def neutral_dir(tmp_path: Path) -> Path:
+    """An empty working folder: no `.env` or `.reme/` of the developer's checkout leaks into a test."""
+    path = tmp_path / "cwd"
+    path.mkdir(exist_ok=True)
+    return path
+
+
+@pytest.fixture
+def run_reme(neutral_dir: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """`run_reme("version", "port=1234", cwd=..., env=...)` → CompletedProcess (cwd: an empty folder)."""
+
+    def run(*args: str, cwd: Path | None = None, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        return run_reme_process(*args, cwd=cwd or neutral_dir, **kwargs)
+
+    return run
