@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 
 import httpx
 import pytest
@@ -85,6 +86,15 @@ def test_root_explains_the_interface(http_service):
     reply = post(http_service, "/", json={})
     assert reply.status_code == 404
     assert reply.json()["answer"].startswith("POST /<job>")
+
+
+def test_oversize_body_is_refused_before_it_is_read(http_service):
+    with socket.create_connection(("127.0.0.1", http_service.info["port"]), timeout=30) as sock:
+        sock.sendall(b"POST /version HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n")
+        sock.sendall(b"Content-Length: %d\r\n\r\n{" % (65 * 2**20))  # only one byte of it is ever sent
+        head, _, body = sock.makefile("rb").read().partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 413")
+    assert json.loads(body)["answer"] == "the body is larger than 67108864 bytes"
 
 
 def test_get_on_a_job_says_to_post(http_service):

@@ -31,6 +31,8 @@ RESPONSE_SCHEMA: dict[str, Any] = {
     },
     "required": ["success", "answer", "metadata"],
 }
+# Above the largest file the file jobs accept (16 MiB of text, base64 overhead included), far below memory.
+MAX_BODY_BYTES = 64 * 2**20
 STREAM_DESCRIPTION = (
     "text/event-stream: one `data:` line of JSON per chunk; failures arrive as "
     '`{"type": "error", "message": ...}`; always ends with `{"type": "done", "success": ...}`.'
@@ -51,9 +53,24 @@ def failure(message: str, status_code: int, **headers: str) -> JSONResponse:
     )
 
 
+async def read_body(request: Request) -> bytes | None:
+    """The request body, or None once it grows past MAX_BODY_BYTES (never buffered beyond that)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        return None
+    body = bytearray()
+    async for piece in request.stream():
+        body += piece
+        if len(body) > MAX_BODY_BYTES:
+            return None
+    return bytes(body)
+
+
 async def read_params(request: Request) -> dict[str, Any] | JSONResponse:
-    """The JSON object in the body (empty body = no parameters), or a 400 saying what is wrong."""
-    body = await request.body()
+    """The JSON object in the body (empty body = no parameters), or a 400/413 saying what is wrong."""
+    body = await read_body(request)
+    if body is None:
+        return failure(f"the body is larger than {MAX_BODY_BYTES} bytes", 413)
     if not body.strip():
         return {}
     try:
