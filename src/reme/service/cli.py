@@ -189,7 +189,7 @@ def render(response: dict[str, Any], as_json: bool) -> int:
         if not success:
             console.print("error:", style="bold red", end=" ")
         if isinstance(answer, str):
-            console.print(answer, markup=False)
+            console.print(answer, markup=False, soft_wrap=True)  # text stays byte-exact
         else:
             console.print_json(data=answer, default=str)
     else:
