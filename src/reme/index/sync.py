@@ -18,13 +18,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
 from filelock import FileLock
 
 from reme.index.chunking import Chunk, chunk_text
 from reme.index.keyword import KeywordIndex
 from reme.index.store import ChunkRow, FileRecord, FileRow, LinkRow, MetadataStore
-from reme.workspace.fmsplit import split as split_front_matter
+from reme.workspace.frontmatter import parse as parse_front_matter
 from reme.workspace.wikilinks import parse_links
 
 MARKDOWN_EXTENSIONS = (".md", ".markdown")
@@ -246,8 +245,10 @@ class Indexer:
         name = description = error = None
         links: list[LinkRow] = []
         if path.lower().endswith(MARKDOWN_EXTENSIONS):
-            front, error = read_front_matter(text)
-            name, description = _text_or_none(front.get("name")), _text_or_none(front.get("description"))
+            document = parse_front_matter(text)
+            error = document.error
+            name = _text_or_none(document.metadata.get("name"))
+            description = _text_or_none(document.metadata.get("description"))
             links = [
                 LinkRow(path, ln.target, ln.predicate, ln.anchor, ln.alias, ln.embed, ln.line)
                 for ln in parse_links(text)
@@ -276,19 +277,3 @@ def _text_or_none(value: Any) -> str | None:
     if value is None:
         return None
     return value if isinstance(value, str) else str(value)
-
-
-def read_front_matter(text: str) -> tuple[dict[str, Any], str | None]:
-    """Front-matter mapping of a document and the reason it could not be read (SPEC 2.1: never raise)."""
-    parts = split_front_matter(text)
-    if not parts.has_front_matter:
-        return {}, None
-    try:
-        data = yaml.safe_load(parts.yaml(text))
-    except yaml.YAMLError as exc:
-        return {}, f"front matter is not valid YAML: {exc}".splitlines()[0]
-    if data is None:
-        return {}, None
-    if not isinstance(data, dict):
-        return {}, "front matter is not a mapping"
-    return data, None
