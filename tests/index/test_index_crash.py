@@ -4,9 +4,11 @@ same catalog and the same search results as a clean reindex of the same files.""
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -68,6 +70,8 @@ CHILD = textwrap.dedent(
             arm()
             print("started", flush=True)
             await asyncio.to_thread(app.component("index").ensure_ready)
+            while phase == "reindex_forever":
+                await app.run("reindex")
             print("finished", flush=True)
 
     asyncio.run(main())
@@ -159,6 +163,27 @@ async def test_killed_writer_is_repaired_on_restart(workspace: Path, tmp_path: P
         assert after["catalog"][key] == expected["catalog"][key], key
     assert after["results"] == expected["results"]
     assert after["health"] == "ok"
+
+
+async def test_killed_during_a_reindex_at_some_moment(workspace: Path, tmp_path: Path) -> None:
+    for i in range(40, 200):  # enough files for a reindex to span several engine commits
+        (workspace / "digest" / f"n{i}.md").write_text(note(i, 3))
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    child = subprocess.Popen(
+        [sys.executable, str(script), str(workspace), "reindex_forever"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout.readline().strip() == "started"
+        time.sleep(1.5)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+    after = await snapshot(workspace)
+    expected = await clean_reindex(workspace, tmp_path)
+    for key in ("files", "chunks", "links", "intents"):
+        assert after["catalog"][key] == expected["catalog"][key], key
+    assert after["results"] == expected["results"]
 
 
 async def test_lost_engine_is_rebuilt_from_the_files(workspace: Path, tmp_path: Path) -> None:
