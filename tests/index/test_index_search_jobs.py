@@ -192,3 +192,18 @@ async def test_status_and_health_show_index_figures(notes_app) -> None:
     status = await notes_app.run("status")
     assert status.metadata["components"]["index"]["files"] == 6
     assert notes_app.component("index").health()["status"] == "ok"
+
+
+async def test_chinese_notes_are_searchable_by_words(app) -> None:
+    write(
+        app.workspace_dir,
+        {
+            "digest/energy/battery-zh.md": "---\nname: 电池\n---\n宁德时代的储能电池在夜间为电网供电。\n",
+            "digest/energy/solar-zh.md": "光伏组件把太阳光转换成电能。\n",
+        },
+    )
+    response = await app.run("search", query="储能电池")
+    assert [hit["path"] for hit in response.metadata["results"]] == ["digest/energy/battery-zh.md"]
+    assert "宁德时代" in response.answer
+    nodes = await app.run("node_search", query="太阳光 电能")
+    assert [n["path"] for n in nodes.metadata["results"]] == ["digest/energy/solar-zh.md"]
