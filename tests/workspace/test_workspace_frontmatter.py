@@ -162,3 +162,10 @@ def test_written_yaml_is_read_back_by_pyyaml_unchanged():
     text = frontmatter.update("", {"multi": "line one\nline two", "empty": "", "null": None})
     loaded = yaml.safe_load(text.split("---\n")[1])
     assert loaded == {"multi": "line one\nline two", "empty": "", "null": None}
+
+
+def test_windows_line_endings_are_kept():
+    text = "---\r\nname: A\r\ntags:\r\n  - x\r\n---\r\nbody\r\n"
+    updated = frontmatter.update(text, {"tags": ["y"], "new": 1})
+    assert updated == "---\r\nname: A\r\ntags:\r\n  - y\r\nnew: 1\r\n---\r\nbody\r\n"
+    assert frontmatter.delete(updated, ["name"])[0] == "---\r\ntags:\r\n  - y\r\nnew: 1\r\n---\r\nbody\r\n"

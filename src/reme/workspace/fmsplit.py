@@ -12,7 +12,7 @@ from dataclasses import dataclass
 _OPEN = re.compile(r"\A(\ufeff?)---[ \t]*\r?\n")
 _CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
 # A line that starts a top-level YAML key (`key:`, `"key":`, `'key':`); the key is the first non-None group.
-TOP_LEVEL_KEY = re.compile(r"""^(?:"([^"]+)"|'([^']+)'|([^\s#'"?:\-][^:]*?))[ \t]*:(?:[ \t]|$)""")
+TOP_LEVEL_KEY = re.compile(r"""^(?:"([^"]+)"|'([^']+)'|([^\s#'"?:\-][^:]*?))[ \t]*:(?:[ \t]|\r?$)""")
 
 
 @dataclass(frozen=True)

@@ -111,13 +111,13 @@ def update(text: str, changes: Mapping[str, Any]) -> str:
     parts = split(text)
     raw = parts.yaml(text)
     indent = _guess_indent(raw)
+    newline = _newline(raw)
     replaced = _surgery(raw, {key: value for key, value in changed.items() if key in current}, set(), indent)
     if replaced is not None:
         appended = {key: value for key, value in changed.items() if key not in current}
         if appended:
-            replaced = (replaced if not replaced or replaced.endswith("\n") else replaced + "\n") + _dump(
-                appended, indent
-            )
+            ending = "" if not replaced or replaced.endswith("\n") else newline
+            replaced += ending + _dump(appended, indent).replace("\n", newline)
         if _loads_as(replaced, expected):
             return text[: parts.yaml_start] + replaced + text[parts.yaml_end :]
     return text[: parts.yaml_start] + _round_trip(raw, changed, (), expected) + text[parts.yaml_end :]
@@ -170,11 +170,16 @@ def _surgery(raw: str, replace: Mapping[str, Any], remove: set[str], indent: tup
         if name in remove:
             out.extend(block[len(block) - trailing :] if trailing else [])
         elif name in replace:
-            out.append(_dump({name: replace[name]}, indent))
+            out.append(_dump({name: replace[name]}, indent).replace("\n", _newline(raw)))
             out.extend(block[len(block) - trailing :] if trailing else [])
         else:
             out.extend(block)
     return "".join(out)
+
+
+def _newline(raw: str) -> str:
+    """The line ending the user's YAML uses; re-emitted lines follow it."""
+    return "\r\n" if "\r\n" in raw else "\n"
 
 
 def _trailing_comments(block: list[str]) -> int:
