@@ -99,7 +99,7 @@ def test_redact_hides_secrets_only():
         ("1", 1),
         ("-2.5", -2.5),
         ("true", True),
-        ("null", None),
+        ("null", "null"),
         ("007", "007"),
         ("[1, 2]", [1, 2]),
         ('{"a": 1}', {"a": 1}),
@@ -116,3 +116,20 @@ def test_parse_assignments_refuses_bare_words():
     assert parse_assignments(["a=1", "b.c=x=y"]) == {"a": 1, "b.c": "x=y"}
     with pytest.raises(ValueError, match="key=value"):
         parse_assignments(["oops"])
+
+
+def test_packaged_job_schemas_have_no_stray_null_keys():
+    """An unquoted comma in a flow mapping silently adds a key with a null value to a schema."""
+    config = load_config(load_env_file=False)
+
+    def nulls(value, where):
+        if isinstance(value, dict):
+            for key, child in value.items():
+                if child is None:
+                    yield f"{where}.{key}"
+                yield from nulls(child, f"{where}.{key}")
+        elif isinstance(value, list):
+            for i, child in enumerate(value):
+                yield from nulls(child, f"{where}[{i}]")
+
+    assert list(nulls(config["jobs"], "jobs")) == []

@@ -13,7 +13,7 @@ _NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 
 
 def parse_value(text: str) -> Any:
-    """JSON for arrays/objects, numbers, booleans and null; anything else stays a string.
+    """JSON for arrays/objects, numbers and booleans; anything else (`null` included) stays a string.
 
     A number written with a leading zero (`007`) is an identifier, not a number, so it stays a string.
     """
@@ -23,7 +23,7 @@ def parse_value(text: str) -> Any:
             return json.loads(stripped)
         except ValueError:
             return text
-    if stripped in ("true", "false", "null"):
+    if stripped in ("true", "false"):
         return json.loads(stripped)
     if _NUMBER.fullmatch(stripped):
         return json.loads(stripped)
