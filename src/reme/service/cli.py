@@ -28,7 +28,7 @@ values: JSON arrays/objects, numbers and booleans are typed; `007` and everythin
 --json prints the whole Response; the exit status is 0 when success is true, 1 otherwise.
 """
 DISCOVERY_KEYS = ("host", "port", "workspace_dir")
-START_CONFIG_KEYS = ("config", "workspace_dir")
+START_CONFIG_KEYS = ("config", "workspace_dir", "timezone")
 
 
 def main(argv: list[str] | None = None) -> int:
