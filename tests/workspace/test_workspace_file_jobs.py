@@ -415,3 +415,15 @@ async def test_a_file_cannot_be_written_below_a_file(app):
         response = await app.run(job, **params)
         assert not response.success and "is a file" in response.answer, job
     assert (app.workspace_dir / "digest/a.md").read_text() == "a\n"
+
+
+async def test_move_never_rewrites_raw_material_in_resource(linked_app):
+    app = linked_app
+    root = app.workspace_dir
+    (root / "digest/a.md").write_text("a\n")
+    (root / "resource/2026-06-01").mkdir()
+    (root / "resource/2026-06-01/clip.md").write_text("raw [[digest/a.md]]\n")
+    (root / "daily/n.md").write_text("[[digest/a.md]]\n")
+    response = await app.run("move", src="digest/a.md", dst="digest/b.md")
+    assert response.metadata["retargeted_files"] == ["daily/n.md"]
+    assert (root / "resource/2026-06-01/clip.md").read_text() == "raw [[digest/a.md]]\n"

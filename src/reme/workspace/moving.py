@@ -14,7 +14,7 @@ from typing import Any
 from reme.workspace.atomic import atomic_write, fsync_dir
 from reme.workspace.layout import Workspace
 from reme.workspace.links import LinkSource, walk_files
-from reme.workspace.paths import has_extension, is_markdown
+from reme.workspace.paths import first_segment, has_extension, is_markdown
 from reme.workspace.textio import read_text
 from reme.workspace.wikilinks import retarget_links, tree_mapping
 
@@ -83,11 +83,16 @@ def move(
 def _retarget_sources(
     ws: Workspace, inbound: list[dict[str, str]], mapping: Callable[[str], str | None]
 ) -> tuple[list[str], int]:
-    """Rewrite link targets in every file that pointed at the moved path (now at its new place)."""
+    """Rewrite link targets in every file that pointed at the moved path (now at its new place).
+
+    Files under `resource/` are raw material that reme never modifies; their links are left as they are.
+    """
     changed: list[str] = []
     total = 0
     for source in sorted({entry["source_path"] for entry in inbound}):
         current = mapping(source) or source
+        if first_segment(current) == ws.folder("resource"):
+            continue
         target = ws.root / current
         with ws.lock(current):
             try:

@@ -74,13 +74,19 @@ def workspace_of(app: Any) -> Workspace:
 class IndexLinks:
     """The index component seen as a `LinkSource`, from a job's worker thread (sync or async methods)."""
 
-    def __init__(self, index: Any) -> None:
+    def __init__(self, index: Any, fallback: ScanLinks) -> None:
         self.index = index
+        self.fallback = fallback
 
     def inbound(self, path: str) -> list[dict[str, str]]:
+        """The graph's answer; a scan of the files when the index cannot give one (moves stay correct)."""
+        try:
+            entries = _call(self.index.inbound, path)
+        except Exception:
+            log.warning("index inbound(%r) failed; scanning the workspace instead", path, exc_info=True)
+            return self.fallback.inbound(path)
         return [
-            {"source_path": entry["source_path"], "target_path": entry["target_path"]}
-            for entry in _call(self.index.inbound, path)
+            {"source_path": entry["source_path"], "target_path": entry["target_path"]} for entry in entries
         ]
 
     def sync_paths(self, paths: list[str]) -> None:
@@ -94,9 +100,10 @@ class IndexLinks:
 def link_source(app: Any) -> LinkSource:
     """The index's link graph when an `index` component runs, else a scan of the workspace."""
     index = app.components.get("index")
+    scan = ScanLinks(workspace_of(app))
     if index is not None and hasattr(index, "inbound") and hasattr(index, "sync_paths"):
-        return IndexLinks(index)
-    return ScanLinks(workspace_of(app))
+        return IndexLinks(index, scan)
+    return scan
 
 
 def _call(function: Any, *args: Any) -> Any:
