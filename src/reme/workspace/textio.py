@@ -16,8 +16,8 @@ class Limits:
     """Caps that keep one request bounded; configurable per job step."""
 
     max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES
-    page_lines: int = 2000
-    page_chars: int = 60_000
+    page_lines: int = 1000
+    page_chars: int = 10_000  # agents see about 12k characters of a tool answer
     max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES
 
 
