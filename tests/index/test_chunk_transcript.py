@@ -91,3 +91,13 @@ def test_long_chinese_message_is_cut_after_punctuation() -> None:
         assert len(chunk.text) <= 200 and body[-1] in "，。"
     joined = "".join(chunk.text.split("\n", 1)[1] for chunk in chunks)
     assert joined == f"[小王 @ 2024-03-01T09:30:00] {sentence * 40}"
+
+
+def test_transcript_search_text_holds_the_bordering_messages() -> None:
+    lines = [message(f"turn {i} mentions topic{i}", created_at=f"t{i}") for i in range(12)]
+    chunks = chunk_text("session/dialog/ctx.jsonl", "\n".join(lines), chunk_chars=120, context_chars=50)
+    assert len(chunks) >= 4
+    for before, chunk, after in zip(chunks, chunks[1:], chunks[2:], strict=False):
+        assert before.text.split("\n")[-1] in chunk.search_text
+        assert after.text.split("\n")[0] in chunk.search_text
+        assert before.text.count("\n") >= 1 and before.text.split("\n")[0] not in chunk.search_text
