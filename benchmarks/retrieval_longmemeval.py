@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from datasets import longmemeval_cases  # noqa: E402
-from reme.index.chunking import DEFAULT_CHUNK_CHARS  # noqa: E402
+from reme.index.chunking import DEFAULT_CHUNK_CHARS, DEFAULT_CONTEXT_CHARS  # noqa: E402
 from retrieval_engines import ENGINES, search_files  # noqa: E402
 from retrieval_metrics import BUDGETS, mean, recall_within, visible_transcript_lines  # noqa: E402
 
@@ -94,11 +94,16 @@ def main() -> None:
     parser.add_argument(
         "--chunk-chars", default=str(DEFAULT_CHUNK_CHARS), help="comma-separated chunk sizes to sweep"
     )
+    parser.add_argument(
+        "--context-chars", type=int, default=DEFAULT_CONTEXT_CHARS, help="harness/keyword only"
+    )
     parser.add_argument("--tokenizer", default="{}", help="tokenizer settings as JSON")
     args = parser.parse_args()
 
     cases = longmemeval_cases()
-    options = {"tokenizer_settings": json.loads(args.tokenizer)} if args.engine != "search" else {}
+    options = {}
+    if args.engine != "search":
+        options = {"tokenizer_settings": json.loads(args.tokenizer), "context_chars": args.context_chars}
     print(
         f"LongMemEval-S dev ({len(cases)} cases), engine={args.engine}; questions without answer sessions skipped"
     )
