@@ -18,7 +18,7 @@ from typing import Any
 
 from reme.app.component import Component
 from reme.app.registry import register_component
-from reme.index.chunking import DEFAULT_CHUNK_CHARS
+from reme.index.chunking import CHUNKER_VERSION, DEFAULT_CHUNK_CHARS, DEFAULT_CONTEXT_CHARS
 from reme.index.graph import LinkGraph
 from reme.index.keyword import KeywordIndex, engine_folder
 from reme.index.search import Searcher, VectorBranch
@@ -159,7 +159,11 @@ class IndexComponent(Component):
     def _layout(self) -> str:
         """What the catalog content depends on besides the files; a change means a full rebuild."""
         return json.dumps(
-            {"chunk_chars": self.settings["chunk_chars"], "sources": [s.__dict__ for s in self.sources]},
+            {
+                "chunk_chars": self.settings["chunk_chars"],
+                "chunker": [CHUNKER_VERSION, DEFAULT_CONTEXT_CHARS],
+                "sources": [s.__dict__ for s in self.sources],
+            },
             sort_keys=True,
         )
 
