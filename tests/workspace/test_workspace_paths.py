@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reme.workspace.layout import Workspace
 from reme.workspace.paths import ProtectedPathError, UnsafePathError, check_relative
@@ -204,3 +206,21 @@ async def test_a_symlink_inside_the_workspace_that_stays_inside_is_followed(app)
     assert (await app.run("write", path="digest/alias.md", content="changed\n")).success
     assert (root / "digest/alias.md").is_symlink()
     assert (root / "digest/real.md").read_text() == "changed\n"
+
+
+PIECES = [*'ab./\\~:*?<>|"\x00\n é光C', "..", "CON", "metadata", "Metadata"]
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.lists(st.sampled_from(PIECES), max_size=12).map("".join))
+def test_no_accepted_path_leaves_the_workspace_or_touches_metadata(tmp_path_factory, path):
+    root = tmp_path_factory.getbasetemp() / "property-ws"
+    ws = Workspace(root)
+    try:
+        resolved = ws.resolve(path, write=True)
+    except UnsafePathError:
+        return
+    assert resolved.is_relative_to(ws.root) and resolved != ws.root
+    relative = resolved.relative_to(ws.root).as_posix()
+    assert relative == path.rstrip("/") and relative.split("/")[0].casefold() != "metadata"
+    assert all(ord(ch) >= 32 for ch in relative) and ".." not in relative.split("/")
