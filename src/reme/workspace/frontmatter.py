@@ -110,7 +110,8 @@ def update(text: str, changes: Mapping[str, Any]) -> str:
     expected = {**current, **changed}
     parts = split(text)
     raw = parts.yaml(text)
-    indent = _guess_indent(raw)
+    nested = any(isinstance(value, (dict, list)) for value in changed.values())
+    indent = _guess_indent(raw) if nested else (2, 0)  # only nested values show indentation
     newline = _newline(raw)
     replaced = _surgery(raw, {key: value for key, value in changed.items() if key in current}, set(), indent)
     if replaced is not None:
