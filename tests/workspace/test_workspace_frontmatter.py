@@ -169,3 +169,29 @@ def test_windows_line_endings_are_kept():
     updated = frontmatter.update(text, {"tags": ["y"], "new": 1})
     assert updated == "---\r\nname: A\r\ntags:\r\n  - y\r\nnew: 1\r\n---\r\nbody\r\n"
     assert frontmatter.delete(updated, ["name"])[0] == "---\r\ntags:\r\n  - y\r\nnew: 1\r\n---\r\nbody\r\n"
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(
+    st.dictionaries(keys, values, min_size=1, max_size=5),
+    st.dictionaries(keys, values, max_size=4),
+    st.booleans(),
+    st.sampled_from([2, 4]),
+    bodies,
+)
+def test_updates_of_yaml_written_by_other_tools_keep_body_and_untouched_keys(
+    initial, changes, flow, indent, body
+):
+    written = yaml.safe_dump(
+        initial, default_flow_style=flow, indent=indent, allow_unicode=True, sort_keys=False
+    )
+    text = f"---\n{written}---\n{body}"
+    updated = frontmatter.update(text, changes)
+    document = frontmatter.parse(updated)
+    assert document.body == body
+    assert document.metadata == {**initial, **changes}
+    if not flow:  # block style: the lines of untouched keys are kept verbatim
+        for key in initial:
+            if key not in changes or changes[key] == initial[key]:
+                own = yaml.safe_dump({key: initial[key]}, indent=indent, allow_unicode=True, sort_keys=False)
+                assert own in updated

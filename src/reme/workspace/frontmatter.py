@@ -28,6 +28,9 @@ from reme.workspace.fmsplit import TOP_LEVEL_KEY, split
 RESERVED_KEYS = ("name", "description")
 
 _PLAIN_STRING_RESOLVER = yaml.resolver.Resolver()
+# Strings starting with a YAML indicator (links `[[...]]` among them) are always written quoted: PyYAML
+# and ruamel disagree on some of them unquoted (e.g. `?x` inside a flow sequence).
+_INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
 
 
 class FrontMatterError(ValueError):
@@ -197,7 +200,9 @@ def _trailing_comments(block: list[str]) -> int:
 def _round_trip(raw: str, changes: Mapping[str, Any], remove: Iterable[str], expected: dict[str, Any]) -> str:
     """Whole-block ruamel round trip: comments and order survive, indentation may be normalised."""
     try:
-        data = YAML(typ="rt").load(raw) or {}
+        loader = YAML(typ="rt")
+        loader.preserve_quotes = True  # untouched values keep their quotes
+        data = loader.load(raw) or {}
     except Exception as exc:  # ruamel is stricter than PyYAML (duplicate keys, ...)
         raise FrontMatterError(
             f"cannot rewrite this front matter safely: {exc}; fix it by hand first"
@@ -261,7 +266,7 @@ def _dump(mapping: Mapping[str, Any], indent: tuple[int, int] = (2, 0)) -> str:
 
 
 def _styled(value: Any) -> Any:
-    """Quote strings YAML 1.1 would read as something else and links; multi-line text as a block."""
+    """Quote links, indicator-led strings and strings YAML 1.1 would read otherwise; multi-line text as a block."""
     if isinstance(value, dict):
         return {_styled_key(key): _styled(item) for key, item in value.items()}
     if isinstance(value, list):
@@ -270,7 +275,7 @@ def _styled(value: Any) -> Any:
         return value
     if "\n" in value and not any(line != line.rstrip() for line in value.split("\n")):
         return LiteralScalarString(value)
-    if value.startswith("[[") or _plain_would_change(value):
+    if value[:1] in _INDICATORS or _plain_would_change(value):
         return SingleQuotedScalarString(value)
     return value
 
