@@ -212,7 +212,7 @@ class KeywordIndex:
         """Best `limit` chunks for an OR of the query's terms: `(chunk_id, score)`, best first.
 
         `path_prefix` scopes by the start of the path; dates filter on the path's date segment,
-        keeping undated paths unless `strict_date_filter`.
+        keeping undated paths unless `strict_date_filter` (which does nothing without a date).
         """
         return self.search_terms(
             self.tokenizer.tokenize(query),
@@ -262,7 +262,7 @@ class KeywordIndex:
         if path_prefix:
             pattern = _REGEX_META.sub(r"\\\1", path_prefix) + ".*"
             filters.append(tantivy.Query.regex_query(schema, "path", pattern))
-        if start_date is not None or end_date is not None or strict_date_filter:
+        if start_date is not None or end_date is not None:
             lower = _day_number(start_date) if start_date else 1
             upper = _day_number(end_date) if end_date else None
             dated = tantivy.Query.range_query(schema, "date", tantivy.FieldType.Unsigned, lower, upper)
