@@ -48,7 +48,7 @@ def test_two_processes_editing_the_same_notes_lose_no_write(tmp_path):
     ws.ensure_layout()
     for note in NOTES:
         (ws.root / note).write_text("---\nname: shared\n---\n" + END)
-    rounds = 60
+    rounds = 40
     workers = [
         subprocess.Popen(
             [sys.executable, "-c", WORKER, str(ws.root), tag, str(rounds)], stderr=subprocess.PIPE, text=True
