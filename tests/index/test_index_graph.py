@@ -135,3 +135,25 @@ def test_reindex_reports_progress_and_rebuilds_everything(app, index) -> None:
     assert sorted(report.indexed) == [f"digest/p{i}.md" for i in range(5)]
     assert calls[-1] == (5, 5)
     assert index.stats()["links"] == 5 and index.graph.pending_edges() == []
+
+
+def test_a_file_that_cannot_be_indexed_does_not_block_the_others(app, index, monkeypatch) -> None:
+    import reme.index.sync as sync
+
+    real_chunk_text = sync.chunk_text
+
+    def failing_for_one(path: str, text: str, **kwargs):
+        if path == "digest/poison.md":
+            raise RecursionError("pathological nesting")
+        return real_chunk_text(path, text, **kwargs)
+
+    monkeypatch.setattr(sync, "chunk_text", failing_for_one)
+    write(app.workspace_dir, "digest/poison.md", "> " * 50 + "kiwi")
+    write(app.workspace_dir, "digest/fine.md", "kiwi")
+    index.ensure_ready()
+    assert "RecursionError" in index.store.file("digest/poison.md").error
+    assert [c for c, _ in index.keyword.search("kiwi", 5)] != [] and index.store.intents() == []
+    monkeypatch.setattr(sync, "chunk_text", real_chunk_text)
+    write(app.workspace_dir, "digest/poison.md", "kiwi again")
+    index.sync_paths(["digest/poison.md"])
+    assert index.store.file("digest/poison.md").error is None

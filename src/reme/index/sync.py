@@ -9,6 +9,7 @@ the catalog by mtime and size and syncs only the difference.
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 import threading
@@ -27,6 +28,8 @@ from reme.workspace.frontmatter import parse as parse_front_matter
 from reme.workspace.wikilinks import parse_links
 
 MARKDOWN_EXTENSIONS = (".md", ".markdown")
+log = logging.getLogger(__name__)
+
 BATCH_FILES = 200  # files per engine commit during bulk work: bounds memory and lost work on a crash
 
 Progress = Callable[[int, int], None]  # (done, total)
@@ -206,7 +209,7 @@ class Indexer:
         deleted: list[str] = []
         try:
             for path, stamp in batch:
-                read = self._read(path, stamp) if stamp is not None else None
+                read = self._read_safely(path, stamp) if stamp is not None else None
                 if read is None:
                     self.keyword.delete_path(path)
                     deleted.append(path)
@@ -222,6 +225,15 @@ class Indexer:
         self.store.apply(records, deleted, paths)
         report.indexed += [r.file.path for r in records]
         report.deleted += deleted
+
+    def _read_safely(self, path: str, stamp: tuple[int, int]) -> tuple[FileRecord, list[Chunk]] | None:
+        """`_read`, with any failure on this one file recorded in the catalog instead of raised: one
+        pathological note must not stop every later sync (or the start-up repair) forever."""
+        try:
+            return self._read(path, stamp)
+        except Exception as exc:
+            log.warning("indexing %s failed", path, exc_info=True)
+            return _unindexed(path, stamp, f"could not be indexed: {type(exc).__name__}: {exc}")
 
     def _read(self, path: str, stamp: tuple[int, int]) -> tuple[FileRecord, list[Chunk]] | None:
         """Catalog record of a file; problems become the record's `error`, never an exception."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import shutil
 import sqlite3
 import threading
@@ -29,6 +30,7 @@ from reme.workspace.layout import DEFAULT_DIRS
 from reme.workspace.paths import check_relative
 
 DB_NAME = "index.sqlite3"
+log = logging.getLogger(__name__)
 
 
 @register_component("sqlite_tantivy")
@@ -171,10 +173,14 @@ class IndexComponent(Component):
         """Finish interrupted writes; rebuild lazily when catalog and engine disagree."""
         with self.indexer.writing():
             layout_changed = self.store.get_meta("layout") != self._layout()
-            report = self.indexer.repair()
-            agree = self.store.keyword_doc_total() == self.keyword.num_docs
+            try:
+                report = self.indexer.repair().to_dict()
+            except Exception as exc:  # the rebuild below re-derives everything from the files
+                log.warning("index repair failed; rebuilding", exc_info=True)
+                report = {"error": f"{type(exc).__name__}: {exc}"}
+            agree = "error" not in report and self.store.keyword_doc_total() == self.keyword.num_docs
             self._needs_rebuild = layout_changed or not agree
-            self.last_repair = {**report.to_dict(), "rebuild": self._needs_rebuild}
+            self.last_repair = {**report, "rebuild": self._needs_rebuild}
 
     async def close(self) -> None:
         store = getattr(self, "store", None)
