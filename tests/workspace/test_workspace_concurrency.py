@@ -162,7 +162,12 @@ def _is_complete(text: str) -> bool:
 def test_lock_files_live_under_metadata_locks(tmp_path):
     ws = Workspace(tmp_path / "ws")
     ws.ensure_layout()
-    with ws.lock("digest/a.md", "digest/b.md"), ws.lock("digest/a.md"):  # re-entrant in one thread
+    other = Workspace(ws.root, lock_timeout=0.5)  # a second view of the same workspace in this process
+    with (
+        ws.lock("digest/a.md", "digest/b.md"),
+        ws.lock("digest/a.md"),
+        other.lock("digest/b.md"),
+    ):  # re-entrant
         held = sorted(p.name for p in Path(ws.root / "metadata/locks").iterdir())
     assert held == sorted(ws.locks.lock_file(p).name for p in ("digest/a.md", "digest/b.md"))
 

@@ -23,6 +23,7 @@ class LockTimeoutError(TimeoutError):
 
 
 STRIPES = 1024
+_HELD = threading.local()  # lock files this thread holds, shared by every PathLocks of the process
 
 
 class PathLocks:
@@ -31,7 +32,6 @@ class PathLocks:
     def __init__(self, lock_dir: Path, timeout: float = 30.0) -> None:
         self.lock_dir = lock_dir
         self.timeout = timeout
-        self._held = threading.local()
 
     def stripe(self, path: str) -> int:
         return int.from_bytes(hashlib.sha256(path.encode("utf-8")).digest()[:4], "big") % STRIPES
@@ -42,20 +42,20 @@ class PathLocks:
     @contextmanager
     def hold(self, *paths: str) -> Iterator[None]:
         """Hold the write locks of `paths` for the duration of the block."""
-        held: set[int] = self._held.__dict__.setdefault("stripes", set())
-        wanted = sorted({self.stripe(path): path for path in paths}.items())
+        held: set[Path] = _HELD.__dict__.setdefault("files", set())
+        wanted = sorted({self.lock_file(path): path for path in paths}.items())
         self.lock_dir.mkdir(parents=True, exist_ok=True)
         with ExitStack() as stack:
-            for stripe, path in wanted:
-                if stripe in held:
+            for lock_file, path in wanted:
+                if lock_file in held:
                     continue
-                lock = FileLock(self.lock_file(path), timeout=self.timeout)
+                lock = FileLock(lock_file, timeout=self.timeout)
                 try:
                     stack.enter_context(lock)
                 except Timeout:
                     raise LockTimeoutError(
                         f"{path!r} is being written by another writer; try again in a moment"
                     ) from None
-                held.add(stripe)
-                stack.callback(held.discard, stripe)
+                held.add(lock_file)
+                stack.callback(held.discard, lock_file)
             yield
