@@ -229,7 +229,7 @@ async def test_model_failures_leave_no_new_card_and_old_cards_untouched(
     )
 
 
-async def wait_for(condition: Any, seconds: float = 15.0) -> bool:
+async def wait_for(condition: Any, seconds: float = 60.0) -> bool:
     for _ in range(int(seconds / 0.1)):
         if condition():
             return True
@@ -248,8 +248,32 @@ async def test_watch_loop_follows_added_and_deleted_files(make_app: MakeApp) -> 
     )
     source = put(app, "resource/2026-06-02/minutes.md", "Decided: hire two engineers.\n")
     card = app.workspace_dir / "daily/2026-06-02/minutes.md"
-    assert await wait_for(lambda: card.exists() and "hire two engineers" in card.read_text(encoding="utf-8"))
+    assert await wait_for(
+        lambda: card.exists() and "hire two engineers" in card.read_text(encoding="utf-8")
+    ), app.job_runs
     source.unlink()
     assert await wait_for(lambda: not card.exists())
     index = app.workspace_dir / "daily/2026-06-02.md"
     assert await wait_for(lambda: "minutes.md" not in index.read_text(encoding="utf-8"))
+
+
+def test_watch_batches_scan_new_folders_and_keep_the_last_word(tmp_path: Path) -> None:
+    from watchfiles import Change
+
+    from reme.app.steps.resource import split_batch
+
+    root = tmp_path / "resource"
+    (root / "2026-06-02/sub").mkdir(parents=True)
+    (root / "2026-06-02/sub/a.md").write_text("a", encoding="utf-8")
+    (root / "2026-06-02/photo.png").write_bytes(b"png")
+    (root / "kept.txt").write_text("k", encoding="utf-8")
+    changes = [
+        (Change.added, str(root / "2026-06-02")),  # its files were written before the watch reached it
+        (Change.deleted, str(root / "gone.md")),
+        (Change.deleted, str(root / "kept.txt")),  # deleted, then written again
+        (Change.added, str(root / "kept.txt")),
+        (Change.added, str(tmp_path / "elsewhere.md")),
+    ]
+    paths, deleted = split_batch(changes, root.resolve(), "resource")
+    assert sorted(paths) == ["resource/2026-06-02/sub/a.md", "resource/kept.txt"]
+    assert deleted == ["resource/gone.md"]

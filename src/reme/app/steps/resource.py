@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,8 @@ async def resource_watch_step(
     base = root.resolve()
 
     def wanted(change: Change, path: str) -> bool:
-        return Path(path).suffix.lstrip(".").lower() in SUPPORTED and not Path(path).name.startswith(".")
+        # New folders pass too: files written into them before the watch reaches them are found by a scan.
+        return supported(Path(path)) or (change == Change.added and Path(path).is_dir())
 
     one_at_a_time = asyncio.Lock()
 
@@ -65,26 +67,44 @@ async def resource_watch_step(
         async for changes in awatch(
             root, watch_filter=wanted, debounce=debounce_ms, force_polling=force_polling, recursive=True
         ):
-            paths: dict[str, None] = {}
-            deleted: dict[str, None] = {}
-            for change, absolute in changes:
-                try:
-                    relative = f"{root_name}/{Path(absolute).resolve().relative_to(base).as_posix()}"
-                except ValueError:
-                    continue
-                if change == Change.deleted and not Path(absolute).exists():
-                    deleted[relative] = None
-                    paths.pop(relative, None)
-                else:
-                    paths[relative] = None
-                    deleted.pop(relative, None)
+            paths, deleted = split_batch(changes, base, root_name)
             if paths or deleted:
-                await run(paths=list(paths), deleted=list(deleted))
+                await run(paths=paths, deleted=deleted)
         if scan is not None:
             await scan
     finally:
         if scan is not None and not scan.done():
             scan.cancel()
+
+
+def supported(path: Path) -> bool:
+    return path.suffix.lstrip(".").lower() in SUPPORTED and not path.name.startswith(".")
+
+
+def split_batch(
+    changes: Iterable[tuple[Any, str]], base: Path, root_name: str
+) -> tuple[list[str], list[str]]:
+    """(added or modified, deleted) workspace paths of a watch batch; new folders are scanned."""
+    from watchfiles import Change
+
+    found = [(change, Path(absolute)) for change, absolute in changes]
+    for _change, absolute in list(found):
+        if absolute.is_dir():
+            found += [(Change.added, f) for f in sorted(absolute.rglob("*")) if f.is_file() and supported(f)]
+    paths: dict[str, None] = {}
+    deleted: dict[str, None] = {}
+    for change, absolute in found:
+        try:
+            relative = f"{root_name}/{absolute.resolve().relative_to(base).as_posix()}"
+        except ValueError:
+            continue
+        if change == Change.deleted and not absolute.exists():
+            deleted[relative] = None
+            paths.pop(relative, None)
+        elif not absolute.is_dir():
+            paths[relative] = None
+            deleted.pop(relative, None)
+    return list(paths), list(deleted)
 
 
 def _log_outcome(response: Any) -> None:
