@@ -192,3 +192,38 @@ def test_one_over_long_line_gets_exactly_one_label_per_part() -> None:
         assert len(chunk.text) <= 120
     assert [c.start_line for c in chunks[1:-1]] == [2] * (total - 2)
     assert "".join(c.text.split("\n", 1)[1].replace(" ", "") for c in chunks[1:-1]) == "word" * 100
+
+
+def test_context_reaches_across_several_small_chunks_but_not_other_sections() -> None:
+    turns = [f"- **Ann**: turn {i} about topic{i}" for i in range(12)]
+    text = "# Day\n\n## Talk\n\n" + "\n".join(turns) + "\n\n## Other\n\nunrelated words\n"
+    chunks = chunk_text("daily/2024-01-01.md", text, chunk_chars=60, context_chars=100)
+    talk = [c for c in chunks if c.heading_path == ["Day", "Talk"]]
+    middle = talk[len(talk) // 2]
+
+    def topics(lines: str) -> set[int]:
+        return {int(line.split("topic")[1]) for line in lines.split("\n") if "topic" in line}
+
+    own = topics(middle.text)
+    borrowed = topics(middle.search_text) - own
+    # 100 characters of 30-character turns: three whole turns each side, across several chunks.
+    assert len(own) == 1 and len(talk) == 12
+    assert borrowed == set(range(min(own) - 3, min(own))) | set(range(max(own) + 1, max(own) + 4))
+    assert "unrelated" not in talk[-1].search_text and "topic" not in chunks[-1].search_text
+
+
+def test_own_text_outranks_the_same_words_borrowed_as_context(tmp_path) -> None:
+    from reme.index.keyword import KeywordIndex
+    from reme.index.tokenizer import Tokenizer
+
+    turns = [f"- **Ann**: filler line number {i} with ordinary chatter" for i in range(8)]
+    turns[3] = "- **Ann**: we adopted a greyhound called Comet"
+    text = "# Day\n\n## Talk\n\n" + "\n".join(turns) + "\n"
+    chunks = chunk_text("daily/2024-01-01.md", text, chunk_chars=120, context_chars=400)
+    holder = next(c for c in chunks if "greyhound" in c.text)
+    assert len(chunks) >= 3 and all("greyhound" in c.search_text for c in chunks)
+    index = KeywordIndex(tmp_path, Tokenizer())
+    index.upsert("daily/2024-01-01.md", [(c.id, c.search_text) for c in chunks])
+    index.commit()
+    ranked = [chunk_id for chunk_id, _ in index.search("greyhound Comet", 10)]
+    assert ranked[0] == holder.id and len(ranked) == len(chunks)

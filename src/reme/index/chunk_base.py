@@ -5,15 +5,15 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-# Chosen by the LoCoMo retrieval sweep (benchmarks/README.md).
-DEFAULT_CHUNK_CHARS = 600
+# Both chosen by the LoCoMo retrieval sweep, conversation by conversation (benchmarks/README.md).
+DEFAULT_CHUNK_CHARS = 400
 # Neighbouring text (whole lines, at least one per side) added to a chunk's search text only.
-DEFAULT_CONTEXT_CHARS = 200
-# Bump when the same text and settings would give different chunks (derived indexes rebuild).
-CHUNKER_VERSION = 1
+DEFAULT_CONTEXT_CHARS = 400
+# Bump when the same text and settings would give different chunks or search text (indexes rebuild).
+CHUNKER_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -129,34 +129,43 @@ def label_parts(texts: list[str]) -> list[str]:
 
 
 def with_neighbour_context(chunks: list[Chunk], context_chars: int) -> list[Chunk]:
-    """Let each chunk's search text also hold the lines that border it in its section.
+    """Let each chunk's search text also hold the lines around it in its section, and its own twice.
 
-    A question often shares its words with the turn next to the answer (a question and its
-    reply, a heading and its first line); borrowing a line or two of each neighbour lets small,
-    precise chunks match like bigger ones while the returned text stays the chunk's own lines.
+    A question often shares its words with the turns next to the answer (a question and its
+    reply, a heading and its first line); borrowing up to ``context_chars`` of whole lines on each
+    side (at least one, across as many neighbouring chunks of the section as that takes) lets small,
+    precise chunks match like bigger ones, while the returned text stays the chunk's own lines.
+    The chunk's own text is counted twice, so of two chunks sharing the same words the one that
+    holds them itself outranks the one that only borders them.
     """
     if context_chars <= 0:
         return chunks
+    edges = [_searchable_lines(chunk.text) for chunk in chunks]
     result = []
     for index, chunk in enumerate(chunks):
-        before = after = ""
-        if index > 0 and chunks[index - 1].heading_path == chunk.heading_path:
-            before = _edge_lines(chunks[index - 1].text, context_chars, from_end=True)
-        if index + 1 < len(chunks) and chunks[index + 1].heading_path == chunk.heading_path:
-            after = _edge_lines(chunks[index + 1].text, context_chars, from_end=False)
-        if before or after:
-            head = chunk.search_text[: len(chunk.search_text) - len(chunk.text)]
-            body = "\n".join(part for part in (before, chunk.text, after) if part)
-            chunk = dataclasses.replace(chunk, search_text=head + body)
-        result.append(chunk)
+        before = _take(_section_lines(chunks, edges, index, -1), context_chars)
+        after = _take(_section_lines(chunks, edges, index, 1), context_chars)
+        head = chunk.search_text[: len(chunk.search_text) - len(chunk.text)]
+        body = "\n".join([*reversed(before), chunk.text, *after, chunk.text])
+        result.append(dataclasses.replace(chunk, search_text=head + body))
     return result
 
 
-def _edge_lines(text: str, budget: int, *, from_end: bool) -> str:
-    """Whole lines from one end of ``text``: at least one, then more while within ``budget``."""
-    lines = [line for line in text.split("\n") if line.strip() and not _PART_LABEL.match(line)]
-    if from_end:
-        lines.reverse()
+def _searchable_lines(text: str) -> list[str]:
+    """The lines of a chunk worth borrowing: not blank, not a ``[Part i/N]`` label."""
+    return [line for line in text.split("\n") if line.strip() and not _PART_LABEL.match(line)]
+
+
+def _section_lines(chunks: list[Chunk], edges: list[list[str]], index: int, step: int) -> Iterator[str]:
+    """Lines of the chunks before (``step`` -1, nearest first) or after (+1) ``index`` in its section."""
+    position = index + step
+    while 0 <= position < len(chunks) and chunks[position].heading_path == chunks[index].heading_path:
+        yield from reversed(edges[position]) if step < 0 else edges[position]
+        position += step
+
+
+def _take(lines: Iterable[str], budget: int) -> list[str]:
+    """Whole lines in the order given: at least one, then more while within ``budget`` characters."""
     taken: list[str] = []
     size = 0
     for line in lines:
@@ -164,6 +173,4 @@ def _edge_lines(text: str, budget: int, *, from_end: bool) -> str:
             break
         taken.append(line)
         size += len(line) + 1
-    if from_end:
-        taken.reverse()
-    return "\n".join(taken)
+    return taken
