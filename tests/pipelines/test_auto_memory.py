@@ -296,3 +296,20 @@ async def test_relative_dates_left_in_the_card_are_resolved(make_app: MakeApp) -
     assert text.endswith(
         "## Today's plan\n\n- Call the bank tomorrow (2026-06-03)\n- Met Li yesterday (2026-06-01)\n"
     )
+
+
+async def test_concurrent_calls_for_one_session_take_turns(make_app: MakeApp) -> None:
+    import asyncio
+
+    app = await make_app(**scripted(card_script("- merged\n", "Busy session")))
+    batches = [
+        [{"id": f"m{i}", "role": "user", "content": f"fact {i}", "created_at": f"2026-06-01T0{i}:00:00Z"}]
+        for i in range(1, 5)
+    ]
+    responses = await asyncio.gather(
+        *(app.run("auto_memory", session_id="busy", messages=b) for b in batches)
+    )
+    assert all(r.success for r in responses), [r.answer for r in responses]
+    assert {r.metadata["note_path"] for r in responses} == {"daily/2026-06-01/busy-session.md"}
+    assert [m["id"] for m in transcript(app, "busy")] == ["m1", "m2", "m3", "m4"]
+    assert sorted(p.name for p in (app.workspace_dir / "daily/2026-06-01").iterdir()) == ["busy-session.md"]

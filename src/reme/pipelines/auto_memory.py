@@ -20,6 +20,7 @@ from reme.pipelines.calls import (
     daily_days,
     find_card,
     folder,
+    keyed_lock,
     load_text,
     save_text,
 )
@@ -185,6 +186,18 @@ async def auto_memory(
     check_session_id(session_id)
     explicit = check_date(date_text) if date_text else None
     incoming = normalise_messages(messages, app.tz, max_message_chars)
+    async with keyed_lock(app, f"session:{session_id}"):
+        return await _remember(app, session_id, incoming, explicit, memory_hint, add_usage)
+
+
+async def _remember(
+    app: Application,
+    session_id: str,
+    incoming: list[dict[str, Any]],
+    explicit: date | None,
+    memory_hint: str,
+    add_usage: Callable[[dict[str, Any]], None],
+) -> MemoryOutcome:
     records, changed = await save_transcript(app, session_id, incoming)
     if not records:
         raise ValueError("messages has no message with text content, and the session has no saved transcript")
@@ -273,7 +286,8 @@ async def auto_memory_pending(
                 failed.append({"path": path, "error": f"{session_path(app, session_id)} is missing or empty"})
                 continue
             try:
-                distilled.append(await distil_session(app, session_id, day, path, records, "", add_usage))
+                async with keyed_lock(app, f"session:{session_id}"):
+                    distilled.append(await distil_session(app, session_id, day, path, records, "", add_usage))
             except Exception as exc:  # one bad card must not stop the others
                 failed.append({"path": path, "error": getattr(exc, "message", None) or str(exc)})
             await call(app, "daily_reindex", date=day)

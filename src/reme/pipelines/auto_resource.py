@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from reme.llm.runner import AgentFailed
-from reme.pipelines.calls import DATE_RE, StepFailed, call, daily_days, exists, find_card, folder
+from reme.pipelines.calls import DATE_RE, StepFailed, call, daily_days, exists, find_card, folder, keyed_lock
 from reme.pipelines.distil import LLMUnavailable, distil_card, memory_llm
 from reme.pipelines.names import short_hash
 from reme.pipelines.resource_text import SUPPORTED, Unreadable, extract
@@ -233,10 +233,12 @@ async def auto_resource(
     report = ResourceReport()
     changed = list(paths) if paths or deleted else await resources_needing_cards(app)
     for path in dict.fromkeys(deleted):
-        await process_deletion(app, path, report)
+        async with keyed_lock(app, f"resource:{path}"):
+            await process_deletion(app, path, report)
     for path in dict.fromkeys(changed):
         try:
-            await process_change(app, path, limits, report, add_usage)
+            async with keyed_lock(app, f"resource:{path}"):
+                await process_change(app, path, limits, report, add_usage)
         except (StepFailed, OSError, ValueError) as exc:
             report.failed.append({"path": path, "error": str(exc)})
     for day in sorted(report.days):

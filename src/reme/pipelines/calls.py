@@ -6,14 +6,24 @@ and index updates as any other client.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
 
 if TYPE_CHECKING:
     from reme.app.application import Application
 
 DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+_LOCKS: WeakKeyDictionary[Any, dict[str, asyncio.Lock]] = WeakKeyDictionary()
+
+
+def keyed_lock(app: Application, key: str) -> asyncio.Lock:
+    """One lock per application and key (a session, a resource): runs on the same card take turns."""
+    return _LOCKS.setdefault(app, {}).setdefault(key, asyncio.Lock())
 
 
 class StepFailed(RuntimeError):
