@@ -172,3 +172,34 @@ async def test_a_days_card_is_written_from_that_days_messages(
         "2026-06-01",
         "2026-06-02",
     ]
+
+
+async def test_ollama_and_anthropic_backends_run_the_same_agent(
+    make_app: MakeApp, fake_server: FakeOpenAI
+) -> None:
+    root = fake_server.base_url.removesuffix("/v1")
+    for backend, base_url in (("ollama", fake_server.base_url), ("anthropic", root)):
+        card = f"daily/2026-06-01/trip-{backend}.md"
+        fake_server.set_script(
+            [
+                {"tool": "write", "args": {"path": card, "content": f"- window seats via {backend}\n"}},
+                {"output": {"name": f"Seats {backend}", "description": "Seat preference."}},
+            ]
+        )
+        app = await make_app(
+            **served_by(fake_server, base_url=base_url), **{"components.llm.backend": backend}
+        )
+        response = await app.run("auto_memory", session_id=f"trip-{backend}", messages=TRIP)
+        assert response.success, (backend, response.answer)
+        assert response.metadata["usage"] == {
+            "input_tokens": 22,
+            "output_tokens": 14,
+            "requests": 2,
+            "tool_calls": 1,
+        }
+        written = (app.workspace_dir / f"daily/2026-06-01/seats-{backend}.md").read_text(encoding="utf-8")
+        assert written.endswith(f"- window seats via {backend}\n")
+        await app.close()
+    assert (
+        "max_tokens" in fake_server.requests[-1] and "system" in fake_server.requests[-1]
+    )  # the Anthropic shape

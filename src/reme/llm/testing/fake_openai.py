@@ -2,6 +2,7 @@
 
 Each POST to `/v1/chat/completions` takes the next entry of the script (the last one repeats once
 the script is used up) and answers it the way the OpenAI API would, streamed (SSE) when asked.
+`/v1/messages` answers the same entries in the shape of Anthropic's Messages API (not streamed).
 Entries:
 
 - `{"text": "..."}`, `{"tool": name, "args": {...}}`, `{"tools": [...]}`: a normal reply;
@@ -23,6 +24,7 @@ import time
 from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 PROMPT_TOKENS = 11
 COMPLETION_TOKENS = 7
@@ -74,7 +76,7 @@ class FakeOpenAI:
 
 def _output_tool(body: Mapping[str, Any]) -> str | None:
     for tool in body.get("tools") or []:
-        name = tool.get("function", {}).get("name", "")
+        name = tool.get("function", {}).get("name") or tool.get("name", "")
         if name.startswith("final_result"):
             return name
     return None
@@ -105,6 +107,31 @@ def _message(entry: Mapping[str, Any], body: Mapping[str, Any]) -> tuple[dict[st
     return {"role": "assistant", "content": str(text or "")}, "stop"
 
 
+def _anthropic_reply(message: dict[str, Any], model: str) -> dict[str, Any]:
+    """The same reply in the shape of Anthropic's Messages API (not streamed)."""
+    blocks: list[dict[str, Any]] = (
+        [{"type": "text", "text": message["content"]}] if message.get("content") else []
+    )
+    for call in message.get("tool_calls") or []:
+        try:
+            arguments = json.loads(call["function"]["arguments"])
+        except json.JSONDecodeError:
+            arguments = {"unparsable_arguments": call["function"]["arguments"]}
+        blocks.append(
+            {"type": "tool_use", "id": call["id"], "name": call["function"]["name"], "input": arguments}
+        )
+    return {
+        "id": "msg_fake",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": blocks,
+        "stop_reason": "tool_use" if message.get("tool_calls") else "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": PROMPT_TOKENS, "output_tokens": COMPLETION_TOKENS},
+    }
+
+
 _USAGE = {
     "prompt_tokens": PROMPT_TOKENS,
     "completion_tokens": COMPLETION_TOKENS,
@@ -131,7 +158,8 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 body = json.loads(self.rfile.read(length) or b"{}")
             except json.JSONDecodeError:
                 return self._json(400, {"error": {"message": "invalid JSON body"}})
-            if not self.path.rstrip("/").endswith("/chat/completions"):
+            route = urlsplit(self.path).path.rstrip("/")
+            if not route.endswith(("/chat/completions", "/messages")):
                 return self._json(404, {"error": {"message": f"no route {self.path}"}})
             entry = server.next_entry(body)
             if entry.get("fault") == "slow":
@@ -141,6 +169,8 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 status = int(entry.get("status", 500))
                 return self._json(status, {"error": {"message": f"injected HTTP {status}", "type": "fake"}})
             message, finish = _message(entry, body)
+            if route.endswith("/messages"):
+                return self._json(200, _anthropic_reply(message, server.model))
             if body.get("stream"):
                 return self._stream(message, finish)
             self._json(200, self._completion(message, finish))
