@@ -43,6 +43,7 @@ USER_ERRORS = (
     FileExistsError,
     PermissionError,
     IsADirectoryError,
+    TimeoutError,
     NotADirectoryError,
 )
 
