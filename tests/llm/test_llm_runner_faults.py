@@ -89,6 +89,10 @@ async def test_paths_outside_the_allow_list_are_refused(fake_server: FakeOpenAI)
                     {"tool": "write", "args": {"path": "notes/other.md", "content": "x"}},
                     {"tool": "write", "args": {"path": "notes/../notes/a.md", "content": "x"}},
                     {"tool": "read", "args": {"path": "/etc/passwd"}},
+                    {
+                        "tool": "write",
+                        "args": {"path": "notes/a.md", "content": "x", "metadata": {"pending": False}},
+                    },
                 ]
             },
             {"output": {"name": "n", "description": "d"}},
@@ -97,9 +101,10 @@ async def test_paths_outside_the_allow_list_are_refused(fake_server: FakeOpenAI)
     jobs = JobLog()
     result = await run(fake_server, settings_for(fake_server), jobs)
     assert jobs.calls == []
-    assert [c.refused for c in result.tool_calls] == [True, True, True]
+    assert [c.refused for c in result.tool_calls] == [True, True, True, True]
     replies = [m["content"] for m in fake_server.requests[1]["messages"] if m["role"] == "tool"]
-    assert len(replies) == 3 and all("refused" in r for r in replies)
+    assert len(replies) == 4 and all("refused" in r for r in replies[:3])
+    assert "Additional properties are not allowed" in replies[3]
 
 
 @pytest.mark.parametrize("status", [429, 500])

@@ -69,3 +69,14 @@ def test_tool_replies_are_bounded() -> None:
     decoded = json.loads(reply)
     assert decoded["answer"].endswith(f"[... truncated, {2 * MAX_TOOL_ANSWER_CHARS} more characters]")
     assert decoded["metadata"]["total"] == 50 and "results" not in decoded["metadata"]
+
+
+def test_arguments_outside_the_tool_schema_are_refused() -> None:
+    assert TOOLS["write"].invalid({"path": CARD, "content": "x"}) is None
+    assert "Additional properties are not allowed ('metadata'" in (
+        TOOLS["write"].invalid({"path": CARD, "content": "x", "metadata": {"a": 1}}) or ""
+    )
+    assert TOOLS["read"].invalid({"path": CARD, "start_line": 0}) == (
+        "invalid arguments for read: start_line: 0 is less than the minimum of 1"
+    )
+    assert "'content' is a required property" in (TOOLS["write"].invalid({"path": CARD}) or "")

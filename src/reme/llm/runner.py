@@ -83,7 +83,7 @@ def _make_tool(
     from pydantic_ai import Tool
 
     async def call(**args: Any) -> str:
-        refusal = policy.refusal(spec, args)
+        refusal = spec.invalid(args) or policy.refusal(spec, args)
         if on_event:
             await on_event({"type": "tool_call", "tool": spec.job, "args": args})
         if refusal:

@@ -22,6 +22,16 @@ class ToolSpec:
     path_params: tuple[str, ...] = ("path",)
     writes: bool = False
 
+    def invalid(self, args: dict[str, Any]) -> str | None:
+        """Why `args` do not match this tool's schema (unknown arguments included), or None."""
+        from jsonschema import Draft202012Validator
+
+        errors = sorted(Draft202012Validator(self.parameters).iter_errors(args), key=lambda e: list(e.path))
+        if not errors:
+            return None
+        where = ".".join(str(p) for p in errors[0].absolute_path)
+        return f"invalid arguments for {self.job}: {(where + ': ') if where else ''}{errors[0].message}"
+
 
 def _object(properties: dict[str, Any], required: Iterable[str]) -> dict[str, Any]:
     return {
