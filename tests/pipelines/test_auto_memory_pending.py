@@ -33,13 +33,12 @@ async def test_pending_cards_are_distilled_by_auto_memory_pending(make_app: Make
     other = [{"role": "user", "content": "Dentist on Friday.", "created_at": "2026-06-03T08:00:00Z"}]
     assert not (await app.run("auto_memory", session_id="health", messages=other)).success
     app.component("llm").script = card_script("- distilled later\n", "Distilled $session_id")  # type: ignore[attr-defined]
+    first_only = await app.run("auto_memory_pending", limit=1)
+    assert first_only.success and first_only.metadata["distilled"] == ["daily/2026-06-01/distilled-trip-1.md"]
     response = await app.run("auto_memory_pending")
     assert response.success, response.answer
-    assert response.metadata["distilled"] == [
-        "daily/2026-06-01/distilled-trip-1.md",
-        "daily/2026-06-03/distilled-health.md",
-    ]
-    assert response.metadata["failed"] == [] and response.metadata["usage"]["requests"] == 6
+    assert response.metadata["distilled"] == ["daily/2026-06-03/distilled-health.md"]
+    assert response.metadata["failed"] == [] and response.metadata["usage"]["requests"] == 3
     card = front_matter(app.workspace_dir / "daily/2026-06-01/distilled-trip-1.md")
     assert "pending" not in card and card["name"] == "Distilled trip-1"
     again = await app.run("auto_memory_pending")
