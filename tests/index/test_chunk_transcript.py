@@ -101,3 +101,21 @@ def test_transcript_search_text_holds_the_bordering_messages() -> None:
         assert before.text.split("\n")[-1] in chunk.search_text
         assert after.text.split("\n")[0] in chunk.search_text
         assert before.text.count("\n") >= 1 and before.text.split("\n")[0] not in chunk.search_text
+
+
+def test_pieces_of_a_long_message_borrow_nothing_while_whole_messages_do() -> None:
+    lines = [
+        message("my cat Miso loves tuna", created_at="t0"),
+        message("tuna and cats " * 60, name="assistant", role="assistant", created_at="t1"),
+        message("thanks, what about a collar", created_at="t2"),
+    ]
+    chunks = chunk_text("session/dialog/parts.jsonl", "\n".join(lines), chunk_chars=200, context_chars=400)
+    pieces = [c for c in chunks if c.start_line == c.end_line == 2]
+    assert len(pieces) >= 3 and all(c.text.startswith("[Part ") for c in pieces)
+    assert all(c.search_text == c.text for c in pieces)
+    first, last = chunks[0], chunks[-1]
+    assert "Miso" not in pieces[0].search_text and "collar" not in pieces[-1].search_text
+    # Whole messages borrow whole pieces of the reply (labels left out) and count their own text twice.
+    assert pieces[0].text.split("\n", 1)[1] in first.search_text
+    assert pieces[-1].text.split("\n", 1)[1] in last.search_text
+    assert "[Part" not in first.search_text and first.search_text.count("Miso") == 2

@@ -13,7 +13,7 @@ DEFAULT_CHUNK_CHARS = 400
 # Neighbouring text (whole lines, at least one per side) added to a chunk's search text only.
 DEFAULT_CONTEXT_CHARS = 400
 # Bump when the same text and settings would give different chunks or search text (indexes rebuild).
-CHUNKER_VERSION = 2
+CHUNKER_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,9 @@ def label_parts(texts: list[str]) -> list[str]:
     return [f"[Part {i}/{len(texts)}]\n{text}" for i, text in enumerate(texts, 1)]
 
 
-def with_neighbour_context(chunks: list[Chunk], context_chars: int) -> list[Chunk]:
+def with_neighbour_context(
+    chunks: list[Chunk], context_chars: int, *, cut_pieces_borrow: bool = True
+) -> list[Chunk]:
     """Let each chunk's search text also hold the lines around it in its section, and its own twice.
 
     A question often shares its words with the turns next to the answer (a question and its
@@ -137,18 +139,30 @@ def with_neighbour_context(chunks: list[Chunk], context_chars: int) -> list[Chun
     precise chunks match like bigger ones, while the returned text stays the chunk's own lines.
     The chunk's own text is counted twice, so of two chunks sharing the same words the one that
     holds them itself outranks the one that only borders them.
+
+    With ``cut_pieces_borrow=False`` the ``[Part i/N]`` pieces of one over-long line keep their
+    own text only: the pieces of a long transcript message are each other's neighbours, and
+    borrowing would let every piece of one long reply match the same words and crowd the results.
     """
     if context_chars <= 0:
         return chunks
     edges = [_searchable_lines(chunk.text) for chunk in chunks]
     result = []
     for index, chunk in enumerate(chunks):
+        if not cut_pieces_borrow and _is_cut_piece(chunk):
+            result.append(chunk)
+            continue
         before = _take(_section_lines(chunks, edges, index, -1), context_chars)
         after = _take(_section_lines(chunks, edges, index, 1), context_chars)
         head = chunk.search_text[: len(chunk.search_text) - len(chunk.text)]
         body = "\n".join([*reversed(before), chunk.text, *after, chunk.text])
         result.append(dataclasses.replace(chunk, search_text=head + body))
     return result
+
+
+def _is_cut_piece(chunk: Chunk) -> bool:
+    """A labelled piece of one over-long line (a long message's ``[Part i/N]``)."""
+    return chunk.start_line == chunk.end_line and chunk.text.startswith("[Part ")
 
 
 def _searchable_lines(text: str) -> list[str]:

@@ -42,7 +42,8 @@ def chunk_text(
 ) -> list[Chunk]:
     """Split one file's text into chunks with 1-based inclusive line ranges and stable ids.
 
-    ``context_chars`` of bordering lines go into each chunk's ``search_text`` (never its text).
+    ``context_chars`` of bordering lines go into each chunk's ``search_text`` (never its text);
+    in transcripts the pieces of a long message borrow none.
     """
     if chunk_chars < 1:
         raise ValueError("chunk_chars must be a positive number of characters")
@@ -50,10 +51,11 @@ def chunk_text(
         raise ValueError("context_chars must not be negative")
     if not text.strip():
         return []
+    if is_transcript_path(path):
+        chunks = chunk_transcript(path, text, chunk_chars)
+        return with_neighbour_context(chunks, context_chars, cut_pieces_borrow=False)
     if path.lower().endswith(_MARKDOWN_SUFFIXES):
         chunks = chunk_markdown(path, text, chunk_chars)
-    elif is_transcript_path(path):
-        chunks = chunk_transcript(path, text, chunk_chars)
     else:
         chunks = chunk_plain_text(path, text, chunk_chars)
     return with_neighbour_context(chunks, context_chars)
