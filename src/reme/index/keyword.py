@@ -88,7 +88,7 @@ class KeywordIndex:
         self._writer_heap = writer_heap
         self._writer: tantivy.IndexWriter | None = None
         self._write_lock = threading.RLock()
-        self._meta_stamp = self._stat_meta()
+        self._meta_stamp: tuple[int, ...] | None = self._stat_meta()
 
     # maintenance ---------------------------------------------------------------------------------
 
@@ -161,7 +161,7 @@ class KeywordIndex:
                 raise
             finally:
                 writer.wait_merging_threads()
-            self._reload()
+            self._meta_stamp = ()  # the next search reloads
 
     def rollback(self) -> None:
         """Drop the buffered writes and release the writer lock."""
@@ -173,13 +173,16 @@ class KeywordIndex:
 
     # reading -------------------------------------------------------------------------------------
 
-    def _stat_meta(self) -> int:
+    def _stat_meta(self) -> tuple[int, int, int] | None:
+        """Identity of the last commit of any process (meta.json is replaced on every commit)."""
         try:
-            return (self.path / "meta.json").stat().st_mtime_ns
+            st = (self.path / "meta.json").stat()
         except FileNotFoundError:
-            return 0
+            return None
+        return (st.st_mtime_ns, st.st_ino, st.st_size)
 
     def _reload(self) -> None:
+        stamp = self._stat_meta()  # taken first: a commit landing during the reload forces another
         for attempt in range(5):
             try:
                 self._index.reload()
@@ -188,7 +191,7 @@ class KeywordIndex:
                 if attempt == 4:
                     raise
                 time.sleep(0.01)
-        self._meta_stamp = self._stat_meta()
+        self._meta_stamp = stamp
 
     def _searcher(self) -> tantivy.Searcher:
         if self._stat_meta() != self._meta_stamp:
