@@ -157,3 +157,13 @@ def test_a_file_that_cannot_be_indexed_does_not_block_the_others(app, index, mon
     write(app.workspace_dir, "digest/poison.md", "kiwi again")
     index.sync_paths(["digest/poison.md"])
     assert index.store.file("digest/poison.md").error is None
+
+
+def test_searches_do_not_wait_for_a_reconcile_running_elsewhere(app, index) -> None:
+    write(app.workspace_dir, "digest/a.md", "kiwi")
+    assert index._ready_lock.acquire()  # as the update loop does during a long first rebuild
+    try:
+        assert index.ensure_ready(wait=False) is None and not index._ready
+    finally:
+        index._ready_lock.release()
+    assert index.ensure_ready(wait=False).indexed == ["digest/a.md"]

@@ -189,11 +189,17 @@ class IndexComponent(Component):
 
     # readiness -----------------------------------------------------------------------------------
 
-    def ensure_ready(self, progress: Progress | None = None) -> SyncReport | None:
-        """Reconcile with the disk once per process (a full rebuild when the repair asked for one)."""
+    def ensure_ready(self, progress: Progress | None = None, *, wait: bool = True) -> SyncReport | None:
+        """Reconcile with the disk once per process (a full rebuild when the repair asked for one).
+
+        `wait=False` (searches) returns at once while another thread is already reconciling, so a
+        long first rebuild in the update loop does not hold up queries; they see what is indexed.
+        """
         if self._ready:
             return None
-        with self._ready_lock:
+        if not self._ready_lock.acquire(blocking=wait):
+            return None
+        try:
             if self._ready:
                 return None
             if self._needs_rebuild:
@@ -204,6 +210,8 @@ class IndexComponent(Component):
                 report = self.indexer.reconcile(progress)
             self._ready = True
             return report
+        finally:
+            self._ready_lock.release()
 
     def reindex(self, progress: Progress | None = None) -> SyncReport:
         """Drop all derived state and rebuild it from the files."""

@@ -59,7 +59,7 @@ async def search(ctx: JobContext) -> None:
     if prefix:
         _path(prefix, "path_prefix")
     index = _index(ctx)
-    await asyncio.to_thread(index.ensure_ready)
+    await asyncio.to_thread(index.ensure_ready, wait=False)
     hits = await index.searcher.search(
         query,
         limit=params["limit"],
@@ -78,7 +78,7 @@ async def node_search(ctx: JobContext, folder: str | None = None) -> None:
     if not query:
         raise JobError("query is empty; give some words to search for")
     index = _index(ctx)
-    await asyncio.to_thread(index.ensure_ready)
+    await asyncio.to_thread(index.ensure_ready, wait=False)
     folder = folder or index.dirs["digest"]
     nodes = await asyncio.to_thread(index.searcher.node_search, query, ctx.params["limit"], folder)
     ctx.response.answer = render_nodes(query, nodes)
