@@ -167,3 +167,14 @@ def test_searches_do_not_wait_for_a_reconcile_running_elsewhere(app, index) -> N
     finally:
         index._ready_lock.release()
     assert index.ensure_ready(wait=False).indexed == ["digest/a.md"]
+
+
+def test_a_catalog_of_another_schema_version_is_started_afresh(tmp_path) -> None:
+    from reme.index.store import FileRecord, FileRow, MetadataStore
+
+    store = MetadataStore(tmp_path / "index.sqlite3")
+    store.apply([FileRecord(FileRow("digest/a.md", 1, 1))], [], [])
+    store.set_meta("schema_version", "0")
+    store.close()
+    reopened = MetadataStore(tmp_path / "index.sqlite3")
+    assert reopened.counts()["files"] == 0 and reopened.get_meta("schema_version") != "0"

@@ -113,11 +113,14 @@ class MetadataStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         with self.transaction() as db:
+            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if "meta" in tables and self._get_meta(db, "schema_version") != str(SCHEMA_VERSION):
+                for table in tables:  # written by another reme version: derived data, start afresh
+                    db.execute(f'DROP TABLE "{table}"')
             for statement in _SCHEMA.strip().split(";"):
                 if statement.strip():
                     db.execute(statement)
-            if self._get_meta(db, "schema_version") is None:
-                db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
 
     def close(self) -> None:
         with self._lock:
