@@ -43,13 +43,12 @@ async def test_ten_days_of_chat_become_one_card_per_day(make_app: MakeApp) -> No
         assert response.metadata["date"] == day
     cards = sorted(app.workspace_dir.glob("daily/*/*.md"))
     assert [c.parent.name for c in cards] == sorted(days)
+    # Each day's first message as the agent saw it (relative day words pinned).
+    first_of = {d: annotate_relative_dates(m[0]["content"], date.fromisoformat(d)) for d, m in days.items()}
     for card in cards:
         text = card.read_text(encoding="utf-8")
         day = card.parent.name
-        first_of = {
-            d: annotate_relative_dates(m[0]["content"], date.fromisoformat(d)) for d, m in days.items()
-        }
-        assert first_of[day] in text  # as the agent saw it: relative day words pinned
+        assert first_of[day] in text
         assert not any(first in text for d, first in first_of.items() if d != day)
     saved = (app.workspace_dir / "session/dialog/memorybank-1.jsonl").read_text(encoding="utf-8").splitlines()
     total = sum(len(m) for m in days.values())
