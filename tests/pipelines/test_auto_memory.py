@@ -268,6 +268,8 @@ async def test_bad_messages_and_session_ids_are_refused_before_writing(make_app:
     app = await make_app(**scripted(card_script("- x\n", "X")))
     cases = [
         ({"session_id": "../escape", "messages": TRIP}, "session_id"),
+        ({"session_id": "trailing.", "messages": TRIP}, "cannot be a file name"),
+        ({"session_id": "nul", "messages": TRIP}, "reserved device name"),
         ({"session_id": "s", "messages": [{"content": "no role"}]}, "messages[0].role"),
         (
             {"session_id": "s", "messages": [{"role": "user", "content": "x", "created_at": "yesterday"}]},

@@ -56,10 +56,17 @@ def session_path(app: Application, session_id: str) -> str:
 
 
 def check_session_id(session_id: str) -> None:
+    """A session id names files (`<id>.jsonl`, the first card): refuse anything unsafe as a file name."""
+    from reme.workspace.paths import check_segment
+
     if not SESSION_ID_RE.fullmatch(session_id) or ".." in session_id:
         raise ValueError(
             f"session_id {session_id!r} must be 1-128 letters, digits, '_', '-' or '.', starting with a letter or digit"
         )
+    try:
+        check_segment(session_id, "session_id")
+    except ValueError as exc:
+        raise ValueError(f"session_id {session_id!r} cannot be a file name: {exc}") from None
 
 
 def check_date(value: str) -> date:
