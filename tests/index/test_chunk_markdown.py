@@ -227,3 +227,12 @@ def test_own_text_outranks_the_same_words_borrowed_as_context(tmp_path) -> None:
     index.commit()
     ranked = [chunk_id for chunk_id, _ in index.search("greyhound Comet", 10)]
     assert ranked[0] == holder.id and len(ranked) == len(chunks)
+
+
+def test_dated_paths_are_searchable_by_the_date_in_words() -> None:
+    for path in ("daily/2023-05-08.md", "daily/2023-05-08/standup.md", "resource/2023-05-08/a.txt"):
+        (chunk,) = chunk_text(path, "# Notes\n\nWe met at the park.\n")
+        assert "8 May 2023" in chunk.search_text.split("\n") and "8 May" not in chunk.text
+    for path in ("daily/2023-13-08.md", "daily/notes.md", "2023-05-08.md", "digest/x/2023-05-08.md"):
+        (chunk,) = chunk_text(path, "# Notes\n\nWe met at the park.\n")
+        assert "May" not in chunk.search_text

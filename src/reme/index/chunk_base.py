@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import hashlib
 import re
 from collections.abc import Iterable, Iterator
@@ -36,8 +37,43 @@ def make_chunk(
     """Build a chunk whose id is a stable hash of (path, lines, text)."""
     digest = hashlib.sha1(f"{path}\0{start_line}\0{end_line}\0{text}".encode()).hexdigest()[:16]
     context = " > ".join(heading_path)
-    search_text = "\n".join(part for part in (context, extra_search_text, text) if part)
+    parts = (context, path_date_words(path), extra_search_text, text)
+    search_text = "\n".join(part for part in parts if part)
     return Chunk(digest, path, start_line, end_line, text, list(heading_path), search_text)
+
+
+_PATH_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
+_MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
+
+
+def path_date_words(path: str) -> str:
+    """The date that starts a path's second segment (``daily/2023-05-08.md``) as ``8 May 2023``.
+
+    A question names a day the way people write it ("on 8 May", "in May 2023"), which the
+    file's ``2023-05-08`` alone never matches. Empty for undated paths.
+    """
+    parts = path.split("/", 2)
+    match = _PATH_DATE.match(parts[1]) if len(parts) > 1 else None
+    if match is None:
+        return ""
+    try:
+        day = datetime.date(*(int(group) for group in match.groups()))
+    except ValueError:
+        return ""
+    return f"{day.day} {_MONTHS[day.month - 1]} {day.year}"
 
 
 _BREAK_AFTER = (" ", "\t", "\u3002", "\uff01", "\uff1f", "\uff1b", "\uff0c", "\u3001")  # space, 。！？；，、
