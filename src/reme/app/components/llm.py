@@ -42,6 +42,12 @@ class LLMComponent(Component):
             self._models[key] = build_model(settings)
         return self._models[key]
 
+    async def close(self) -> None:
+        for model in self._models.values():
+            async with model:  # leaving the outermost entry closes the HTTP client the provider opened itself
+                pass
+        self._models.clear()
+
     def health(self) -> dict[str, Any]:
         chat, memory = self.settings_for("chat"), self.settings_for("memory")
         status = "ok" if chat.missing() is None else "unconfigured"
