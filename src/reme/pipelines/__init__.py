@@ -1,0 +1,1 @@
+"""LLM pipelines: auto_memory, auto_resource and chat. Agents whose tools are reme jobs."""
