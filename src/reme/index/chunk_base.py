@@ -27,7 +27,8 @@ class Chunk:
     end_line: int
     text: str
     heading_path: list[str] = field(default_factory=list)
-    # What the keyword index tokenizes: the heading path (date, session, speakers) plus the text.
+    # What the keyword index tokenizes: heading path, the path's date in words, bordering lines and
+    # the chunk's own text, counted twice (see with_neighbour_context).
     search_text: str = ""
 
 
@@ -43,7 +44,7 @@ def make_chunk(
 
 
 _PATH_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
-_MONTHS = [
+_MONTHS = (
     "January",
     "February",
     "March",
@@ -56,7 +57,7 @@ _MONTHS = [
     "October",
     "November",
     "December",
-]
+)
 
 
 def path_date_words(path: str) -> str:
