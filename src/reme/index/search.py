@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import date
 from typing import Any, Protocol
 
@@ -46,7 +46,10 @@ class Hit:
     inlinks: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {name: getattr(self, name) for name in _HIT_FIELDS}
+
+
+_HIT_FIELDS = tuple(f.name for f in fields(Hit))
 
 
 def reciprocal_rank_fusion(
@@ -102,20 +105,20 @@ class Searcher:
         max_links_per_direction: int = 10,
     ) -> list[Hit]:
         fetch = limit * self.candidate_multiplier
-        if self.vector is None:
-            scored = await asyncio.to_thread(self._keyword, query, fetch, filters)
-        else:
-            keyword_hits, vector_hits = await asyncio.gather(
-                asyncio.to_thread(self._keyword, query, fetch, filters),
-                self.vector.search(query, fetch, filters),
+        finish = (limit, min_score, expand_links, max_links_per_direction)
+        if self.vector is None:  # one worker-thread hop for the whole keyword search
+            return await asyncio.to_thread(
+                lambda: self._finish(self._keyword(query, fetch, filters), *finish)
             )
-            if keyword_hits and vector_hits:
-                scored = reciprocal_rank_fusion(keyword_hits, vector_hits, self.vector_weight)
-            else:
-                scored = keyword_hits or vector_hits
-        return await asyncio.to_thread(
-            self._finish, scored, limit, min_score, expand_links, max_links_per_direction
+        keyword_hits, vector_hits = await asyncio.gather(
+            asyncio.to_thread(self._keyword, query, fetch, filters),
+            self.vector.search(query, fetch, filters),
         )
+        if keyword_hits and vector_hits:
+            scored = reciprocal_rank_fusion(keyword_hits, vector_hits, self.vector_weight)
+        else:
+            scored = keyword_hits or vector_hits
+        return await asyncio.to_thread(self._finish, scored, *finish)
 
     def _finish(
         self, scored: list[tuple[str, float]], limit: int, min_score: float, expand: bool, per_direction: int

@@ -189,6 +189,11 @@ class IndexComponent(Component):
 
     # readiness -----------------------------------------------------------------------------------
 
+    @property
+    def ready(self) -> bool:
+        """Reconciled with the disk in this process (searches before that reconcile first)."""
+        return self._ready
+
     def ensure_ready(self, progress: Progress | None = None, *, wait: bool = True) -> SyncReport | None:
         """Reconcile with the disk once per process (a full rebuild when the repair asked for one).
 

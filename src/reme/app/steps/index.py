@@ -59,7 +59,8 @@ async def search(ctx: JobContext) -> None:
     if prefix:
         _path(prefix, "path_prefix")
     index = _index(ctx)
-    await asyncio.to_thread(index.ensure_ready, wait=False)
+    if not index.ready:
+        await asyncio.to_thread(index.ensure_ready, wait=False)
     hits = await index.searcher.search(
         query,
         limit=params["limit"],
