@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from tests.pipelines.conftest import LLM_ENV
-from tests.service.conftest import free_port, reme_env, run_reme_process, start_service_process
+from tests.support import free_port, reme_env, run_reme_process, start_service_process
 
 from reme.llm.testing.fake_openai import FakeOpenAI
 

@@ -13,116 +13,22 @@ Reusable by other areas (candidates for tests/conftest.py):
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import socket
 import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support import (
+    REME,
+    ServiceProcess,
+    free_port,
+    reme_env,
+    run_reme_process,
+    start_service_process,
+)
 
-REME = str(Path(sys.executable).with_name("reme"))
 SERVICE_CONFIG = Path(__file__).with_name("service_test_config.yaml")
-START_TIMEOUT = 30.0
-
-
-def free_port() -> int:
-    """A loopback port that was free a moment ago (prefer `service.port=0` where a race matters)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def reme_env(**extra: str) -> dict[str, str]:
-    """The current environment without REME_* variables (tests must not see the developer's)."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("REME_")}
-    env.update(extra)
-    return env
-
-
-@dataclass
-class ServiceProcess:
-    """A `reme start` subprocess that is listening; `info` is its metadata/service.json."""
-
-    proc: subprocess.Popen[str]
-    workspace: Path
-    info: dict[str, Any]
-    log_path: Path
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.info['host']}:{self.info['port']}"
-
-    @property
-    def log(self) -> str:
-        return self.log_path.read_text(encoding="utf-8", errors="replace")
-
-    def stop(self, timeout: float = 15.0) -> int:
-        """SIGTERM, then wait; the exit status (a graceful stop is 0)."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        return self.proc.returncode
-
-
-def start_service_process(
-    workspace: Path, *overrides: str, env: dict[str, str] | None = None, cwd: Path | None = None
-) -> ServiceProcess:
-    """Run `reme start workspace_dir=<workspace> <overrides>` and wait for its service file."""
-    log_path = workspace.parent / f"{workspace.name}-service-{time.monotonic_ns()}.log"
-    log = log_path.open("w", encoding="utf-8")
-    proc = subprocess.Popen(
-        [REME, "start", f"workspace_dir={workspace}", *overrides],
-        stdin=subprocess.DEVNULL,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env=reme_env() if env is None else env,
-        cwd=cwd or workspace.parent,
-        text=True,
-    )
-    log.close()
-    service_file = workspace / "metadata" / "service.json"
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"reme start exited with {proc.returncode}:\n{log_path.read_text()}")
-        try:
-            info = json.loads(service_file.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            info = {}
-        if info.get("pid") == proc.pid:
-            return ServiceProcess(proc, workspace, info, log_path)
-        time.sleep(0.05)
-    proc.kill()
-    proc.wait(5)
-    raise RuntimeError(
-        f"reme start did not write {service_file} in {START_TIMEOUT}s:\n{log_path.read_text()}"
-    )
-
-
-def run_reme_process(
-    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 60.0
-) -> subprocess.CompletedProcess[str]:
-    """Run the real `reme` console script; output captured as text."""
-    return subprocess.run(
-        [REME, *args],
-        cwd=cwd,
-        env=reme_env() if env is None else env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 @pytest.fixture(name="free_port")
