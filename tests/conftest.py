@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 from reme import ReMe
+from reme.llm.testing.fake_openai import FakeOpenAI
 
 
 @pytest.fixture
@@ -21,3 +22,13 @@ async def app(workspace_dir: Path) -> AsyncIterator[ReMe]:
     """A started application on the default config over a temporary workspace, in UTC."""
     async with ReMe(workspace_dir=workspace_dir, timezone="UTC") as started:
         yield started
+
+
+@pytest.fixture
+def fake_server() -> Iterator[FakeOpenAI]:
+    """A real local OpenAI-compatible server replaying scripted replies (and injected faults)."""
+    server = FakeOpenAI()
+    try:
+        yield server
+    finally:
+        server.close()

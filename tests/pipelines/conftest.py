@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,12 +58,3 @@ def served_by(server: FakeOpenAI, **settings: Any) -> dict[str, Any]:
         **settings,
     }
     return {f"components.llm.{k}": v for k, v in values.items()}
-
-
-@pytest.fixture
-def fake_server() -> Iterator[FakeOpenAI]:
-    server = FakeOpenAI()
-    try:
-        yield server
-    finally:
-        server.close()
