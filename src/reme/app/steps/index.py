@@ -79,7 +79,8 @@ async def node_search(ctx: JobContext, folder: str | None = None) -> None:
     if not query:
         raise JobError("query is empty; give some words to search for")
     index = _index(ctx)
-    await asyncio.to_thread(index.ensure_ready, wait=False)
+    if not index.ready:
+        await asyncio.to_thread(index.ensure_ready, wait=False)
     folder = folder or index.dirs["digest"]
     nodes = await asyncio.to_thread(index.searcher.node_search, query, ctx.params["limit"], folder)
     ctx.response.answer = render_nodes(query, nodes)
@@ -94,7 +95,8 @@ async def traverse(ctx: JobContext, max_nodes: int = 1000) -> None:
         raise JobError("path is empty; give one path or a list of paths to start from")
     seeds = [_path(seed, "path") for seed in seeds]
     index = _index(ctx)
-    await asyncio.to_thread(index.ensure_ready)
+    if not index.ready:
+        await asyncio.to_thread(index.ensure_ready)
     nodes, edges = await asyncio.to_thread(
         index.graph.traverse, seeds, ctx.params["depth"], ctx.params["direction"], max_nodes
     )
