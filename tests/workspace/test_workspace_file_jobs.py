@@ -237,6 +237,18 @@ async def test_move_rewrites_inbound_links_byte_for_byte(linked_app):
     )
 
 
+async def test_move_finds_a_link_written_to_disk_after_the_index_was_built(linked_app):
+    app = linked_app
+    assert (await app.run("write", path="digest/wiki/solar.md", content="Solar.\n")).success
+    if "index" in app.components:
+        assert (await app.run("search", query="solar")).success  # the index is built and live
+    (app.workspace_dir / "daily").mkdir(exist_ok=True)
+    (app.workspace_dir / "daily/2026-06-01.md").write_text("by hand: [[digest/wiki/solar.md]]\n")
+    response = await app.run("move", src="digest/wiki/solar.md", dst="digest/wiki/pv.md")
+    assert response.success and response.metadata["retargeted_files"] == ["daily/2026-06-01.md"]
+    assert disk(app, "daily/2026-06-01.md") == "by hand: [[digest/wiki/pv.md]]\n"
+
+
 async def test_move_without_retarget_and_overwrite_rules(linked_app):
     app = linked_app
     root = app.workspace_dir

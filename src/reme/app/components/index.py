@@ -238,9 +238,15 @@ class IndexComponent(Component):
         return self.indexer.sync_paths(checked).to_dict()
 
     def inbound(self, path: str) -> list[dict[str, str]]:
-        """Links `{source_path, target_path}` pointing at this file or into this folder."""
-        self.ensure_ready()
-        return self.graph.inbound(check_relative(path))
+        """Links `{source_path, target_path}` pointing at this file or into this folder.
+
+        Reconciles with the disk first: `move` retargets what this returns, so a linking file
+        written a moment ago, before the update loop saw it, must be found too.
+        """
+        checked = check_relative(path)
+        if self.ensure_ready() is None:
+            self.indexer.reconcile()
+        return self.graph.inbound(checked)
 
     def is_indexable(self, path: str) -> bool:
         return self.indexer.is_indexable(path)
