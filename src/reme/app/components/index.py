@@ -183,9 +183,17 @@ class IndexComponent(Component):
             self.last_repair = {**report, "rebuild": self._needs_rebuild}
 
     async def close(self) -> None:
-        store = getattr(self, "store", None)
-        if store is not None:
-            await asyncio.to_thread(store.close)
+        if getattr(self, "store", None) is not None:
+            await asyncio.to_thread(self._close_store)
+
+    def _close_store(self) -> None:
+        """Close once no writer is busy: an update in a worker thread outlives its cancelled task."""
+        indexer = getattr(self, "indexer", None)
+        if indexer is None:
+            self.store.close()
+            return
+        with indexer.writing():
+            self.store.close()
 
     # readiness -----------------------------------------------------------------------------------
 
