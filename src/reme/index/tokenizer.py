@@ -12,7 +12,6 @@ import json
 import re
 from typing import Any
 
-import rjieba
 import Stemmer
 
 # Bump when tokenization changes in a way the settings do not capture.
@@ -88,7 +87,7 @@ class Tokenizer:
         use_stopwords = self.settings["stopwords"]
         self._english_stop = ENGLISH_STOPWORDS if use_stopwords else frozenset()
         self._chinese_stop = CHINESE_STOPWORDS if use_stopwords else frozenset()
-        self._cut = rjieba.cut_for_search if self.settings["cjk_mode"] == "search" else rjieba.cut
+        self._cut: Any = None  # rjieba's segmenter, loaded with its dictionary (~0.2 s) on first CJK text
         self._min_cjk_len = self.settings["min_cjk_len"]
         self._stem_cache: dict[str, str] = {}
         self.fingerprint = self._compute_fingerprint()
@@ -138,4 +137,8 @@ class Tokenizer:
     def _cjk_words(self, run: str) -> list[str]:
         stop = self._chinese_stop
         min_len = self._min_cjk_len
+        if self._cut is None:
+            import rjieba
+
+            self._cut = rjieba.cut_for_search if self.settings["cjk_mode"] == "search" else rjieba.cut
         return [w for w in self._cut(run) if len(w) >= min_len and w not in stop]
