@@ -97,7 +97,9 @@ def test_generated_markdown_keeps_every_invariant(front: str, blocks, budget: in
     assert [c.id for c in chunk_text("digest/gen/x.md", text, chunk_chars=budget)] == [c.id for c in chunks]
 
 
-LOCOMO_NOTES = sorted((Path(__file__).resolve().parents[2].parent / "shared/data/locomo/notes").glob("*/notes/*.md"))
+LOCOMO_NOTES = sorted(
+    (Path(__file__).resolve().parents[2].parent / "shared/data/locomo/notes").glob("*/notes/*.md")
+)
 
 
 @pytest.mark.skipif(not LOCOMO_NOTES, reason="evaluation data not mounted")
