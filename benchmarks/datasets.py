@@ -1,4 +1,4 @@
-"""Loaders for the evaluation data in ``/work/shared/data`` (read in place, never copied)."""
+"""Loaders for the evaluation data in ``../shared/data`` beside the checkout (read in place, never copied)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-DATA_DIR = Path(os.environ.get("REME_BENCH_DATA", "/work/shared/data"))
+# REME_BENCH_DATA points elsewhere, e.g. at a held-out copy with the same layout.
+DATA_DIR = Path(
+    os.environ.get("REME_BENCH_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data")
+)
 
 
 def read_jsonl(path: Path) -> Iterator[dict]:

@@ -25,7 +25,10 @@ import tempfile
 import time
 from pathlib import Path
 
-DATA = Path(os.environ.get("REME_DATA", "/work/shared/data")) / "beir-scifact"
+DATA = (
+    Path(os.environ.get("REME_BENCH_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+    / "beir-scifact"
+)
 
 
 def write_workspace(root: Path, files: int, sections: int) -> None:

@@ -34,7 +34,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-DATA = Path(os.environ.get("REME_DATA", "/work/shared/data")) / "beir-scifact"
+DATA = (
+    Path(os.environ.get("REME_BENCH_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+    / "beir-scifact"
+)
 ENGINES = ["ours", "ours_e2e", "tantivy_raw", "bm25s", "fts5", "rank_bm25"]
 FILE_CHUNKS = 10
 TOP_K = 10

@@ -1,4 +1,4 @@
-"""auto_memory over a real ten-day Chinese conversation (MemoryBank, /work/shared/data)."""
+"""auto_memory over a real ten-day Chinese conversation (MemoryBank, ../shared/data beside the checkout)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from tests.pipelines.conftest import MakeApp, scripted
 
 from reme.pipelines.dates import annotate_relative_dates
 
-MEMORY_BANK = Path("/work/shared/data/memorybank/memory_bank_cn.json")
+MEMORY_BANK = Path(__file__).resolve().parents[2].parent / "shared/data/memorybank/memory_bank_cn.json"
 
 COPY_TRANSCRIPT = [
     {"tool": "write", "args": {"path": "$card_path", "content": "$transcript\n"}},
