@@ -178,3 +178,17 @@ def test_a_catalog_of_another_schema_version_is_started_afresh(tmp_path) -> None
     store.close()
     reopened = MetadataStore(tmp_path / "index.sqlite3")
     assert reopened.counts()["files"] == 0 and reopened.get_meta("schema_version") != "0"
+
+
+def test_sync_paths_never_follows_a_symlink(app, index, tmp_path) -> None:
+    """What `reconcile` cannot see (it never follows links) `sync_paths` must not index either:
+    a linked folder may lead outside the workspace."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("zebra password")
+    (app.workspace_dir / "daily").mkdir(exist_ok=True)
+    (app.workspace_dir / "daily/link").symlink_to(outside, target_is_directory=True)
+    index.ensure_ready()
+    assert index.sync_paths(["daily/link"])["indexed"] == 0
+    assert index.sync_paths(["daily/link/secret.md"])["indexed"] == 0
+    assert index.keyword.search("zebra", 5) == [] and index.store.file("daily/link/secret.md") is None

@@ -135,7 +135,12 @@ class Indexer:
                     found[path] = (st.st_mtime_ns, st.st_size)
 
     def _disk_stamp(self, path: str) -> tuple[int, int] | None:
-        return _regular_file_stamp(self.root / path)
+        st = _lstat_without_links(self.root, path)
+        return (st.st_mtime_ns, st.st_size) if st is not None and stat.S_ISREG(st.st_mode) else None
+
+    def _is_folder(self, path: str) -> bool:
+        st = _lstat_without_links(self.root, path)
+        return st is not None and stat.S_ISDIR(st.st_mode)
 
     # syncing -------------------------------------------------------------------------------------
 
@@ -149,7 +154,7 @@ class Indexer:
                 path = path.strip("/")
                 if not path:
                     continue
-                if (self.root / path).is_dir():
+                if self._is_folder(path):
                     wanted.update(dict.fromkeys(self.scan(path)))
                 else:
                     wanted[path] = None
@@ -276,13 +281,21 @@ def _unindexed(path: str, stamp: tuple[int, int], error: str) -> tuple[FileRecor
     return FileRecord(FileRow(path, *stamp, error=error)), []
 
 
-def _regular_file_stamp(full: Path) -> tuple[int, int] | None:
-    """`(mtime_ns, size)` of a regular file; None for missing files, folders and symlinks."""
+def _lstat_without_links(root: Path, path: str) -> os.stat_result | None:
+    """`lstat` of `root/path` when no segment of `path` is a symlink, as `scan` walks; else None.
+
+    Following a link would index what reconcile never sees, perhaps from outside the workspace.
+    """
+    full = root
     try:
-        st = os.lstat(full)
+        for segment in path.split("/"):
+            full = full / segment
+            st = os.lstat(full)
+            if stat.S_ISLNK(st.st_mode):
+                return None
     except (FileNotFoundError, NotADirectoryError):
         return None
-    return (st.st_mtime_ns, st.st_size) if stat.S_ISREG(st.st_mode) else None
+    return st
 
 
 def _text_or_none(value: Any) -> str | None:
