@@ -112,6 +112,7 @@ async def test_links_expansion_can_be_limited_or_off(notes_app) -> None:
     [
         ({"query": "solar", "start_date": "2026-13-01"}, "start_date"),
         ({"query": "solar", "end_date": "June 1"}, "end_date"),
+        ({"query": "solar", "start_date": "2026-W23-1"}, "YYYY-MM-DD"),  # ISO week date, same length
         ({"query": "solar", "start_date": "2026-06-05", "end_date": "2026-06-01"}, "after"),
         ({"query": "   "}, "empty"),
         ({"query": "solar", "path_prefix": "../etc"}, "path_prefix"),

@@ -15,6 +15,7 @@ from reme.app.jobs import JobContext, JobError
 from reme.app.registry import register_step
 from reme.index.search import SearchFilters, render_hits, render_nodes
 from reme.index.watch import watch_paths
+from reme.workspace.daily import check_date
 from reme.workspace.paths import UnsafePathError, check_relative
 
 log = logging.getLogger(__name__)
@@ -27,16 +28,14 @@ def _index(ctx: JobContext, name: str = "index") -> Any:
         raise JobError(f"no {name!r} component is configured; add components.{name} to the config") from None
 
 
-def _date(params: dict[str, Any], key: str) -> date | None:
-    raw = params.get(key)
+def _date(ctx: JobContext, key: str) -> date | None:
+    raw = ctx.params.get(key)
     if raw in (None, ""):
         return None
     try:
-        if len(raw) != 10:
-            raise ValueError
-        return date.fromisoformat(raw)
-    except ValueError:
-        raise JobError(f"{key} {raw!r} is not a date; use YYYY-MM-DD, e.g. 2026-06-01") from None
+        return date.fromisoformat(check_date(raw, ctx.app.today()))
+    except ValueError as exc:
+        raise JobError(f"{key}: {exc}, e.g. 2026-06-01") from None
 
 
 def _path(raw: str, what: str) -> str:
@@ -52,7 +51,7 @@ async def search(ctx: JobContext) -> None:
     query = params["query"].strip()
     if not query:
         raise JobError("query is empty; give some words to search for")
-    start, end = _date(params, "start_date"), _date(params, "end_date")
+    start, end = _date(ctx, "start_date"), _date(ctx, "end_date")
     if start and end and start > end:
         raise JobError(f"start_date {start} is after end_date {end}")
     prefix = params.get("path_prefix") or None
