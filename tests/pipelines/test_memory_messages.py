@@ -152,3 +152,13 @@ def test_relative_day_words_are_pinned_once() -> None:
     assert annotate_relative_dates(text, date(2026, 6, 2)) == (
         "Yesterday's call moved to tomorrow (2026-06-03); tomorrow (2026-06-03) stays. 后天 (2026-06-04) too."
     )
+
+
+def test_generated_ids_do_not_depend_on_the_app_timezone() -> None:
+    messages = [
+        {"role": "user", "content": "ok", "created_at": "2026-06-01T08:00:00Z"},
+        {"role": "user", "content": "epoch", "timestamp": 1780356600},
+    ]
+    in_utc = [r["id"] for r in normalise_messages(messages, UTC)]
+    in_shanghai = [r["id"] for r in normalise_messages(messages, SHANGHAI)]
+    assert in_utc == in_shanghai

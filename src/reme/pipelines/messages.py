@@ -11,7 +11,7 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from datetime import date, datetime, tzinfo
+from datetime import UTC, date, datetime, tzinfo
 from typing import Any
 
 TIME_KEYS = ("created_at", "timestamp", "time_created", "createdAt", "created_time")
@@ -113,8 +113,10 @@ def message_time(message: Mapping[str, Any], tz: tzinfo) -> datetime | None:
     return None
 
 
-def _stable_id(role: str, created_at: str | None, content: str, occurrence: int) -> str:
-    digest = hashlib.sha256(f"{role}\x1f{created_at or ''}\x1f{content}\x1f{occurrence}".encode()).hexdigest()
+def _stable_id(role: str, moment: datetime | None, content: str, occurrence: int) -> str:
+    """Derived from the instant (in UTC), so a changed app timezone does not give old messages new ids."""
+    instant = moment.astimezone(UTC).isoformat() if moment else ""
+    digest = hashlib.sha256(f"{role}\x1f{instant}\x1f{content}\x1f{occurrence}".encode()).hexdigest()
     return f"m-{digest[:16]}"
 
 
@@ -150,7 +152,7 @@ def normalise_messages(raw: Sequence[Any], tz: tzinfo, max_chars: int = 8000) ->
         else:
             key = (role, created_at, text)
             seen[key] = seen.get(key, 0) + 1
-            record_id = _stable_id(role, created_at, text, seen[key])
+            record_id = _stable_id(role, moment, text, seen[key])
         record: dict[str, Any] = {
             "id": record_id,
             "role": role,
