@@ -300,6 +300,15 @@ async def test_list_hides_metadata_and_hidden_files_and_filters(app):
     assert not (await app.run("list", path="digest/a.md")).success
 
 
+async def test_list_skips_a_dangling_symlink_instead_of_failing(app):
+    root = app.workspace_dir
+    (root / "digest/a.md").write_text("a")
+    (root / "digest/dangling.md").symlink_to(root / "digest/gone.md")
+    response = await app.run("list", path="digest")
+    assert response.success, response.answer
+    assert [e["path"] for e in response.metadata["entries"]] == ["digest/a.md"]
+
+
 async def test_list_sorts_by_mtime_newest_first(app):
     import os
 

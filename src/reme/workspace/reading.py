@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import mimetypes
+import stat as stat_module
 from pathlib import Path
 from typing import Any
 
@@ -158,11 +159,14 @@ def list_dir(
     wanted = _normalise_extensions(extensions)
     entries = []
     for entry_path in _entries(ws, folder, recursive):
-        kind = "dir" if entry_path.is_dir() else "file"
+        try:
+            info = entry_path.stat()
+        except OSError:
+            continue  # a dangling symlink, or removed by another writer since the folder was read
+        kind = "dir" if stat_module.S_ISDIR(info.st_mode) else "file"
         entry_relative = ws.relative(entry_path)
         if wanted is not None and (kind == "dir" or not entry_relative.lower().endswith(wanted)):
             continue
-        info = entry_path.stat()
         entries.append(
             {
                 "path": entry_relative,
