@@ -192,3 +192,20 @@ def test_sync_paths_never_follows_a_symlink(app, index, tmp_path) -> None:
     assert index.sync_paths(["daily/link"])["indexed"] == 0
     assert index.sync_paths(["daily/link/secret.md"])["indexed"] == 0
     assert index.keyword.search("zebra", 5) == [] and index.store.file("daily/link/secret.md") is None
+
+
+def test_links_out_of_the_workspace_never_exist(app, index, tmp_path) -> None:
+    """A note may hold any link text; the graph must not probe the disk outside the workspace."""
+    outside = tmp_path / "outside.md"
+    outside.write_text("real file outside")
+    escape = os.path.relpath(outside, app.workspace_dir)
+    assert escape.startswith("..")
+    write(app.workspace_dir, "digest/a.md", f"[[{outside}]] [[{escape}]]\n")
+    index.sync_paths(["digest/a.md"])
+    assert not index.graph.exists(str(outside)) and not index.graph.exists(escape)
+    nodes, _ = index.graph.traverse(["digest/a.md"], 1, "forward")
+    assert [(n["path"], n["exists"]) for n in nodes] == [
+        ("digest/a.md", True),
+        (str(outside), False),
+        (escape, False),
+    ]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from reme.index.store import LinkRow, MetadataStore
+from reme.workspace.paths import UnsafePathError, check_relative, within
 
 Direction = Literal["forward", "backward", "both"]
 
@@ -36,10 +37,14 @@ class LinkGraph:
         self.is_indexed_path = is_indexed_path
 
     def exists(self, path: str) -> bool:
+        """Link text is anything a note says: a target that would leave the workspace never exists."""
         if self.is_indexed_path(path):
             return self.store.file(path) is not None
-        full = self.root / path
-        return not full.is_symlink() and full.exists()
+        try:
+            full = self.root / check_relative(path)
+        except UnsafePathError:
+            return False
+        return not full.is_symlink() and within(self.root, full) and full.exists()
 
     def outlinks(self, path: str) -> list[LinkRow]:
         return self.store.outlinks(path)
