@@ -82,12 +82,14 @@ def test_missing_config_and_bad_yaml_are_clear(tmp_path):
 
 def test_redact_hides_secrets_only():
     config = {
-        "llm": {"api_key": "sk-123", "model": "m"},
+        "llm": {"api_key": "sk-123", "model": "m", "max_tokens": 512, "accessToken": "a"},
+        "index": {"tokenizer": "jieba"},
         "service": {"auth_token": "t", "port": 1},
         "x": {"token": ""},
     }
     assert redact(config) == {
-        "llm": {"api_key": "***", "model": "m"},
+        "llm": {"api_key": "***", "model": "m", "max_tokens": 512, "accessToken": "***"},
+        "index": {"tokenizer": "jieba"},
         "service": {"auth_token": "***", "port": 1},
         "x": {"token": ""},
     }

@@ -18,7 +18,8 @@ import yaml
 PACKAGED_DIR = Path(str(resources.files("reme") / "config"))
 TOP_LEVEL_KEYS = {"imports", "workspace_dir", "timezone", "service", "components", "jobs", "logging"}
 SERVICE_KEYS = {"backend", "host", "port", "auth_token", "transport", "path"}
-_SECRET_KEY = re.compile(r"(api_?key|token|secret|password|authorization)", re.IGNORECASE)
+# `token` only as the key's last word: `auth_token` is a secret, `max_tokens` and `tokenizer` are not.
+_SECRET_KEY = re.compile(r"api_?key|secret|password|authorization|token$", re.IGNORECASE)
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
