@@ -202,3 +202,14 @@ async def test_ollama_and_anthropic_backends_run_the_same_agent(
     assert (
         "max_tokens" in fake_server.requests[-1] and "system" in fake_server.requests[-1]
     )  # the Anthropic shape
+
+
+async def test_a_repeated_call_without_a_model_leaves_a_distilled_card_alone(make_app: MakeApp) -> None:
+    app = await make_app(**scripted(card_script("- window seats\n", "Trip one")))
+    assert (await app.run("auto_memory", session_id="trip-1", messages=TRIP)).success
+    card = app.workspace_dir / "daily/2026-06-01/trip-one.md"
+    before = card.read_text(encoding="utf-8")
+    app.component("llm").script = []  # type: ignore[attr-defined]
+    again = await app.run("auto_memory", session_id="trip-1", messages=TRIP)
+    assert again.success and again.metadata["pending"] is False, again.answer
+    assert card.read_text(encoding="utf-8") == before

@@ -216,6 +216,12 @@ async def _remember(
         "date": day,
         "pending": True,
     }
+    # Checked before the model: a repeat needs none, and must not mark a distilled card pending.
+    if not (changed or created or front.get("pending") or memory_hint):
+        metadata["pending"] = False
+        return MemoryOutcome(
+            f"nothing new: {session_path(app, session_id)} and {card_path} are up to date", metadata
+        )
     try:
         memory_llm(app)
     except LLMUnavailable as missing:
@@ -225,11 +231,6 @@ async def _remember(
             f"conversation saved to {session_path(app, session_id)}; card {card_path} is pending: {missing}",
             metadata,
         ) from None
-    if not (changed or created or front.get("pending") or memory_hint):
-        metadata["pending"] = False
-        return MemoryOutcome(
-            f"nothing new: {session_path(app, session_id)} and {card_path} are up to date", metadata
-        )
     done: list[str] = []
     for other_day, other_card in await pending_cards_of_session(app, session_id, records, skip=day):
         final = await _distil_or_fail(
