@@ -35,6 +35,14 @@ class NeedsStore(Recorder):
     requires = ("store",)
 
 
+@register_component("test_strict")
+class Strict(Recorder):
+    """Accepts only the settings it names: anything else is a config error at build time."""
+
+    def __init__(self, app, name: str, size: int = 1) -> None:
+        super().__init__(app, name, size=size)
+
+
 @register_step("test_echo")
 def echo(ctx: JobContext, prefix: str = "") -> None:
     ctx.response.answer = prefix + str(ctx.params.get("text", ""))
@@ -119,6 +127,19 @@ async def test_failing_component_closes_what_already_started(tmp_path):
         "components:\n  store: {backend: test_recorder}\n  index: {backend: test_needs_store, fail: true}\n",
     )
     with pytest.raises(ComponentError, match="'index' failed to start: boom at start"):
+        await app.start()
+    assert EVENTS == ["start:store", "close:store"]
+    assert app.components == {}
+
+
+async def test_a_bad_setting_of_a_later_component_closes_what_already_started(tmp_path):
+    EVENTS.clear()
+    app = make_app(
+        tmp_path,
+        "components:\n  store: {backend: test_recorder}\n"
+        "  index: {backend: test_strict, requires: [store], colour: red}\n",
+    )
+    with pytest.raises(ConfigError, match="components.index: .*colour"):
         await app.start()
     assert EVENTS == ["start:store", "close:store"]
     assert app.components == {}

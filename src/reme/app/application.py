@@ -55,11 +55,13 @@ class Application:
         self.jobs = {name: build_job(name, raw) for name, raw in self.config.get("jobs", {}).items()}
         self.workspace_dir.mkdir(parents=True, exist_ok=True)
         for name in self._start_order():
-            component = self._build_component(name)
             try:
+                component = self._build_component(name)
                 await component.start()
             except Exception as exc:
-                await self._close_components()
+                await self._close_components()  # a refused start leaves nothing running
+                if isinstance(exc, ConfigError):
+                    raise
                 raise ComponentError(f"component {name!r} failed to start: {exc}") from exc
             self.components[name] = component
         self._started = True
