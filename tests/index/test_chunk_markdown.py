@@ -51,6 +51,18 @@ def test_front_matter_is_counted_in_lines_and_searchable_but_not_chunk_text() ->
     assert "green tea notes" in chunk.search_text
 
 
+def test_front_matter_is_found_where_the_reader_finds_it() -> None:
+    """One notion of the front matter (workspace.fmsplit): a BOM before it (Windows editors) or an
+    indented `---` in the body changes nothing about where it ends."""
+    bom = "\ufeff---\nname: Tea\n---\n# Tea\n\nSencha is grassy.\n"
+    (chunk,) = chunk_text("digest/food/tea.md", bom)
+    assert (chunk.start_line, chunk.end_line, chunk.heading_path) == (4, 6, ["Tea"])
+    assert "name: Tea" not in chunk.text and "name: Tea" in chunk.search_text
+    indented = "  ---\nname: x\n  ---\nSencha\n"  # no front matter to the reader: all of it is body
+    chunks = chunk_text("digest/food/x.md", indented)
+    assert chunks[0].start_line == 1 and "name: x" in "".join(c.text for c in chunks)
+
+
 def test_broken_front_matter_does_not_crash() -> None:
     text = "---\nname: [unclosed\n  : : bad: yaml: {\n---\nBody line.\n"
     chunks = chunk_text("digest/x.md", text)

@@ -13,6 +13,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from reme.index.chunk_base import Chunk, Span, label_parts, make_chunk, pack_lines, trim_blank_edges
+from reme.workspace.fmsplit import split as split_front_matter
 
 # Only block structure is needed: skipping inline parsing halves the cost (titles stay raw text).
 _PARSER = MarkdownIt("commonmark", {"html": True}).enable("table").disable(["inline", "text_join"])
@@ -63,20 +64,19 @@ class _Document:
         return [(n, self.lines[n - 1]) for n in range(start, end + 1)]
 
 
-def front_matter_end(lines: list[str]) -> int:
-    """Number of lines taken by a leading ``---`` front matter block (0 when there is none)."""
-    if not lines or lines[0].strip() != "---":
+def front_matter_lines(text: str) -> int:
+    """Lines taken by the front matter, found as every reader finds it (0 when there is none)."""
+    matter = split_front_matter(text)
+    if not matter.has_front_matter:
         return 0
-    for index in range(1, len(lines)):
-        if lines[index].strip() in ("---", "..."):
-            return index + 1
-    return 0
+    head = matter.head(text)
+    return head.count("\n") + (not head.endswith("\n"))  # a closing fence may end the file
 
 
 def chunk_markdown(path: str, text: str, chunk_chars: int) -> list[Chunk]:
     """Chunk a Markdown file (front matter is counted in line numbers but not chunked)."""
     doc = _Document(path, text, chunk_chars)
-    matter_lines = front_matter_end(doc.lines)
+    matter_lines = front_matter_lines(text)
     # Blank out the front matter so the parser's line map stays the file's line numbers.
     source = "\n" * matter_lines + "\n".join(doc.lines[matter_lines:])
     chunks = _chunk_sections(doc, _sections(_PARSER.parse(source)))
