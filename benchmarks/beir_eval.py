@@ -51,11 +51,7 @@ def rank_all(data: BeirSet, engine: str, tokenizer: Tokenizer, k1: float, b: flo
         for doc_id, text in data.corpus.items():
             index.upsert(f"beir/{doc_id}", [(doc_id, text)])
         index.commit()
-        ranked = {qid: [doc for doc, _ in index.search(q, DEPTH)] for qid, q in data.queries.items()}
-        close = getattr(index, "close", None)
-        if close is not None:
-            close()
-        return ranked
+        return {qid: [doc for doc, _ in index.search(q, DEPTH)] for qid, q in data.queries.items()}
 
 
 def main() -> None:

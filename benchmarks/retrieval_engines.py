@@ -86,11 +86,7 @@ def _keyword(files, queries, limit, chunker, tokenizer) -> list[list[Hit]]:
             by_id.update({c.id: Hit(c.path, c.start_line, c.end_line, c.text) for c in chunks})
             index.upsert(path, [(c.id, c.search_text) for c in chunks])
         index.commit()
-        results = [[by_id[chunk_id] for chunk_id, _ in index.search(query, limit)] for query in queries]
-        close = getattr(index, "close", None)
-        if close is not None:
-            close()
-        return results
+        return [[by_id[chunk_id] for chunk_id, _ in index.search(query, limit)] for query in queries]
 
 
 async def _search_job(files, queries, limit, chunk_chars) -> list[list[Hit]]:
