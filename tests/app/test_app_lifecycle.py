@@ -80,6 +80,13 @@ async def crash_then_run(ctx: JobContext) -> None:
     await asyncio.sleep(3600)
 
 
+async def until(condition, seconds: float = 20.0) -> None:
+    """Poll `condition` until it holds or `seconds` pass: generous, as the test machine may be busy."""
+    deadline = asyncio.get_running_loop().time() + seconds
+    while not condition() and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.05)
+
+
 def make_app(tmp_path: Path, text: str, **overrides) -> Application:
     path = tmp_path / "config.yaml"
     path.write_text(text, encoding="utf-8")
@@ -225,10 +232,7 @@ async def test_cron_job_fires_on_its_schedule(tmp_path):
     text = "jobs:\n  tick: {kind: cron, cron: '* * * * * *', steps: [{backend: test_cron_tick}]}\n"
     async with make_app(tmp_path, text, timezone="Asia/Shanghai") as app:
         app.start_background()
-        for _ in range(50):
-            if EVENTS.count("tick") >= 2:
-                break
-            await asyncio.sleep(0.1)
+        await until(lambda: EVENTS.count("tick") >= 2)
     assert EVENTS.count("tick") >= 2
 
 
@@ -241,10 +245,7 @@ async def test_background_job_is_restarted_after_a_crash(tmp_path):
     )
     async with make_app(tmp_path, text) as app:
         app.start_background()
-        for _ in range(50):
-            if EVENTS.count("background-start") >= 3:
-                break
-            await asyncio.sleep(0.05)
+        await until(lambda: EVENTS.count("background-start") >= 3)
         crashes = [r for name, r in app.job_runs if name == "loop"]
     assert EVENTS.count("background-start") == 3
     assert [r.answer for r in crashes] == ["RuntimeError: background crashed"] * 2
