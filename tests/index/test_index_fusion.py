@@ -66,3 +66,16 @@ async def test_vector_branch_is_fused_with_keywords(app) -> None:
     assert vector_only[0].score == pytest.approx(
         len(grams("turbinesque") & grams("wind turbines offshore")) / 9
     )
+
+
+@pytest.mark.parametrize("weight", [-0.1, 1.5])
+async def test_vector_weight_outside_zero_to_one_is_refused(tmp_path: Path, weight: float) -> None:
+    """A weight above 1 would turn the keyword ranking's votes negative: refuse it at start."""
+    from reme import ReMe
+    from reme.app.application import ComponentError
+
+    with pytest.raises(ComponentError, match="vector_weight must be between 0 and 1"):
+        async with ReMe(
+            workspace_dir=tmp_path / "ws", timezone="UTC", **{"components.index.vector_weight": weight}
+        ):
+            pass

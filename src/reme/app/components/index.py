@@ -58,6 +58,8 @@ class IndexComponent(Component):
             raise ValueError("chunk_chars must be an integer of at least 100")
         if not isinstance(candidate_multiplier, int) or candidate_multiplier < 1:
             raise ValueError("candidate_multiplier must be a positive integer")
+        if not 0.0 <= float(vector_weight) <= 1.0:
+            raise ValueError("vector_weight must be between 0 and 1 (the keyword ranking weighs 1 - it)")
         self.settings = {
             "chunk_chars": chunk_chars,
             "watch": bool(watch),
