@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from reme.llm.providers import LLMNotConfigured, build_model
@@ -59,3 +61,22 @@ def test_build_model_per_backend(backend: str) -> None:
         )
     )
     assert model.model_name == "m1"
+
+
+@pytest.mark.parametrize(
+    ("settings", "named"),
+    [
+        ({"timeout": "soon"}, "components.llm.timeout must be a number of at least 0.001, not 'soon'"),
+        ({"max_steps": 0}, "components.llm.max_steps must be a number of at least 1, not 0"),
+        ({"max_retries": -1}, "components.llm.max_retries"),
+        ({"memory": {"timeout": "x"}}, "components.llm.memory.timeout"),
+    ],
+)
+def test_invalid_numbers_name_the_setting(settings: dict, named: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(named)):
+        resolve_settings({"model": "m", **settings}, "memory")
+
+
+def test_unset_numbers_take_the_defaults() -> None:
+    settings = resolve_settings({"timeout": "", "max_steps": None})
+    assert (settings.timeout, settings.max_steps, settings.max_retries) == (60.0, 20, 2)

@@ -213,3 +213,17 @@ async def test_a_repeated_call_without_a_model_leaves_a_distilled_card_alone(mak
     again = await app.run("auto_memory", session_id="trip-1", messages=TRIP)
     assert again.success and again.metadata["pending"] is False, again.answer
     assert card.read_text(encoding="utf-8") == before
+
+
+async def test_an_invalid_setting_is_named_and_the_card_left_pending(
+    make_app: MakeApp, fake_server: FakeOpenAI
+) -> None:
+    app = await make_app(**served_by(fake_server, timeout="soon"))
+    response = await app.run("auto_memory", session_id="trip-1", messages=TRIP)
+    assert not response.success and "components.llm.timeout" in response.answer, response.answer
+    assert front_matter(app.workspace_dir / response.metadata["note_path"])["pending"] is True
+    assert fake_server.requests == []
+    health = await app.run("health_check")
+    assert "components.llm.timeout" in str(health.metadata["components"]["llm"])
+    chunks = [chunk async for chunk in app.stream("chat", query="hello")]
+    assert "components.llm.timeout" in str(chunks[:-1]) and chunks[-1]["success"] is False

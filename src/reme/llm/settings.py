@@ -52,20 +52,43 @@ class ModelSettings:
         }
 
 
+def _number(value: Any, kind: type[int] | type[float], where: str, minimum: float) -> Any:
+    """`value` as an int or float of at least `minimum`; a ValueError naming the setting otherwise."""
+    try:
+        number = kind(value)
+        if isinstance(value, bool) or not number >= minimum:
+            raise ValueError
+    except (TypeError, ValueError):
+        raise ValueError(f"{where} must be a number of at least {minimum:g}, not {value!r}") from None
+    return number
+
+
+_NUMBERS: dict[str, tuple[type[int] | type[float], float]] = {
+    "timeout": (float, 0.001),
+    "max_retries": (int, 0),
+    "output_retries": (int, 0),
+    "max_steps": (int, 1),
+}
+
+
 def resolve_settings(settings: dict[str, Any], role: str | None = None) -> ModelSettings:
     """Settings of the component, with `settings[role]` (e.g. `memory`) overriding per-role keys.
 
-    Empty role values (an unset `${LLM_MEMORY_MODEL:-}`) fall back to the shared value.
+    Empty role values (an unset `${LLM_MEMORY_MODEL:-}`) fall back to the shared value. A value that
+    is not a valid number raises ValueError naming the setting (`components.llm.timeout`).
     """
+    defaults = ModelSettings()
+    numbers = {}
+    for key, (kind, minimum) in _NUMBERS.items():
+        value = settings.get(key)
+        value = getattr(defaults, key) if value in (None, "") else value
+        numbers[key] = _number(value, kind, f"components.llm.{key}", minimum)
     base = ModelSettings(
         backend=str(settings.get("backend") or "openai"),
         model=str(settings.get("model") or ""),
         base_url=str(settings.get("base_url") or ""),
         api_key=str(settings.get("api_key") or ""),
-        timeout=float(settings.get("timeout") or 60.0),
-        max_retries=int(settings.get("max_retries", 2)),
-        output_retries=int(settings.get("output_retries", 2)),
-        max_steps=int(settings.get("max_steps", 20)),
+        **numbers,
     )
     if base.backend == "ollama" and not base.base_url:
         base = replace(base, base_url=OLLAMA_DEFAULT_URL)
@@ -77,5 +100,9 @@ def resolve_settings(settings: dict[str, Any], role: str | None = None) -> Model
         value = overrides.get(key)
         if value in (None, ""):
             continue
-        changes[key] = type(getattr(base, key))(value)
+        if key in _NUMBERS:
+            kind, minimum = _NUMBERS[key]
+            changes[key] = _number(value, kind, f"components.llm.{role}.{key}", minimum)
+        else:
+            changes[key] = str(value)
     return replace(base, **changes)

@@ -7,18 +7,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from reme.llm.prompts import render_prompt
-from reme.llm.runner import OnEvent, run_agent
+from reme.llm.runner import AgentFailed, OnEvent, run_agent
 from reme.llm.tools import PathPolicy
+from reme.pipelines.distil import usable_llm
 
 if TYPE_CHECKING:
     from reme.app.application import Application
 
 CHAT_TOOLS = ("search", "read", "list", "frontmatter_read", "daily_list")
 READ_ANYTHING = PathPolicy(read=("*",), write=())
-
-
-class ChatUnavailable(RuntimeError):
-    """No chat model; the message names the missing setting."""
 
 
 @dataclass
@@ -50,19 +47,12 @@ async def chat(
 ) -> ChatAnswer:
     if not query.strip():
         raise ValueError("query is empty: ask a question")
-    if "llm" not in app.components:
-        raise ChatUnavailable("no LLM configured: the `llm` component is not enabled (components.llm)")
-    llm = app.component("llm")
-    missing = llm.missing("chat")  # type: ignore[attr-defined]
-    if missing:
-        raise ChatUnavailable(f"no LLM configured: set {missing} (see docs/llm.md)")
+    llm, settings = usable_llm(app, "chat")
     variables = {"today": app.today().isoformat()}
-    from reme.llm.runner import AgentFailed
-
     try:
         result = await run_agent(
             model=llm.model("chat", variables),  # type: ignore[attr-defined]
-            settings=llm.settings_for("chat"),  # type: ignore[attr-defined]
+            settings=settings,
             run_job=app.run,
             instructions=render_prompt("chat", variables),
             prompt=render_question(query, history),

@@ -45,15 +45,24 @@ class Distilled:
     usage: dict[str, int]
 
 
-def memory_llm(app: Application) -> tuple[Any, Any]:
-    """(component, settings) of the memory model; raise LLMUnavailable naming what is missing."""
+def usable_llm(app: Application, role: str) -> tuple[Any, Any]:
+    """(component, settings) of the model for `role`; raise LLMUnavailable saying what to set or fix."""
     if "llm" not in app.components:
         raise LLMUnavailable("no LLM configured: the `llm` component is not enabled (components.llm)")
     llm = app.component("llm")
-    missing = llm.missing("memory")  # type: ignore[attr-defined]
+    try:
+        missing = llm.missing(role)  # type: ignore[attr-defined]
+        settings = llm.settings_for(role)  # type: ignore[attr-defined]
+    except ValueError as invalid:
+        raise LLMUnavailable(f"invalid LLM setting: {invalid} (see docs/llm.md)") from None
     if missing:
         raise LLMUnavailable(f"no LLM configured: set {missing} (see docs/llm.md)")
-    return llm, llm.settings_for("memory")  # type: ignore[attr-defined]
+    return llm, settings
+
+
+def memory_llm(app: Application) -> tuple[Any, Any]:
+    """(component, settings) of the memory model; raise LLMUnavailable saying what is missing."""
+    return usable_llm(app, "memory")
 
 
 async def mark_pending(app: Application, card_path: str) -> None:

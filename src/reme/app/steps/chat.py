@@ -7,7 +7,8 @@ from typing import Any
 from reme.app.jobs import JobContext, JobError
 from reme.app.registry import register_step
 from reme.llm.runner import AgentFailed
-from reme.pipelines.chat import ChatUnavailable, chat
+from reme.pipelines.chat import chat
+from reme.pipelines.distil import LLMUnavailable
 
 
 @register_step("chat")
@@ -20,7 +21,7 @@ async def chat_step(ctx: JobContext, **_: Any) -> None:
             emit=ctx.emit,
             add_usage=ctx.add_usage,
         )
-    except (ChatUnavailable, AgentFailed) as failure:
+    except (LLMUnavailable, AgentFailed) as failure:
         raise JobError(str(failure), {"usage": dict(ctx.usage)}) from None
     ctx.response.answer = answer.text
     ctx.response.metadata.update(
