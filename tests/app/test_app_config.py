@@ -48,6 +48,17 @@ def test_env_expansion_with_defaults_and_typing(monkeypatch):
     assert data == {"port": 9001, "name": "x-fallback-y", "empty": ""}
 
 
+def test_env_values_stay_strings_where_the_default_is_a_string(monkeypatch):
+    """A token `0123` is not the octal 83, nor a folder `2026` a number: only typed defaults re-type."""
+    monkeypatch.setenv("REME_API_TOKEN", "0123")
+    monkeypatch.setenv("REME_WORKSPACE_DIR", "2026")
+    config = load_config(load_env_file=False)
+    assert config["service"]["auth_token"] == "0123"
+    assert config["workspace_dir"] == "2026"
+    monkeypatch.setenv("REME_TEST_TIMEOUT", "0755")
+    assert expand_env({"timeout": "${REME_TEST_TIMEOUT:-60}"}) == {"timeout": "0755"}
+
+
 def test_deep_merge_merges_dicts_and_replaces_lists():
     base = {"a": {"b": 1, "c": [1, 2]}, "d": 1}
     merged = deep_merge(base, {"a": {"c": [3]}, "e": 2})

@@ -15,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from reme.app.values import parse_value
+
 PACKAGED_DIR = Path(str(resources.files("reme") / "config"))
 TOP_LEVEL_KEYS = {"imports", "workspace_dir", "timezone", "service", "components", "jobs", "logging"}
 SERVICE_KEYS = {"backend", "host", "port", "auth_token", "transport", "path"}
@@ -105,7 +107,12 @@ def set_dotted(config: dict[str, Any], dotted: str, value: Any) -> None:
 
 
 def expand_env(value: Any) -> Any:
-    """Expand `${VAR}` and `${VAR:-default}` in every string; a whole-string placeholder is re-typed."""
+    """Expand `${VAR}` and `${VAR:-default}` in every string.
+
+    A whole-string placeholder becomes a number or boolean (`${PORT:-2333}`), unless its default is a
+    string (`${REME_API_TOKEN:-}`, `${REME_WORKSPACE_DIR:-.reme}`): a token `0123` or a folder `2026`
+    stays text. Typing follows the command line's rules (`parse_value`).
+    """
     if isinstance(value, dict):
         return {k: expand_env(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -117,13 +124,15 @@ def expand_env(value: Any) -> Any:
         return os.environ.get(match.group(1)) or (match.group(2) or "")
 
     expanded = _ENV.sub(substitute, value)
-    if _ENV.fullmatch(value) and expanded.strip():
-        try:
-            typed = yaml.safe_load(expanded)
-        except yaml.YAMLError:
-            return expanded
-        return typed if isinstance(typed, (int, float, bool)) else expanded
-    return expanded
+    whole = _ENV.fullmatch(value)
+    if whole is None or (whole.group(2) is not None and not _is_scalar(parse_value(whole.group(2)))):
+        return expanded
+    typed = parse_value(expanded)
+    return typed if _is_scalar(typed) else expanded
+
+
+def _is_scalar(value: Any) -> bool:
+    return isinstance(value, (int, float, bool))
 
 
 def load_config(
