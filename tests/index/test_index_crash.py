@@ -218,3 +218,28 @@ async def test_changed_chunk_size_rebuilds(workspace: Path, tmp_path: Path) -> N
         index.ensure_ready()
         small = index.store.counts()["chunks"]
     assert small > (await clean_reindex(workspace, tmp_path))["catalog"]["docs"][0]
+
+
+async def test_a_busy_catalog_is_waited_for_never_deleted(tmp_path: Path, monkeypatch) -> None:
+    """Only a corrupt catalog is thrown away: one locked by another process's long write is not
+    (deleting it would pull the database, and its committed WAL, from under that process)."""
+    import sqlite3
+
+    from reme.app.application import ComponentError
+    from reme.index.store import MetadataStore
+
+    root = tmp_path / "ws"
+    write_workspace(root, 1)
+    async with ReMe(workspace_dir=root, timezone="UTC") as app:
+        app.component("index").ensure_ready()
+    holder = sqlite3.connect(root / "metadata" / "index.sqlite3", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process in the middle of a write
+    monkeypatch.setattr(MetadataStore, "BUSY_TIMEOUT_S", 0.2)
+    try:
+        with pytest.raises(ComponentError, match="locked"):
+            async with ReMe(workspace_dir=root, timezone="UTC"):
+                pass
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert MetadataStore(root / "metadata" / "index.sqlite3").counts()["files"] == 30

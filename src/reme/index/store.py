@@ -105,11 +105,15 @@ class FileRecord:
 class MetadataStore:
     """SQLite catalog of indexed files, their chunks and their links."""
 
+    BUSY_TIMEOUT_S = 30.0  # how long to wait for another process's write transaction
+
     def __init__(self, db_path: Path) -> None:
         self.db_path = db_path
         db_path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(db_path, check_same_thread=False, isolation_level=None, timeout=30.0)
+        self._db = sqlite3.connect(
+            db_path, check_same_thread=False, isolation_level=None, timeout=self.BUSY_TIMEOUT_S
+        )
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         with self.transaction() as db:

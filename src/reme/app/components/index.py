@@ -130,11 +130,17 @@ class IndexComponent(Component):
         self._repair()
 
     def _open_store(self) -> MetadataStore:
-        """Open the catalog; an unreadable one is derived state, so it is deleted and rebuilt."""
+        """Open the catalog; a corrupt one is derived state, so it is deleted and rebuilt.
+
+        Any other error (locked by another process's write, disk full) is raised: deleting the
+        files would pull the database from under a live writer.
+        """
         db_path = self.metadata_dir / DB_NAME
         try:
             return MetadataStore(db_path)
-        except sqlite3.DatabaseError:
+        except sqlite3.DatabaseError as exc:
+            if exc.sqlite_errorname not in ("SQLITE_NOTADB", "SQLITE_CORRUPT"):
+                raise
             for suffix in ("", "-wal", "-shm"):
                 db_path.with_name(db_path.name + suffix).unlink(missing_ok=True)
             return MetadataStore(db_path)
