@@ -60,21 +60,26 @@ _MONTHS = (
 )
 
 
+def path_day(path: str) -> datetime.date | None:
+    """The calendar date that starts a path's second segment (SPEC 1), None for undated paths."""
+    parts = path.split("/", 2)
+    match = _PATH_DATE.match(parts[1]) if len(parts) > 1 else None
+    if match is None:
+        return None
+    try:
+        return datetime.date(*(int(group) for group in match.groups()))
+    except ValueError:
+        return None
+
+
 def path_date_words(path: str) -> str:
     """The date that starts a path's second segment (``daily/2023-05-08.md``) as ``8 May 2023``.
 
     A question names a day the way people write it ("on 8 May", "in May 2023"), which the
     file's ``2023-05-08`` alone never matches. Empty for undated paths.
     """
-    parts = path.split("/", 2)
-    match = _PATH_DATE.match(parts[1]) if len(parts) > 1 else None
-    if match is None:
-        return ""
-    try:
-        day = datetime.date(*(int(group) for group in match.groups()))
-    except ValueError:
-        return ""
-    return f"{day.day} {_MONTHS[day.month - 1]} {day.year}"
+    day = path_day(path)
+    return f"{day.day} {_MONTHS[day.month - 1]} {day.year}" if day else ""
 
 
 _BREAK_AFTER = (" ", "\t", "\u3002", "\uff01", "\uff1f", "\uff1b", "\uff0c", "\u3001")  # space, 。！？；，、

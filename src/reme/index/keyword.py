@@ -27,10 +27,11 @@ from typing import Protocol
 
 import tantivy
 
+from reme.index.chunk_base import path_day
+
 K1 = 1.2  # tantivy's fixed BM25 parameters, the Lucene defaults
 B = 0.75
 _LUCENE_SCALE = 1.0 / (1.0 + K1)
-_DATE_SEGMENT = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
 _REGEX_META = re.compile(r"([\\.+*?()|\[\]{}^$#&\-~\"])")
 _WRITER_WAIT_S = 30.0
 SCHEMA_VERSION = 1  # bump when the engine's fields change: the folder name changes with it
@@ -44,17 +45,8 @@ class TokenizerLike(Protocol):
 
 def path_date(path: str) -> int:
     """`YYYYMMDD` of the date that starts a path's second segment, 0 when undated (SPEC 1)."""
-    parts = path.split("/", 2)
-    if len(parts) < 2:
-        return 0
-    match = _DATE_SEGMENT.match(parts[1])
-    if not match:
-        return 0
-    try:
-        day = date(int(match[1]), int(match[2]), int(match[3]))
-    except ValueError:
-        return 0
-    return day.year * 10000 + day.month * 100 + day.day
+    day = path_day(path)
+    return _day_number(day) if day else 0
 
 
 def engine_folder(directory: str | Path, tokenizer: TokenizerLike) -> Path:
