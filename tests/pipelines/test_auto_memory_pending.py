@@ -227,3 +227,27 @@ async def test_an_invalid_setting_is_named_and_the_card_left_pending(
     assert "components.llm.timeout" in str(health.metadata["components"]["llm"])
     chunks = [chunk async for chunk in app.stream("chat", query="hello")]
     assert "components.llm.timeout" in str(chunks[:-1]) and chunks[-1]["success"] is False
+
+
+async def test_a_card_distilled_while_the_pending_run_waited_is_left_alone(make_app: MakeApp) -> None:
+    import asyncio
+
+    from reme.pipelines.calls import keyed_lock
+
+    app = await make_app(**scripted([]))
+    assert not (await app.run("auto_memory", session_id="trip-1", messages=TRIP)).success
+    app.component("llm").script = card_script("- distilled\n", "Trip one")  # type: ignore[attr-defined]
+    lock = keyed_lock(app, "session:trip-1")
+    async with lock:  # an auto_memory run of the session is busy with the card
+        pending = asyncio.create_task(app.run("auto_memory_pending"))
+        for _ in range(3000):
+            if lock._waiters or pending.done():  # the pending run listed the card and now waits
+                break
+            await asyncio.sleep(0.01)
+        moved = await app.run("move", src="daily/2026-06-01/trip-1.md", dst="daily/2026-06-01/trip-one.md")
+        assert moved.success, moved.answer
+        cleared = await app.run("frontmatter_delete", path="daily/2026-06-01/trip-one.md", keys=["pending"])
+        assert cleared.success, cleared.answer
+    response = await pending
+    assert response.success and response.metadata["distilled"] == [], response.metadata
+    assert sorted(p.name for p in (app.workspace_dir / "daily/2026-06-01").iterdir()) == ["trip-one.md"]

@@ -8,7 +8,7 @@ session or by `auto_memory_pending`.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
@@ -18,6 +18,7 @@ from reme.pipelines.calls import (
     call,
     cards_of_day,
     daily_days,
+    exists,
     find_card,
     folder,
     keyed_lock,
@@ -272,6 +273,31 @@ async def _distil_or_fail(
         ) from None
 
 
+async def _pending_cards(app: Application) -> AsyncIterator[tuple[str, str, str]]:
+    """(day, card, session_id) of every pending session card, oldest day first."""
+    for day in await daily_days(app):
+        for path, front in await cards_of_day(app, day):
+            session_id = front.get("session_id")
+            if front.get("pending") and isinstance(session_id, str):
+                yield day, path, session_id
+
+
+async def _distil_pending(
+    app: Application, day: str, path: str, session_id: str, add_usage: Callable[[dict[str, Any]], None]
+) -> str | None:
+    """Distil one listed card under the session lock; None when another run has distilled or moved it."""
+    if not exists(app, path):
+        return None
+    front = (await call(app, "frontmatter_read", path=path)).metadata.get("front_matter") or {}
+    if not front.get("pending") or front.get("session_id") != session_id:
+        return None
+    text, _ = await load_text(app, session_path(app, session_id))
+    records = parse_transcript(text)
+    if not records:
+        raise ValueError(f"{session_path(app, session_id)} is missing or empty")
+    return await distil_session(app, session_id, day, path, records, "", add_usage)
+
+
 async def auto_memory_pending(
     app: Application, *, limit: int, add_usage: Callable[[dict[str, Any]], None]
 ) -> MemoryOutcome:
@@ -279,25 +305,18 @@ async def auto_memory_pending(
     memory_llm(app)
     distilled: list[str] = []
     failed: list[dict[str, str]] = []
-    for day in await daily_days(app):
-        for path, front in await cards_of_day(app, day):
-            session_id = front.get("session_id")
-            if (
-                not front.get("pending")
-                or not isinstance(session_id, str)
-                or len(distilled) + len(failed) >= limit
-            ):
+    async for day, path, session_id in _pending_cards(app):
+        if len(distilled) + len(failed) >= limit:
+            break
+        try:
+            async with keyed_lock(app, f"session:{session_id}"):
+                final = await _distil_pending(app, day, path, session_id, add_usage)
+        except Exception as exc:  # one bad card must not stop the others
+            failed.append({"path": path, "error": getattr(exc, "message", None) or str(exc)})
+        else:
+            if final is None:
                 continue
-            text, _ = await load_text(app, session_path(app, session_id))
-            records = parse_transcript(text)
-            if not records:
-                failed.append({"path": path, "error": f"{session_path(app, session_id)} is missing or empty"})
-                continue
-            try:
-                async with keyed_lock(app, f"session:{session_id}"):
-                    distilled.append(await distil_session(app, session_id, day, path, records, "", add_usage))
-            except Exception as exc:  # one bad card must not stop the others
-                failed.append({"path": path, "error": getattr(exc, "message", None) or str(exc)})
-            await call(app, "daily_reindex", date=day)
+            distilled.append(final)
+        await call(app, "daily_reindex", date=day)
     answer = f"distilled {len(distilled)} pending card(s)" + (f", {len(failed)} failed" if failed else "")
     return MemoryOutcome(answer, {"distilled": distilled, "failed": failed})
