@@ -263,6 +263,20 @@ async def test_move_without_retarget_and_overwrite_rules(linked_app):
     assert disk(app, "digest/ref.md") == "[[digest/a.md]]\n"
 
 
+async def test_move_refuses_a_name_a_link_cannot_hold_rather_than_break_links(linked_app):
+    app = linked_app
+    root = app.workspace_dir
+    (root / "digest/a.md").write_text("a\n")
+    (root / "digest/ref.md").write_text("see [[digest/a.md]]\n")
+    for dst in ("digest/c#1.md", "digest/x[1].md"):
+        refused = await app.run("move", src="digest/a.md", dst=dst)
+        assert not refused.success and "retarget=false" in refused.answer, dst
+        assert disk(app, "digest/a.md") == "a\n" and not (root / dst).exists()
+        assert disk(app, "digest/ref.md") == "see [[digest/a.md]]\n"
+    kept = await app.run("move", src="digest/a.md", dst="digest/c#1.md", retarget=False)
+    assert kept.success and disk(app, "digest/c#1.md") == "a\n"
+
+
 async def test_move_of_a_folder_retargets_links_into_it(linked_app):
     app = linked_app
     root = app.workspace_dir

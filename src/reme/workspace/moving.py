@@ -16,7 +16,7 @@ from reme.workspace.layout import Workspace
 from reme.workspace.links import LinkSource, walk_files
 from reme.workspace.paths import first_segment, has_extension, is_markdown
 from reme.workspace.textio import read_text
-from reme.workspace.wikilinks import retarget_links, tree_mapping
+from reme.workspace.wikilinks import linkable, retarget_links, tree_mapping
 
 
 def delete(ws: Workspace, links: LinkSource, path: str) -> dict[str, Any]:
@@ -71,6 +71,11 @@ def move(
                     f"{destination!r} is a folder or {source!r} is one; only files are overwritten"
                 )
         inbound = links.inbound(source) if retarget else []
+        if inbound and not linkable(destination):
+            raise ValueError(
+                f"{len(inbound)} link(s) point at {source!r}, and a wikilink cannot name {destination!r} "
+                "('#', '|', '[' and ']' cut it short); choose another name or pass retarget=false"
+            )
         destination_path.parent.mkdir(parents=True, exist_ok=True)
         os.replace(source_path, destination_path)
         fsync_dir(source_path.parent)

@@ -12,7 +12,8 @@ Public API (the index builds its link graph from this):
   (1-based line in the parsed text), `in_front_matter`; `link.key` is the edge identity
   `(target, predicate)`. `start`/`end` delimit the target text itself (as written, i.e. still escaped
   inside a quoted YAML value) and do not take part in equality.
-- `render(target, anchor=None, alias=None, embed=False, predicate=None) -> str` writes a link.
+- `render(target, anchor=None, alias=None, embed=False, predicate=None) -> str` writes a link;
+  `linkable(target)` says whether a link can name that path at all.
 - `retarget(text, old, new) -> str` points every link whose target is exactly `old` at `new`;
   `retarget_links(text, mapping) -> (text, count)` does the same for any `target -> new|None` mapping
   and `tree_mapping(src, dst)` maps a moved file or folder. Anchor, alias, embed flag, predicate and every
@@ -59,6 +60,11 @@ class Link:
     def key(self) -> tuple[str, str | None]:
         """Edge identity: `[[A]]` and `is_a:: [[A]]` are different edges."""
         return (self.target, self.predicate)
+
+
+def linkable(target: str) -> bool:
+    """Whether `[[target]]` reads back as this very target: `#`, `|`, `[` and `]` would cut it short."""
+    return not any(ch in target for ch in "#|[]")
 
 
 def render(
