@@ -60,7 +60,7 @@ async def test_next_call_for_the_session_distils_its_pending_card(make_app: Make
 FAULTS: list[dict[str, Any]] = [
     {"fault": "http", "status": 429},
     {"fault": "http", "status": 500},
-    {"fault": "slow", "seconds": 1.0},
+    {"fault": "slow", "seconds": 3.0},
     {"fault": "bad_tool_json", "tool": "write"},
     {"fault": "ignore_schema"},
 ]
@@ -70,7 +70,9 @@ FAULTS: list[dict[str, Any]] = [
 async def test_each_fault_ends_in_bounded_retries_and_a_clear_failure(
     make_app: MakeApp, fake_server: FakeOpenAI, fault: dict[str, Any]
 ) -> None:
-    app = await make_app(**served_by(fake_server, timeout=0.25, max_retries=1, output_retries=1))
+    # Only the slow fault needs a short timeout; the healthy first turn must never hit it on a busy machine.
+    timeout = 1.0 if fault["fault"] == "slow" else 10.0
+    app = await make_app(**served_by(fake_server, timeout=timeout, max_retries=1, output_retries=1))
     fake_server.set_script(
         [
             {"tool": "write", "args": {"path": "daily/2026-06-01/trip-1.md", "content": "HALF WRITTEN"}},
