@@ -209,3 +209,18 @@ def test_links_out_of_the_workspace_never_exist(app, index, tmp_path) -> None:
         (str(outside), False),
         (escape, False),
     ]
+
+
+def test_a_linked_source_folder_is_not_walked(app, index, tmp_path) -> None:
+    """Reconcile and sync_paths agree on links: a linked digest/ gives nothing to index, every time."""
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "a.md").write_text("zebra")
+    digest = app.workspace_dir / "digest"
+    if digest.exists():
+        digest.rmdir()
+    digest.symlink_to(outside, target_is_directory=True)
+    index.ensure_ready()
+    report = index.indexer.reconcile()
+    assert (report.indexed, report.deleted, report.unchanged) == ([], [], 0)
+    assert index.keyword.search("zebra", 5) == []

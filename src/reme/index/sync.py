@@ -112,7 +112,7 @@ class Indexer:
                 top = within  # a folder inside this source
             else:
                 continue
-            if all(not part.startswith(".") for part in top.split("/")):
+            if all(not part.startswith(".") for part in top.split("/")) and self._is_folder(top):
                 self._walk(top, source, found)
         return found
 
