@@ -152,6 +152,14 @@ async def test_a_bad_setting_of_a_later_component_closes_what_already_started(tm
     assert app.components == {}
 
 
+async def test_a_workspace_dir_that_is_a_file_is_a_config_error(tmp_path):
+    (tmp_path / "notes").write_text("not a folder")
+    app = make_app(tmp_path, "jobs: {}\n", workspace_dir=str(tmp_path / "notes"))
+    with pytest.raises(ConfigError, match="workspace_dir.*notes.*not a folder"):
+        await app.start()
+    assert (tmp_path / "notes").read_text() == "not a folder"
+
+
 async def test_missing_dependency_names_both_components(tmp_path):
     app = make_app(tmp_path, "components:\n  index: {backend: test_needs_store}\n")
     with pytest.raises(ComponentError, match="'index' requires 'store'"):

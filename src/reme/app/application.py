@@ -53,7 +53,16 @@ class Application:
             return self
         load_plugins()
         self.jobs = {name: build_job(name, raw) for name, raw in self.config.get("jobs", {}).items()}
-        self.workspace_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.workspace_dir.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            raise ConfigError(
+                f"config key 'workspace_dir': {self.workspace_dir} exists but is not a folder"
+            ) from None
+        except OSError as exc:
+            raise ConfigError(
+                f"config key 'workspace_dir': cannot create {self.workspace_dir}: {exc}"
+            ) from None
         for name in self._start_order():
             try:
                 component = self._build_component(name)
