@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from reme.workspace.fmsplit import TOP_LEVEL_KEY, split
+from reme.workspace.fmsplit import TOP_LEVEL_KEY, line_of, split
 
 PREDICATE = r"[A-Za-z][A-Za-z0-9_]*"
 
@@ -94,9 +94,9 @@ def parse_links(text: str) -> list[Link]:
         return parse_body_links(text)
     if metadata is not None and not isinstance(metadata, dict):
         return parse_body_links(text)
-    first_line = text.count("\n", 0, parts.yaml_start) + 1
+    first_line = line_of(text, parts.yaml_start)
     head = list(_front_matter_links(raw, metadata or {}, first_line, parts.yaml_start))
-    body_line = text.count("\n", 0, parts.body_start) + 1
+    body_line = line_of(text, parts.body_start)
     return head + parse_body_links(parts.body(text), body_line, parts.body_start)
 
 
