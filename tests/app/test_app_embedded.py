@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+
+import pytest
 
 import reme
 from reme import ReMe, ReMeSync
+from reme.app.application import ComponentError
 
 
 async def test_async_context_manager_runs_jobs_on_the_callers_loop(workspace_dir):
@@ -29,6 +33,15 @@ def test_sync_wrapper(workspace_dir):
     with ReMeSync(workspace_dir=workspace_dir) as app:
         assert app.run("version").answer == reme.__version__
         assert not app.run("version", unexpected=True).success
+
+
+def test_sync_wrapper_that_fails_to_start_leaves_no_thread_behind(tmp_path):
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "daily").write_text("a file where the daily folder belongs")
+    before = set(threading.enumerate())
+    with pytest.raises(ComponentError, match="daily"), ReMeSync(workspace_dir=tmp_path / "ws"):
+        pass
+    assert [t.name for t in set(threading.enumerate()) - before if t.is_alive()] == []
 
 
 async def test_system_jobs(app):

@@ -49,7 +49,11 @@ class ReMeSync:
     def start(self) -> ReMeSync:
         if not self._thread.is_alive():
             self._thread.start()
-        self._call(self._app.start())
+        try:
+            self._call(self._app.start())
+        except BaseException:
+            self.close()  # `with` calls no __exit__ when __enter__ raises: stop the loop thread here
+            raise
         return self
 
     def run(self, job: str, /, **params: Any) -> Response:
