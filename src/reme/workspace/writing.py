@@ -173,7 +173,7 @@ def _check_unchanged(
         raise ConflictError(f"conflict: {relative!r} no longer exists; load it again", {"path": relative})
     current = fingerprint(target, read_text(target, relative, limits.max_text_bytes))
     stale = []
-    if expected_mtime is not None and abs(current["mtime"] - expected_mtime) > 1e-6:
+    if expected_mtime is not None and not abs(current["mtime"] - expected_mtime) <= 1e-6:  # NaN: stale
         stale.append("mtime")
     if expected_sha256 is not None and current["sha256"] != expected_sha256.lower():
         stale.append("sha256")
