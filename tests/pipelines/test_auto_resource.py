@@ -277,3 +277,26 @@ def test_watch_batches_scan_new_folders_and_keep_the_last_word(tmp_path: Path) -
     paths, deleted = split_batch(changes, root.resolve(), "resource")
     assert sorted(paths) == ["resource/2026-06-02/sub/a.md", "resource/kept.txt"]
     assert deleted == ["resource/gone.md"]
+
+
+async def test_a_rescan_reads_each_card_a_bounded_number_of_times(
+    make_app: MakeApp, monkeypatch: Any
+) -> None:
+    app = await make_app(**scripted(READ_AND_WRITE))
+    count = 12
+    for i in range(count):
+        put(app, f"resource/2026-06-01/r{i}.md", f"resource {i}\n")
+    put(app, "resource/loose.md", "loose\n")
+    assert (await app.run("auto_resource")).success
+    reads: list[str] = []
+    run = app.run
+
+    async def counting(job: str, /, **params: Any) -> Any:
+        if job == "frontmatter_read":
+            reads.append(params["path"])
+        return await run(job, **params)
+
+    monkeypatch.setattr(app, "run", counting)
+    rescan = await app.run("auto_resource")
+    assert rescan.success and len(rescan.metadata["skipped"]) == count + 1
+    assert len(reads) <= 2 * (count + 1), len(reads)  # was one read per card per resource

@@ -17,7 +17,16 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from reme.llm.runner import AgentFailed
-from reme.pipelines.calls import DATE_RE, StepFailed, call, daily_days, exists, find_card, folder, keyed_lock
+from reme.pipelines.calls import (
+    DATE_RE,
+    StepFailed,
+    call,
+    cards_of_day,
+    daily_days,
+    exists,
+    folder,
+    keyed_lock,
+)
 from reme.pipelines.distil import LLMUnavailable, distil_card, memory_llm
 from reme.pipelines.names import short_hash
 from reme.pipelines.resource_text import SUPPORTED, Unreadable, extract
@@ -96,15 +105,39 @@ def link_of(path: str) -> str:
     return f"[[{path}]]"
 
 
-async def card_of(app: Application, path: str, day: str) -> str | None:
-    """The card whose `source_resource` is this resource, on its day (loose files: any day)."""
-    found = await find_card(app, day, "source_resource", link_of(path))
-    if found or len(PurePosixPath(path).parts) > 2:
-        return found
-    for other in reversed(await daily_days(app)):
-        if other != day and (found := await find_card(app, other, "source_resource", link_of(path))):
-            return found
-    return None
+class ResourceCards:
+    """Finds the card of a resource by its `source_resource` link, for one batch.
+
+    Each day's cards are listed once per batch (a scan of N resources on one day would otherwise read
+    N x N front matters at every start); a hit is confirmed on disk, a miss is looked up afresh.
+    """
+
+    def __init__(self, app: Application) -> None:
+        self.app = app
+        self._by_day: dict[str, dict[str, str]] = {}
+
+    async def _listed(self, day: str, *, fresh: bool) -> dict[str, str]:
+        if fresh or day not in self._by_day:
+            cards = await cards_of_day(self.app, day)
+            self._by_day[day] = {
+                str(front["source_resource"]): path for path, front in cards if front.get("source_resource")
+            }
+        return self._by_day[day]
+
+    async def find(self, path: str, day: str) -> tuple[str, dict[str, Any]] | None:
+        """(card, its front matter) on the resource's day (loose files: any day, newest first), or None."""
+        link = link_of(path)
+        days = [day]
+        if len(PurePosixPath(path).parts) <= 2:
+            days += [other for other in reversed(await daily_days(self.app)) if other != day]
+        for fresh in (False, True):
+            for candidate in days:
+                card = (await self._listed(candidate, fresh=fresh)).get(link)
+                if card and exists(self.app, card):
+                    front = (await call(self.app, "frontmatter_read", path=card)).metadata.get("front_matter")
+                    if (front or {}).get("source_resource") == link:
+                        return card, front
+        return None
 
 
 async def free_card_path(app: Application, path: str, day: str) -> str:
@@ -119,6 +152,7 @@ async def free_card_path(app: Application, path: str, day: str) -> str:
 
 async def process_change(
     app: Application,
+    cards: ResourceCards,
     path: str,
     limits: ResourceLimits,
     report: ResourceReport,
@@ -146,12 +180,11 @@ async def process_change(
         report.skipped.append({"path": path, "reason": str(reason)})
         return
     sha = hashlib.sha256(data).hexdigest()
-    card = await card_of(app, path, day)
-    if card:
-        front = (await call(app, "frontmatter_read", path=card)).metadata.get("front_matter") or {}
-        if front.get("source_sha256") == sha and not front.get("pending"):
-            report.skipped.append({"path": path, "reason": f"unchanged since {card} was written"})
-            return
+    found = await cards.find(path, day)
+    card = found[0] if found else None
+    if found and found[1].get("source_sha256") == sha and not found[1].get("pending"):
+        report.skipped.append({"path": path, "reason": f"unchanged since {card} was written"})
+        return
     try:
         memory_llm(app)
     except LLMUnavailable as missing:  # the resource itself is the kept input: the next scan retries it
@@ -199,12 +232,13 @@ async def process_change(
     report.processed.append({"path": path, "card": card, "action": action})
 
 
-async def process_deletion(app: Application, path: str, report: ResourceReport) -> None:
+async def process_deletion(app: Application, cards: ResourceCards, path: str, report: ResourceReport) -> None:
     check_resource_path(app, path)
-    card = await card_of(app, path, resource_day(app, path))
-    if card is None:
+    found = await cards.find(path, resource_day(app, path))
+    if found is None:
         report.skipped.append({"path": path, "reason": "deleted resource had no card"})
         return
+    card = found[0]
     await call(app, "delete", path=card)
     report.days.add(card.split("/")[-2])
     report.processed.append({"path": path, "card": card, "action": "deleted"})
@@ -231,14 +265,15 @@ async def auto_resource(
     for path in [*paths, *deleted]:
         check_resource_path(app, path)  # refuse bad input before any write
     report = ResourceReport()
+    cards = ResourceCards(app)
     changed = list(paths) if paths or deleted else await resources_needing_cards(app)
     for path in dict.fromkeys(deleted):
         async with keyed_lock(app, f"resource:{path}"):
-            await process_deletion(app, path, report)
+            await process_deletion(app, cards, path, report)
     for path in dict.fromkeys(changed):
         try:
             async with keyed_lock(app, f"resource:{path}"):
-                await process_change(app, path, limits, report, add_usage)
+                await process_change(app, cards, path, limits, report, add_usage)
         except (StepFailed, OSError, ValueError) as exc:
             report.failed.append({"path": path, "error": str(exc)})
     for day in sorted(report.days):
