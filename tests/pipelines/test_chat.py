@@ -79,3 +79,29 @@ async def test_chat_over_http_streaming_with_history(make_app: MakeApp, fake_ser
     assert "user: I am planning Kyoto." in first_prompt and first_prompt.endswith("Question: Which seats?")
     tool_reply = next(m for m in fake_server.requests[1]["messages"] if m["role"] == "tool")
     assert "daily/2026-06-01/kyoto.md" in tool_reply["content"]  # the search found the note
+
+
+def test_history_content_blocks_reach_the_model_as_text() -> None:
+    from reme.pipelines.chat import render_question
+
+    blob = "QUJD" * 200
+    history = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Here is my boarding pass."},
+                {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{blob}"}},
+            ],
+        },
+        {"role": "assistant", "content": "Seat 14A."},
+    ]
+    assert render_question("Which seat?", history) == (
+        "Earlier in this conversation:\nuser: Here is my boarding pass.\n[image]\n"
+        "assistant: Seat 14A.\n\nQuestion: Which seat?"
+    )
+
+
+async def test_chat_refuses_history_it_cannot_read(make_app: MakeApp) -> None:
+    app = await make_app(**scripted([{"text": "unused"}]))
+    response = await app.run("chat", query="hi", history=[{"role": "user", "content": 42}])
+    assert not response.success and "history[0]: content must be a string" in response.answer

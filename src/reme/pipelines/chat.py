@@ -10,6 +10,7 @@ from reme.llm.prompts import render_prompt
 from reme.llm.runner import AgentFailed, OnEvent, run_agent
 from reme.llm.tools import PathPolicy
 from reme.pipelines.distil import usable_llm
+from reme.pipelines.messages import content_text
 
 if TYPE_CHECKING:
     from reme.app.application import Application
@@ -26,12 +27,18 @@ class ChatAnswer:
 
 
 def render_question(query: str, history: Sequence[Mapping[str, Any]]) -> str:
-    """The user prompt: earlier turns of the conversation (if any), then the question."""
-    turns = [
-        f"{t.get('role', 'user')}: {t.get('content', '')}"
-        for t in history
-        if str(t.get("content", "")).strip()
-    ]
+    """The user prompt: earlier turns of the conversation (if any), then the question.
+
+    Turns may use OpenAI/Anthropic content blocks; only their text reaches the model (no base64).
+    """
+    turns = []
+    for index, turn in enumerate(history):
+        try:
+            text = content_text(turn)
+        except ValueError as exc:
+            raise ValueError(f"history[{index}]: {exc}") from None
+        if text:
+            turns.append(f"{turn.get('role', 'user')}: {text}")
     if not turns:
         return query
     return "Earlier in this conversation:\n" + "\n".join(turns) + f"\n\nQuestion: {query}"
