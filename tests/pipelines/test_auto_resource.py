@@ -300,3 +300,16 @@ async def test_a_rescan_reads_each_card_a_bounded_number_of_times(
     rescan = await app.run("auto_resource")
     assert rescan.success and len(rescan.metadata["skipped"]) == count + 1
     assert len(reads) <= 2 * (count + 1), len(reads)  # was one read per card per resource
+
+
+async def test_watch_loop_skips_a_badly_named_file_but_not_its_batch(make_app: MakeApp) -> None:
+    steps = [{"backend": "resource_watch", "debounce_ms": 300, "scan_on_start": True}]
+    app = await make_app(**scripted(READ_AND_WRITE), **{"jobs.resource_watch_loop.steps": steps})
+    put(app, "resource/2026-06-01/early.md", "Present before start.\n")
+    app.start_background()
+    assert await wait_for((app.workspace_dir / "daily/2026-06-01/early.md").exists)  # the loop is running
+    put(app, "resource/2026-06-01/notes: draft.md", "A colon is refused in workspace names.\n")
+    put(app, "resource/2026-06-01/agenda.md", "Kick-off on Monday.\n")
+    card = app.workspace_dir / "daily/2026-06-01/agenda.md"
+    assert await wait_for(card.exists, seconds=30), app.job_runs
+    assert sorted(p.name for p in card.parent.iterdir()) == ["agenda.md", "early.md"]

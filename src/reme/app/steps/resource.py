@@ -10,7 +10,7 @@ from typing import Any
 
 from reme.app.jobs import JobContext, JobError
 from reme.app.registry import register_step
-from reme.pipelines.auto_resource import ResourceLimits, auto_resource
+from reme.pipelines.auto_resource import ResourceLimits, auto_resource, check_resource_path
 from reme.pipelines.calls import StepFailed, folder
 from reme.pipelines.resource_text import SUPPORTED
 
@@ -67,7 +67,9 @@ async def resource_watch_step(
         async for changes in awatch(
             root, watch_filter=wanted, debounce=debounce_ms, force_polling=force_polling, recursive=True
         ):
-            paths, deleted = split_batch(changes, base, root_name)
+            paths, deleted = (
+                [p for p in batch if _acceptable(app, p)] for batch in split_batch(changes, base, root_name)
+            )
             if paths or deleted:
                 await run(paths=paths, deleted=deleted)
         if scan is not None:
@@ -105,6 +107,16 @@ def split_batch(
             paths[relative] = None
             deleted.pop(relative, None)
     return list(paths), list(deleted)
+
+
+def _acceptable(app: Any, path: str) -> bool:
+    """Whether the workspace accepts this name; one badly named file must not fail its whole batch."""
+    try:
+        check_resource_path(app, path)
+    except ValueError as refused:
+        log.warning("resource_watch: skipped %s", refused)
+        return False
+    return True
 
 
 def _log_outcome(response: Any) -> None:
