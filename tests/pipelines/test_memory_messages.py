@@ -123,14 +123,14 @@ def test_merge_replaces_by_id_and_orders_by_time_keeping_undated_messages_in_pla
     ]
     merged = merge(stored, incoming, UTC)
     assert [r["content"] for r in merged] == ["second", "first (edited)", "undated reply", "third"]
-    assert parse_transcript(render(merged)) == merged
+    assert parse_transcript(render(merged), UTC) == merged
 
 
 def test_reme_0_4_block_content_is_read_as_text() -> None:
     line = '{"id": "x", "role": "user", "content": [{"type": "text", "text": "hello"}], "created_at": null}\n'
-    assert parse_transcript(line)[0]["content"] == "hello"
+    assert parse_transcript(line, UTC)[0]["content"] == "hello"
     with pytest.raises(ValueError, match="line 1 is not JSON"):
-        parse_transcript("{oops\n")
+        parse_transcript("{oops\n", UTC)
 
 
 @pytest.mark.parametrize(
@@ -162,3 +162,19 @@ def test_generated_ids_do_not_depend_on_the_app_timezone() -> None:
     in_utc = [r["id"] for r in normalise_messages(messages, UTC)]
     in_shanghai = [r["id"] for r in normalise_messages(messages, SHANGHAI)]
     assert in_utc == in_shanghai
+
+
+def test_stored_naive_and_reme_0_4_times_are_read_in_the_app_timezone() -> None:
+    stored = (
+        '{"id": "a", "role": "user", "content": "naive", "created_at": "2026-06-01T08:00:00"}\n'
+        '{"id": "b", "role": "user", "content": "agentscope", "timestamp": "2026-06-01 07:00:00.000"}\n'
+    )
+    incoming = [
+        {"id": "c", "role": "user", "content": "new", "created_at": "2026-06-01T08:30:00+08:00"},
+    ]
+    merged = merge(parse_transcript(stored, SHANGHAI), incoming, SHANGHAI)
+    assert [(r["id"], r["created_at"]) for r in merged] == [
+        ("b", "2026-06-01T07:00:00+08:00"),
+        ("a", "2026-06-01T08:00:00+08:00"),
+        ("c", "2026-06-01T08:30:00+08:00"),
+    ]

@@ -86,7 +86,7 @@ async def save_transcript(
     path = session_path(app, session_id)
     for attempt in range(SAVE_ATTEMPTS):
         text, sha = await load_text(app, path)
-        merged = merge(parse_transcript(text), records, app.tz)
+        merged = merge(parse_transcript(text, app.tz), records, app.tz)
         rendered = render(merged)
         if rendered == text or not merged:
             return merged, False
@@ -292,7 +292,7 @@ async def _distil_pending(
     if not front.get("pending") or front.get("session_id") != session_id:
         return None
     text, _ = await load_text(app, session_path(app, session_id))
-    records = parse_transcript(text)
+    records = parse_transcript(text, app.tz)
     if not records:
         raise ValueError(f"{session_path(app, session_id)} is missing or empty")
     return await distil_session(app, session_id, day, path, records, "", add_usage)

@@ -7,12 +7,28 @@ from collections.abc import Sequence
 from datetime import datetime, tzinfo
 from typing import Any
 
-from reme.pipelines.messages import content_text
+from reme.pipelines.messages import content_text, message_time
 
 RECORD_KEYS = ("id", "role", "name", "content", "created_at", "metadata")
 
 
-def parse_transcript(text: str) -> list[dict[str, Any]]:
+def _with_aware_time(record: dict[str, Any], tz: tzinfo) -> dict[str, Any]:
+    """`record` with `created_at` as aware ISO text: naive times (and ReMe 0.4's `timestamp`) read in `tz`."""
+    created = record.get("created_at")
+    if isinstance(created, str):
+        try:
+            if datetime.fromisoformat(created).tzinfo:
+                return record
+        except ValueError:
+            pass
+    try:
+        moment = message_time(record, tz)
+    except ValueError:
+        moment = None
+    return {**record, "created_at": moment.isoformat() if moment else None}
+
+
+def parse_transcript(text: str, tz: tzinfo) -> list[dict[str, Any]]:
     """Records of a saved transcript; ReMe 0.4 block-list content is read as its text."""
     records = []
     for number, line in enumerate(text.splitlines(), 1):
@@ -26,7 +42,7 @@ def parse_transcript(text: str) -> list[dict[str, Any]]:
             raise ValueError(f"transcript line {number} is not a message record with an id")
         if not isinstance(record.get("content"), str):
             record["content"] = content_text(record)
-        records.append(record)
+        records.append(_with_aware_time(record, tz))
     return records
 
 
