@@ -203,3 +203,15 @@ def test_a_lock_held_by_another_process_times_out_cleanly_and_changes_nothing(tm
         holder.kill()
         holder.wait(10)
     assert writing.edit(ws, ScanLinks(ws), "digest/busy.md", "before", "after")["count"] == 1
+
+
+def test_stale_temporary_files_are_swept_once_per_folder_not_on_every_write(tmp_path, monkeypatch):
+    """Listing a folder costs in proportion to its size; a write must not pay that every time."""
+    from reme.workspace import atomic
+
+    sweeps: list[Path] = []
+    monkeypatch.setattr(atomic, "_remove_stale_temps", sweeps.append)
+    for i in range(5):
+        atomic.atomic_write(tmp_path / "many" / f"note-{i}.md", "text\n")
+    atomic.atomic_write(tmp_path / "other" / "note.md", "text\n")
+    assert sweeps == [tmp_path / "many", tmp_path / "other"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import glob
 import os
 import stat
 import tempfile
@@ -51,13 +50,20 @@ def atomic_write(path: Path, data: bytes | str) -> None:
             os.unlink(temp_name)
         raise
     fsync_dir(path.parent)
-    _remove_stale_temps(path.parent, prefix)
+    if path.parent not in _swept_folders:
+        _swept_folders.add(path.parent)
+        _remove_stale_temps(path.parent)
 
 
-def _remove_stale_temps(folder: Path, prefix: str) -> None:
-    """Delete temporary files of this name left by writers killed mid-write."""
+# Folders already swept by this process: listing a folder costs in proportion to its size, so it
+# happens once per folder, not on every write.
+_swept_folders: set[Path] = set()
+
+
+def _remove_stale_temps(folder: Path) -> None:
+    """Delete temporary files left in this folder by writers killed mid-write."""
     limit = time.time() - STALE_TEMP_SECONDS
-    for leftover in folder.glob(glob.escape(prefix) + "*" + TEMP_SUFFIX):
+    for leftover in folder.glob(".*" + TEMP_SUFFIX):
         with contextlib.suppress(OSError):
             if leftover.stat().st_mtime < limit:
                 leftover.unlink()
