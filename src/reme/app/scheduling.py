@@ -41,8 +41,8 @@ async def run_on_schedule(app: Application, job: JobSpec) -> None:
     schedule = croniter(job.cron, datetime.now(app.tz))
     while True:
         fire_at: datetime = schedule.get_next(datetime)
-        wait = (fire_at - datetime.now(app.tz)).total_seconds()
-        if wait > 0:
+        # asyncio may wake a little early (monotonic vs wall clock); never fire before the time.
+        while (wait := (fire_at - datetime.now(app.tz)).total_seconds()) > 0:
             await asyncio.sleep(wait)
         response = await execute(app, job, {})
         app.job_runs.append((job.name, response))
