@@ -315,3 +315,18 @@ async def test_concurrent_calls_for_one_session_take_turns(make_app: MakeApp) ->
     assert {r.metadata["note_path"] for r in responses} == {"daily/2026-06-01/busy-session.md"}
     assert [m["id"] for m in transcript(app, "busy")] == ["m1", "m2", "m3", "m4"]
     assert sorted(p.name for p in (app.workspace_dir / "daily/2026-06-01").iterdir()) == ["busy-session.md"]
+
+
+async def test_a_users_note_with_the_cards_name_is_never_taken_over(make_app: MakeApp) -> None:
+    app = await make_app(**scripted(card_script("- distilled\n", "Main")))
+    mine = app.workspace_dir / "daily/2026-06-01/main.md"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("---\nname: my plan\n---\nMY OWN TEXT\n", encoding="utf-8")
+    response = await app.run("auto_memory", session_id="main", messages=TRIP)
+    assert response.success, response.answer
+    assert mine.read_text(encoding="utf-8") == "---\nname: my plan\n---\nMY OWN TEXT\n"
+    card = app.workspace_dir / response.metadata["note_path"]
+    assert card != mine and card.parent == mine.parent
+    assert front_matter(card)["session_id"] == "main" and card.read_text(encoding="utf-8").endswith(
+        "- distilled\n"
+    )

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from reme.pipelines.calls import (
     DATE_RE,
+    StepFailed,
     call,
     cards_of_day,
     daily_days,
@@ -28,6 +29,7 @@ from reme.pipelines.calls import (
 from reme.pipelines.dates import pin_body, render_for_prompt
 from reme.pipelines.distil import LLMUnavailable, distil_card, mark_pending, memory_llm
 from reme.pipelines.messages import local_date, normalise_messages
+from reme.pipelines.names import short_hash
 from reme.pipelines.transcript import merge, parse_transcript, render
 
 if TYPE_CHECKING:
@@ -115,12 +117,21 @@ def records_of_day(records: Sequence[dict[str, Any]], day: date, app: Applicatio
 
 
 async def ensure_card(app: Application, session_id: str, day: str) -> tuple[str, dict[str, Any], bool]:
-    """(path, front matter, created) of the session's card for `day`, creating it when missing."""
+    """(path, front matter, created) of the session's card for `day`, creating it when missing.
+
+    A note that already holds the card's name but not this session (a user's own `main.md`) is never
+    taken over: the card gets a short stable suffix instead.
+    """
     path = await find_card(app, day, "session_id", session_id)
     created = path is None
     if path is None:
-        response = await call(app, "daily_create", date=day, name=session_id, session_id=session_id)
-        path = str(response.metadata["path"])
+        for name in (session_id, f"{session_id}-{short_hash(session_id)}"):
+            response = await call(app, "daily_create", date=day, name=name, session_id=session_id)
+            if response.metadata.get("created"):
+                path = str(response.metadata["path"])
+                break
+        else:
+            raise StepFailed(f"no free card name for session {session_id!r} on {day}: other notes hold them")
     front = await call(app, "frontmatter_read", path=path)
     return path, front.metadata.get("front_matter") or {}, created
 
