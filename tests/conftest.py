@@ -6,9 +6,14 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from reme import ReMe
 from reme.llm.testing.fake_openai import FakeOpenAI
+
+# Property tests explore the same examples on every run: a failure is reproducible, never luck.
+settings.register_profile("reme", derandomize=True, deadline=None)
+settings.load_profile("reme")
 
 
 @pytest.fixture
