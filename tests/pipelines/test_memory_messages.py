@@ -141,6 +141,8 @@ def test_reme_0_4_block_content_is_read_as_text() -> None:
         ("  ..CON..  ", ""),
         ("a" * 200, "a" * 80),
         ("What? *Really*", "what-really"),
+        ("Con. Edison bill", ""),  # `con.` is a Windows device name: the card keeps its name
+        ("a\x7fb", "a-b"),
     ],
 )
 def test_slugify_makes_safe_readable_names(title: str, slug: str) -> None:
