@@ -12,7 +12,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
@@ -84,6 +84,13 @@ class JobSpec:
     cron: str | None = None
     restart_delay: float = 1.0
     max_restart_delay: float = 60.0
+
+    @cached_property
+    def validator(self) -> Any:
+        """The compiled JSON-Schema validator of the parameters, built once per job."""
+        from jsonschema import Draft202012Validator
+
+        return Draft202012Validator(self.parameters, format_checker=Draft202012Validator.FORMAT_CHECKER)
 
     @property
     def served(self) -> bool:
@@ -178,12 +185,9 @@ class ParameterError(ValueError):
 
 def validate_params(job: JobSpec, params: dict[str, Any]) -> dict[str, Any]:
     """Params checked against the schema, with schema defaults filled in; raise ParameterError."""
-    from jsonschema import Draft202012Validator
-
     if not isinstance(params, dict):
         raise ParameterError(f"parameters of job {job.name!r} must be a JSON object")
-    validator = Draft202012Validator(job.parameters, format_checker=Draft202012Validator.FORMAT_CHECKER)
-    errors = sorted(validator.iter_errors(params), key=lambda e: (len(e.path), str(e.path)))
+    errors = sorted(job.validator.iter_errors(params), key=lambda e: (len(e.path), str(e.path)))
     if errors:
         raise ParameterError("; ".join(_describe(job, e) for e in errors[:5]))
     filled = dict(params)
@@ -222,6 +226,16 @@ async def execute(
         checked = validate_params(job, params)
     except ParameterError as exc:
         return Response(False, str(exc), {})
+    return await run_steps(app, job, checked, emit)
+
+
+async def run_steps(
+    app: Application,
+    job: JobSpec,
+    checked: dict[str, Any],
+    emit: Callable[[Any], Awaitable[None]] | None = None,
+) -> Response:
+    """Run the steps on parameters `validate_params` already accepted; always return a Response."""
     ctx = JobContext(app=app, job=job, params=checked, _emit=emit)
     try:
         for step in job.steps:

@@ -19,7 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from reme import __version__
 from reme.app.application import Application
-from reme.app.jobs import JobSpec, ParameterError, validate_params
+from reme.app.jobs import JobSpec, ParameterError, run_steps, validate_params
 from reme.service.security import BearerTokenGate
 
 RESPONSE_SCHEMA: dict[str, Any] = {
@@ -112,10 +112,10 @@ def _endpoint(app: Application, job: JobSpec) -> Any:
                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
             )
         try:
-            validate_params(job, params)  # refused before any step runs: a client error, so 422
+            checked = validate_params(job, params)  # refused before any step runs: a client error, so 422
         except ParameterError as exc:
             return failure(str(exc), 422)
-        response = await app.run(job.name, **params)
+        response = await run_steps(app, job, checked)
         return json_response(response.to_dict())
 
     run_job.__name__ = f"job_{job.name}"
