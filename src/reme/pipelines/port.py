@@ -1,0 +1,134 @@
+"""The memory port: every operation a pipeline needs from the rest of reme, as one typed Protocol.
+
+Pipelines are written against `MemoryPort` and never against the application, its job names or its
+response dicts; `reme.app.port.AppPort` implements it over the file jobs (so every write goes through
+the same path checks, locks and index updates as any other client). Agent *tools* still call jobs by
+name through `run_job` — that is where the per-pipeline path policy is enforced.
+
+Every method raises `reme.errors.ReMeError` (message + metadata) when the operation fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from datetime import date, tzinfo
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
+
+    from reme.llm.settings import ModelSettings
+
+RunJob = Callable[..., Awaitable[Any]]  # (job, **params) -> Response, for agent tools only
+
+
+@dataclass(frozen=True)
+class FileText:
+    """A text file as read: its content and the version stamps a compare-and-set save checks."""
+
+    path: str
+    content: str
+    sha256: str
+    mtime: float
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One file of a listing."""
+
+    path: str
+    size: int
+    mtime: float
+
+
+@dataclass(frozen=True)
+class ModelHandle:
+    """A usable model for one role: build it with the prompt variables a scripted double may use."""
+
+    settings: ModelSettings
+    build: Callable[[dict[str, Any]], Model]
+
+
+class MemoryPort(Protocol):
+    """What a pipeline may do. Paths are workspace-relative POSIX paths."""
+
+    tz: tzinfo
+    run_job: RunJob
+
+    def today(self) -> date: ...
+
+    def folder(self, role: str) -> str:
+        """The configured folder name of a role: daily, digest, session, resource, journal, metadata."""
+        ...
+
+    def exists(self, path: str) -> bool: ...
+
+    # files ---------------------------------------------------------------------------------------
+
+    async def load(self, path: str) -> FileText | None:
+        """The file's text and version, or None when it does not exist."""
+        ...
+
+    async def save(self, path: str, content: str, *, expected_sha256: str | None = None) -> FileText:
+        """Write the whole file atomically; with `expected_sha256`, refuse when it changed meanwhile."""
+        ...
+
+    async def delete(self, path: str) -> None: ...
+
+    async def move(self, src: str, dst: str) -> None:
+        """Rename a file, retargeting inbound links."""
+        ...
+
+    async def list_files(
+        self, folder: str, *, extensions: tuple[str, ...] = (), recursive: bool = False
+    ) -> list[FileEntry]:
+        """Files of a folder (none when it does not exist), sorted by path."""
+        ...
+
+    # front matter --------------------------------------------------------------------------------
+
+    async def front_matter(self, path: str) -> dict[str, Any]: ...
+
+    async def update_front_matter(self, path: str, metadata: dict[str, Any]) -> dict[str, Any]: ...
+
+    async def delete_front_matter(self, path: str, keys: list[str]) -> None: ...
+
+    # daily notes ---------------------------------------------------------------------------------
+
+    async def create_card(self, day: str, name: str, session_id: str | None = None) -> tuple[str, bool]:
+        """(path, created) of the card `daily/<day>/<name>.md`; created is False when it existed."""
+        ...
+
+    async def refresh_day(self, day: str) -> None:
+        """Regenerate the day index page `daily/<day>.md`."""
+        ...
+
+    # state and concurrency -----------------------------------------------------------------------
+
+    def keyed_lock(self, key: str) -> asyncio.Lock:
+        """One in-process lock per key (a session, a resource): runs on the same card take turns."""
+        ...
+
+    def exclusive(self, name: str) -> AbstractAsyncContextManager[None]:
+        """A workspace-wide lock across processes (`metadata/locks/<name>`), taken without waiting.
+
+        Raises `ReMeError` at once when another run holds it, saying since when and which process.
+        """
+        ...
+
+    def read_state(self, name: str) -> dict[str, Any]:
+        """A pipeline's derived state (a catalog) from `metadata/`; empty when missing or unreadable."""
+        ...
+
+    def write_state(self, name: str, data: dict[str, Any]) -> None:
+        """Persist a pipeline's derived state atomically."""
+        ...
+
+    # models --------------------------------------------------------------------------------------
+
+    def model(self, role: str) -> ModelHandle:
+        """The model of a role (`chat`, `memory`); raise `LLMUnavailable` naming the missing setting."""
+        ...
