@@ -19,6 +19,7 @@ import anyio.to_thread
 
 from reme.app.config import ConfigError
 from reme.app.registry import STEPS
+from reme.errors import ReMeError
 
 if TYPE_CHECKING:
     from reme.app.application import Application
@@ -58,13 +59,7 @@ class Response:
         return {"success": self.success, "answer": self.answer, "metadata": self.metadata}
 
 
-class JobError(Exception):
-    """Raised by a step to end the job with `success=false` and this message."""
-
-    def __init__(self, message: str, metadata: dict[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.metadata = metadata or {}
+JobError = ReMeError  # the name steps have always raised; one error type across the layers
 
 
 @dataclass(frozen=True)
@@ -245,7 +240,7 @@ async def run_steps(
             else:
                 await anyio.to_thread.run_sync(partial(fn, ctx, **step.settings))
         response = ctx.response
-    except JobError as exc:
+    except ReMeError as exc:
         response = Response(False, exc.message, {**ctx.response.metadata, **exc.metadata})
     except USER_ERRORS as exc:
         response = Response(False, str(exc) or type(exc).__name__, dict(ctx.response.metadata))
