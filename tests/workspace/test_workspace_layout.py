@@ -26,6 +26,7 @@ def tree(root: Path) -> dict[str, str]:
 
 async def test_start_creates_the_layout(app):
     root = app.workspace_dir
+    # journal/ is created by the first run that records something (a ReMe 0.4 workspace opens unchanged)
     assert sorted(p.name for p in root.iterdir()) == ["daily", "digest", "metadata", "resource", "session"]
     component = app.component("workspace")
     assert component.kind == "workspace" and component.root == root
@@ -35,21 +36,22 @@ async def test_start_creates_the_layout(app):
         "daily": "daily",
         "digest": "digest",
         "resource": "resource",
+        "journal": "journal",
     }
     assert component.resolve("digest/a", markdown=True) == root / "digest/a.md"
     assert component.health()["status"] == "ok"
 
 
 async def test_folder_names_are_configurable(tmp_path):
-    overrides = {"components.workspace.dirs.daily": "journal", "components.workspace.dirs.session": "chats"}
+    overrides = {"components.workspace.dirs.daily": "days", "components.workspace.dirs.session": "chats"}
     async with ReMe(workspace_dir=tmp_path / "ws", timezone="UTC", **overrides) as app:
-        assert (tmp_path / "ws/journal").is_dir() and not (tmp_path / "ws/daily").exists()
+        assert (tmp_path / "ws/days").is_dir() and not (tmp_path / "ws/daily").exists()
         created = await app.run("daily_create", date="2026-06-01", session_id="s1")
-        assert created.metadata["path"] == "journal/2026-06-01/s1.md"
-        text = (tmp_path / "ws/journal/2026-06-01/s1.md").read_text()
+        assert created.metadata["path"] == "days/2026-06-01/s1.md"
+        text = (tmp_path / "ws/days/2026-06-01/s1.md").read_text()
         assert "source_conversation: '[[chats/dialog/s1.jsonl]]'" in text
         listed = await app.run("daily_list", date="2026-06-01")
-        assert [note["path"] for note in listed.metadata["notes"]] == ["journal/2026-06-01/s1.md"]
+        assert [note["path"] for note in listed.metadata["notes"]] == ["days/2026-06-01/s1.md"]
 
 
 @pytest.mark.parametrize(

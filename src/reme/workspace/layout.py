@@ -23,8 +23,11 @@ DEFAULT_DIRS: dict[str, str] = {
     "daily": "daily",
     "digest": "digest",
     "resource": "resource",
+    "journal": "journal",
 }
 LOCKS_DIR = "locks"
+# Folders reme writes only when it has something to record: a ReMe 0.4 workspace opens unchanged.
+CREATED_ON_WRITE = frozenset({"journal"})
 
 
 class Workspace:
@@ -46,8 +49,10 @@ class Workspace:
         """Create the root and any missing configured folder; return what was created. Deletes nothing."""
         created = []
         self.root.mkdir(parents=True, exist_ok=True)
-        for name in self.dirs.values():
+        for role, name in self.dirs.items():
             folder = self.root / name
+            if not folder.exists() and role in CREATED_ON_WRITE:
+                continue
             if not folder.exists():
                 folder.mkdir()
                 created.append(name)

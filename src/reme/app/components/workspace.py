@@ -18,7 +18,7 @@ import anyio.from_thread
 
 from reme.app.component import Component
 from reme.app.registry import register_component
-from reme.workspace.layout import Workspace
+from reme.workspace.layout import CREATED_ON_WRITE, Workspace
 from reme.workspace.links import LinkSource, ScanLinks
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,11 @@ class WorkspaceComponent(Component):
         self.workspace.ensure_layout()
 
     def health(self) -> dict[str, Any]:
-        missing = [name for name in self.dirs.values() if not (self.root / name).is_dir()]
+        missing = [
+            name
+            for role, name in self.dirs.items()
+            if role not in CREATED_ON_WRITE and not (self.root / name).is_dir()
+        ]
         if missing:
             return {"status": "error", "root": str(self.root), "missing": missing}
         return {"status": "ok", "root": str(self.root)}

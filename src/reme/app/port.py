@@ -1,0 +1,179 @@
+"""`AppPort`: the application seen through `reme.pipelines.port.MemoryPort`.
+
+File operations run as reme's own jobs, so pipelines get the same path checks, locks and index updates
+as every other client; a failed job becomes a `ReMeError` with the job's message. Pipeline state lives
+under `metadata/` (derived, rebuildable) and is written atomically.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
+
+from filelock import FileLock, Timeout
+
+from reme.app.components.llm import LLMComponent
+from reme.app.components.workspace import workspace_of
+from reme.errors import Conflict, LLMUnavailable, ReMeError
+from reme.pipelines.port import FileEntry, FileText, ModelHandle
+from reme.workspace.atomic import atomic_write
+from reme.workspace.paths import check_segment
+
+if TYPE_CHECKING:
+    from reme.app.application import Application
+    from reme.app.jobs import Response
+
+_LOCKS: WeakKeyDictionary[Any, dict[str, asyncio.Lock]] = WeakKeyDictionary()
+
+
+class AppPort:
+    """`MemoryPort` over an `Application`: file jobs for files, `metadata/` for state, the llm component for models."""
+
+    def __init__(self, app: Application) -> None:
+        self.app = app
+        self.tz = app.tz
+        self.run_job = app.run
+        self.workspace = workspace_of(app)
+
+    def today(self) -> date:
+        return self.app.today()
+
+    def folder(self, role: str) -> str:
+        return self.workspace.dirs.get(role, role)
+
+    def exists(self, path: str) -> bool:
+        return (self.workspace.root / path).is_file()
+
+    async def _call(self, job: str, **params: Any) -> Response:
+        response = await self.app.run(job, **params)
+        if not response.success:
+            error = Conflict if response.metadata.get("conflict") else ReMeError
+            raise error(f"{job} failed: {response.answer}", dict(response.metadata))
+        return response
+
+    # files ---------------------------------------------------------------------------------------
+
+    async def load(self, path: str) -> FileText | None:
+        if not self.exists(path):
+            return None
+        meta = (await self._call("load", path=path)).metadata
+        return FileText(path, str(meta.get("content") or ""), str(meta["sha256"]), float(meta["mtime"]))
+
+    async def save(self, path: str, content: str, *, expected_sha256: str | None = None) -> FileText:
+        params: dict[str, Any] = {"path": path, "content": content}
+        if expected_sha256:
+            params["expected_sha256"] = expected_sha256
+        meta = (await self._call("save", **params)).metadata
+        return FileText(path, content, str(meta["sha256"]), float(meta["mtime"]))
+
+    async def delete(self, path: str) -> None:
+        await self._call("delete", path=path)
+
+    async def move(self, src: str, dst: str) -> None:
+        await self._call("move", src=src, dst=dst)
+
+    async def list_files(
+        self, folder: str, *, extensions: tuple[str, ...] = (), recursive: bool = False
+    ) -> list[FileEntry]:
+        if not (self.workspace.root / folder).is_dir():
+            return []
+        params: dict[str, Any] = {"path": folder, "recursive": recursive}
+        if extensions:
+            params["extensions"] = list(extensions)
+        entries = (await self._call("list", **params)).metadata.get("entries", [])
+        files = [
+            FileEntry(str(e["path"]), int(e["size"]), float(e["mtime"])) for e in entries if e.get("type") == "file"
+        ]
+        return sorted(files, key=lambda entry: entry.path)
+
+    # front matter --------------------------------------------------------------------------------
+
+    async def front_matter(self, path: str) -> dict[str, Any]:
+        return dict((await self._call("frontmatter_read", path=path)).metadata.get("front_matter") or {})
+
+    async def update_front_matter(self, path: str, metadata: dict[str, Any]) -> dict[str, Any]:
+        response = await self._call("frontmatter_update", path=path, metadata=metadata)
+        return dict(response.metadata.get("front_matter") or {})
+
+    async def delete_front_matter(self, path: str, keys: list[str]) -> None:
+        await self._call("frontmatter_delete", path=path, keys=keys)
+
+    # daily notes ---------------------------------------------------------------------------------
+
+    async def create_card(self, day: str, name: str, session_id: str | None = None) -> tuple[str, bool]:
+        params: dict[str, Any] = {"date": day, "name": name}
+        if session_id is not None:
+            params["session_id"] = session_id
+        meta = (await self._call("daily_create", **params)).metadata
+        return str(meta["path"]), bool(meta.get("created"))
+
+    async def refresh_day(self, day: str) -> None:
+        await self._call("daily_reindex", date=day)
+
+    # state and concurrency -----------------------------------------------------------------------
+
+    def keyed_lock(self, key: str) -> asyncio.Lock:
+        return _LOCKS.setdefault(self.app, {}).setdefault(key, asyncio.Lock())
+
+    def exclusive(self, name: str) -> AbstractAsyncContextManager[None]:
+        return _exclusive(self.workspace.locks.lock_dir, check_segment(name, "lock name"))
+
+    def _state_path(self, name: str) -> Path:
+        return self.workspace.root / self.folder("metadata") / f"{check_segment(name, 'state name')}.json"
+
+    def read_state(self, name: str) -> dict[str, Any]:
+        try:
+            data = json.loads(self._state_path(name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def write_state(self, name: str, data: dict[str, Any]) -> None:
+        atomic_write(self._state_path(name), json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True))
+
+    # models --------------------------------------------------------------------------------------
+
+    def model(self, role: str) -> ModelHandle:
+        llm = self.app.components.get("llm")
+        if not isinstance(llm, LLMComponent):
+            raise LLMUnavailable("no LLM configured: the `llm` component is not enabled (components.llm)")
+        try:
+            missing = llm.missing(role)
+            settings = llm.settings_for(role)
+        except ValueError as invalid:
+            raise LLMUnavailable(f"invalid LLM setting: {invalid} (see docs/llm.md)") from None
+        if missing:
+            raise LLMUnavailable(f"no LLM configured: set {missing} (see docs/llm.md)")
+        return ModelHandle(settings, lambda variables: llm.model(role, variables))
+
+
+@asynccontextmanager
+async def _exclusive(lock_dir: Path, name: str) -> AsyncIterator[None]:
+    """Hold `<lock_dir>/<name>` without waiting; the holder's pid and start time sit beside it."""
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(lock_dir / name), timeout=0)
+    holder = lock_dir / f"{name}.holder.json"
+    try:
+        lock.acquire()
+    except Timeout:
+        try:
+            info = json.loads(holder.read_text(encoding="utf-8"))
+            since = f" since {info['since']} (process {info['pid']})"
+        except (OSError, ValueError, KeyError, TypeError):
+            since = ""
+        raise ReMeError(f"a {name} run is in progress{since}; try again when it has finished") from None
+    try:
+        since = datetime.fromtimestamp(time.time(), UTC).isoformat(timespec="seconds")
+        atomic_write(holder, json.dumps({"pid": os.getpid(), "since": since}))
+        yield
+    finally:
+        holder.unlink(missing_ok=True)
+        lock.release()
