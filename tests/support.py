@@ -112,3 +112,14 @@ def run_reme_process(
         timeout=timeout,
         stdin=subprocess.DEVNULL,
     )
+
+
+def packaged_tools() -> dict[str, Any]:
+    """The agent view (`ToolSpec`) of every packaged job that declares one (`agent:` in its config)."""
+    from reme.app.config import load_config
+    from reme.app.jobs import build_job
+    from reme.app.registry import load_plugins
+
+    load_plugins()
+    jobs = (build_job(name, raw) for name, raw in load_config(None, {})["jobs"].items())
+    return {job.name: job.agent for job in jobs if job.agent is not None}

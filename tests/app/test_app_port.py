@@ -58,6 +58,14 @@ async def test_state_round_trips_and_unreadable_state_is_empty(port, workspace_d
         port.write_state("../escape", {})
 
 
+async def test_agent_tools_are_the_declared_jobs_only(port):
+    specs = port.agent_tools(("read", "edit"))
+    assert [spec.job for spec in specs] == ["read", "edit"] and specs[1].writes
+    for job in ("delete", "shell"):  # a job without an `agent:` block, and no job at all
+        with pytest.raises(ReMeError, match=f"job '{job}' is not usable as an agent tool"):
+            port.agent_tools(("read", job))
+
+
 async def test_model_without_llm_names_the_setting(port):
     with pytest.raises(LLMUnavailable, match="no LLM configured"):
         port.model("memory")

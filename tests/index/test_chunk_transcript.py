@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from reme.index.chunk_transcript import render_message
-from reme.index.chunking import chunk_text, is_transcript_path
+from reme.index.chunking import chunk_text
+from reme.workspace.transcript import is_transcript_path
+from reme.workspace.transcript import render_line as render_message
 
 
 def message(content, name="user", role="user", created_at="2024-03-01T09:30:00") -> str:

@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 
 import pytest
+from tests.support import packaged_tools
 
-from reme.app.jobs import Response
+from reme.app.jobs import Response, build_job
 from reme.llm.runner import MAX_TOOL_ANSWER_CHARS, _tool_reply
-from reme.llm.tools import TOOLS, PathPolicy
+from reme.llm.tools import PathPolicy
 
 CARD = "daily/2026-06-01/trip.md"
+
+
+TOOLS = packaged_tools()
 
 
 @pytest.mark.parametrize(
@@ -52,10 +56,29 @@ def test_refusal_names_the_path_and_what_is_allowed() -> None:
     assert policy.refusal(TOOLS["search"], {"query": "x"}) is None  # no path argument
 
 
-def test_tool_schemas_use_the_job_parameter_names() -> None:
+def test_tool_schemas_are_the_job_schemas_minus_what_an_agent_must_not_set() -> None:
     assert set(TOOLS["write"].parameters["properties"]) == {"path", "content", "name", "description"}
     assert set(TOOLS["edit"].parameters["required"]) == {"path", "old", "new"}
     assert TOOLS["frontmatter_update"].writes and not TOOLS["read"].writes
+    assert "overwrite" not in TOOLS and "delete" not in TOOLS  # jobs without `agent:` are no tools
+    assert "min_score" not in TOOLS["search"].parameters["properties"]
+    assert TOOLS["traverse"].path_params == () and TOOLS["list"].path_params == ("path",)
+
+
+@pytest.mark.parametrize(
+    ("block", "message"),
+    [
+        ({"hide": ["nope"]}, "agent.hide: must list parameters of the job"),
+        ({"paths": "path"}, "agent.paths: must list parameters"),
+        ({"write": True}, "unknown config key 'jobs.x.agent.write'"),
+    ],
+)
+def test_a_bad_agent_block_is_a_config_error_naming_the_key(block: dict, message: str) -> None:
+    from reme.app.config import ConfigError
+
+    raw = {"parameters": {"properties": {"path": {"type": "string"}}}, "steps": [{"backend": "read"}], "agent": block}
+    with pytest.raises(ConfigError, match=message):
+        build_job("x", raw)
 
 
 def test_tool_replies_are_bounded() -> None:

@@ -234,12 +234,12 @@ async def test_an_invalid_setting_is_named_and_the_card_left_pending(
 async def test_a_card_distilled_while_the_pending_run_waited_is_left_alone(make_app: MakeApp) -> None:
     import asyncio
 
-    from reme.pipelines.calls import keyed_lock
+    from reme.app.port import AppPort
 
     app = await make_app(**scripted([]))
     assert not (await app.run("auto_memory", session_id="trip-1", messages=TRIP)).success
     app.component("llm").script = card_script("- distilled\n", "Trip one")  # type: ignore[attr-defined]
-    lock = keyed_lock(app, "session:trip-1")
+    lock = AppPort(app).keyed_lock("session:trip-1")
     async with lock:  # an auto_memory run of the session is busy with the card
         pending = asyncio.create_task(app.run("auto_memory_pending"))
         for _ in range(3000):

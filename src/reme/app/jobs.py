@@ -20,6 +20,7 @@ import anyio.to_thread
 from reme.app.config import ConfigError
 from reme.app.registry import STEPS
 from reme.errors import ReMeError
+from reme.llm.tools import ToolSpec
 
 if TYPE_CHECKING:
     from reme.app.application import Application
@@ -36,7 +37,9 @@ _JOB_KEYS = {
     "cron",
     "restart_delay",
     "max_restart_delay",
+    "agent",
 }
+_AGENT_KEYS = {"writes", "paths", "hide"}
 # Exceptions whose message is already meant for the user: no type name, no traceback in the log.
 USER_ERRORS = (
     ValueError,
@@ -79,6 +82,7 @@ class JobSpec:
     cron: str | None = None
     restart_delay: float = 1.0
     max_restart_delay: float = 60.0
+    agent: ToolSpec | None = None  # the agent's view of this job, when agents may call it
 
     @cached_property
     def validator(self) -> Any:
@@ -145,16 +149,41 @@ def build_job(name: str, raw: dict[str, Any] | None) -> JobSpec:
         if not isinstance(cron, str) or not croniter.is_valid(cron):
             raise ConfigError(f"{where}.cron: {cron!r} is not a valid cron expression")
     parameters = _normalise_schema(where, raw.get("parameters"))
+    description = str(raw.get("description", "")).strip()
+    agent = _agent_tool(where, name, description, parameters, raw.get("agent"))
     return JobSpec(
         name=name,
         kind=kind,
-        description=str(raw.get("description", "")).strip(),
+        description=description,
         parameters=parameters,
         steps=tuple(steps),
         enable_serve=bool(raw.get("enable_serve", True)),
         cron=cron,
         restart_delay=float(raw.get("restart_delay", 1.0)),
         max_restart_delay=float(raw.get("max_restart_delay", 60.0)),
+        agent=agent,
+    )
+
+
+def _agent_tool(
+    where: str, name: str, description: str, parameters: dict[str, Any], raw: Any
+) -> ToolSpec | None:
+    """The job's `agent:` block (`writes`, `paths`, `hide`) as a tool spec; names must be parameters."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}.agent must be a mapping with keys {', '.join(sorted(_AGENT_KEYS))}")
+    for key in raw:
+        if key not in _AGENT_KEYS:
+            raise ConfigError(f"unknown config key '{where}.agent.{key}' (known: {', '.join(sorted(_AGENT_KEYS))})")
+    properties = parameters.get("properties", {})
+    default_paths = ["path"] if "path" in properties else []
+    lists = {key: raw.get(key, default_paths if key == "paths" else []) for key in ("paths", "hide")}
+    for key, names in lists.items():
+        if not isinstance(names, list) or any(n not in properties for n in names):
+            raise ConfigError(f"{where}.agent.{key}: must list parameters of the job (known: {', '.join(properties)})")
+    return ToolSpec.of_job(
+        name, description, parameters, hide=lists["hide"], paths=lists["paths"], writes=bool(raw.get("writes"))
     )
 
 

@@ -11,7 +11,7 @@ import asyncio
 import json
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -30,6 +30,7 @@ from reme.workspace.paths import check_segment
 if TYPE_CHECKING:
     from reme.app.application import Application
     from reme.app.jobs import Response
+    from reme.llm.tools import ToolSpec
 
 _LOCKS: WeakKeyDictionary[Any, dict[str, asyncio.Lock]] = WeakKeyDictionary()
 
@@ -51,6 +52,10 @@ class AppPort:
 
     def exists(self, path: str) -> bool:
         return (self.workspace.root / path).is_file()
+
+    def check_path(self, path: str) -> str:
+        self.workspace.resolve(path)
+        return path
 
     async def _call(self, job: str, **params: Any) -> Response:
         response = await self.app.run(job, **params)
@@ -74,6 +79,18 @@ class AppPort:
         meta = (await self._call("save", **params)).metadata
         return FileText(path, content, str(meta["sha256"]), float(meta["mtime"]))
 
+    async def read_bytes(self, path: str, *, max_bytes: int) -> bytes:
+        absolute = self.workspace.resolve(path)
+        with absolute.open("rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            data = file.read(max_bytes + 1) if size <= max_bytes else b""
+        if size > max_bytes or len(data) > max_bytes:
+            raise ReMeError(f"too large: {max(size, len(data))} bytes > max_bytes {max_bytes}")
+        return data
+
+    async def write(self, path: str, content: str, *, name: str, metadata: dict[str, Any]) -> None:
+        await self._call("write", path=path, content=content, name=name, metadata=metadata)
+
     async def delete(self, path: str) -> None:
         await self._call("delete", path=path)
 
@@ -93,6 +110,12 @@ class AppPort:
             FileEntry(str(e["path"]), int(e["size"]), float(e["mtime"])) for e in entries if e.get("type") == "file"
         ]
         return sorted(files, key=lambda entry: entry.path)
+
+    async def list_dirs(self, folder: str) -> list[str]:
+        root = self.workspace.resolve(folder, allow_root=True)
+        if not root.is_dir():
+            return []
+        return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
 
     # front matter --------------------------------------------------------------------------------
 
@@ -138,6 +161,17 @@ class AppPort:
 
     def write_state(self, name: str, data: dict[str, Any]) -> None:
         atomic_write(self._state_path(name), json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True))
+
+    # agents --------------------------------------------------------------------------------------
+
+    def agent_tools(self, jobs: Sequence[str]) -> list[ToolSpec]:
+        specs = []
+        for name in jobs:
+            job = self.app.jobs.get(name)
+            if job is None or job.agent is None:
+                raise ReMeError(f"job {name!r} is not usable as an agent tool (no `agent:` block in its config)")
+            specs.append(job.agent)
+        return specs
 
     # models --------------------------------------------------------------------------------------
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import hashlib
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+
+from reme.workspace.dates import path_day
 
 # Both chosen by the LoCoMo retrieval sweep, conversation by conversation (benchmarks/README.md).
 DEFAULT_CHUNK_CHARS = 400
@@ -43,7 +44,6 @@ def make_chunk(
     return Chunk(digest, path, start_line, end_line, text, list(heading_path), search_text)
 
 
-_PATH_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 _MONTHS = (
     "January",
     "February",
@@ -58,18 +58,6 @@ _MONTHS = (
     "November",
     "December",
 )
-
-
-def path_day(path: str) -> datetime.date | None:
-    """The calendar date that starts a path's second segment (SPEC 1), None for undated paths."""
-    parts = path.split("/", 2)
-    match = _PATH_DATE.match(parts[1]) if len(parts) > 1 else None
-    if match is None:
-        return None
-    try:
-        return datetime.date(*(int(group) for group in match.groups()))
-    except ValueError:
-        return None
 
 
 def path_date_words(path: str) -> str:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
-
 from reme.index.chunk_base import (
     CHUNKER_VERSION,
     DEFAULT_CHUNK_CHARS,
@@ -14,6 +12,7 @@ from reme.index.chunk_base import (
 from reme.index.chunk_lines import chunk_plain_text
 from reme.index.chunk_markdown import chunk_markdown
 from reme.index.chunk_transcript import chunk_transcript
+from reme.workspace.transcript import is_transcript_path
 
 __all__ = [
     "CHUNKER_VERSION",
@@ -21,16 +20,9 @@ __all__ = [
     "DEFAULT_CONTEXT_CHARS",
     "Chunk",
     "chunk_text",
-    "is_transcript_path",
 ]
 
 _MARKDOWN_SUFFIXES = (".md", ".markdown")
-
-
-def is_transcript_path(path: str) -> bool:
-    """Session transcripts live as ``.../dialog/<id>.jsonl`` (``session/dialog/`` by default)."""
-    pure = PurePosixPath(path)
-    return pure.suffix == ".jsonl" and pure.parent.name == "dialog"
 
 
 def chunk_text(

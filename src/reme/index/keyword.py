@@ -27,7 +27,7 @@ from typing import Protocol
 
 import tantivy
 
-from reme.index.chunk_base import path_day
+from reme.workspace.dates import path_day
 
 K1 = 1.2  # tantivy's fixed BM25 parameters, the Lucene defaults
 B = 0.75

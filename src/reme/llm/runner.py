@@ -12,9 +12,10 @@ from collections.abc import AsyncIterable, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from reme.errors import ReMeError
 from reme.llm.providers import request_settings
 from reme.llm.settings import ModelSettings
-from reme.llm.tools import TOOLS, PathPolicy, ToolSpec
+from reme.llm.tools import PathPolicy, ToolSpec
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
@@ -24,12 +25,11 @@ OnEvent = Callable[[dict[str, Any]], Awaitable[None]]
 MAX_TOOL_ANSWER_CHARS = 12_000
 
 
-class AgentFailed(RuntimeError):
+class AgentFailed(ReMeError):
     """The model could not complete the run; `usage` is what it consumed before failing."""
 
     def __init__(self, message: str, usage: dict[str, int]) -> None:
-        super().__init__(message)
-        self.message = message
+        super().__init__(message, {"usage": usage})
         self.usage = usage
 
 
@@ -126,7 +126,7 @@ async def run_agent(
     run_job: RunJob,
     instructions: str,
     prompt: str,
-    tools: Sequence[str],
+    tools: Sequence[ToolSpec],
     policy: PathPolicy,
     output_type: Any = str,
     on_event: OnEvent | None = None,
@@ -136,15 +136,12 @@ async def run_agent(
     from pydantic_ai.messages import PartDeltaEvent, PartStartEvent, TextPart, TextPartDelta
     from pydantic_ai.usage import RunUsage, UsageLimits
 
-    unknown = [t for t in tools if t not in TOOLS]
-    if unknown:
-        raise ValueError(f"unknown agent tool(s): {', '.join(unknown)}")
     calls: list[ToolCall] = []
     agent = Agent(
         model,
         output_type=output_type,
         instructions=instructions,
-        tools=[_make_tool(TOOLS[t], policy, run_job, calls, on_event) for t in tools],
+        tools=[_make_tool(spec, policy, run_job, calls, on_event) for spec in tools],
         retries={"tools": settings.output_retries, "output": settings.output_retries},
     )
 

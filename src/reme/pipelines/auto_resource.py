@@ -12,27 +12,17 @@ import hashlib
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import date
-from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from pathlib import PurePosixPath
+from typing import Any
 
+from reme.errors import LLMUnavailable, ReMeError
 from reme.llm.runner import AgentFailed
-from reme.pipelines.calls import (
-    DATE_RE,
-    StepFailed,
-    call,
-    cards_of_day,
-    daily_days,
-    exists,
-    folder,
-    keyed_lock,
-)
-from reme.pipelines.distil import LLMUnavailable, distil_card, memory_llm
+from reme.pipelines.cards import cards_of_day, daily_days
+from reme.pipelines.distil import distil_card
 from reme.pipelines.names import short_hash
+from reme.pipelines.port import MemoryPort
 from reme.pipelines.resource_text import SUPPORTED, Unreadable, extract
-
-if TYPE_CHECKING:
-    from reme.app.application import Application
+from reme.workspace.dates import is_date
 
 RESOURCE_NAMESPACE = uuid.UUID("6f1c1a52-8d7e-5b8e-9a43-2b1e0c7d5a10")
 
@@ -77,28 +67,18 @@ def resource_session_id(path: str) -> str:
     return str(uuid.uuid5(RESOURCE_NAMESPACE, path))
 
 
-def resource_day(app: Application, path: str) -> str:
+def resource_day(port: MemoryPort, path: str) -> str:
     """The date of the resource's dated folder (`resource/YYYY-MM-DD/...`), else today."""
     parts = PurePosixPath(path).parts
-    if len(parts) > 2 and DATE_RE.fullmatch(parts[1]):
-        try:
-            return date.fromisoformat(parts[1]).isoformat()
-        except ValueError:
-            pass
-    return app.today().isoformat()
+    return parts[1] if len(parts) > 2 and is_date(parts[1]) else port.today().isoformat()
 
 
-def check_resource_path(app: Application, path: Any) -> Path:
-    """Absolute path of a resource after the workspace's safety checks; must lie under `resource/`."""
-    root = folder(app, "resource")
+def check_resource_path(port: MemoryPort, path: Any) -> str:
+    """The path if the workspace's path gate accepts it and it lies under `resource/`."""
+    root = port.folder("resource")
     if not isinstance(path, str) or not path.startswith(f"{root}/"):
         raise ValueError(f"{path!r} is not a resource path (it must start with '{root}/')")
-    workspace = app.components.get("workspace")
-    if workspace is not None and hasattr(workspace, "resolve"):
-        return Path(workspace.resolve(path))
-    from reme.workspace.layout import Workspace
-
-    return Workspace(app.workspace_dir).resolve(path)
+    return port.check_path(path)
 
 
 def link_of(path: str) -> str:
@@ -112,13 +92,13 @@ class ResourceCards:
     N x N front matters at every start); a hit is confirmed on disk, a miss is looked up afresh.
     """
 
-    def __init__(self, app: Application) -> None:
-        self.app = app
+    def __init__(self, port: MemoryPort) -> None:
+        self.port = port
         self._by_day: dict[str, dict[str, str]] = {}
 
     async def _listed(self, day: str, *, fresh: bool) -> dict[str, str]:
         if fresh or day not in self._by_day:
-            cards = await cards_of_day(self.app, day)
+            cards = await cards_of_day(self.port, day)
             self._by_day[day] = {
                 str(front["source_resource"]): path for path, front in cards if front.get("source_resource")
             }
@@ -129,51 +109,49 @@ class ResourceCards:
         link = link_of(path)
         days = [day]
         if len(PurePosixPath(path).parts) <= 2:
-            days += [other for other in reversed(await daily_days(self.app)) if other != day]
+            days += [other for other in reversed(await daily_days(self.port)) if other != day]
         for fresh in (False, True):
             for candidate in days:
                 card = (await self._listed(candidate, fresh=fresh)).get(link)
-                if card and exists(self.app, card):
-                    front = (await call(self.app, "frontmatter_read", path=card)).metadata.get("front_matter")
-                    if (front or {}).get("source_resource") == link:
+                if card and self.port.exists(card):
+                    front = await self.port.front_matter(card)
+                    if front.get("source_resource") == link:
                         return card, front
         return None
 
 
-async def free_card_path(app: Application, path: str, day: str) -> str:
+async def free_card_path(port: MemoryPort, path: str, day: str) -> str:
     """`daily/<day>/<stem>.md`, or with a short stable suffix when another file has that name."""
     stem = PurePosixPath(path).stem
-    base = f"{folder(app, 'daily')}/{day}/{stem}"
+    base = f"{port.folder('daily')}/{day}/{stem}"
     for candidate in (f"{base}.md", f"{base}-{short_hash(path)}.md"):
-        if not exists(app, candidate):
+        if not port.exists(candidate):
             return candidate
-    raise StepFailed(f"no free card name for {path}: {base}.md and its suffixed form are taken")
+    raise ReMeError(f"no free card name for {path}: {base}.md and its suffixed form are taken")
 
 
 async def process_change(
-    app: Application,
+    port: MemoryPort,
     cards: ResourceCards,
     path: str,
     limits: ResourceLimits,
     report: ResourceReport,
     add_usage: Callable[[dict[str, Any]], None],
 ) -> None:
-    absolute = check_resource_path(app, path)
-    day = resource_day(app, path)
+    check_resource_path(port, path)
+    day = resource_day(port, path)
     extension = PurePosixPath(path).suffix.lstrip(".").lower()
     if extension not in SUPPORTED:
         report.skipped.append({"path": path, "reason": f"unsupported format .{extension}"})
         return
-    if not absolute.is_file():
+    if not port.exists(path):
         report.skipped.append({"path": path, "reason": "not a file (already deleted?)"})
         return
-    size = absolute.stat().st_size
-    if size > limits.max_bytes:
-        report.skipped.append(
-            {"path": path, "reason": f"too large: {size} bytes > max_bytes {limits.max_bytes}"}
-        )
+    try:
+        data = await port.read_bytes(path, max_bytes=limits.max_bytes)
+    except ReMeError as too_large:
+        report.skipped.append({"path": path, "reason": too_large.message})
         return
-    data = absolute.read_bytes()
     try:
         material = extract(data, extension)
     except Unreadable as reason:
@@ -186,7 +164,7 @@ async def process_change(
         report.skipped.append({"path": path, "reason": f"unchanged since {card} was written"})
         return
     try:
-        memory_llm(app)
+        port.model("memory")
     except LLMUnavailable as missing:  # the resource itself is the kept input: the next scan retries it
         report.pending.append(path)
         report.failed.append({"path": path, "error": f"not processed: {missing}"})
@@ -195,9 +173,9 @@ async def process_change(
     keys = {"source_resource": link_of(path), "session_id": session_id, "source_sha256": sha}
     action = "updated" if card else "created"
     if card is None:
-        card = await free_card_path(app, path, day)
+        card = await free_card_path(port, path, day)
         stub = {**keys, "pending": True}
-        await call(app, "write", path=card, content="", name=PurePosixPath(path).stem, metadata=stub)
+        await port.write(card, "", name=PurePosixPath(path).stem, metadata=stub)
     report.days.add(card.split("/")[-2])
     text = material.text
     truncated = len(text) > limits.max_chars
@@ -212,7 +190,7 @@ async def process_change(
     }
     try:
         await distil_card(
-            app,
+            port,
             card_path=card,
             prompt="auto_resource",
             variables=variables,
@@ -222,7 +200,7 @@ async def process_change(
         )
     except AgentFailed as failure:
         if action == "created":  # no half-made card: the next scan starts afresh
-            await call(app, "delete", path=card)
+            await port.delete(card)
             outcome = "not processed"
         else:
             outcome = f"card {card} left unchanged and pending"
@@ -232,29 +210,27 @@ async def process_change(
     report.processed.append({"path": path, "card": card, "action": action})
 
 
-async def process_deletion(app: Application, cards: ResourceCards, path: str, report: ResourceReport) -> None:
-    check_resource_path(app, path)
-    found = await cards.find(path, resource_day(app, path))
+async def process_deletion(port: MemoryPort, cards: ResourceCards, path: str, report: ResourceReport) -> None:
+    check_resource_path(port, path)
+    found = await cards.find(path, resource_day(port, path))
     if found is None:
         report.skipped.append({"path": path, "reason": "deleted resource had no card"})
         return
     card = found[0]
-    await call(app, "delete", path=card)
+    await port.delete(card)
     report.days.add(card.split("/")[-2])
     report.processed.append({"path": path, "card": card, "action": "deleted"})
 
 
-async def resources_needing_cards(app: Application) -> list[str]:
+async def resources_needing_cards(port: MemoryPort) -> list[str]:
     """Every supported resource file (a full scan; unchanged ones are skipped cheaply by sha256)."""
-    root = folder(app, "resource")
-    if not (Path(app.workspace_dir) / root).is_dir():
-        return []
-    listing = await call(app, "list", path=root, recursive=True, extensions=list(SUPPORTED))
-    return [e["path"] for e in listing.metadata.get("entries", []) if e.get("type") == "file"]
+    extensions = tuple(f".{extension}" for extension in SUPPORTED)
+    entries = await port.list_files(port.folder("resource"), extensions=extensions, recursive=True)
+    return [entry.path for entry in entries]
 
 
 async def auto_resource(
-    app: Application,
+    port: MemoryPort,
     *,
     paths: Sequence[str],
     deleted: Sequence[str],
@@ -263,19 +239,21 @@ async def auto_resource(
 ) -> ResourceReport:
     """Bring the cards of these resources up to date; with no paths at all, of every resource."""
     for path in [*paths, *deleted]:
-        check_resource_path(app, path)  # refuse bad input before any write
+        check_resource_path(port, path)  # refuse bad input before any write
     report = ResourceReport()
-    cards = ResourceCards(app)
-    changed = list(paths) if paths or deleted else await resources_needing_cards(app)
+    cards = ResourceCards(port)
+    changed = list(paths) if paths or deleted else await resources_needing_cards(port)
     for path in dict.fromkeys(deleted):
-        async with keyed_lock(app, f"resource:{path}"):
-            await process_deletion(app, cards, path, report)
+        async with port.keyed_lock(f"resource:{path}"):
+            await process_deletion(port, cards, path, report)
     for path in dict.fromkeys(changed):
         try:
-            async with keyed_lock(app, f"resource:{path}"):
-                await process_change(app, cards, path, limits, report, add_usage)
-        except (StepFailed, OSError, ValueError) as exc:
+            async with port.keyed_lock(f"resource:{path}"):
+                await process_change(port, cards, path, limits, report, add_usage)
+        except ReMeError as exc:
+            report.failed.append({"path": path, "error": exc.message})
+        except (OSError, ValueError) as exc:
             report.failed.append({"path": path, "error": str(exc)})
     for day in sorted(report.days):
-        await call(app, "daily_reindex", date=day)
+        await port.refresh_day(day)
     return report

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from reme.llm.prompts import render_prompt
 from reme.llm.runner import AgentFailed, OnEvent, run_agent
 from reme.llm.tools import PathPolicy
-from reme.pipelines.distil import usable_llm
 from reme.pipelines.messages import content_text
-
-if TYPE_CHECKING:
-    from reme.app.application import Application
+from reme.pipelines.port import MemoryPort
 
 CHAT_TOOLS = ("search", "read", "list", "frontmatter_read", "daily_list")
 READ_ANYTHING = PathPolicy(read=("*",), write=())
@@ -45,7 +42,7 @@ def render_question(query: str, history: Sequence[Mapping[str, Any]]) -> str:
 
 
 async def chat(
-    app: Application,
+    port: MemoryPort,
     *,
     query: str,
     history: Sequence[Mapping[str, Any]],
@@ -54,16 +51,16 @@ async def chat(
 ) -> ChatAnswer:
     if not query.strip():
         raise ValueError("query is empty: ask a question")
-    llm, settings = usable_llm(app, "chat")
-    variables = {"today": app.today().isoformat()}
+    handle = port.model("chat")
+    variables = {"today": port.today().isoformat()}
     try:
         result = await run_agent(
-            model=llm.model("chat", variables),  # type: ignore[attr-defined]
-            settings=settings,
-            run_job=app.run,
+            model=handle.build(variables),
+            settings=handle.settings,
+            run_job=port.run_job,
             instructions=render_prompt("chat", variables),
             prompt=render_question(query, history),
-            tools=CHAT_TOOLS,
+            tools=port.agent_tools(CHAT_TOOLS),
             policy=READ_ANYTHING,
             output_type=str,
             on_event=emit,

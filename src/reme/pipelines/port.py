@@ -11,7 +11,7 @@ Every method raises `reme.errors.ReMeError` (message + metadata) when the operat
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import date, tzinfo
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
     from reme.llm.settings import ModelSettings
+    from reme.llm.tools import ToolSpec
 
 RunJob = Callable[..., Awaitable[Any]]  # (job, **params) -> Response, for agent tools only
 
@@ -66,6 +67,10 @@ class MemoryPort(Protocol):
 
     def exists(self, path: str) -> bool: ...
 
+    def check_path(self, path: str) -> str:
+        """The path if the workspace's path gate accepts it; raise ValueError saying why not."""
+        ...
+
     # files ---------------------------------------------------------------------------------------
 
     async def load(self, path: str) -> FileText | None:
@@ -74,6 +79,14 @@ class MemoryPort(Protocol):
 
     async def save(self, path: str, content: str, *, expected_sha256: str | None = None) -> FileText:
         """Write the whole file atomically; with `expected_sha256`, refuse when it changed meanwhile."""
+        ...
+
+    async def read_bytes(self, path: str, *, max_bytes: int) -> bytes:
+        """A file's raw bytes (resources are not always text); raise ReMeError when over `max_bytes`."""
+        ...
+
+    async def write(self, path: str, content: str, *, name: str, metadata: dict[str, Any]) -> None:
+        """Create or overwrite a Markdown note from body text plus front matter (`name` and `metadata`)."""
         ...
 
     async def delete(self, path: str) -> None: ...
@@ -86,6 +99,10 @@ class MemoryPort(Protocol):
         self, folder: str, *, extensions: tuple[str, ...] = (), recursive: bool = False
     ) -> list[FileEntry]:
         """Files of a folder (none when it does not exist), sorted by path."""
+        ...
+
+    async def list_dirs(self, folder: str) -> list[str]:
+        """Names of the sub-folders of a folder (none when it does not exist), sorted."""
         ...
 
     # front matter --------------------------------------------------------------------------------
@@ -125,6 +142,12 @@ class MemoryPort(Protocol):
 
     def write_state(self, name: str, data: dict[str, Any]) -> None:
         """Persist a pipeline's derived state atomically."""
+        ...
+
+    # agents --------------------------------------------------------------------------------------
+
+    def agent_tools(self, jobs: Sequence[str]) -> list[ToolSpec]:
+        """The agent's view of these jobs, from their declarations; raise `ReMeError` for a job agents may not call."""
         ...
 
     # models --------------------------------------------------------------------------------------

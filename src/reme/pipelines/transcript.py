@@ -1,15 +1,16 @@
-"""Session transcripts (`session/dialog/<id>.jsonl`): parse, merge by message id in time order, render."""
+"""Merging messages into a session transcript: by message id, in time order, naive times read in the app zone.
+
+The file format itself is `reme.workspace.transcript`.
+"""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import datetime, tzinfo
 from typing import Any
 
 from reme.pipelines.messages import content_text, message_time
-
-RECORD_KEYS = ("id", "role", "name", "content", "created_at", "metadata")
+from reme.workspace.transcript import parse_records
 
 
 def _with_aware_time(record: dict[str, Any], tz: tzinfo) -> dict[str, Any]:
@@ -29,17 +30,9 @@ def _with_aware_time(record: dict[str, Any], tz: tzinfo) -> dict[str, Any]:
 
 
 def parse_transcript(text: str, tz: tzinfo) -> list[dict[str, Any]]:
-    """Records of a saved transcript; ReMe 0.4 block-list content is read as its text."""
+    """Records of a saved transcript with string content and aware times (ReMe 0.4 blocks read as text)."""
     records = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"transcript line {number} is not JSON: {exc.msg}") from None
-        if not isinstance(record, dict) or "id" not in record:
-            raise ValueError(f"transcript line {number} is not a message record with an id")
+    for record in parse_records(text):
         if not isinstance(record.get("content"), str):
             record["content"] = content_text(record)
         records.append(_with_aware_time(record, tz))
@@ -73,12 +66,3 @@ def merge(
     floor = datetime.min.replace(tzinfo=tz)
     ranked = sorted(range(len(records)), key=lambda i: (times[i] or floor, i))
     return [records[i] for i in ranked]
-
-
-def render(records: Sequence[dict[str, Any]]) -> str:
-    lines = []
-    for record in records:
-        ordered = {k: record.get(k) for k in RECORD_KEYS if k != "metadata" or record.get("metadata")}
-        ordered.update({k: v for k, v in record.items() if k not in RECORD_KEYS})
-        lines.append(json.dumps(ordered, ensure_ascii=False, default=str))
-    return "\n".join(lines) + "\n" if lines else ""

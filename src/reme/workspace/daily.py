@@ -7,7 +7,6 @@ person writes around it is kept, and the page is rewritten only when its text wo
 from __future__ import annotations
 
 import re
-from datetime import date
 from typing import Any
 
 from reme.workspace import frontmatter
@@ -16,25 +15,12 @@ from reme.workspace.layout import Workspace
 from reme.workspace.links import LinkSource
 from reme.workspace.paths import check_segment
 from reme.workspace.textio import read_text
+from reme.workspace.transcript import transcript_path
 from reme.workspace.wikilinks import render
 
 BLOCK_START = "<!-- notes:auto -->"
 BLOCK_END = "<!-- /notes:auto -->"
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _BLOCK = re.compile(re.escape(BLOCK_START) + r".*?" + re.escape(BLOCK_END), re.DOTALL)
-
-
-def check_date(value: object, today: date) -> str:
-    """A `YYYY-MM-DD` date that exists on the calendar; `None` means today."""
-    if value is None or value == "":
-        return today.isoformat()
-    if not isinstance(value, str) or not _DATE.match(value):
-        raise ValueError(f"date must be YYYY-MM-DD, got {value!r}")
-    try:
-        date.fromisoformat(value)
-    except ValueError:
-        raise ValueError(f"{value!r} is not a calendar date") from None
-    return value
 
 
 def day_page(ws: Workspace, day: str) -> str:
@@ -42,7 +28,7 @@ def day_page(ws: Workspace, day: str) -> str:
 
 
 def session_link_target(ws: Workspace, session_id: str) -> str:
-    return f"{ws.folder('session')}/dialog/{session_id}.jsonl"
+    return transcript_path(ws.folder("session"), session_id)
 
 
 def create(

@@ -6,10 +6,11 @@ from reme.app.components.workspace import link_source, workspace_of
 from reme.app.jobs import JobContext
 from reme.app.registry import register_step
 from reme.workspace import daily
+from reme.workspace.dates import check_date
 
 
 def _date(ctx: JobContext) -> str:
-    return daily.check_date(ctx.params.get("date"), ctx.app.today())
+    return check_date(ctx.params.get("date"), ctx.app.today())
 
 
 @register_step("daily_create")

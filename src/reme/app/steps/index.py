@@ -15,7 +15,7 @@ from reme.app.jobs import JobContext, JobError
 from reme.app.registry import register_step
 from reme.index.search import SearchFilters, render_hits, render_nodes
 from reme.index.watch import watch_paths
-from reme.workspace.daily import check_date
+from reme.workspace.dates import check_date
 from reme.workspace.paths import UnsafePathError, check_relative
 
 log = logging.getLogger(__name__)

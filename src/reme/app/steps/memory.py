@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from reme.app.jobs import JobContext, JobError
+from reme.app.jobs import JobContext
+from reme.app.port import AppPort
 from reme.app.registry import register_step
-from reme.pipelines.auto_memory import MemoryFailed, MemoryOutcome, auto_memory, auto_memory_pending
-from reme.pipelines.calls import StepFailed
-from reme.pipelines.distil import LLMUnavailable
+from reme.errors import ReMeError
+from reme.pipelines.auto_memory import MemoryOutcome, auto_memory, auto_memory_pending
 
 
 def _finish(ctx: JobContext, outcome: MemoryOutcome) -> None:
@@ -18,11 +16,11 @@ def _finish(ctx: JobContext, outcome: MemoryOutcome) -> None:
 
 
 @register_step("auto_memory")
-async def auto_memory_step(ctx: JobContext, max_message_chars: int = 8000, **_: Any) -> None:
+async def auto_memory_step(ctx: JobContext, max_message_chars: int = 8000) -> None:
     params = ctx.params
     try:
         outcome = await auto_memory(
-            ctx.app,
+            AppPort(ctx.app),
             session_id=params["session_id"],
             messages=params.get("messages") or [],
             date_text=params.get("date"),
@@ -30,19 +28,17 @@ async def auto_memory_step(ctx: JobContext, max_message_chars: int = 8000, **_: 
             max_message_chars=int(max_message_chars),
             add_usage=ctx.add_usage,
         )
-    except MemoryFailed as failure:
-        raise JobError(failure.message, {**failure.metadata, "usage": dict(ctx.usage)}) from None
-    except StepFailed as failure:
-        raise JobError(str(failure), {"usage": dict(ctx.usage)}) from None
+    except ReMeError as failure:
+        raise ReMeError(failure.message, {**failure.metadata, "usage": dict(ctx.usage)}) from None
     _finish(ctx, outcome)
 
 
 @register_step("auto_memory_pending")
-async def auto_memory_pending_step(ctx: JobContext, **_: Any) -> None:
+async def auto_memory_pending_step(ctx: JobContext) -> None:
     try:
         outcome = await auto_memory_pending(
-            ctx.app, limit=int(ctx.params.get("limit") or 20), add_usage=ctx.add_usage
+            AppPort(ctx.app), limit=int(ctx.params.get("limit") or 20), add_usage=ctx.add_usage
         )
-    except (LLMUnavailable, StepFailed) as failure:
-        raise JobError(str(failure), {"usage": dict(ctx.usage)}) from None
+    except ReMeError as failure:
+        raise ReMeError(failure.message, {**failure.metadata, "usage": dict(ctx.usage)}) from None
     _finish(ctx, outcome)

@@ -8,32 +8,32 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from reme.app.jobs import JobContext, JobError
+from reme.app.jobs import JobContext
+from reme.app.port import AppPort
 from reme.app.registry import register_step
+from reme.errors import ReMeError
 from reme.pipelines.auto_resource import ResourceLimits, auto_resource, check_resource_path
-from reme.pipelines.calls import StepFailed, folder
+from reme.pipelines.port import MemoryPort
 from reme.pipelines.resource_text import SUPPORTED
 
 log = logging.getLogger(__name__)
 
 
 @register_step("auto_resource")
-async def auto_resource_step(
-    ctx: JobContext, max_bytes: int = 5_000_000, max_chars: int = 60_000, **_: Any
-) -> None:
+async def auto_resource_step(ctx: JobContext, max_bytes: int = 5_000_000, max_chars: int = 60_000) -> None:
     try:
         report = await auto_resource(
-            ctx.app,
+            AppPort(ctx.app),
             paths=ctx.params.get("paths") or [],
             deleted=ctx.params.get("deleted") or [],
             limits=ResourceLimits(int(max_bytes), int(max_chars)),
             add_usage=ctx.add_usage,
         )
-    except StepFailed as failure:
-        raise JobError(str(failure), {"usage": dict(ctx.usage)}) from None
+    except ReMeError as failure:
+        raise ReMeError(failure.message, {**failure.metadata, "usage": dict(ctx.usage)}) from None
     metadata = {**report.metadata(), "usage": dict(ctx.usage)}
     if report.failed:
-        raise JobError(report.answer(), metadata)
+        raise ReMeError(report.answer(), metadata)
     ctx.response.answer = report.answer()
     ctx.response.metadata.update(metadata)
 
@@ -46,7 +46,8 @@ async def resource_watch_step(
     from watchfiles import Change, awatch
 
     app = ctx.app
-    root_name = folder(app, "resource")
+    port = AppPort(app)
+    root_name = port.folder("resource")
     root = Path(app.workspace_dir) / root_name
     root.mkdir(parents=True, exist_ok=True)
     base = root.resolve()
@@ -68,7 +69,7 @@ async def resource_watch_step(
             root, watch_filter=wanted, debounce=debounce_ms, force_polling=force_polling, recursive=True
         ):
             paths, deleted = (
-                [p for p in batch if _acceptable(app, p)] for batch in split_batch(changes, base, root_name)
+                [p for p in batch if _acceptable(port, p)] for batch in split_batch(changes, base, root_name)
             )
             if paths or deleted:
                 await run(paths=paths, deleted=deleted)
@@ -109,10 +110,10 @@ def split_batch(
     return list(paths), list(deleted)
 
 
-def _acceptable(app: Any, path: str) -> bool:
+def _acceptable(port: MemoryPort, path: str) -> bool:
     """Whether the workspace accepts this name; one badly named file must not fail its whole batch."""
     try:
-        check_resource_path(app, path)
+        check_resource_path(port, path)
     except ValueError as refused:
         log.warning("resource_watch: skipped %s", refused)
         return False

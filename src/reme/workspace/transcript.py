@@ -1,0 +1,86 @@
+"""The session transcript format (`session/dialog/<id>.jsonl`), owned in one place.
+
+One JSON object per line with `id`, `role`, `name`, `content`, `created_at` and optional `metadata`;
+reme writes `content` as a string, readers also accept ReMe 0.4's list of `{"type": "text"}` blocks.
+The workspace, the index (which renders one message per line for search) and the pipelines (which
+merge new messages in) all read and write it through these functions.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import PurePosixPath
+from typing import Any
+
+DIALOG = "dialog"
+RECORD_KEYS = ("id", "role", "name", "content", "created_at", "metadata")
+
+
+def transcript_path(session_folder: str, session_id: str) -> str:
+    """Workspace path of a session's transcript under the configured session folder."""
+    return f"{session_folder}/{DIALOG}/{session_id}.jsonl"
+
+
+def is_transcript_path(path: str) -> bool:
+    """Whether a path names a session transcript (`.../dialog/<id>.jsonl`)."""
+    pure = PurePosixPath(path)
+    return pure.suffix == ".jsonl" and pure.parent.name == DIALOG
+
+
+def content_text(content: Any) -> str:
+    """Plain text of a stored message's content, whether a string or a list of content blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, dict) and isinstance(block.get("text"), str):
+                parts.append(block["text"])
+        return " ".join(parts)
+    return "" if content is None else str(content)
+
+
+def render_line(raw_line: str) -> str:
+    """One transcript line as `[<speaker> @ <created_at>] <text>` on a single line.
+
+    A line that is not a JSON message is kept as it is, so nothing written is lost from search.
+    """
+    try:
+        message = json.loads(raw_line)
+    except ValueError:
+        return raw_line.strip()
+    if not isinstance(message, dict):
+        return raw_line.strip()
+    speaker = message.get("name") or message.get("role") or "unknown"
+    text = " ".join(content_text(message.get("content")).split())
+    created_at = message.get("created_at")
+    return f"[{speaker} @ {created_at}] {text}" if created_at else f"[{speaker}] {text}"
+
+
+def parse_records(text: str) -> list[dict[str, Any]]:
+    """The message records of a transcript, in file order; a ValueError names the first bad line."""
+    records = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"transcript line {number} is not JSON: {exc.msg}") from None
+        if not isinstance(record, dict) or "id" not in record:
+            raise ValueError(f"transcript line {number} is not a message record with an id")
+        records.append(record)
+    return records
+
+
+def render_records(records: Sequence[dict[str, Any]]) -> str:
+    """Transcript text: one record per line, the known keys first in their order, then any others."""
+    lines = []
+    for record in records:
+        ordered = {k: record.get(k) for k in RECORD_KEYS if k != "metadata" or record.get("metadata")}
+        ordered.update({k: v for k, v in record.items() if k not in RECORD_KEYS})
+        lines.append(json.dumps(ordered, ensure_ascii=False, default=str))
+    return "\n".join(lines) + "\n" if lines else ""
