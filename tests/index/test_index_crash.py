@@ -69,7 +69,7 @@ CHILD = textwrap.dedent(
         async with ReMe(workspace_dir=workspace, timezone="UTC") as app:
             arm()
             print("started", flush=True)
-            await asyncio.to_thread(app.component("index").ensure_ready)
+            await asyncio.to_thread(app.component("index").service.ensure_ready)
             while phase == "reindex_forever":
                 await app.run("reindex")
             print("finished", flush=True)
@@ -105,7 +105,7 @@ def write_workspace(root: Path, version: int) -> None:
 async def snapshot(root: Path) -> dict:
     """Catalog rows and ranked search results, everything a reader can observe."""
     async with ReMe(workspace_dir=root, timezone="UTC") as app:
-        index = app.component("index")
+        index = app.component("index").service
         results = {}
         for query in ["solar cobalt", "hydrogen nuclear grid", "turbine", "note 31"]:
             response = await app.run("search", query=query, limit=100)
@@ -137,7 +137,7 @@ async def workspace(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
     write_workspace(root, 1)
     async with ReMe(workspace_dir=root, timezone="UTC") as app:
-        app.component("index").ensure_ready()
+        app.component("index").service.ensure_ready()
     write_workspace(root, 2)
     return root
 
@@ -214,7 +214,7 @@ async def test_corrupt_catalog_is_replaced_and_rebuilt(workspace: Path, tmp_path
 
 async def test_changed_chunk_size_rebuilds(workspace: Path, tmp_path: Path) -> None:
     async with ReMe(workspace_dir=workspace, timezone="UTC", **{"components.index.chunk_chars": 200}) as app:
-        index = app.component("index")
+        index = app.component("index").service
         index.ensure_ready()
         small = index.store.counts()["chunks"]
     assert small > (await clean_reindex(workspace, tmp_path))["catalog"]["docs"][0]
@@ -231,7 +231,7 @@ async def test_a_busy_catalog_is_waited_for_never_deleted(tmp_path: Path, monkey
     root = tmp_path / "ws"
     write_workspace(root, 1)
     async with ReMe(workspace_dir=root, timezone="UTC") as app:
-        app.component("index").ensure_ready()
+        app.component("index").service.ensure_ready()
     holder = sqlite3.connect(root / "metadata" / "index.sqlite3", isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")  # another process in the middle of a write
     monkeypatch.setattr(MetadataStore, "BUSY_TIMEOUT_S", 0.2)

@@ -49,7 +49,7 @@ async def test_vector_branch_is_fused_with_keywords(app) -> None:
         "digest/c.md": "wind turbines offshore",
     }.items():
         (root / path).write_text(text)
-    index = app.component("index")
+    index = app.component("index").service
     index.ensure_ready()
     keyword_only = await index.searcher.search("kiwifruit", limit=5)
     assert [hit.path for hit in keyword_only] == ["digest/a.md"]

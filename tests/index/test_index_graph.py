@@ -16,7 +16,7 @@ def write(root: Path, path: str, text: str) -> None:
 
 @pytest.fixture
 def index(app):
-    return app.component("index")
+    return app.component("index").service
 
 
 def pending(index) -> set[tuple[str, str]]:

@@ -19,7 +19,7 @@ WRITER = textwrap.dedent(
 
     async def main():
         async with ReMe(workspace_dir=workspace, timezone="UTC") as app:
-            index = app.component("index")
+            index = app.component("index").service
             for i in range(count):
                 path = f"{folder}/f{i}.md"
                 (Path(workspace) / path).parent.mkdir(parents=True, exist_ok=True)
@@ -46,7 +46,7 @@ def start_writer(tmp_path: Path, root: Path, folder: str, count: int) -> subproc
 
 async def test_two_processes_write_the_same_index(app, tmp_path: Path) -> None:
     root = app.workspace_dir
-    index = app.component("index")
+    index = app.component("index").service
     index.ensure_ready()
     other = start_writer(tmp_path, root, "digest/beta", 12)
     shared = root / "digest/shared.md"
@@ -82,7 +82,7 @@ async def wait_for(predicate, timeout: float = 20.0) -> bool:
 
 async def test_update_loop_reconciles_then_follows_another_process(app) -> None:
     root = app.workspace_dir
-    index = app.component("index")
+    index = app.component("index").service
     (root / "digest").mkdir(exist_ok=True)
     (root / "digest/early.md").write_text("written while the service was down: marmalade")
     app.start_background()

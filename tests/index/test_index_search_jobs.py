@@ -188,11 +188,11 @@ async def test_reindex_rebuilds_the_same_index(notes_app) -> None:
 
 async def test_status_and_health_show_index_figures(notes_app) -> None:
     await notes_app.run("search", query="solar")
-    stats = notes_app.component("index").stats()
+    stats = notes_app.component("index").service.stats()
     assert stats["files"] == 6 and stats["keyword_docs"] >= 6 and stats["pending_links"] == 1
     status = await notes_app.run("status")
     assert status.metadata["components"]["index"]["files"] == 6
-    assert notes_app.component("index").health()["status"] == "ok"
+    assert notes_app.component("index").service.health()["status"] == "ok"
 
 
 async def test_chinese_notes_are_searchable_by_words(app) -> None:

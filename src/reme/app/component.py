@@ -31,3 +31,7 @@ class Component:
 
     def health(self) -> dict[str, Any]:
         return {"status": "ok"}
+
+    def stats(self) -> dict[str, Any]:
+        """Figures for the `status` job (sizes, counts); none by default."""
+        return {}

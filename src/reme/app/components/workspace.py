@@ -7,19 +7,15 @@ writes with the file jobs (also across processes).
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import anyio.from_thread
-
 from reme.app.component import Component
 from reme.app.registry import register_component
 from reme.workspace.layout import CREATED_ON_WRITE, Workspace
-from reme.workspace.links import LinkSource, ScanLinks
 
 log = logging.getLogger(__name__)
 
@@ -73,49 +69,3 @@ def workspace_of(app: Any) -> Workspace:
     if isinstance(component, WorkspaceComponent):
         return component.workspace
     return Workspace(app.workspace_dir)
-
-
-class IndexLinks:
-    """The index component seen as a `LinkSource`, from a job's worker thread (sync or async methods)."""
-
-    def __init__(self, index: Any, fallback: ScanLinks) -> None:
-        self.index = index
-        self.fallback = fallback
-
-    def inbound(self, path: str) -> list[dict[str, str]]:
-        """The graph's answer; a scan of the files when the index cannot give one (moves stay correct)."""
-        try:
-            entries = _call(self.index.inbound, path)
-        except Exception:
-            log.warning("index inbound(%r) failed; scanning the workspace instead", path, exc_info=True)
-            return self.fallback.inbound(path)
-        return [
-            {"source_path": entry["source_path"], "target_path": entry["target_path"]} for entry in entries
-        ]
-
-    def sync_paths(self, paths: list[str]) -> None:
-        """Best effort: the file is already written, so an index failure is logged, not raised."""
-        try:
-            _call(self.index.sync_paths, list(paths))
-        except Exception:
-            log.warning("index sync of %s failed; it will catch up on its next sync", paths, exc_info=True)
-
-
-def link_source(app: Any) -> LinkSource:
-    """The index's link graph when an `index` component runs, else a scan of the workspace."""
-    index = app.components.get("index")
-    scan = ScanLinks(workspace_of(app))
-    if index is not None and hasattr(index, "inbound") and hasattr(index, "sync_paths"):
-        return IndexLinks(index, scan)
-    return scan
-
-
-def _call(function: Any, *args: Any) -> Any:
-    result = function(*args)
-    if inspect.isawaitable(result):
-
-        async def wait() -> Any:
-            return await result
-
-        return anyio.from_thread.run(wait)
-    return result

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from reme.app.components.workspace import link_source, workspace_of
+from reme.app.components.index import link_source
+from reme.app.components.workspace import workspace_of
 from reme.app.jobs import JobContext
 from reme.app.registry import register_step
 from reme.workspace import daily

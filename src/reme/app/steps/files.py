@@ -10,7 +10,8 @@ from typing import Any
 
 import orjson
 
-from reme.app.components.workspace import link_source, workspace_of
+from reme.app.components.index import link_source
+from reme.app.components.workspace import workspace_of
 from reme.app.jobs import JobContext, JobError
 from reme.app.registry import register_step
 from reme.workspace import moving, reading, writing

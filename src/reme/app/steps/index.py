@@ -9,11 +9,13 @@ import asyncio
 import logging
 import sys
 from datetime import date
-from typing import Any
 
+from reme.app.components.index import index_service
+from reme.app.components.workspace import workspace_of
 from reme.app.jobs import JobContext, JobError
 from reme.app.registry import register_step
 from reme.index.search import SearchFilters, render_hits, render_nodes
+from reme.index.service import IndexService
 from reme.index.watch import watch_paths
 from reme.workspace.dates import check_date
 from reme.workspace.paths import UnsafePathError, check_relative
@@ -21,11 +23,8 @@ from reme.workspace.paths import UnsafePathError, check_relative
 log = logging.getLogger(__name__)
 
 
-def _index(ctx: JobContext, name: str = "index") -> Any:
-    try:
-        return ctx.app.component(name)
-    except KeyError:
-        raise JobError(f"no {name!r} component is configured; add components.{name} to the config") from None
+def _index(ctx: JobContext) -> IndexService:
+    return index_service(ctx.app)
 
 
 def _date(ctx: JobContext, key: str) -> date | None:
@@ -80,7 +79,7 @@ async def node_search(ctx: JobContext, folder: str | None = None) -> None:
     index = _index(ctx)
     if not index.ready:
         await asyncio.to_thread(index.ensure_ready, wait=False)
-    folder = folder or index.dirs["digest"]
+    folder = folder or workspace_of(ctx.app).folder("digest")
     nodes = await asyncio.to_thread(index.searcher.node_search, query, ctx.params["limit"], folder)
     ctx.response.answer = render_nodes(query, nodes)
     ctx.response.metadata["results"] = nodes
@@ -135,7 +134,7 @@ async def index_update_loop(ctx: JobContext, settle_s: float = 0.5) -> None:
     """Reconcile, then watch; a second reconcile once the watcher runs closes the start-up gap."""
     index = _index(ctx)
     await asyncio.to_thread(index.ensure_ready)
-    if not index.settings["watch"]:
+    if not index.settings.watch:
         ctx.response.answer = "index is up to date; watching is off (components.index.watch)"
         return
 
@@ -156,7 +155,7 @@ async def index_update_loop(ctx: JobContext, settle_s: float = 0.5) -> None:
             index.root,
             [source.folder for source in index.sources],
             on_changes,
-            debounce_ms=index.settings["debounce_ms"],
+            debounce_ms=index.settings.debounce_ms,
         )
     finally:
         catch_up.cancel()

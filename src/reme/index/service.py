@@ -1,0 +1,281 @@
+"""`IndexService`: the index of one workspace — catalog (SQLite), keyword engine (tantivy), link graph, search.
+
+It owns recovery (finish interrupted writes at open, rebuild when catalog and engine disagree or the
+layout changed), readiness (one reconcile with the disk per process, done by the update loop or the
+first search), figures and health. File jobs call `sync_paths` after changing files and `inbound`
+before moving or deleting; search jobs use `searcher` and `graph`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import sqlite3
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reme.index.chunking import CHUNKER_VERSION, DEFAULT_CHUNK_CHARS, DEFAULT_CONTEXT_CHARS
+from reme.index.graph import LinkGraph
+from reme.index.keyword import KeywordIndex, engine_folder
+from reme.index.search import Searcher, VectorBranch
+from reme.index.store import MetadataStore
+from reme.index.sync import MARKDOWN_EXTENSIONS, Indexer, Progress, Source, SyncReport
+from reme.index.tokenizer import Tokenizer
+from reme.workspace.paths import check_relative
+from reme.workspace.transcript import DIALOG
+
+DB_NAME = "index.sqlite3"
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    """The index's configuration (`components.index.*`), checked when it is built."""
+
+    chunk_chars: int = DEFAULT_CHUNK_CHARS
+    watch: bool = True
+    debounce_ms: int = 200
+    max_file_bytes: int = 20_000_000
+    candidate_multiplier: int = 3
+    vector_weight: float = 0.7
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.chunk_chars, int) or self.chunk_chars < 100:
+            raise ValueError("chunk_chars must be an integer of at least 100")
+        if not isinstance(self.candidate_multiplier, int) or self.candidate_multiplier < 1:
+            raise ValueError("candidate_multiplier must be a positive integer")
+        if not 0.0 <= float(self.vector_weight) <= 1.0:
+            raise ValueError("vector_weight must be between 0 and 1 (the keyword ranking weighs 1 - it)")
+
+
+def default_sources(dirs: Mapping[str, str]) -> tuple[Source, ...]:
+    """daily/ and digest/ Markdown and the session transcripts, under the configured folder names."""
+    return (
+        Source(dirs["daily"], MARKDOWN_EXTENSIONS),
+        Source(dirs["digest"], MARKDOWN_EXTENSIONS),
+        Source(f"{dirs['session']}/{DIALOG}", (".jsonl",), recursive=False),
+    )
+
+
+def source_from_config(raw: Mapping[str, Any]) -> Source:
+    """One `components.index.sources` entry: `{folder, extensions: ['.md'], recursive}`."""
+    folder = check_relative(raw.get("folder"))
+    extensions = tuple(str(ext).lower() for ext in raw.get("extensions") or ())
+    if not extensions or not all(ext.startswith(".") for ext in extensions):
+        raise ValueError(f"index source {folder!r}: extensions must be a non-empty list like ['.md']")
+    return Source(folder, extensions, bool(raw.get("recursive", True)))
+
+
+class IndexService:
+    """The index over `root`, its derived state in `metadata_dir`; `open()` before use, `close()` after."""
+
+    def __init__(
+        self,
+        root: Path,
+        metadata_dir: Path,
+        *,
+        sources: tuple[Source, ...],
+        settings: IndexSettings,
+        tokenizer: Tokenizer,
+        vector: VectorBranch | None = None,
+    ) -> None:
+        self.root = root
+        self.metadata_dir = metadata_dir
+        self.sources = sources
+        self.settings = settings
+        self.tokenizer = tokenizer
+        self.vector = vector
+        self.last_repair: dict[str, Any] = {}
+        self._ready = False
+        self._ready_lock = threading.Lock()
+        self._needs_rebuild = False
+        self.store: MetadataStore | None = None
+
+    # lifecycle -----------------------------------------------------------------------------------
+
+    def open(self) -> None:
+        self.metadata_dir.mkdir(parents=True, exist_ok=True)
+        self.store = store = self._open_store()
+        self.keyword = self._open_keyword()
+        self.indexer = Indexer(
+            self.root,
+            store,
+            self.keyword,
+            lock_path=self.metadata_dir / "index.lock",
+            sources=self.sources,
+            chunk_chars=self.settings.chunk_chars,
+            max_file_bytes=self.settings.max_file_bytes,
+        )
+        self.graph = LinkGraph(self.root, store, self.indexer.is_indexable)
+        self.searcher = Searcher(
+            store,
+            self.keyword,
+            self.graph,
+            candidate_multiplier=self.settings.candidate_multiplier,
+            vector=self.vector,
+            vector_weight=self.settings.vector_weight,
+        )
+        self._repair()
+
+    def _open_store(self) -> MetadataStore:
+        """Open the catalog; a corrupt one is derived state, so it is deleted and rebuilt.
+
+        Any other error (locked by another process's write, disk full) is raised: deleting the
+        files would pull the database from under a live writer.
+        """
+        db_path = self.metadata_dir / DB_NAME
+        try:
+            return MetadataStore(db_path)
+        except sqlite3.DatabaseError as exc:
+            if exc.sqlite_errorname not in ("SQLITE_NOTADB", "SQLITE_CORRUPT"):
+                raise
+            for suffix in ("", "-wal", "-shm"):
+                db_path.with_name(db_path.name + suffix).unlink(missing_ok=True)
+            return MetadataStore(db_path)
+
+    def _open_keyword(self) -> KeywordIndex:
+        """Open the engine for this tokenizer; an unreadable one is deleted and rebuilt."""
+        directory = self.metadata_dir / "keyword"
+        try:
+            keyword = KeywordIndex(directory, self.tokenizer)
+        except (OSError, ValueError):
+            shutil.rmtree(engine_folder(directory, self.tokenizer), ignore_errors=True)
+            keyword = KeywordIndex(directory, self.tokenizer)
+        keyword.remove_stale_siblings()
+        return keyword
+
+    def _layout(self) -> str:
+        """What the catalog content depends on besides the files; a change means a full rebuild."""
+        return json.dumps(
+            {
+                "chunk_chars": self.settings.chunk_chars,
+                "chunker": [CHUNKER_VERSION, DEFAULT_CONTEXT_CHARS],
+                "sources": [s.__dict__ for s in self.sources],
+            },
+            sort_keys=True,
+        )
+
+    def _repair(self) -> None:
+        """Finish interrupted writes; rebuild lazily when catalog and engine disagree."""
+        store = self._store()
+        with self.indexer.writing():
+            layout_changed = store.get_meta("layout") != self._layout()
+            try:
+                report = self.indexer.repair().to_dict()
+            except Exception as exc:  # the rebuild below re-derives everything from the files
+                log.warning("index repair failed; rebuilding", exc_info=True)
+                report = {"error": f"{type(exc).__name__}: {exc}"}
+            agree = "error" not in report and store.keyword_doc_total() == self.keyword.num_docs
+            self._needs_rebuild = layout_changed or not agree
+            self.last_repair = {**report, "rebuild": self._needs_rebuild}
+
+    def close(self) -> None:
+        """Close once no writer is busy: an update in a worker thread outlives its cancelled task."""
+        if self.store is None:
+            return
+        with self.indexer.writing():
+            self.store.close()
+
+    def _store(self) -> MetadataStore:
+        if self.store is None:
+            raise RuntimeError("the index is not open")
+        return self.store
+
+    # readiness -----------------------------------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        """Reconciled with the disk in this process (searches before that reconcile first)."""
+        return self._ready
+
+    def ensure_ready(self, progress: Progress | None = None, *, wait: bool = True) -> SyncReport | None:
+        """Reconcile with the disk once per process (a full rebuild when the repair asked for one).
+
+        `wait=False` (searches) returns at once while another thread is already reconciling, so a
+        long first rebuild in the update loop does not hold up queries; they see what is indexed.
+        """
+        if self._ready:
+            return None
+        if not self._ready_lock.acquire(blocking=wait):
+            return None
+        try:
+            if self._ready:
+                return None
+            report = self._rebuild(progress) if self._needs_rebuild else self.indexer.reconcile(progress)
+            self._ready = True
+            return report
+        finally:
+            self._ready_lock.release()
+
+    def reindex(self, progress: Progress | None = None) -> SyncReport:
+        """Drop all derived state and rebuild it from the files."""
+        with self._ready_lock:
+            report = self._rebuild(progress)
+            self._ready = True
+            return report
+
+    def _rebuild(self, progress: Progress | None) -> SyncReport:
+        report = self.indexer.rebuild(progress)
+        self._store().set_meta("layout", self._layout())
+        self._needs_rebuild = False
+        return report
+
+    # file jobs -----------------------------------------------------------------------------------
+
+    def sync_paths(self, paths: list[str] | str) -> dict[str, Any]:
+        """Bring these workspace-relative files or folders up to date (cheap when unchanged)."""
+        if isinstance(paths, str):
+            paths = [paths]
+        checked = [check_relative(path) for path in paths]
+        self.ensure_ready()
+        return self.indexer.sync_paths(checked).to_dict()
+
+    def inbound(self, path: str) -> list[dict[str, str]]:
+        """Links `{source_path, target_path}` pointing at this file or into this folder.
+
+        Reconciles with the disk first: `move` retargets what this returns, so a linking file
+        written a moment ago, before the update loop saw it, must be found too.
+        """
+        checked = check_relative(path)
+        if self.ensure_ready() is None:
+            self.indexer.reconcile()
+        return self.graph.inbound(checked)
+
+    def is_indexable(self, path: str) -> bool:
+        return self.indexer.is_indexable(path)
+
+    # figures -------------------------------------------------------------------------------------
+
+    def health(self) -> dict[str, Any]:
+        if self.store is None:
+            return {"status": "error", "message": "not started"}
+        agree = self.store.keyword_doc_total() == self.keyword.num_docs
+        status = "ok" if agree or not self._ready else "degraded"
+        return {
+            "status": status,
+            "ready": self._ready,
+            "pending_writes": len(self.store.intents()),
+            "last_repair": self.last_repair,
+        }
+
+    def stats(self) -> dict[str, Any]:
+        store = self._store()
+        counts = store.counts()
+        engine_bytes = sum(f.stat().st_size for f in self.keyword.path.rglob("*") if f.is_file())
+        return {
+            **counts,
+            "keyword_docs": self.keyword.num_docs,
+            "pending_links": len(self.graph.pending_edges()),
+            "catalog_bytes": _size_with_wal(store.db_path),
+            "keyword_bytes": engine_bytes,
+            "tokenizer": self.tokenizer.fingerprint,
+            "ready": self._ready,
+        }
+
+
+def _size_with_wal(db_path: Path) -> int:
+    return sum(p.stat().st_size for p in (db_path, db_path.with_name(db_path.name + "-wal")) if p.exists())
