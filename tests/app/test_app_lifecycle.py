@@ -11,7 +11,7 @@ from reme.app.application import Application, ComponentError
 from reme.app.component import Component
 from reme.app.config import ConfigError, load_config
 from reme.app.jobs import JobContext, JobError
-from reme.app.registry import register_component, register_step
+from reme.app.registry import STEPS, register_component
 
 EVENTS: list[str] = []
 CRASHES = {"left": 0}
@@ -43,20 +43,17 @@ class Strict(Recorder):
         super().__init__(app, name, size=size)
 
 
-@register_step("test_echo")
 def echo(ctx: JobContext, prefix: str = "") -> None:
     ctx.response.answer = prefix + str(ctx.params.get("text", ""))
     ctx.response.metadata["params"] = ctx.params
 
 
-@register_step("test_fail")
 def fail(ctx: JobContext, user: bool = True) -> None:
     if user:
         raise JobError("nothing to do: give text=...", {"hint": 1})
     raise ZeroDivisionError("division by zero")
 
 
-@register_step("test_stream")
 async def stream(ctx: JobContext) -> None:
     for word in ctx.params["text"].split():
         await ctx.emit({"type": "text", "text": word + " "})
@@ -66,18 +63,30 @@ async def stream(ctx: JobContext) -> None:
     ctx.add_usage({"input_tokens": 1})
 
 
-@register_step("test_cron_tick")
 def cron_tick(ctx: JobContext) -> None:
     EVENTS.append("tick")
 
 
-@register_step("test_crash_then_run")
 async def crash_then_run(ctx: JobContext) -> None:
     EVENTS.append("background-start")
     if CRASHES["left"] > 0:
         CRASHES["left"] -= 1
         raise RuntimeError("background crashed")
     await asyncio.sleep(3600)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _test_steps():
+    """The test doubles are steps only while this module's tests run."""
+    steps = {
+        "test_echo": echo,
+        "test_fail": fail,
+        "test_stream": stream,
+        "test_cron_tick": cron_tick,
+        "test_crash_then_run": crash_then_run,
+    }
+    with STEPS.registered(steps):
+        yield
 
 
 async def until(condition, seconds: float = 20.0) -> None:
@@ -171,6 +180,12 @@ async def test_unknown_backend_and_bad_job_config_name_the_key(tmp_path):
         await make_app(tmp_path, "components:\n  x: {backend: nope}\n").start()
     with pytest.raises(ConfigError, match=r"jobs.j.steps\[0\].backend: unknown step 'nope'"):
         await make_app(tmp_path, "jobs:\n  j: {steps: [{backend: nope}]}\n").start()
+    with pytest.raises(ConfigError, match=r"unknown config key 'jobs.j.steps\[0\].prefx': step 'test_echo' takes prefix"):
+        await make_app(tmp_path, "jobs:\n  j: {steps: [{backend: test_echo, prefx: '> '}]}\n").start()
+    with pytest.raises(ConfigError, match=r"'jobs.j.steps\[0\].page_line': step 'read' takes max_text_bytes, page_lines"):
+        await make_app(tmp_path, "jobs:\n  j: {steps: [{backend: read, page_line: 3}]}\n").start()
+    with pytest.raises(ConfigError, match=r"'jobs.j.steps\[0\].x': step 'test_stream' takes no settings"):
+        await make_app(tmp_path, "jobs:\n  j: {kind: stream, steps: [{backend: test_stream, x: 1}]}\n").start()
     with pytest.raises(ConfigError, match="jobs.j.kind"):
         await make_app(tmp_path, "jobs:\n  j: {kind: weird, steps: [{backend: test_echo}]}\n").start()
     with pytest.raises(ConfigError, match="jobs.j.cron"):

@@ -15,7 +15,7 @@ from reme import __version__
 from reme.app.application import Application
 from reme.app.config import load_config
 from reme.app.jobs import JobContext
-from reme.app.registry import register_step
+from reme.app.registry import STEPS
 from reme.service.mcp import build_mcp_server
 
 SERVED_TOOLS = {"app_config", "health_check", "help", "list", "status", "version"}
@@ -112,9 +112,15 @@ async def test_cli_calls_jobs_on_an_mcp_service(mcp_services, run_reme_async, re
     assert "missing required parameter 'path'" in json.loads(failed.stdout)["answer"]
 
 
-@register_step("svc_test_mcp_chunks")
 async def chunks(ctx: JobContext) -> None:
     await ctx.emit({"type": "text", "text": "chunk"})
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _test_step():
+    """The test double is a step only while this module's tests run."""
+    with STEPS.registered({"svc_test_mcp_chunks": chunks}):
+        yield
 
 
 async def test_stream_jobs_are_not_tools(tmp_path):

@@ -10,17 +10,23 @@ import pytest
 
 from reme.app.config import load_config
 from reme.app.jobs import JobContext
-from reme.app.registry import register_step
+from reme.app.registry import STEPS
 from reme.service.cli import run_once
 from reme.service.runner import run_service
 
 
-@register_step("svc_test_words")
 async def words(ctx: JobContext) -> None:
     for word in ctx.params["text"].split():
         await ctx.emit({"type": "text", "text": word + " "})
     if ctx.params.get("fail"):
         raise RuntimeError("stream broke")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _test_step():
+    """The test double is a step only while this module's tests run."""
+    with STEPS.registered({"svc_test_words": words}):
+        yield
 
 
 CONFIG = """

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import anyio.to_thread
 
 from reme.app.config import ConfigError
-from reme.app.registry import STEPS
+from reme.app.registry import STEPS, step_settings
 from reme.errors import ReMeError
 from reme.llm.tools import ToolSpec
 
@@ -141,6 +141,13 @@ def build_job(name: str, raw: dict[str, Any] | None) -> JobSpec:
                 f"{where}.steps[{i}].backend: unknown step {step['backend']!r} (known: {', '.join(STEPS.names())})"
             )
         settings = {k: v for k, v in step.items() if k != "backend"}
+        accepted = step_settings(STEPS.get(step["backend"]))
+        for key in settings:
+            if key not in accepted:
+                raise ConfigError(
+                    f"unknown config key '{where}.steps[{i}].{key}': step {step['backend']!r} takes "
+                    f"{', '.join(accepted) or 'no settings'}"
+                )
         steps.append(StepSpec(step["backend"], settings))
     cron = raw.get("cron")
     if kind == "cron":

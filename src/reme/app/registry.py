@@ -7,9 +7,12 @@ point group. `load_plugins()` imports all of them once, at application start (ne
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import inspect
 import pkgutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from importlib.metadata import entry_points
 from typing import Any, Generic, TypeVar
 
@@ -39,6 +42,17 @@ class Registry(Generic[T]):
             known = ", ".join(sorted(self._items)) or "none"
             raise KeyError(f"unknown {self.what} {name!r} (known: {known})") from None
 
+    @contextmanager
+    def registered(self, items: Mapping[str, T]) -> Iterator[None]:
+        """Register `items` for the duration of a block (test doubles), then remove them again."""
+        for name, obj in items.items():
+            self.register(name)(obj)
+        try:
+            yield
+        finally:
+            for name in items:
+                self._items.pop(name, None)
+
     def __contains__(self, name: object) -> bool:
         return name in self._items
 
@@ -48,11 +62,34 @@ class Registry(Generic[T]):
 
 STEPS: Registry[Callable[..., Any]] = Registry("step")
 COMPONENTS: Registry[type] = Registry("component backend")
+_SETTINGS_ATTR = "__reme_step_settings__"
 
 
-def register_step(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register `fn(ctx, **settings)` as the step backend `name`."""
-    return STEPS.register(name)
+def register_step(
+    name: str, *, settings: type | None = None
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register `fn(ctx, **settings)` as the step backend `name`.
+
+    The settings a step takes are its keyword parameters after `ctx`; a step that forwards
+    `**settings` declares them with `settings=<dataclass>` (its fields are the accepted keys).
+    """
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if settings is not None:
+            setattr(fn, _SETTINGS_ATTR, settings)
+        return STEPS.register(name)(fn)
+
+    return decorate
+
+
+def step_settings(fn: Callable[..., Any]) -> tuple[str, ...]:
+    """The setting names a step accepts; a `**settings` step without a declaration accepts none."""
+    declared = getattr(fn, _SETTINGS_ATTR, None)
+    if declared is not None:
+        return tuple(field.name for field in dataclasses.fields(declared))
+    parameters = list(inspect.signature(fn).parameters.values())[1:]
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return tuple(p.name for p in parameters if p.kind in kinds)
 
 
 def register_component(backend: str) -> Callable[[type], type]:

@@ -23,7 +23,7 @@ def _limits(settings: dict[str, Any]) -> Limits:
     return Limits(**settings)
 
 
-@register_step("read")
+@register_step("read", settings=Limits)
 def read(ctx: JobContext, **settings: Any) -> None:
     p = ctx.params
     result = reading.read(
@@ -33,14 +33,14 @@ def read(ctx: JobContext, **settings: Any) -> None:
     ctx.response.metadata.update(result)
 
 
-@register_step("read_image")
+@register_step("read_image", settings=Limits)
 def read_image(ctx: JobContext, **settings: Any) -> None:
     result = reading.read_image(workspace_of(ctx.app), ctx.params["path"], _limits(settings))
     ctx.response.answer = result.pop("data")
     ctx.response.metadata.update(result)
 
 
-@register_step("write")
+@register_step("write", settings=Limits)
 def write(ctx: JobContext, **settings: Any) -> None:
     p = ctx.params
     ws = workspace_of(ctx.app)
@@ -58,7 +58,7 @@ def write(ctx: JobContext, **settings: Any) -> None:
     ctx.response.metadata.update(result)
 
 
-@register_step("edit")
+@register_step("edit", settings=Limits)
 def edit(ctx: JobContext, **settings: Any) -> None:
     p = ctx.params
     result = writing.edit(
@@ -115,21 +115,21 @@ def list_(ctx: JobContext) -> None:
     ctx.response.metadata.update(result)
 
 
-@register_step("stat")
+@register_step("stat", settings=Limits)
 def stat(ctx: JobContext, **settings: Any) -> None:
     result = reading.stat(workspace_of(ctx.app), link_source(ctx.app), ctx.params["path"], _limits(settings))
     ctx.response.answer = orjson.dumps(result).decode()
     ctx.response.metadata.update(result)
 
 
-@register_step("frontmatter_read")
+@register_step("frontmatter_read", settings=Limits)
 def frontmatter_read(ctx: JobContext, **settings: Any) -> None:
     result = reading.frontmatter_read(workspace_of(ctx.app), ctx.params["path"], _limits(settings))
     ctx.response.answer = result.get("error") or orjson.dumps(result["front_matter"]).decode()
     ctx.response.metadata.update(result)
 
 
-@register_step("frontmatter_update")
+@register_step("frontmatter_update", settings=Limits)
 def frontmatter_update(ctx: JobContext, **settings: Any) -> None:
     p = ctx.params
     result = writing.frontmatter_update(
@@ -139,7 +139,7 @@ def frontmatter_update(ctx: JobContext, **settings: Any) -> None:
     ctx.response.metadata.update(result)
 
 
-@register_step("frontmatter_delete")
+@register_step("frontmatter_delete", settings=Limits)
 def frontmatter_delete(ctx: JobContext, **settings: Any) -> None:
     p = ctx.params
     result = writing.frontmatter_delete(
@@ -149,14 +149,14 @@ def frontmatter_delete(ctx: JobContext, **settings: Any) -> None:
     ctx.response.metadata.update(result)
 
 
-@register_step("load")
+@register_step("load", settings=Limits)
 def load(ctx: JobContext, **settings: Any) -> None:
     result = reading.load(workspace_of(ctx.app), ctx.params["path"], _limits(settings))
     ctx.response.answer = result["content"]
     ctx.response.metadata.update(result)
 
 
-@register_step("save")
+@register_step("save", settings=Limits)
 def save(ctx: JobContext, **settings: Any) -> None:
     p = ctx.params
     try:

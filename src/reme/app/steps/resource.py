@@ -40,7 +40,7 @@ async def auto_resource_step(ctx: JobContext, max_bytes: int = 5_000_000, max_ch
 
 @register_step("resource_watch")
 async def resource_watch_step(
-    ctx: JobContext, debounce_ms: int = 800, scan_on_start: bool = True, force_polling: bool = False, **_: Any
+    ctx: JobContext, debounce_ms: int = 800, scan_on_start: bool = True, force_polling: bool = False
 ) -> None:
     """Run `auto_resource` for each batch of changes under `resource/` until cancelled."""
     from watchfiles import Change, awatch
