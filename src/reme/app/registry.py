@@ -14,7 +14,10 @@ import pkgutil
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from importlib.metadata import entry_points
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from reme.app.component import Component
 
 T = TypeVar("T")
 
@@ -61,7 +64,7 @@ class Registry(Generic[T]):
 
 
 STEPS: Registry[Callable[..., Any]] = Registry("step")
-COMPONENTS: Registry[type] = Registry("component backend")
+COMPONENTS: Registry[type[Component]] = Registry("component backend")
 _SETTINGS_ATTR = "__reme_step_settings__"
 
 
@@ -92,7 +95,7 @@ def step_settings(fn: Callable[..., Any]) -> tuple[str, ...]:
     return tuple(p.name for p in parameters if p.kind in kinds)
 
 
-def register_component(backend: str) -> Callable[[type], type]:
+def register_component(backend: str) -> Callable[[type[Component]], type[Component]]:
     """Register a `Component` subclass under the backend name used in config."""
     return COMPONENTS.register(backend)
 

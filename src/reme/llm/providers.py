@@ -40,10 +40,10 @@ def build_model(settings: ModelSettings) -> Model:
         )
     from pydantic_ai.providers.openai import OpenAIProvider
 
-    provider = OpenAIProvider(
+    openai_provider = OpenAIProvider(
         base_url=settings.base_url or None, api_key=settings.api_key or "api-key-not-set"
     )
-    return OpenAIChatModel(settings.model, provider=provider)
+    return OpenAIChatModel(settings.model, provider=openai_provider)
 
 
 def request_settings(settings: ModelSettings) -> dict[str, Any]:

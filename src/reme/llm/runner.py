@@ -158,9 +158,9 @@ async def run_agent(
 
     usage = RunUsage()
     try:
-        result = await agent.run(
+        result = await agent.run(  # type: ignore[call-overload]  # model settings are a plain dict here
             prompt,
-            model_settings=request_settings(settings),  # type: ignore[arg-type]
+            model_settings=request_settings(settings),
             usage=usage,
             usage_limits=UsageLimits(request_limit=settings.max_steps),
             event_stream_handler=stream_text if on_event and output_type is str else None,

@@ -11,20 +11,19 @@ Every method raises `reme.errors.ReMeError` (message + metadata) when the operat
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import date, tzinfo
 from typing import TYPE_CHECKING, Any, Protocol
+
+from reme.llm.runner import RunJob
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
     from reme.llm.settings import ModelSettings
     from reme.llm.tools import ToolSpec
-
-RunJob = Callable[..., Awaitable[Any]]  # (job, **params) -> Response, for agent tools only
-
 
 @dataclass(frozen=True)
 class FileText:
@@ -56,8 +55,15 @@ class ModelHandle:
 class MemoryPort(Protocol):
     """What a pipeline may do. Paths are workspace-relative POSIX paths."""
 
-    tz: tzinfo
-    run_job: RunJob
+    @property
+    def tz(self) -> tzinfo:
+        """The application timezone: every "today" and daily date uses it."""
+        ...
+
+    @property
+    def run_job(self) -> RunJob:
+        """Runs a job by name, for agent tools only (the per-pipeline path policy sits in front of it)."""
+        ...
 
     def today(self) -> date: ...
 

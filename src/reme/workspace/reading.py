@@ -157,7 +157,7 @@ def list_dir(
     if not folder.is_dir():
         raise NotADirectoryError(f"{relative!r} is a file; use `stat` or `read`")
     wanted = _normalise_extensions(extensions)
-    entries = []
+    entries: list[dict[str, Any]] = []
     for entry_path in _entries(ws, folder, recursive):
         try:
             info = entry_path.stat()

@@ -148,8 +148,8 @@ def _quote_context(line: str, position: int) -> str:
     stripped = prefix.lstrip()
     if stripped.startswith("-"):
         value = stripped[1:]
-    elif TOP_LEVEL_KEY.match(prefix):
-        value = prefix[TOP_LEVEL_KEY.match(prefix).end() :]
+    elif key := TOP_LEVEL_KEY.match(prefix):
+        value = prefix[key.end() :]
     else:
         value = prefix
     if value.count("'") % 2 == 1:

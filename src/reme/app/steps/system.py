@@ -26,7 +26,7 @@ def help_(ctx: JobContext) -> None:
         jobs = [job for job in jobs if job.name == name]
         if not jobs:
             raise JobError(f"unknown job {name!r}; run `reme help` to list the jobs")
-    entries = [
+    entries: list[dict[str, Any]] = [
         {
             "name": job.name,
             "kind": job.kind,

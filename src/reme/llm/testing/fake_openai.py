@@ -51,7 +51,7 @@ class FakeOpenAI:
     @property
     def base_url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://{host!s}:{port}/v1"
 
     def set_script(self, script: Sequence[Mapping[str, Any]]) -> None:
         """Replace the script and start it from its first entry."""
