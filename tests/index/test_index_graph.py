@@ -160,13 +160,24 @@ def test_a_file_that_cannot_be_indexed_does_not_block_the_others(app, index, mon
 
 
 def test_searches_do_not_wait_for_a_reconcile_running_elsewhere(app, index) -> None:
+    import threading
+
     write(app.workspace_dir, "digest/a.md", "kiwi")
-    assert index._ready_lock.acquire()  # as the update loop does during a long first rebuild
+    started, release = threading.Event(), threading.Event()
+
+    def slow_progress(done: int, total: int) -> None:  # the update loop's long first reconcile
+        started.set()
+        release.wait(30)
+
+    loop = threading.Thread(target=index.ensure_ready, args=(slow_progress,))
+    loop.start()
     try:
-        assert index.ensure_ready(wait=False) is None and not index._ready
+        assert started.wait(30)
+        assert index.ensure_ready(wait=False) is None and not index.ready
     finally:
-        index._ready_lock.release()
-    assert index.ensure_ready(wait=False).indexed == ["digest/a.md"]
+        release.set()
+        loop.join(30)
+    assert index.ready and index.store.file("digest/a.md") is not None
 
 
 def test_a_catalog_of_another_schema_version_is_started_afresh(tmp_path) -> None:

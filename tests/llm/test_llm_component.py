@@ -32,12 +32,13 @@ async def test_environment_configures_the_openai_backend(
         assert llm.settings_for("chat").model == "big-model"
         assert llm.settings_for("memory").model == "small-model"
         assert llm.model("memory").model_name == "small-model"
-        assert llm.model("memory") is llm.model("memory")  # built once, reused
+        model = llm.model("memory")
+        assert llm.model("memory") is model  # built once, reused
         health = (await app.run("health_check")).to_dict()
         config = (await app.run("app_config")).to_dict()
     assert "sk-very-secret" not in repr(health) + repr(config)
     assert llm.health()["chat"]["api_key_set"] is True and llm.health()["status"] == "ok"
-    assert llm._models == {}  # closing the app released the models' HTTP clients
+    assert llm.model("memory") is not model  # closing the app released the models (and their HTTP clients)
 
 
 async def test_without_settings_the_app_starts_and_reports_what_is_missing(tmp_path: Path) -> None:

@@ -55,6 +55,9 @@ async def test_next_call_for_the_session_distils_its_pending_card(make_app: Make
     assert response.metadata["note_path"] == "daily/2026-06-09/trip-2026-06-09.md"
     assert "daily/2026-06-01/trip-2026-06-01.md" in response.answer
     assert "pending" not in front_matter(app.workspace_dir / "daily/2026-06-01/trip-2026-06-01.md")
+    # Two cards distilled in one job: the usage of both agent runs is summed (3 requests, 2 tool calls each).
+    usage = response.metadata["usage"]
+    assert usage["requests"] == 6 and usage["tool_calls"] == 4, usage
 
 
 FAULTS: list[dict[str, Any]] = [

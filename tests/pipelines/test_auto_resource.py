@@ -237,6 +237,22 @@ async def wait_for(condition: Any, seconds: float = 60.0) -> bool:
     return condition()
 
 
+def distilled(card: Path) -> Any:
+    """A condition: the card exists and its agent run has finished (the pending mark is gone).
+
+    A card exists from the moment its stub is written; waiting for that alone races the agent,
+    whose writes (temporary file, rename) are still landing in the folder.
+    """
+
+    def done() -> bool:
+        try:
+            return "pending: true" not in card.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return False
+
+    return done
+
+
 async def test_watch_loop_follows_added_and_deleted_files(make_app: MakeApp) -> None:
     steps = [{"backend": "resource_watch", "debounce_ms": 100, "scan_on_start": True}]
     app = await make_app(**scripted(READ_AND_WRITE), **{"jobs.resource_watch_loop.steps": steps})
@@ -307,9 +323,9 @@ async def test_watch_loop_skips_a_badly_named_file_but_not_its_batch(make_app: M
     app = await make_app(**scripted(READ_AND_WRITE), **{"jobs.resource_watch_loop.steps": steps})
     put(app, "resource/2026-06-01/early.md", "Present before start.\n")
     app.start_background()
-    assert await wait_for((app.workspace_dir / "daily/2026-06-01/early.md").exists)  # the loop is running
+    assert await wait_for(distilled(app.workspace_dir / "daily/2026-06-01/early.md"))  # the loop is running
     put(app, "resource/2026-06-01/notes: draft.md", "A colon is refused in workspace names.\n")
     put(app, "resource/2026-06-01/agenda.md", "Kick-off on Monday.\n")
     card = app.workspace_dir / "daily/2026-06-01/agenda.md"
-    assert await wait_for(card.exists, seconds=30), app.job_runs
+    assert await wait_for(distilled(card), seconds=30), app.job_runs
     assert sorted(p.name for p in card.parent.iterdir()) == ["agenda.md", "early.md"]

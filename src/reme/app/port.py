@@ -48,7 +48,7 @@ class AppPort:
         return self.app.today()
 
     def folder(self, role: str) -> str:
-        return self.workspace.dirs.get(role, role)
+        return self.workspace.folder(role)
 
     def exists(self, path: str) -> bool:
         return (self.workspace.root / path).is_file()

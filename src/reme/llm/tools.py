@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from reme.workspace.paths import UnsafePathError, check_relative
+
 
 @dataclass(frozen=True)
 class ToolSpec:
@@ -60,9 +62,11 @@ class ToolSpec:
 
 
 def _safe(path: Any) -> bool:
-    if not isinstance(path, str) or not path or path.startswith(("/", "~")) or "\\" in path:
+    """A canonical workspace-relative path by the workspace's one path gate (no normalising)."""
+    try:
+        return check_relative(path) == path
+    except UnsafePathError:
         return False
-    return all(part not in ("", ".", "..") for part in path.split("/")) and not any(ord(c) < 32 for c in path)
 
 
 @dataclass(frozen=True)
