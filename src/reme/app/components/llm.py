@@ -1,18 +1,18 @@
 """The `llm` component: chat models per role (`chat`, `memory`) from config, built on first use.
 
-Backends: `openai` (any OpenAI-compatible endpoint), `anthropic`, `ollama`, and `scripted` (a
-deterministic test double playing the `script` setting). Missing credentials never stop the
+Backends: `openai` (any OpenAI-compatible endpoint), `anthropic` and `ollama`; the `scripted` test
+double is registered by `reme.testing` through the plugin entry point. Missing credentials never stop the
 application from starting: the LLM jobs report them instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from reme.app.component import Component
 from reme.app.registry import register_component
-from reme.llm.providers import LLMNotConfigured, build_model
+from reme.llm.providers import build_model
 from reme.llm.settings import ModelSettings, resolve_settings
 
 if TYPE_CHECKING:
@@ -54,28 +54,6 @@ class LLMComponent(Component):
         return {"status": status, "chat": chat.describe(), "memory": memory.describe()}
 
 
-class ScriptedLLM(LLMComponent):
-    """Plays `script` (see `reme.llm.testing.scripted`) from its first turn on every agent run."""
-
-    backend = "scripted"
-
-    def __init__(
-        self, app: Any, name: str, script: Sequence[Mapping[str, Any]] = (), **settings: Any
-    ) -> None:
-        super().__init__(app, name, **settings)
-        self.script: list[Mapping[str, Any]] = list(script)
-
-    def missing(self, role: str = "chat") -> str | None:
-        return None if self.script else "components.llm.script (the scripted backend has no turns)"
-
-    def model(self, role: str = "chat", variables: Mapping[str, Any] | None = None) -> Model:
-        from reme.llm.testing.scripted import scripted_model
-
-        if not self.script:
-            raise LLMNotConfigured(f"no LLM configured: set {self.missing(role)}")
-        return scripted_model(self.script, variables)
-
-
 class AnthropicLLM(LLMComponent):
     backend = "anthropic"
 
@@ -87,4 +65,3 @@ class OllamaLLM(LLMComponent):
 register_component("openai")(LLMComponent)
 register_component("anthropic")(AnthropicLLM)
 register_component("ollama")(OllamaLLM)
-register_component("scripted")(ScriptedLLM)
