@@ -20,6 +20,7 @@ import re
 import shutil
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import date
 from pathlib import Path
@@ -34,6 +35,7 @@ B = 0.75
 _LUCENE_SCALE = 1.0 / (1.0 + K1)
 _REGEX_META = re.compile(r"([\\.+*?()|\[\]{}^$#&\-~\"])")
 _WRITER_WAIT_S = 30.0
+MAX_QUERY_TERMS = 256  # distinct terms per query: bounds the clauses (and memory) of one search
 SCHEMA_VERSION = 1  # bump when the engine's fields change: the folder name changes with it
 
 
@@ -230,12 +232,16 @@ class KeywordIndex:
         end_date: date | None = None,
         strict_date_filter: bool = False,
     ) -> list[tuple[str, float]]:
-        """`search` for already tokenized terms (a repeated term counts again, as in Lucene)."""
+        """`search` for already tokenized terms (a repeated term counts again, as in Lucene).
+
+        A term repeated n times is one clause boosted n times (the same score as n clauses), and only
+        the first MAX_QUERY_TERMS distinct terms count: a huge query costs no more than a long one.
+        """
         if not terms or limit <= 0:
             return []
         schema = self._schema
         clauses: list[tuple[tantivy.Occur, tantivy.Query]] = [
-            (tantivy.Occur.Should, tantivy.Query.term_query(schema, "body", term)) for term in terms
+            (tantivy.Occur.Should, _term_clause(schema, term, count)) for term, count in weighted_terms(terms)
         ]
         filters = self._filters(path_prefix, start_date, end_date, strict_date_filter)
         if filters:
@@ -273,6 +279,16 @@ class KeywordIndex:
                     )
                 )
         return filters
+
+
+def weighted_terms(terms: Sequence[str]) -> list[tuple[str, int]]:
+    """`(term, times repeated)` of the first MAX_QUERY_TERMS distinct terms, in query order."""
+    return list(Counter(terms).items())[:MAX_QUERY_TERMS]
+
+
+def _term_clause(schema: tantivy.Schema, term: str, count: int) -> tantivy.Query:
+    query = tantivy.Query.term_query(schema, "body", term)
+    return query if count == 1 else tantivy.Query.boost_query(query, float(count))
 
 
 def _day_number(day: date) -> int:
