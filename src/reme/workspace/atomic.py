@@ -36,7 +36,7 @@ def atomic_write(path: Path, data: bytes | str) -> None:
         mode = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
         mode = 0o666 & ~_UMASK
-    prefix = f".{path.name[:80]}."
+    prefix = f".{path.name[:80]}.{os.getpid()}."  # the writer's pid: a sweep knows a dead writer's leftovers
     fd, temp_name = tempfile.mkstemp(prefix=prefix, suffix=TEMP_SUFFIX, dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -60,13 +60,46 @@ def atomic_write(path: Path, data: bytes | str) -> None:
 _swept_folders: set[Path] = set()
 
 
-def _remove_stale_temps(folder: Path) -> None:
-    """Delete temporary files left in this folder by writers killed mid-write."""
+def sweep_stale_temps(root: Path) -> int:
+    """Delete the temporary files of dead writers anywhere under `root` (at start-up); returns how many.
+
+    Without it a crash's leftovers stay until a later write in the same folder.
+    """
+    removed = 0
+    for folder, subfolders, _ in os.walk(root):
+        subfolders[:] = [name for name in subfolders if not os.path.islink(os.path.join(folder, name))]
+        removed += _remove_stale_temps(Path(folder))
+    return removed
+
+
+def _remove_stale_temps(folder: Path) -> int:
+    """Delete temporary files left in this folder by writers killed mid-write: those of a process that
+    no longer runs at once, any other after STALE_TEMP_SECONDS (the pid may have been reused)."""
     limit = time.time() - STALE_TEMP_SECONDS
+    removed = 0
     for leftover in folder.glob(".*" + TEMP_SUFFIX):
         with contextlib.suppress(OSError):
-            if leftover.stat().st_mtime < limit:
+            if not _writer_alive(leftover.name) or leftover.stat().st_mtime < limit:
                 leftover.unlink()
+                removed += 1
+    return removed
+
+
+def _writer_alive(temp_name: str) -> bool:
+    """Whether the process named in a temporary file's name (`.<name>.<pid>.<random>.reme-tmp`) runs."""
+    parts = temp_name[: -len(TEMP_SUFFIX)].rsplit(".", 2)
+    if len(parts) != 3 or not parts[1].isdigit():
+        return True  # no pid in the name (an older reme): only its age tells
+    pid = int(parts[1])
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    return True
 
 
 def fsync_dir(folder: Path) -> None:

@@ -18,8 +18,10 @@ import anyio.from_thread
 
 from reme.app.component import Component
 from reme.app.registry import register_component
+from reme.workspace.atomic import sweep_stale_temps
 from reme.workspace.layout import Workspace
 from reme.workspace.links import LinkSource, ScanLinks
+from reme.workspace.moving import recover_moves
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +35,7 @@ class WorkspaceComponent(Component):
     ) -> None:
         super().__init__(app, name, dirs=dirs, lock_timeout=lock_timeout)
         self.workspace = Workspace(app.workspace_dir, dirs, lock_timeout)
+        self.recovered_moves: list[dict[str, Any]] = []
 
     @property
     def root(self) -> Path:
@@ -54,13 +57,24 @@ class WorkspaceComponent(Component):
             yield
 
     async def start(self) -> None:
+        """Create the layout, then clean up after a crashed writer: half-done moves, temporary files."""
         self.workspace.ensure_layout()
+        # The index starts after this component and reconciles with the files, so no sync is needed here.
+        self.recovered_moves = recover_moves(self.workspace, ScanLinks(self.workspace))
+        sweep_stale_temps(self.root)
 
     def health(self) -> dict[str, Any]:
         missing = [name for name in self.dirs.values() if not (self.root / name).is_dir()]
         if missing:
             return {"status": "error", "root": str(self.root), "missing": missing}
-        return {"status": "ok", "root": str(self.root)}
+        health: dict[str, Any] = {"status": "ok", "root": str(self.root)}
+        if self.recovered_moves:
+            health["recovered_moves"] = self.recovered_moves
+        failed = [move for move in self.recovered_moves if move["state"] == "failed"]
+        if failed:
+            health["status"] = "degraded"
+            health["reason"] = f"{len(failed)} interrupted move(s) could not be finished; see recovered_moves"
+        return health
 
 
 def workspace_of(app: Any) -> Workspace:
