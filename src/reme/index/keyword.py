@@ -16,6 +16,8 @@ the caller's metadata lock keeps the catalog and the engine in step.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
 import threading
@@ -95,6 +97,49 @@ class KeywordIndex:
     def remove_stale_siblings(self) -> None:
         for stale in self.stale_siblings():
             shutil.rmtree(stale, ignore_errors=True)
+
+    def remove_leftovers(self) -> list[str]:
+        """Delete engine files the last commit does not refer to; returns their names.
+
+        A writer killed mid-commit leaves segment and delete files behind, and a stale
+        `<segment>.<opstamp>.del` makes every later commit that reaches that opstamp fail with
+        FileAlreadyExists. Call it only while holding the index's write lock with no writer open.
+        """
+        with self._write_lock:
+            if self._writer is not None:
+                raise RuntimeError("cannot clean the engine folder while a writer is open")
+            try:
+                meta = json.loads((self.path / "meta.json").read_text(encoding="utf-8"))
+            except (FileNotFoundError, ValueError):
+                return []  # no commit yet (or unreadable: the caller rebuilds)
+            wanted: dict[str, str | None] = {}  # segment id -> the name of its current delete file
+            for segment in meta.get("segments", []):
+                segment_id = segment["segment_id"].replace("-", "")
+                deletes = segment.get("deletes")
+                wanted[segment_id] = f"{segment_id}.{deletes['opstamp']}.del" if deletes else None
+            removed = []
+            for entry in os.scandir(self.path):
+                segment_id, _, rest = entry.name.partition(".")
+                if entry.name.startswith(".") or entry.name == "meta.json" or not entry.is_file():
+                    continue
+                if segment_id in wanted and (not rest.endswith("del") or entry.name == wanted[segment_id]):
+                    continue
+                os.unlink(entry.path)
+                removed.append(entry.name)
+            if removed:
+                self._forget_managed(set(removed))
+            return removed
+
+    def _forget_managed(self, names: set[str]) -> None:
+        """Drop deleted files from tantivy's list of the files it manages (`.managed.json`)."""
+        managed = self.path / ".managed.json"
+        try:
+            listed = json.loads(managed.read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError):
+            return
+        temporary = managed.with_name(".managed.json.reme-tmp")
+        temporary.write_text(json.dumps([name for name in listed if name not in names]), encoding="utf-8")
+        os.replace(temporary, managed)
 
     # writing -------------------------------------------------------------------------------------
 

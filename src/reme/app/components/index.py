@@ -21,6 +21,7 @@ from reme.app.component import Component
 from reme.app.registry import register_component
 from reme.index.chunking import CHUNKER_VERSION, DEFAULT_CHUNK_CHARS, DEFAULT_CONTEXT_CHARS
 from reme.index.graph import LinkGraph
+from reme.index.guard import IndexGuard
 from reme.index.keyword import KeywordIndex, engine_folder
 from reme.index.search import Searcher, VectorBranch
 from reme.index.store import MetadataStore
@@ -117,6 +118,7 @@ class IndexComponent(Component):
             chunk_chars=self.settings["chunk_chars"],
             max_file_bytes=self.settings["max_file_bytes"],
         )
+        self.guard = IndexGuard(self.indexer)  # foreign interrupted writes, reasons for `degraded`
         self.graph = LinkGraph(self.root, self.store, self.indexer.is_indexable)
         vector = self._vector_branch()
         self.searcher = Searcher(
@@ -191,6 +193,8 @@ class IndexComponent(Component):
             self.last_repair = {**report, "rebuild": self._needs_rebuild}
 
     async def close(self) -> None:
+        if getattr(self, "indexer", None) is not None:
+            self.indexer.stop()  # a long rebuild or reconcile ends after its current batch
         if getattr(self, "store", None) is not None:
             await asyncio.to_thread(self._close_store)
 
@@ -269,17 +273,22 @@ class IndexComponent(Component):
 
     # figures -------------------------------------------------------------------------------------
 
+    def catch_up(self) -> dict[str, Any] | None:
+        """Finish index writes another process left interrupted (cheap when nothing changed)."""
+        return self.guard.catch_up()
+
     def health(self) -> dict[str, Any]:
         if not hasattr(self, "store"):
             return {"status": "error", "message": "not started"}
-        agree = self.store.keyword_doc_total() == self.keyword.num_docs
-        status = "ok" if agree or not self._ready else "degraded"
-        return {
-            "status": status,
+        self.guard.catch_up()
+        problems = self.guard.problems()
+        health = {
+            "status": "degraded" if problems else "ok",
             "ready": self._ready,
             "pending_writes": len(self.store.intents()),
             "last_repair": self.last_repair,
         }
+        return {**health, "reason": "; ".join(problems)} if problems else health
 
     def stats(self) -> dict[str, Any]:
         counts = self.store.counts()
