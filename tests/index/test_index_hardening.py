@@ -262,3 +262,41 @@ async def test_stop_ends_a_reindex_after_its_batch_with_a_consistent_index(tmp_p
         report = index.reindex(stop_at_first)
         assert calls == [200] and report.to_dict()["stopped"] is True
         assert index.health()["status"] == "ok" and index.stats()["files"] == 690
+
+
+async def test_sigterm_during_a_served_reindex_stops_it_at_a_batch_with_a_consistent_index(
+    tmp_path: Path,
+) -> None:
+    import sqlite3
+
+    import httpx
+    from tests.support import start_service_process
+
+    root = big_workspace(tmp_path)
+    service = start_service_process(root, "service.port=0", "timezone=UTC", "components.index.watch=false")
+    try:
+
+        def ready() -> bool:
+            reply = httpx.post(f"{service.url}/health_check", json={}, timeout=60).json()
+            return reply["metadata"]["components"]["index"]["ready"]
+
+        while not ready():  # the start-up reconcile is done: what follows is the reindex
+            time.sleep(0.05)
+        replies: list[httpx.Response] = []
+        request = threading.Thread(
+            target=lambda: replies.append(httpx.post(f"{service.url}/reindex", json={}, timeout=120))
+        )
+        request.start()
+        catalog = sqlite3.connect(root / "metadata/index.sqlite3")
+        while not catalog.execute("SELECT COUNT(*) FROM intents").fetchone()[0]:  # a batch is in flight
+            time.sleep(0.005)
+        catalog.close()
+        assert service.stop() == 0
+        request.join(60)
+    finally:
+        service.stop()
+    assert replies and "stopped by shutdown" in replies[0].json()["answer"], replies[0].text
+    async with ReMe(workspace_dir=root, timezone="UTC", **QUIET) as app:
+        index = app.component("index")
+        assert index.health()["status"] == "ok"
+        assert index_state(index) == await fresh_state(root, tmp_path)

@@ -192,9 +192,13 @@ class IndexComponent(Component):
             self._needs_rebuild = layout_changed or not agree
             self.last_repair = {**report, "rebuild": self._needs_rebuild}
 
-    async def close(self) -> None:
+    def interrupt(self) -> None:
+        """Shutdown: a long rebuild or reconcile ends after its current batch (consistent)."""
         if getattr(self, "indexer", None) is not None:
-            self.indexer.stop()  # a long rebuild or reconcile ends after its current batch
+            self.indexer.stop()
+
+    async def close(self) -> None:
+        self.interrupt()
         if getattr(self, "store", None) is not None:
             await asyncio.to_thread(self._close_store)
 
@@ -233,7 +237,7 @@ class IndexComponent(Component):
                 self._needs_rebuild = False
             else:
                 report = self.indexer.reconcile(progress)
-            self._ready = True
+            self._ready = not report.stopped  # a reconcile cut short by shutdown is not up to date
             return report
         finally:
             self._ready_lock.release()
