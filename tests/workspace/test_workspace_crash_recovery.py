@@ -30,12 +30,12 @@ writes = 0
 real_write = moving.atomic_write
 
 
-def dying_write(path, data):
+def dying_write(path, data, root=None):
     global writes
     writes += 1
     if writes == kill_at:
         os.kill(os.getpid(), signal.SIGKILL)
-    real_write(path, data)
+    real_write(path, data, root)
 
 
 moving.atomic_write = move_journal.atomic_write = dying_write
@@ -103,10 +103,10 @@ def test_a_live_move_is_not_recovered_by_another_writer(tmp_path):
     seen: list[list] = []
     real = atomic.atomic_write
 
-    def watching_write(path, data):
+    def watching_write(path, data, root=None):
         if path.suffix == ".md":
             seen.append(recover_moves(ws, ScanLinks(ws)))  # another writer looks while the move runs
-        real(path, data)
+        real(path, data, root)
 
     import reme.workspace.moving as moving
 

@@ -53,7 +53,7 @@ def recorded(ws: Workspace, src: str, dst: str, inbound: list[dict[str, str]]) -
     lock = FileLock(folder / f"{intent.id}.lock")
     with lock:
         record = folder / f"{intent.id}.json"
-        atomic_write(record, json.dumps(asdict(intent), ensure_ascii=False))
+        atomic_write(record, json.dumps(asdict(intent), ensure_ascii=False), ws.root)
         yield intent
         _forget(record)
     (folder / f"{intent.id}.lock").unlink(missing_ok=True)

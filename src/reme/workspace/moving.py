@@ -131,7 +131,7 @@ def _retarget_sources(
                 continue
             rewritten, count = retarget_links(text, mapping)
             if count:
-                atomic_write(target, rewritten)
+                atomic_write(target, rewritten, ws.root)
                 changed.append(current)
                 total += count
     return changed, total
