@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
-import tantivy
 from tests.index.test_index_crash import CHILD, clean_reindex, note, run_child, write_workspace
 
 from reme import ReMe
+from reme.index.guard import index_content
 
 QUERIES = ["solar cobalt", "hydrogen nuclear grid", "turbine", "note 31"]
 QUIET = {"components.index.watch": False}  # the live app learns of changes only through the index
@@ -32,25 +32,8 @@ async def searches(app) -> dict:
     return results
 
 
-def engine_chunk_ids(index) -> list[str]:
-    """Every chunk id the keyword engine holds, whatever its segments and deleted documents."""
-    searcher = index.keyword._searcher()
-    hits = searcher.search(tantivy.Query.all_query(), max(searcher.num_docs, 1)).hits
-    return sorted(searcher.doc(address)["chunk_id"][0] for _, address in hits)
-
-
 def index_state(index) -> dict:
-    """What a fresh reindex must reproduce: catalog rows and the engine's documents (scores may
-    differ by deleted documents not yet merged away, as in Lucene)."""
-    return {
-        "files": index.store.query("SELECT path, mtime_ns, size, name, error FROM files ORDER BY path"),
-        "chunks": index.store.query(
-            "SELECT chunk_id, path, start_line, end_line, text FROM chunks ORDER BY chunk_id"
-        ),
-        "links": index.store.query("SELECT source, target, predicate FROM links ORDER BY source, seq"),
-        "intents": index.store.intents(),
-        "engine": engine_chunk_ids(index),
-    }
+    return index_content(index.indexer)
 
 
 async def fresh_state(root: Path, tmp_path: Path) -> dict:

@@ -148,3 +148,16 @@ async def test_temporary_files_of_a_dead_writer_are_removed_at_start(tmp_path):
     async with ReMe(workspace_dir=root, timezone="UTC"):
         assert not any(leftover.exists() for leftover in leftovers)
         assert alive.exists()  # a live writer's file (this process) is left alone
+
+
+async def test_a_live_service_finishes_a_move_another_process_left_half_done(tmp_path):
+    root = tmp_path / "ws"
+    linked_workspace(root)
+    async with ReMe(workspace_dir=root, timezone="UTC") as app:
+        killed_move(root, 9)
+        assert links_to(root, "digest/old.md") > 0
+        health = (await app.run("health_check")).metadata["components"]["workspace"]
+        assert [move["state"] for move in health["recovered_moves"]] == ["finished"]
+        assert links_to(root, "digest/old.md") == 0
+        hits = await app.run("search", query="ref 7")
+        assert "[[digest/new.md]]" in hits.metadata["results"][0]["text"]

@@ -69,3 +69,23 @@ class IndexGuard:
         if indexer.failure:
             reasons.append(f"the last index update failed: {indexer.failure}")
         return reasons
+
+
+def index_content(indexer: Indexer) -> dict[str, Any]:
+    """Everything the index holds, in a form equal for equal content: catalog rows and engine
+    documents (scores are left out: deleted documents not yet merged away move them, as in Lucene).
+    A crash-recovered index must equal a fresh build of the same files."""
+    store = indexer.store
+    return {
+        "files": store.query(
+            "SELECT path, mtime_ns, size, name, description, error FROM files ORDER BY path"
+        ),
+        "chunks": store.query(
+            "SELECT chunk_id, path, seq, start_line, end_line, heading_path, text FROM chunks ORDER BY chunk_id"
+        ),
+        "links": store.query(
+            "SELECT source, seq, target, predicate, anchor, alias FROM links ORDER BY source, seq"
+        ),
+        "intents": store.intents(),
+        "engine": indexer.keyword.chunk_ids(),
+    }

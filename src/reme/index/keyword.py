@@ -239,6 +239,12 @@ class KeywordIndex:
             self._reload()
         return self._index.searcher()
 
+    def chunk_ids(self) -> list[str]:
+        """Every chunk id the engine holds (sorted): what to compare with a fresh build."""
+        searcher = self._searcher()
+        hits = searcher.search(tantivy.Query.all_query(), max(searcher.num_docs, 1)).hits
+        return sorted(searcher.doc(address)["chunk_id"][0] for _, address in hits)
+
     @property
     def num_docs(self) -> int:
         return self._searcher().num_docs

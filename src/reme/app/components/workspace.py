@@ -67,6 +67,9 @@ class WorkspaceComponent(Component):
         missing = [name for name in self.dirs.values() if not (self.root / name).is_dir()]
         if missing:
             return {"status": "error", "root": str(self.root), "missing": missing}
+        # A one-shot process killed mid-move while this one runs: finished here, not only at the next start.
+        recovered = recover_moves(self.workspace, link_source(self.app))
+        self.recovered_moves = (self.recovered_moves + recovered)[-20:]  # the latest reports
         health: dict[str, Any] = {"status": "ok", "root": str(self.root)}
         if self.recovered_moves:
             health["recovered_moves"] = self.recovered_moves
