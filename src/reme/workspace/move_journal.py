@@ -106,7 +106,12 @@ def _settle(ws: Workspace, record: Path, finish: Callable[[MoveIntent], dict[str
         log.warning("finishing the interrupted move %s -> %s failed", intent.src, intent.dst, exc_info=True)
         return {**report, "state": "failed", "error": f"{type(exc).__name__}: {exc}"}
     _forget(record)
-    log.warning("finished the interrupted move %s -> %s: %s", intent.src, intent.dst, done)
+    log.warning(
+        "finished the interrupted move %s -> %s (%d file(s) rewritten)",
+        intent.src,
+        intent.dst,
+        len(done.get("retargeted_files", ())),
+    )
     return {**report, "state": "finished", **done}
 
 
