@@ -404,7 +404,7 @@ def version(path: str, n: int) -> str:
 
 
 def prepare(scenario: str, root: Path) -> None:
-    seed(root, 150)
+    seed(root, 800 if scenario == "reindex" else 150)  # a reindex of 800 notes spans 4 engine commits
     if scenario == "move":
         (root / "digest/a.md").write_text("---\nname: moving note\n---\nthe note that moves\n")
         for i in range(200):

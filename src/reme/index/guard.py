@@ -25,10 +25,6 @@ class IndexGuard:
         self._seen = -1  # the generation last checked; -1 so the first look checks
         self.last_catch_up: dict[str, Any] = {}
 
-    def changed(self) -> bool:
-        """Whether the catalog changed since the last `catch_up` (one indexed read)."""
-        return self.indexer.store.generation() != self._seen
-
     def catch_up(self) -> dict[str, Any] | None:
         """Finish what a dead writer left in the catalog; returns a report when it repaired something.
 

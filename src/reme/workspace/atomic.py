@@ -9,7 +9,7 @@ import stat
 import time
 from pathlib import Path
 
-from reme.workspace.confined import confined_parent
+from reme.workspace.confined import CONFINED, confined_parent
 
 TEMP_SUFFIX = ".reme-tmp"
 STALE_TEMP_SECONDS = 600  # a temporary file this old belongs to a writer that died
@@ -34,7 +34,7 @@ def atomic_write(path: Path, data: bytes | str, root: Path | None = None) -> Non
     happens relative to it: a folder swapped for a symlink meanwhile cannot send the write outside.
     """
     payload = data.encode("utf-8") if isinstance(data, str) else data
-    if root is None:
+    if root is None or not CONFINED:
         if path.is_symlink():
             path = path.resolve()  # write through the link instead of replacing it
         path.parent.mkdir(parents=True, exist_ok=True)

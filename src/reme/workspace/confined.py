@@ -18,6 +18,8 @@ from pathlib import Path, PurePosixPath
 
 from reme.workspace.paths import UnsafePathError
 
+# Where the system cannot work relative to a folder descriptor, writes fall back to plain paths.
+CONFINED = {os.open, os.mkdir, os.stat, os.readlink, os.unlink} <= os.supports_dir_fd
 MAX_LINKS = 40  # as the kernel's own limit: a loop of links ends here
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
 

@@ -29,9 +29,11 @@ def _index(ctx: JobContext, name: str = "index") -> Any:
 
 
 async def _caught_up(index: Any) -> None:
-    """Before reading: finish index writes another process left interrupted (one read when none)."""
-    if index.guard.changed():
-        await asyncio.to_thread(index.catch_up)
+    """Before reading: finish index writes another process left interrupted (one read when none).
+
+    In a worker thread: the catalog's lock may be held by a batch being written.
+    """
+    await asyncio.to_thread(index.catch_up)
 
 
 def _date(ctx: JobContext, key: str) -> date | None:
