@@ -85,20 +85,30 @@ def sweep_stale_temps(root: Path) -> int:
     Without it a crash's leftovers stay until a later write in the same folder.
     """
     removed = 0
-    for folder, subfolders, _ in os.walk(root):
+    for folder, subfolders, names in os.walk(root):
         subfolders[:] = [name for name in subfolders if not os.path.islink(os.path.join(folder, name))]
-        removed += _remove_stale_temps(Path(folder))
+        removed += _remove_stale(Path(folder), [name for name in names if _is_temp(name)])
     return removed
 
 
 def _remove_stale_temps(folder: Path) -> int:
-    """Delete temporary files left in this folder by writers killed mid-write: those of a process that
-    no longer runs at once, any other after STALE_TEMP_SECONDS (the pid may have been reused)."""
+    """Delete temporary files left in this folder by writers killed mid-write."""
+    return _remove_stale(folder, [leftover.name for leftover in folder.glob(".*" + TEMP_SUFFIX)])
+
+
+def _is_temp(name: str) -> bool:
+    return name.startswith(".") and name.endswith(TEMP_SUFFIX)
+
+
+def _remove_stale(folder: Path, names: list[str]) -> int:
+    """Those of a process that no longer runs go at once, any other after STALE_TEMP_SECONDS (the
+    pid may have been reused)."""
     limit = time.time() - STALE_TEMP_SECONDS
     removed = 0
-    for leftover in folder.glob(".*" + TEMP_SUFFIX):
+    for name in names:
+        leftover = folder / name
         with contextlib.suppress(OSError):
-            if not _writer_alive(leftover.name) or leftover.stat().st_mtime < limit:
+            if not _writer_alive(name) or leftover.stat().st_mtime < limit:
                 leftover.unlink()
                 removed += 1
     return removed
