@@ -208,3 +208,10 @@ async def test_chinese_notes_are_searchable_by_words(app) -> None:
     assert "宁德时代" in response.answer
     nodes = await app.run("node_search", query="太阳光 电能")
     assert [n["path"] for n in nodes.metadata["results"]] == ["digest/energy/solar-zh.md"]
+
+
+@pytest.mark.parametrize("job", ["search", "node_search"])
+async def test_an_oversized_query_is_refused_before_any_search(notes_app, job: str) -> None:
+    response = await notes_app.run(job, query="solar " * 2_000)
+    assert not response.success and "8192" in response.answer
+    assert (await notes_app.run(job, query="solar " * 1_000)).success  # 6000 characters still search

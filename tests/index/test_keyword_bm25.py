@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reme.index.keyword import KeywordIndex, path_date
+from reme.index.keyword import MAX_QUERY_TERMS, KeywordIndex, path_date
 from reme.index.tokenizer import Tokenizer
 
 K1, B = 1.2, 0.75
@@ -195,3 +195,14 @@ def test_empty_query_and_zero_limit(index: KeywordIndex) -> None:
 )
 def test_path_date(path: str, expected: int) -> None:
     assert path_date(path) == expected
+
+
+def test_repeated_terms_are_one_boosted_clause_and_distinct_terms_are_capped(index: KeywordIndex) -> None:
+    (battery,) = index.tokenizer.tokenize("battery")
+    once = dict(index.search_terms([battery, "night"], 50))
+    many = dict(index.search_terms([battery] * 100_000 + ["night"], 50))
+    assert many.keys() == once.keys()
+    assert many["c2"] == pytest.approx(once["c2"] + 99_999 * dict(index.search_terms([battery], 50))["c2"])
+    filler = [f"filler{i}" for i in range(MAX_QUERY_TERMS)]
+    assert index.search_terms([*filler, "solar"], 50) == []  # past the cap: not a clause
+    assert index.search_terms(["solar", *filler], 50) != []

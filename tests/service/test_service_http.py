@@ -62,6 +62,8 @@ def test_missing_required_parameter_is_refused(http_service):
         (b"{not json", "invalid JSON body"),
         (b"[1, 2]", "must be a JSON object"),
         (b'"text"', "must be a JSON object"),
+        (b'{"path": ' + b"[" * 5000 + b"]" * 5000 + b"}", "nested more than 100 levels"),
+        (b'{"path": ' + b'{"a":' * 500 + b"1" + b"}" * 500 + b"}", "nested more than 100 levels"),
     ],
 )
 def test_malformed_bodies_get_400_with_the_response_shape(http_service, content, expected):

@@ -91,7 +91,7 @@ CRASH_AT_RENAME = textwrap.dedent(
     from reme.workspace.layout import Workspace
     from reme.workspace.links import ScanLinks
 
-    def die(*args):
+    def die(*args, **kwargs):
         os.kill(os.getpid(), signal.SIGKILL)
 
     os.replace = die  # the new text is fully in the temporary file; the rename never happens

@@ -356,8 +356,10 @@ async def test_stat_reports_front_matter_and_link_counts(linked_app):
         "outlink_count": 3,
         "inlink_count": 1,
     }
+    target = await app.run("stat", path="digest/b.md")
+    assert target.metadata["inlink_count"] == 3  # the edges a.md counts as outlinks: src, plain, is_a
     folder = await app.run("stat", path="digest")
-    assert folder.metadata["type"] == "dir" and folder.metadata["inlink_count"] == 2  # a->b, b->a
+    assert folder.metadata["type"] == "dir" and folder.metadata["inlink_count"] == 4  # a->b thrice, b->a
 
 
 # front matter jobs ---------------------------------------------------------------------------------

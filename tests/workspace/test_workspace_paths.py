@@ -224,3 +224,34 @@ def test_no_accepted_path_leaves_the_workspace_or_touches_metadata(tmp_path_fact
     relative = resolved.relative_to(ws.root).as_posix()
     assert relative == path.rstrip("/") and relative.split("/")[0].casefold() != "metadata"
     assert all(ord(ch) >= 32 for ch in relative) and ".." not in relative.split("/")
+
+
+@pytest.mark.parametrize(
+    "name", ["digest/evil\u202edm.exe.md", "digest/zero\u200bwidth.md", "digest/line\u2028sep.md"]
+)
+async def test_invisible_format_characters_are_refused_in_new_names(app, name):
+    (app.workspace_dir / "digest/keep.md").write_text("keep\n")
+    before = snapshot(app.workspace_dir)
+    for job, params in [
+        ("write", {"path": name, "content": "x"}),
+        ("daily_create", {"date": "2026-06-01", "name": name.split("/")[-1][:-3]}),
+    ]:
+        response = await app.run(job, **params)
+        assert not response.success and "invisible character U+" in response.answer, (job, response.answer)
+    moved = await app.run("move", src="digest/keep.md", dst=name)
+    assert not moved.success and "invisible character" in moved.answer
+    assert snapshot(app.workspace_dir) == before
+
+
+async def test_an_existing_file_with_a_format_character_can_still_be_read_and_renamed(app):
+    odd = app.workspace_dir / "digest/odd\u200bname.md"
+    odd.write_text("odd\n")
+    assert (await app.run("read", path="digest/odd\u200bname.md")).answer == "odd\n"
+    assert (await app.run("move", src="digest/odd\u200bname.md", dst="digest/oddname.md")).success
+    assert (app.workspace_dir / "digest/oddname.md").read_text() == "odd\n"
+
+
+async def test_persian_names_with_a_zero_width_non_joiner_are_fine(app):
+    assert (
+        await app.run("write", path="digest/\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645.md", content="x")
+    ).success

@@ -26,6 +26,9 @@ class Component:
     async def start(self) -> None:
         """Acquire resources; raise to abort application start."""
 
+    def interrupt(self) -> None:
+        """Shutdown is coming: end long-running work at its next consistent point (nothing by default)."""
+
     async def close(self) -> None:
         """Release resources; called in reverse start order."""
 

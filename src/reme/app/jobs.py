@@ -241,6 +241,12 @@ def _describe(job: JobSpec, error: Any) -> str:
         return f"{prefix}missing required parameter {', '.join(map(repr, missing))} for job {job.name!r}"
     if error.validator == "type":
         return f"parameter {where!r} must be of type {error.validator_value} (got {type(error.instance).__name__})"
+    if error.validator in ("maxLength", "maxItems", "maxProperties"):
+        unit = {"maxLength": "characters", "maxItems": "items", "maxProperties": "keys"}[error.validator]
+        return (
+            f"parameter {where!r} is too long: {len(error.instance)} {unit}, at most "
+            f"{error.validator_value} allowed; shorten it"
+        )
     if error.validator == "format":
         return f"parameter {where!r}: {error.instance!r} is not a valid {error.validator_value}"
     return f"parameter {where!r}: {error.message}" if where else error.message

@@ -16,10 +16,13 @@ the caller's metadata lock keeps the catalog and the engine in step.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import date
 from pathlib import Path
@@ -34,6 +37,7 @@ B = 0.75
 _LUCENE_SCALE = 1.0 / (1.0 + K1)
 _REGEX_META = re.compile(r"([\\.+*?()|\[\]{}^$#&\-~\"])")
 _WRITER_WAIT_S = 30.0
+MAX_QUERY_TERMS = 256  # distinct terms per query: bounds the clauses (and memory) of one search
 SCHEMA_VERSION = 1  # bump when the engine's fields change: the folder name changes with it
 
 
@@ -93,6 +97,49 @@ class KeywordIndex:
     def remove_stale_siblings(self) -> None:
         for stale in self.stale_siblings():
             shutil.rmtree(stale, ignore_errors=True)
+
+    def remove_leftovers(self) -> list[str]:
+        """Delete engine files the last commit does not refer to; returns their names.
+
+        A writer killed mid-commit leaves segment and delete files behind, and a stale
+        `<segment>.<opstamp>.del` makes every later commit that reaches that opstamp fail with
+        FileAlreadyExists. Call it only while holding the index's write lock with no writer open.
+        """
+        with self._write_lock:
+            if self._writer is not None:
+                raise RuntimeError("cannot clean the engine folder while a writer is open")
+            try:
+                meta = json.loads((self.path / "meta.json").read_text(encoding="utf-8"))
+            except (FileNotFoundError, ValueError):
+                return []  # no commit yet (or unreadable: the caller rebuilds)
+            wanted: dict[str, str | None] = {}  # segment id -> the name of its current delete file
+            for segment in meta.get("segments", []):
+                segment_id = segment["segment_id"].replace("-", "")
+                deletes = segment.get("deletes")
+                wanted[segment_id] = f"{segment_id}.{deletes['opstamp']}.del" if deletes else None
+            removed = []
+            for entry in os.scandir(self.path):
+                segment_id, _, rest = entry.name.partition(".")
+                if entry.name.startswith(".") or entry.name == "meta.json" or not entry.is_file():
+                    continue
+                if segment_id in wanted and (not rest.endswith("del") or entry.name == wanted[segment_id]):
+                    continue
+                os.unlink(entry.path)
+                removed.append(entry.name)
+            if removed:
+                self._forget_managed(set(removed))
+            return removed
+
+    def _forget_managed(self, names: set[str]) -> None:
+        """Drop deleted files from tantivy's list of the files it manages (`.managed.json`)."""
+        managed = self.path / ".managed.json"
+        try:
+            listed = json.loads(managed.read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError):
+            return
+        temporary = managed.with_name(".managed.json.reme-tmp")
+        temporary.write_text(json.dumps([name for name in listed if name not in names]), encoding="utf-8")
+        os.replace(temporary, managed)
 
     # writing -------------------------------------------------------------------------------------
 
@@ -192,6 +239,12 @@ class KeywordIndex:
             self._reload()
         return self._index.searcher()
 
+    def chunk_ids(self) -> list[str]:
+        """Every chunk id the engine holds (sorted): what to compare with a fresh build."""
+        searcher = self._searcher()
+        hits = searcher.search(tantivy.Query.all_query(), max(searcher.num_docs, 1)).hits
+        return sorted(searcher.doc(address)["chunk_id"][0] for _, address in hits)
+
     @property
     def num_docs(self) -> int:
         return self._searcher().num_docs
@@ -230,12 +283,16 @@ class KeywordIndex:
         end_date: date | None = None,
         strict_date_filter: bool = False,
     ) -> list[tuple[str, float]]:
-        """`search` for already tokenized terms (a repeated term counts again, as in Lucene)."""
+        """`search` for already tokenized terms (a repeated term counts again, as in Lucene).
+
+        A term repeated n times is one clause boosted n times (the same score as n clauses), and only
+        the first MAX_QUERY_TERMS distinct terms count: a huge query costs no more than a long one.
+        """
         if not terms or limit <= 0:
             return []
         schema = self._schema
         clauses: list[tuple[tantivy.Occur, tantivy.Query]] = [
-            (tantivy.Occur.Should, tantivy.Query.term_query(schema, "body", term)) for term in terms
+            (tantivy.Occur.Should, _term_clause(schema, term, count)) for term, count in weighted_terms(terms)
         ]
         filters = self._filters(path_prefix, start_date, end_date, strict_date_filter)
         if filters:
@@ -273,6 +330,16 @@ class KeywordIndex:
                     )
                 )
         return filters
+
+
+def weighted_terms(terms: Sequence[str]) -> list[tuple[str, int]]:
+    """`(term, times repeated)` of the first MAX_QUERY_TERMS distinct terms, in query order."""
+    return list(Counter(terms).items())[:MAX_QUERY_TERMS]
+
+
+def _term_clause(schema: tantivy.Schema, term: str, count: int) -> tantivy.Query:
+    query = tantivy.Query.term_query(schema, "body", term)
+    return query if count == 1 else tantivy.Query.boost_query(query, float(count))
 
 
 def _day_number(day: date) -> int:

@@ -20,6 +20,7 @@ from typing import Any
 
 from reme.index.chunking import CHUNKER_VERSION, DEFAULT_CHUNK_CHARS, DEFAULT_CONTEXT_CHARS
 from reme.index.graph import LinkGraph
+from reme.index.guard import IndexGuard
 from reme.index.keyword import KeywordIndex, engine_folder
 from reme.index.search import Searcher, VectorBranch
 from reme.index.store import MetadataStore
@@ -110,6 +111,7 @@ class IndexService:
             chunk_chars=self.settings.chunk_chars,
             max_file_bytes=self.settings.max_file_bytes,
         )
+        self.guard = IndexGuard(self.indexer)  # foreign interrupted writes, reasons for `degraded`
         self.graph = LinkGraph(self.root, store, self.indexer.is_indexable)
         self.searcher = Searcher(
             store,
@@ -173,10 +175,16 @@ class IndexService:
             self._needs_rebuild = layout_changed or not agree
             self.last_repair = {**report, "rebuild": self._needs_rebuild}
 
+    def interrupt(self) -> None:
+        """Shutdown: a long rebuild or reconcile ends after its current batch (consistent)."""
+        if self.store is not None:
+            self.indexer.stop()
+
     def close(self) -> None:
         """Close once no writer is busy: an update in a worker thread outlives its cancelled task."""
         if self.store is None:
             return
+        self.interrupt()
         with self.indexer.writing():
             self.store.close()
 
@@ -206,7 +214,7 @@ class IndexService:
             if self._ready:
                 return None
             report = self._rebuild(progress) if self._needs_rebuild else self.indexer.reconcile(progress)
-            self._ready = True
+            self._ready = not report.stopped  # a reconcile cut short by shutdown is not up to date
             return report
         finally:
             self._ready_lock.release()
@@ -248,19 +256,24 @@ class IndexService:
     def is_indexable(self, path: str) -> bool:
         return self.indexer.is_indexable(path)
 
+    def catch_up(self) -> dict[str, Any] | None:
+        """Finish index writes another process left interrupted (cheap when nothing changed)."""
+        return self.guard.catch_up()
+
     # figures -------------------------------------------------------------------------------------
 
     def health(self) -> dict[str, Any]:
         if self.store is None:
             return {"status": "error", "message": "not started"}
-        agree = self.store.keyword_doc_total() == self.keyword.num_docs
-        status = "ok" if agree or not self._ready else "degraded"
-        return {
-            "status": status,
+        self.guard.catch_up()
+        problems = self.guard.problems()
+        health = {
+            "status": "degraded" if problems else "ok",
             "ready": self._ready,
             "pending_writes": len(self.store.intents()),
             "last_repair": self.last_repair,
         }
+        return {**health, "reason": "; ".join(problems)} if problems else health
 
     def stats(self) -> dict[str, Any]:
         store = self._store()

@@ -9,6 +9,9 @@ Crash consistency: a writer first records its paths in `intents` (committed), th
 keyword engine, then replaces catalog rows and clears the intents in one transaction. After a kill
 at any point the catalog is either old or new, and the start-up repair re-syncs every path still in
 `intents`. Readers never need a lock (WAL); writers are serialised by the caller's file lock.
+
+Every write transaction bumps `meta.generation`, so any process notices with one read that the
+catalog changed under it (see `guard`).
 """
 
 from __future__ import annotations
@@ -167,6 +170,12 @@ class MetadataStore:
         """Durably note that these paths are about to change (repair re-syncs them after a crash)."""
         with self.transaction() as db:
             db.executemany("INSERT OR IGNORE INTO intents VALUES (?)", [(p,) for p in paths])
+            _bump_generation(db)
+
+    def generation(self) -> int:
+        """How many write transactions the catalog has seen, from any process."""
+        value = self.get_meta("generation")
+        return int(value) if value else 0
 
     def intents(self) -> list[str]:
         return [row[0] for row in self.query("SELECT path FROM intents ORDER BY path")]
@@ -201,12 +210,14 @@ class MetadataStore:
                     ],
                 )
             db.executemany("DELETE FROM intents WHERE path = ?", [(p,) for p in settled])
+            _bump_generation(db)
 
     def clear(self) -> None:
         """Forget everything indexed (meta survives)."""
         with self.transaction() as db:
             for table in ("files", "chunks", "links", "intents"):
                 db.execute(f"DELETE FROM {table}")
+            _bump_generation(db)
 
     # catalog reads -------------------------------------------------------------------------------
 
@@ -292,6 +303,13 @@ class MetadataStore:
             "SELECT DISTINCT target FROM links WHERE target NOT IN (SELECT path FROM files) ORDER BY target"
         )
         return [row[0] for row in rows]
+
+
+def _bump_generation(db: sqlite3.Connection) -> None:
+    db.execute(
+        "INSERT INTO meta VALUES ('generation', '1') "
+        "ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+    )
 
 
 def _inside(folder: str) -> tuple[str, str]:

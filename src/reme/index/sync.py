@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from reme.index.chunking import Chunk, chunk_text
 from reme.index.keyword import KeywordIndex
@@ -57,14 +57,17 @@ class SyncReport:
     indexed: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     unchanged: int = 0
+    stopped: bool = False  # ended early by `Indexer.stop()`; what was done is consistent
 
     def extend(self, other: SyncReport) -> None:
         self.indexed += other.indexed
         self.deleted += other.deleted
         self.unchanged += other.unchanged
+        self.stopped = self.stopped or other.stopped
 
     def to_dict(self) -> dict[str, Any]:
-        return {"indexed": len(self.indexed), "deleted": len(self.deleted), "unchanged": self.unchanged}
+        counts = {"indexed": len(self.indexed), "deleted": len(self.deleted), "unchanged": self.unchanged}
+        return {**counts, "stopped": True} if self.stopped else counts
 
 
 class Indexer:
@@ -89,12 +92,37 @@ class Indexer:
         self.max_file_bytes = max_file_bytes
         self._thread_lock = threading.RLock()
         self._file_lock = FileLock(lock_path, timeout=120)
+        self._stopping = threading.Event()
+        self.failure: str | None = None  # why the last write of the index failed; None once one succeeds
 
     @contextmanager
     def writing(self) -> Iterator[None]:
         """Exclusive right to change the index, within this process and across processes."""
         with self._thread_lock, self._file_lock:
             yield
+
+    @contextmanager
+    def writing_if_free(self) -> Iterator[bool]:
+        """`writing` when no other thread or process holds it (yields True), else yields False at once."""
+        if not self._thread_lock.acquire(blocking=False):
+            yield False
+            return
+        try:
+            try:
+                self._file_lock.acquire(timeout=0)
+            except Timeout:
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                self._file_lock.release()
+        finally:
+            self._thread_lock.release()
+
+    def stop(self) -> None:
+        """Let bulk work end after its current batch (shutdown): every finished batch is consistent."""
+        self._stopping.set()
 
     # what is indexed -----------------------------------------------------------------------------
 
@@ -173,17 +201,44 @@ class Indexer:
             return report
 
     def rebuild(self, progress: Progress | None = None) -> SyncReport:
-        """Drop every derived row and document, then index all files afresh."""
+        """Re-derive every file from the disk, in place and batch by batch (`reindex`).
+
+        Each batch replaces its files' rows and documents in one crash-safe step, so readers see
+        each file's old or new index and never a gap, and other writers get the lock between
+        batches. A kill or `stop()` leaves a consistent index. If the engine still holds documents
+        the catalog does not know afterwards (a damaged engine), it is emptied and refilled.
+        """
         with self.writing():
-            self.store.begin_intents(self.store.stamps())
-            self.keyword.clear()
-            self.keyword.commit()
-            self.store.clear()
-            return self._sync(sorted(self.scan()), force=True, progress=progress)
+            paths = sorted(set(self.scan()) | set(self.store.stamps()))
+        report = SyncReport()
+        for start in range(0, len(paths), BATCH_FILES):
+            if self._stopping.is_set():
+                report.stopped = True
+                return report
+            with self.writing():
+                report.extend(self._sync(paths[start : start + BATCH_FILES], force=True))
+            if progress is not None:
+                progress(min(start + BATCH_FILES, len(paths)), len(paths))
+        with self.writing():
+            if self.store.keyword_doc_total() != self.keyword.num_docs:
+                log.warning("the keyword engine disagrees with the catalog after a rebuild; refilling it")
+                return self._refill(progress)
+        return report
+
+    def _refill(self, progress: Progress | None) -> SyncReport:
+        """Empty the engine and index every file again; the intents make a kill resume, not lose, it."""
+        paths = sorted(set(self.scan()) | set(self.store.stamps()))
+        self.store.begin_intents(paths)
+        self.keyword.clear()
+        self.keyword.commit()
+        return self._sync(paths, force=True, progress=progress)
 
     def repair(self) -> SyncReport:
         """Finish what a crashed writer left: re-sync every path with an open intent."""
         with self.writing():
+            removed = self.keyword.remove_leftovers()
+            if removed:
+                log.warning("removed %d engine file(s) left by an interrupted commit", len(removed))
             pending = self.store.intents()
             return self._sync(pending, force=True) if pending else SyncReport()
 
@@ -201,6 +256,9 @@ class Indexer:
                 continue
             todo.append((path, stamp))
         for start in range(0, len(todo), BATCH_FILES):
+            if start and self._stopping.is_set():
+                report.stopped = True  # shutting down: what is left stays as it was (or in intents)
+                break
             batch = todo[start : start + BATCH_FILES]
             self._write_batch(batch, report)
             if progress is not None:
@@ -209,7 +267,28 @@ class Indexer:
 
     def _write_batch(self, batch: list[tuple[str, tuple[int, int] | None]], report: SyncReport) -> None:
         paths = [path for path, _ in batch]
-        self.store.begin_intents(paths)
+        try:
+            self.store.begin_intents(paths)
+            try:
+                records, deleted = self._write_engine(batch)
+            except Exception:
+                removed = self.keyword.remove_leftovers()  # a killed commit's files block new commits
+                if not removed:
+                    raise
+                log.warning("engine commit failed; removed %d leftover file(s) and retried", len(removed))
+                records, deleted = self._write_engine(batch)
+            self.store.apply(records, deleted, paths)
+        except Exception as exc:
+            self.failure = f"{type(exc).__name__}: {exc}"
+            raise
+        self.failure = None
+        report.indexed += [r.file.path for r in records]
+        report.deleted += deleted
+
+    def _write_engine(
+        self, batch: list[tuple[str, tuple[int, int] | None]]
+    ) -> tuple[list[FileRecord], list[str]]:
+        """Replace the batch's documents in the engine and commit; the catalog records to apply."""
         records: list[FileRecord] = []
         deleted: list[str] = []
         try:
@@ -227,9 +306,7 @@ class Indexer:
         except BaseException:
             self.keyword.rollback()
             raise
-        self.store.apply(records, deleted, paths)
-        report.indexed += [r.file.path for r in records]
-        report.deleted += deleted
+        return records, deleted
 
     def _read_safely(self, path: str, stamp: tuple[int, int]) -> tuple[FileRecord, list[Chunk]] | None:
         """`_read`, with any failure on this one file recorded in the catalog instead of raised: one

@@ -10,6 +10,7 @@ jobs that are unknown or not served, 401 without the access token. Every answer,
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -22,6 +23,7 @@ from reme.app.application import Application
 from reme.app.jobs import JobSpec, ParameterError, run_steps, validate_params
 from reme.service.security import BearerTokenGate
 
+log = logging.getLogger(__name__)
 RESPONSE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -33,6 +35,9 @@ RESPONSE_SCHEMA: dict[str, Any] = {
 }
 # Above the largest file the file jobs accept (16 MiB of text, base64 overhead included), far below memory.
 MAX_BODY_BYTES = 64 * 2**20
+# No parameter needs more; deeper JSON would exhaust the recursion of the parser, the schema
+# validator or the encoder of the answer.
+MAX_JSON_DEPTH = 100
 STREAM_DESCRIPTION = (
     "text/event-stream: one `data:` line of JSON per chunk; failures arrive as "
     '`{"type": "error", "message": ...}`; always ends with `{"type": "done", "success": ...}`.'
@@ -73,13 +78,33 @@ async def read_params(request: Request) -> dict[str, Any] | JSONResponse:
         return failure(f"the body is larger than {MAX_BODY_BYTES} bytes", 413)
     if not body.strip():
         return {}
+    too_deep = f"the JSON body is nested more than {MAX_JSON_DEPTH} levels deep; flatten it"
     try:
         params = json.loads(body)
+    except RecursionError:
+        return failure(too_deep, 400)
     except (ValueError, UnicodeDecodeError) as exc:
         return failure(f"invalid JSON body: {exc}; send the parameters as a JSON object", 400)
+    if json_depth(params) > MAX_JSON_DEPTH:
+        return failure(too_deep, 400)
     if not isinstance(params, dict):
         return failure(f"the body must be a JSON object of parameters, got {type(params).__name__}", 400)
     return params
+
+
+def json_depth(value: Any) -> int:
+    """How deeply arrays and objects nest in a parsed JSON value (counted without recursion)."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, depth)
+        if depth <= MAX_JSON_DEPTH:
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def sse_line(chunk: Any) -> bytes:
@@ -155,6 +180,12 @@ def build_http_app(app: Application, token: str | None = None) -> Any:
             responses=_responses(job),
         )
     served = {job.name for job in app.served_jobs()}
+
+    @api.exception_handler(Exception)
+    async def server_error(request: Request, exc: Exception) -> JSONResponse:
+        """Whatever escapes a route still answers with the Response shape (and is logged)."""
+        log.error("HTTP %s failed", request.url.path, exc_info=exc)
+        return failure(f"internal error: {type(exc).__name__}: {exc}", 500)
 
     @api.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -13,8 +13,9 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import uvicorn
@@ -27,7 +28,18 @@ from reme.service.settings import service_settings
 
 class _Server(uvicorn.Server):
     """uvicorn re-raises a caught SIGINT/SIGTERM after shutdown, which would end the process before
-    reme removes its service file and closes components; here a signal only asks for shutdown."""
+    reme removes its service file and closes components; here a signal only asks for shutdown.
+
+    uvicorn waits for requests in flight before shutting down, so a signal also asks long work (a
+    reindex) to end at its next consistent point: `on_exit`.
+    """
+
+    on_exit: Callable[[], None] | None = None
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self.on_exit is not None:
+            self.on_exit()
+        super().handle_exit(sig, frame)
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -40,6 +52,12 @@ class _Server(uvicorn.Server):
         finally:
             for sig, handler in originals.items():
                 signal.signal(sig, handler)
+
+
+def interrupt_work(app: Application) -> None:
+    """Ask every component to end long-running work (a rebuild, a reconcile) at a consistent point."""
+    for component in app.components.values():
+        component.interrupt()
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -68,10 +86,16 @@ def connectable_host(host: str) -> str:
 
 
 async def serve_asgi(
-    asgi: Any, sock: socket.socket, workspace_dir: Path, info: ServiceInfo, stop: asyncio.Event | None = None
+    asgi: Any,
+    sock: socket.socket,
+    workspace_dir: Path,
+    info: ServiceInfo,
+    stop: asyncio.Event | None = None,
+    on_exit: Callable[[], None] | None = None,
 ) -> None:
     """Run uvicorn on a bound socket until a signal (or `stop`); the service file exists exactly while it serves."""
     server = _Server(uvicorn.Config(asgi, log_level="warning", access_log=False, lifespan="auto"))
+    server.on_exit = on_exit
     info = info._replace(host=connectable_host(info.host), port=sock.getsockname()[1], pid=os.getpid())
     task = asyncio.create_task(server.serve(sockets=[sock]))
     watcher = asyncio.create_task(_exit_on(stop, server)) if stop is not None else None
@@ -124,7 +148,7 @@ async def run_service(config: dict[str, Any], stop: asyncio.Event | None = None)
             info = info._replace(transport=settings.transport, path=path)
         if is_loopback(settings.host) and not settings.token:
             asgi = LoopbackGuard(asgi)  # with a token, forged requests already fail (no Authorization)
-        await serve_asgi(asgi, sock, app.workspace_dir, info, stop)
+        await serve_asgi(asgi, sock, app.workspace_dir, info, stop, on_exit=lambda: interrupt_work(app))
     finally:
         if sock is not None:
             sock.close()

@@ -62,7 +62,7 @@ def create(
     with ws.lock(relative):
         if target.exists():
             return {"path": relative, "created": False}
-        atomic_write(target, frontmatter.render_new(metadata))
+        atomic_write(target, frontmatter.render_new(metadata), ws.root)
     links.sync_paths([relative])
     return {"path": relative, "created": True}
 
@@ -103,7 +103,7 @@ def reindex(ws: Workspace, links: LinkSource, day: str, *, create_only: bool = F
         old = read_text(target, relative) if exists else ""
         new = _day_text(old, day, notes)
         if new != old or not exists:
-            atomic_write(target, new)
+            atomic_write(target, new, ws.root)
             changed = True
         else:
             changed = False

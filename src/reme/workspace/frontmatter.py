@@ -23,6 +23,7 @@ import yaml
 from ruamel.yaml import YAML
 from ruamel.yaml.scalarstring import LiteralScalarString, SingleQuotedScalarString
 
+from reme.workspace import yamlsafe
 from reme.workspace.fmsplit import TOP_LEVEL_KEY, split
 
 RESERVED_KEYS = ("name", "description")
@@ -54,7 +55,9 @@ def parse(text: str) -> Document:
     if not parts.has_front_matter:
         return Document({}, text, "", False)
     try:
-        loaded = yaml.load(parts.yaml(text), Loader=yaml.CSafeLoader)
+        loaded = yamlsafe.load(parts.yaml(text))
+    except yamlsafe.YAMLLimitError as exc:
+        return Document({}, text, "", False, f"front matter is refused: {exc}")
     except yaml.YAMLError as exc:
         return Document({}, text, "", False, f"front matter is not valid YAML: {_first_line(exc)}")
     if loaded is None:
@@ -222,7 +225,7 @@ def _round_trip(raw: str, changes: Mapping[str, Any], remove: Iterable[str], exp
 
 def _loads_as(raw: str, expected: dict[str, Any]) -> bool:
     try:
-        loaded = yaml.load(raw, Loader=yaml.CSafeLoader)
+        loaded = yamlsafe.load(raw)
     except yaml.YAMLError:
         return False
     return to_json(loaded or {}) == expected

@@ -10,6 +10,7 @@ from reme.workspace.locks import PathLocks
 from reme.workspace.paths import (
     ProtectedPathError,
     UnsafePathError,
+    check_new_name,
     check_relative,
     check_segment,
     first_segment,
@@ -106,6 +107,8 @@ class Workspace:
             )
         if write:
             self._check_parents(relative)
+            if not _exists(candidate):
+                check_new_name(relative)
         return candidate
 
     def _check_parents(self, relative: str) -> None:

@@ -30,6 +30,27 @@ def points_at(target: str, path: str) -> bool:
     return target == path or target.startswith(path.rstrip("/") + "/")
 
 
+def count_edges(workspace: Workspace, inbound: list[dict[str, str]]) -> int:
+    """Distinct inbound edges `(source, target, predicate)` behind `inbound`'s (source, target) pairs.
+
+    `[[A]]` and `is_a:: [[A]]` in one file are two edges (SPEC 2.2), which the pairs cannot tell
+    apart; so each linking file is read again. A file that cannot be read counts its pairs.
+    """
+    targets: dict[str, set[str]] = {}
+    for entry in inbound:
+        targets.setdefault(entry["source_path"], set()).add(entry["target_path"])
+    total = 0
+    for source, wanted in targets.items():
+        try:
+            text = (workspace.root / source).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            total += len(wanted)
+            continue
+        edges = {link.key for link in parse_links(text) if link.target in wanted}
+        total += len(edges) or len(wanted)
+    return total
+
+
 class ScanLinks:
     """Inbound links found by reading every Markdown file; used when no index is configured."""
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable
+from contextlib import ExitStack
 from typing import Any
 
+from reme.workspace import move_journal
 from reme.workspace.atomic import atomic_write, fsync_dir
 from reme.workspace.layout import Workspace
 from reme.workspace.links import LinkSource, walk_files
@@ -44,7 +46,12 @@ def delete(ws: Workspace, links: LinkSource, path: str) -> dict[str, Any]:
 def move(
     ws: Workspace, links: LinkSource, src: str, dst: str, retarget: bool = True, overwrite: bool = False
 ) -> dict[str, Any]:
-    """Move or rename a file or folder and, unless told not to, point inbound links at the new path."""
+    """Move or rename a file or folder and, unless told not to, point inbound links at the new path.
+
+    `dst` ending in `/` names the folder to move into (`daily/` → `daily/<name of src>`). The rename
+    and the link rewrites run under a move intent, so a crash between them is finished later.
+    """
+    recover_moves(ws, links)
     source = ws.relative_for(src, write=True, markdown=True)
     source_path = ws.absolute(source, write=True)
     if not (source_path.exists() or source_path.is_symlink()):
@@ -53,6 +60,8 @@ def move(
         raise PermissionError(f"{source!r} is a workspace layout folder and cannot be moved")
     folder = source_path.is_dir() and not source_path.is_symlink()
     destination = ws.check(dst, write=True)
+    if isinstance(dst, str) and dst.endswith("/"):
+        destination = f"{destination}/{source.rsplit('/', 1)[-1]}"
     if is_markdown(source) and not folder and not has_extension(destination):
         destination += ".md"
     destination_path = ws.absolute(destination, write=True)
@@ -62,27 +71,43 @@ def move(
         raise ValueError(f"cannot move the folder {source!r} into itself ({destination!r})")
     moved = list(walk_files(ws, source)) if folder else [source]
     mapping = tree_mapping(source, destination)
-    with ws.lock(source, destination, *moved, *(mapping(path) or path for path in moved)):
-        if destination_path.exists() or destination_path.is_symlink():
-            if not overwrite:
-                raise FileExistsError(f"{destination!r} already exists; pass overwrite=true to replace it")
-            if folder or destination_path.is_dir():
-                raise IsADirectoryError(
-                    f"{destination!r} is a folder or {source!r} is one; only files are overwritten"
+    with ExitStack() as journal:
+        with ws.lock(source, destination, *moved, *(mapping(path) or path for path in moved)):
+            if destination_path.exists() or destination_path.is_symlink():
+                if not overwrite:
+                    raise FileExistsError(
+                        f"{destination!r} already exists; pass overwrite=true to replace it"
+                    )
+                if folder or destination_path.is_dir():
+                    raise IsADirectoryError(
+                        f"{destination!r} is a folder or {source!r} is one; only files are overwritten"
+                    )
+            inbound = links.inbound(source) if retarget else []
+            if inbound and not linkable(destination):
+                raise ValueError(
+                    f"{len(inbound)} link(s) point at {source!r}, and a wikilink cannot name {destination!r} "
+                    "('#', '|', '[' and ']' cut it short); choose another name or pass retarget=false"
                 )
-        inbound = links.inbound(source) if retarget else []
-        if inbound and not linkable(destination):
-            raise ValueError(
-                f"{len(inbound)} link(s) point at {source!r}, and a wikilink cannot name {destination!r} "
-                "('#', '|', '[' and ']' cut it short); choose another name or pass retarget=false"
-            )
-        destination_path.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(source_path, destination_path)
-        fsync_dir(source_path.parent)
-        fsync_dir(destination_path.parent)
-    changed, count = _retarget_sources(ws, inbound, mapping) if retarget else ([], 0)
+            if inbound:  # links to rewrite after the rename: a crash in between must be finished later
+                journal.enter_context(move_journal.recorded(ws, source, destination, inbound))
+            destination_path.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(source_path, destination_path)
+            fsync_dir(source_path.parent)
+            fsync_dir(destination_path.parent)
+        changed, count = _retarget_sources(ws, inbound, mapping) if retarget else ([], 0)
     links.sync_paths([*moved, *(mapping(path) or path for path in moved), *changed])
     return {"src": source, "dst": destination, "retargeted_files": changed, "retargeted_links": count}
+
+
+def recover_moves(ws: Workspace, links: LinkSource) -> list[dict[str, Any]]:
+    """Finish the moves a killed writer left half done (see `move_journal`); reports what it did."""
+
+    def finish(intent: move_journal.MoveIntent) -> dict[str, Any]:
+        changed, count = _retarget_sources(ws, intent.inbound, tree_mapping(intent.src, intent.dst))
+        links.sync_paths([intent.src, intent.dst, *changed])
+        return {"retargeted_files": changed, "retargeted_links": count}
+
+    return move_journal.recover(ws, finish)
 
 
 def _retarget_sources(
@@ -106,7 +131,7 @@ def _retarget_sources(
                 continue
             rewritten, count = retarget_links(text, mapping)
             if count:
-                atomic_write(target, rewritten)
+                atomic_write(target, rewritten, ws.root)
                 changed.append(current)
                 total += count
     return changed, total

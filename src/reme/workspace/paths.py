@@ -7,6 +7,7 @@ mean different things on different systems, or touch derived state is refused be
 from __future__ import annotations
 
 import re
+import unicodedata
 from pathlib import Path, PurePosixPath
 
 MAX_PATH_CHARS = 1024
@@ -15,6 +16,8 @@ MARKDOWN_SUFFIXES = (".md", ".markdown")
 
 _WINDOWS_RESERVED_NAMES = re.compile(r"^(?:con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³])(?:\..*)?$", re.IGNORECASE)
 _WINDOWS_RESERVED_CHARS = set('<>:"|?*\\')
+# Zero-width joiners stay allowed: Persian and Indic names and emoji sequences need them.
+_JOINERS = {"\u200c", "\u200d"}
 
 
 class UnsafePathError(ValueError):
@@ -84,6 +87,22 @@ def check_segment(name: object, what: str = "name") -> str:
         raise UnsafePathError(f"{what} {name!r} may not contain '/'")
     check_relative(name)
     return name
+
+
+def check_new_name(path: str) -> None:
+    """Refuse invisible format characters (U+202E right-to-left override, U+200B zero-width space,
+    line separators, ...) in a name about to be created: they make a file look like another one.
+
+    Existing files keep working whatever their names, so they can still be read, moved and deleted.
+    """
+    bad = next(
+        (ch for ch in path if ch not in _JOINERS and unicodedata.category(ch) in ("Cf", "Zl", "Zp")), None
+    )
+    if bad is not None:
+        raise UnsafePathError(
+            f"path {path!r} contains the invisible character U+{ord(bad):04X} "
+            f"({unicodedata.name(bad, 'format character')}); remove it"
+        )
 
 
 def has_extension(path: str) -> bool:

@@ -13,7 +13,7 @@ from typing import Any
 
 from reme.workspace import frontmatter
 from reme.workspace.layout import Workspace
-from reme.workspace.links import LinkSource
+from reme.workspace.links import LinkSource, count_edges
 from reme.workspace.paths import is_markdown
 from reme.workspace.textio import Limits, read_text, sha256_of, split_lines
 from reme.workspace.wikilinks import parse_links
@@ -121,7 +121,7 @@ def stat(ws: Workspace, links: LinkSource, path: str, limits: Limits = Limits())
         "mtime": info.st_mtime,
         "front_matter": {},
         "outlink_count": 0,
-        "inlink_count": len(links.inbound(relative)) if relative else 0,
+        "inlink_count": count_edges(ws, links.inbound(relative)) if relative else 0,
     }
     if target.is_file() and is_markdown(relative) and info.st_size <= limits.max_text_bytes:
         try:

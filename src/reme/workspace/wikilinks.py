@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from reme.workspace import yamlsafe
 from reme.workspace.fmsplit import TOP_LEVEL_KEY, line_of, split
 
 PREDICATE = r"[A-Za-z][A-Za-z0-9_]*"
@@ -89,7 +90,7 @@ def parse_links(text: str) -> list[Link]:
         return parse_body_links(text)
     raw = parts.yaml(text)
     try:
-        metadata = yaml.load(raw, Loader=yaml.CSafeLoader)
+        metadata = yamlsafe.load(raw)
     except yaml.YAMLError:
         return parse_body_links(text)
     if metadata is not None and not isinstance(metadata, dict):

@@ -57,7 +57,7 @@ def write(
             old = read_text(target, relative, limits.max_text_bytes) if existed else None
             text = _merged_markdown(relative, old, content, changes)
         check_text(text, "the resulting file", limits.max_text_bytes)
-        atomic_write(target, text)
+        atomic_write(target, text, ws.root)
     links.sync_paths([relative])
     return {"path": relative, "created": not existed}
 
@@ -95,7 +95,7 @@ def edit(
             raise ValueError(f"{old!r} does not occur in the body of {relative!r}; nothing was changed")
         result = head + body.replace(old, new)
         check_text(result, "the resulting file", limits.max_text_bytes)
-        atomic_write(target, result)
+        atomic_write(target, result, ws.root)
     links.sync_paths([relative])
     return {"path": relative, "count": count}
 
@@ -118,7 +118,7 @@ def frontmatter_update(
         text = read_text(target, relative, limits.max_text_bytes)
         updated = frontmatter.update(text, changes)
         if updated != text:
-            atomic_write(target, updated)
+            atomic_write(target, updated, ws.root)
     if updated != text:
         links.sync_paths([relative])
     return {"path": relative, "front_matter": frontmatter.parse(updated).metadata}
@@ -136,7 +136,7 @@ def frontmatter_delete(
         text = read_text(target, relative, limits.max_text_bytes)
         updated, deleted, missing = frontmatter.delete(text, keys)
         if deleted:
-            atomic_write(target, updated)
+            atomic_write(target, updated, ws.root)
     if deleted:
         links.sync_paths([relative])
     return {"path": relative, "deleted": deleted, "missing": missing}
@@ -160,7 +160,7 @@ def save(
     with ws.lock(relative):
         if expected_mtime is not None or expected_sha256 is not None:
             _check_unchanged(target, relative, expected_mtime, expected_sha256, limits)
-        atomic_write(target, content)
+        atomic_write(target, content, ws.root)
         result = {"path": relative, **fingerprint(target, content)}
     links.sync_paths([relative])
     return result

@@ -81,6 +81,10 @@ class IndexComponent(Component):
             )
         return component  # type: ignore[return-value]
 
+    def interrupt(self) -> None:
+        if self.service is not None:
+            self.service.interrupt()
+
     async def close(self) -> None:
         if self.service is not None:
             await asyncio.to_thread(self.service.close)

@@ -15,7 +15,10 @@ from typing import Any
 
 from reme.app.component import Component
 from reme.app.registry import register_component
+from reme.workspace.atomic import sweep_stale_temps
 from reme.workspace.layout import CREATED_ON_WRITE, Workspace
+from reme.workspace.links import ScanLinks
+from reme.workspace.moving import recover_moves
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +32,7 @@ class WorkspaceComponent(Component):
     ) -> None:
         super().__init__(app, name, dirs=dirs, lock_timeout=lock_timeout)
         self.workspace = Workspace(app.workspace_dir, dirs, lock_timeout)
+        self.recovered_moves: list[dict[str, Any]] = []
 
     @property
     def root(self) -> Path:
@@ -50,7 +54,11 @@ class WorkspaceComponent(Component):
             yield
 
     async def start(self) -> None:
+        """Create the layout, then clean up after a crashed writer: half-done moves, temporary files."""
         self.workspace.ensure_layout()
+        # The index starts after this component and reconciles with the files, so no sync is needed here.
+        self.recovered_moves = recover_moves(self.workspace, ScanLinks(self.workspace))
+        sweep_stale_temps(self.root)
 
     def health(self) -> dict[str, Any]:
         missing = [
@@ -60,7 +68,19 @@ class WorkspaceComponent(Component):
         ]
         if missing:
             return {"status": "error", "root": str(self.root), "missing": missing}
-        return {"status": "ok", "root": str(self.root)}
+        # A one-shot process killed mid-move while this one runs: finished here, not only at the next start.
+        from reme.app.components.index import link_source  # the index component builds on this one
+
+        recovered = recover_moves(self.workspace, link_source(self.app))
+        self.recovered_moves = (self.recovered_moves + recovered)[-20:]  # the latest reports
+        health: dict[str, Any] = {"status": "ok", "root": str(self.root)}
+        if self.recovered_moves:
+            health["recovered_moves"] = self.recovered_moves
+        failed = [move for move in self.recovered_moves if move["state"] == "failed"]
+        if failed:
+            health["status"] = "degraded"
+            health["reason"] = f"{len(failed)} interrupted move(s) could not be finished; see recovered_moves"
+        return health
 
 
 def workspace_of(app: Any) -> Workspace:

@@ -27,6 +27,14 @@ def _index(ctx: JobContext) -> IndexService:
     return index_service(ctx.app)
 
 
+async def _caught_up(index: IndexService) -> None:
+    """Before reading: finish index writes another process left interrupted (one read when none).
+
+    In a worker thread: the catalog's lock may be held by a batch being written.
+    """
+    await asyncio.to_thread(index.catch_up)
+
+
 def _date(ctx: JobContext, key: str) -> date | None:
     raw = ctx.params.get(key)
     if raw in (None, ""):
@@ -59,6 +67,7 @@ async def search(ctx: JobContext) -> None:
     index = _index(ctx)
     if not index.ready:
         await asyncio.to_thread(index.ensure_ready, wait=False)
+    await _caught_up(index)
     hits = await index.searcher.search(
         query,
         limit=params["limit"],
@@ -79,6 +88,7 @@ async def node_search(ctx: JobContext, folder: str | None = None) -> None:
     index = _index(ctx)
     if not index.ready:
         await asyncio.to_thread(index.ensure_ready, wait=False)
+    await _caught_up(index)
     folder = folder or workspace_of(ctx.app).folder("digest")
     nodes = await asyncio.to_thread(index.searcher.node_search, query, ctx.params["limit"], folder)
     ctx.response.answer = render_nodes(query, nodes)
@@ -95,6 +105,7 @@ async def traverse(ctx: JobContext, max_nodes: int = 1000) -> None:
     index = _index(ctx)
     if not index.ready:
         await asyncio.to_thread(index.ensure_ready)
+    await _caught_up(index)
     nodes, edges = await asyncio.to_thread(
         index.graph.traverse, seeds, ctx.params["depth"], ctx.params["direction"], max_nodes
     )
@@ -127,11 +138,19 @@ def reindex(ctx: JobContext) -> None:
     ctx.response.answer = (
         f"Reindexed {len(report.indexed)} file(s): {stats['chunks']} chunks, {stats['links']} links."
     )
+    if report.stopped:
+        ctx.response.answer = (
+            f"Reindex stopped by shutdown after {len(report.indexed)} file(s); the index is consistent "
+            "(each file old or new). Run reindex again to finish."
+        )
 
 
 @register_step("index_update_loop")
-async def index_update_loop(ctx: JobContext, settle_s: float = 0.5) -> None:
-    """Reconcile, then watch; a second reconcile once the watcher runs closes the start-up gap."""
+async def index_update_loop(ctx: JobContext, settle_s: float = 0.5, catch_up_s: float = 1.0) -> None:
+    """Reconcile, then watch; a second reconcile once the watcher runs closes the start-up gap.
+
+    Every `catch_up_s` it also finishes index writes another process left interrupted.
+    """
     index = _index(ctx)
     await asyncio.to_thread(index.ensure_ready)
     if not index.settings.watch:
@@ -143,13 +162,19 @@ async def index_update_loop(ctx: JobContext, settle_s: float = 0.5) -> None:
             index.indexer.sync_paths(paths)
         except Exception:
             log.exception("index update of %d path(s) failed; reconciling", len(paths))
-            index.indexer.reconcile()
+            try:
+                index.indexer.reconcile()
+            except Exception:  # shown by health_check; the loop keeps watching instead of crash-looping
+                log.exception("reconcile failed too; the next change or restart tries again")
 
     async def settle() -> None:
         await asyncio.sleep(settle_s)
         await asyncio.to_thread(index.indexer.reconcile)
+        while True:
+            await asyncio.sleep(catch_up_s)
+            await _caught_up(index)
 
-    catch_up = asyncio.create_task(settle())
+    background = asyncio.create_task(settle())
     try:
         await watch_paths(
             index.root,
@@ -158,4 +183,4 @@ async def index_update_loop(ctx: JobContext, settle_s: float = 0.5) -> None:
             debounce_ms=index.settings.debounce_ms,
         )
     finally:
-        catch_up.cancel()
+        background.cancel()
