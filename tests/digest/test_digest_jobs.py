@@ -281,3 +281,15 @@ def test_bad_bucket_config_is_a_config_error_naming_the_key(tmp_path):
     with pytest.raises(ConfigError, match="'scheduler.every'"):
         load_config(overrides={"scheduler.every": 1}, load_env_file=False)
     assert not (tmp_path / "ws").exists()
+
+
+async def test_edit_cannot_turn_body_text_into_front_matter(digest_app):
+    path = digest_app.workspace_dir / "digest/wiki/bare.md"
+    path.parent.mkdir(parents=True)
+    path.write_text("opening line\n" + BODY)  # a hand-written node without front matter
+    before = path.read_bytes()
+    response = await digest_app.run(
+        "digest_edit", path="digest/wiki/bare.md", old="opening line\n", new="---\nname: other\n---\n"
+    )
+    assert not response.success and "body only" in response.answer
+    assert path.read_bytes() == before
