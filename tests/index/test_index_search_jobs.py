@@ -179,7 +179,7 @@ async def test_traverse_refuses_unsafe_paths(notes_app) -> None:
 async def test_reindex_rebuilds_the_same_index(notes_app) -> None:
     before = (await notes_app.run("search", query="solar", limit=50)).metadata["results"]
     response = await notes_app.run("reindex")
-    assert response.success and response.metadata["indexed"] == 6
+    assert response.success and response.metadata["indexed"] == 7  # 6 notes + digest/_buckets.md
     assert response.metadata["chunks"] >= 6
     after = (await notes_app.run("search", query="solar", limit=50)).metadata["results"]
     assert [(h["path"], h["start_line"]) for h in after] == [(h["path"], h["start_line"]) for h in before]
@@ -189,9 +189,9 @@ async def test_reindex_rebuilds_the_same_index(notes_app) -> None:
 async def test_status_and_health_show_index_figures(notes_app) -> None:
     await notes_app.run("search", query="solar")
     stats = notes_app.component("index").service.stats()
-    assert stats["files"] == 6 and stats["keyword_docs"] >= 6 and stats["pending_links"] == 1
+    assert stats["files"] == 7 and stats["keyword_docs"] >= 7 and stats["pending_links"] == 1  # + _buckets.md
     status = await notes_app.run("status")
-    assert status.metadata["components"]["index"]["files"] == 6
+    assert status.metadata["components"]["index"]["files"] == 7
     assert notes_app.component("index").service.health()["status"] == "ok"
 
 
@@ -215,3 +215,12 @@ async def test_an_oversized_query_is_refused_before_any_search(notes_app, job: s
     response = await notes_app.run(job, query="solar " * 2_000)
     assert not response.success and "8192" in response.answer
     assert (await notes_app.run(job, query="solar " * 1_000)).success  # 6000 characters still search
+
+
+async def test_node_search_leaves_out_generated_pages(app) -> None:
+    root = app.workspace_dir
+    (root / "digest/wiki").mkdir(parents=True, exist_ok=True)
+    (root / "digest/wiki/solar.md").write_text("---\nname: solar\n---\nSolar panels and buckets.\n")
+    response = await app.run("node_search", query="buckets")
+    paths = [row["path"] for row in response.metadata["results"]]
+    assert paths == ["digest/wiki/solar.md"]  # digest/_buckets.md also says "buckets" but is no node

@@ -171,14 +171,18 @@ class Searcher:
         ]
 
     def node_search(self, query: str, limit: int, folder: str) -> list[dict[str, Any]]:
-        """Best `limit` distinct files under `folder` by their best chunk (no text, no links)."""
+        """Best `limit` distinct nodes under `folder` by their best chunk (no text, no links).
+
+        Generated pages such as `_buckets.md` are searchable text but not nodes: left out here.
+        """
         prefix = folder.rstrip("/") + "/"
         fetch = max(limit * self.candidate_multiplier, limit)
         while True:
             scored = self.keyword.search(query, fetch, prefix)
             best: dict[str, float] = {}
             for hit in self.hydrate(scored):
-                best.setdefault(hit.path, hit.score)
+                if not any(part.startswith("_") for part in hit.path[len(prefix) :].split("/")):
+                    best.setdefault(hit.path, hit.score)
             if len(best) >= limit or len(scored) < fetch:
                 break
             fetch *= 4
