@@ -19,6 +19,7 @@ from starlette.routing import Mount, Route
 from reme import __version__
 from reme.app.application import Application
 from reme.app.jobs import JobSpec, Response
+from reme.service.identity import WorkspaceIdentity
 from reme.service.security import BearerTokenGate
 
 SSE_MESSAGE_PATH = "/messages/"
@@ -120,6 +121,7 @@ def build_mcp_asgi_app(app: Application, transport: str, host: str, path: str, t
         asgi: Any = _sse_app(server, path)
     else:
         asgi = server.streamable_http_app(streamable_http_path=path, host=host)
+    asgi = WorkspaceIdentity(asgi, app.workspace_dir)
     return BearerTokenGate(asgi, token) if token else asgi
 
 
