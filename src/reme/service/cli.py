@@ -216,6 +216,7 @@ def start(assigned: dict[str, str], as_json: bool) -> int:
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
     )
+    logging.getLogger("reme.index.progress").setLevel(logging.INFO)  # start-up and reindex progress lines
     job = assigned.pop("job", None)
     config_name = assigned.pop("config", None)
     if job is None:

@@ -22,6 +22,7 @@ from reme.app.registry import register_component
 from reme.index.chunking import CHUNKER_VERSION, DEFAULT_CHUNK_CHARS, DEFAULT_CONTEXT_CHARS
 from reme.index.graph import LinkGraph
 from reme.index.keyword import KeywordIndex, engine_folder
+from reme.index.progress import IndexProgress
 from reme.index.search import Searcher, VectorBranch
 from reme.index.store import MetadataStore
 from reme.index.sync import MARKDOWN_EXTENSIONS, Indexer, Progress, Source, SyncReport
@@ -73,6 +74,7 @@ class IndexComponent(Component):
         self._configured_sources = tuple(_source(raw) for raw in sources) if sources else None
         self._ready = False
         self._ready_lock = threading.Lock()
+        self.progress = IndexProgress()  # what searches report while the first reconcile runs
         self.last_repair: dict[str, Any] = {}
 
     # lifecycle -----------------------------------------------------------------------------------
@@ -223,21 +225,22 @@ class IndexComponent(Component):
         try:
             if self._ready:
                 return None
-            if self._needs_rebuild:
-                report = self.indexer.rebuild(progress)
-                self.store.set_meta("layout", self._layout())
-                self._needs_rebuild = False
-            else:
-                report = self.indexer.reconcile(progress)
-            self._ready = True
+            with self.progress.run("rebuild" if self._needs_rebuild else "reconcile", progress) as track:
+                if self._needs_rebuild:
+                    report = self.indexer.rebuild(track)
+                    self.store.set_meta("layout", self._layout())
+                    self._needs_rebuild = False
+                else:
+                    report = self.indexer.reconcile(track)
+                self._ready = True
             return report
         finally:
             self._ready_lock.release()
 
     def reindex(self, progress: Progress | None = None) -> SyncReport:
         """Drop all derived state and rebuild it from the files."""
-        with self._ready_lock:
-            report = self.indexer.rebuild(progress)
+        with self._ready_lock, self.progress.run("rebuild", progress) as track:
+            report = self.indexer.rebuild(track)
             self.store.set_meta("layout", self._layout())
             self._needs_rebuild = False
             self._ready = True
