@@ -127,3 +127,15 @@ async def test_stream_jobs_are_not_tools(tmp_path):
         names = {tool.name for tool in (await client.list_tools()).tools}
         assert "talk" in app.jobs and "talk" not in names
         assert "version" in names
+
+
+@pytest.mark.parametrize("transport", ["streamable-http", "sse"])
+async def test_a_plain_http_client_is_told_it_reached_an_mcp_service(
+    mcp_services, run_reme_async, reme_env, transport
+):
+    service = mcp_services[transport]
+    env = reme_env(REME_API_TOKEN=TOKEN)
+    result = await run_reme_async("version", f"port={service.info['port']}", env=env)
+    assert result.returncode == 1
+    assert f"this is a reme MCP service ({transport} at {service.info['path']})" in result.stderr
+    assert "service.backend=http" in result.stderr

@@ -98,19 +98,30 @@ def _parameter_lines(job: str, parameters: dict[str, Any]) -> list[str]:
 
 
 @register_step("health_check")
-def health_check(ctx: JobContext) -> None:
+async def health_check(ctx: JobContext) -> None:
+    """Each component's health; components that can `probe()` (the LLM endpoint) are asked live."""
     report: dict[str, Any] = {}
     for name, component in ctx.app.components.items():
         try:
-            report[name] = component.health()
+            probe = getattr(component, "probe", None)
+            report[name] = await probe() if probe else component.health()
         except Exception as exc:
-            report[name] = {"status": "error", "error": str(exc)}
+            report[name] = {"status": "error", "reason": f"{type(exc).__name__}: {exc}"}
     # "unconfigured" (e.g. no LLM credentials) is a legitimate state: only errors make the service unhealthy.
     healthy = all(entry.get("status") != "error" for entry in report.values())
     ctx.response.success = healthy
     ctx.response.metadata["components"] = report
-    ctx.response.answer = (
-        "\n".join(f"{name}: {entry.get('status')}" for name, entry in report.items()) or "ok"
+    ctx.response.answer = "\n".join(_health_line(name, entry) for name, entry in report.items()) or "ok"
+
+
+def _health_line(name: str, entry: dict[str, Any]) -> str:
+    """`llm: error (cannot reach ...)`: the status, and its reason when it is not ok."""
+    missing = entry.get("missing")
+    reason = entry.get("reason") or entry.get("error") or entry.get("message")
+    if not reason and missing:
+        reason = "missing " + (", ".join(map(str, missing)) if isinstance(missing, list) else str(missing))
+    return f"{name}: {entry.get('status')}" + (
+        f" ({reason})" if reason and entry.get("status") != "ok" else ""
     )
 
 

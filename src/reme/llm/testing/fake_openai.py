@@ -2,7 +2,7 @@
 
 Each POST to `/v1/chat/completions` takes the next entry of the script (the last one repeats once
 the script is used up) and answers it the way the OpenAI API would, streamed (SSE) when asked.
-`/v1/messages` answers the same entries in the shape of Anthropic's Messages API (not streamed).
+`GET /v1/models` lists the model; `/v1/messages` answers the same entries in the shape of Anthropic's Messages API (not streamed).
 Entries:
 
 - `{"text": "..."}`, `{"tool": name, "args": {...}}`, `{"tools": [...]}`: a normal reply;
@@ -170,6 +170,11 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
 
         def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
             return
+
+        def do_GET(self) -> None:
+            if urlsplit(self.path).path.rstrip("/").endswith("/models"):
+                return self._json(200, {"object": "list", "data": [{"id": server.model, "object": "model"}]})
+            self._json(404, {"error": {"message": f"no route {self.path}"}})
 
         def do_POST(self) -> None:
             try:
