@@ -80,6 +80,8 @@ def test_start_job_runs_in_process_and_exits_with_its_status(tmp_path, run_reme,
     assert (hidden.returncode, hidden.stdout.strip()) == (0, __version__)  # not served, still runs locally
     bad = run_reme("start", "job=list", f"config={service_config}", workspace)
     assert bad.returncode == 1 and "missing required parameter 'path'" in bad.stderr
+    digits = run_reme("start", "job=list", "path=2024", f"config={service_config}", workspace)
+    assert digits.returncode == 0, digits.stderr  # typed by the schema: a string parameter stays a string
 
 
 @pytest.mark.parametrize(

@@ -139,3 +139,15 @@ async def test_a_plain_http_client_is_told_it_reached_an_mcp_service(
     assert result.returncode == 1
     assert f"this is a reme MCP service ({transport} at {service.info['path']})" in result.stderr
     assert "service.backend=http" in result.stderr
+
+
+async def test_an_mcp_service_of_another_workspace_refuses(mcp_services, run_reme_async, tmp_path):
+    service = mcp_services["sse"]
+    copy = tmp_path / "copy"
+    (copy / "metadata").mkdir(parents=True)
+    (copy / "metadata" / "service.json").write_text(
+        (service.workspace / "metadata" / "service.json").read_text()
+    )
+    result = await run_reme_async("version", f"workspace_dir={copy}")
+    assert result.returncode == 1
+    assert f"serves another workspace than {copy.resolve()}; nothing was done" in result.stderr
