@@ -49,6 +49,8 @@ def test_bare_words_fill_the_first_required_parameter():
     assigned, bare = split_words(["solar", "limit=2"])
     assert job_params(assigned, bare, SEARCH, "search") == {"query": "solar", "limit": 2}
     assert job_params({}, ["solar", "panels"], SEARCH, "search") == {"query": "solar panels"}
+    help_schema = {"properties": {"job": STRING}}  # no required parameter, but only one
+    assert job_params({}, ["search"], help_schema, "help") == {"job": "search"}
 
 
 @pytest.mark.parametrize(

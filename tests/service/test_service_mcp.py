@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import httpx
 import httpx2
@@ -16,7 +17,7 @@ from reme.app.application import Application
 from reme.app.config import load_config
 from reme.app.jobs import JobContext
 from reme.app.registry import register_step
-from reme.service.mcp import build_mcp_server
+from reme.service.mcp import WORKSPACE_META, build_mcp_server
 
 SERVED_TOOLS = {"app_config", "health_check", "help", "list", "status", "version"}
 TOKEN = "mcp-token"
@@ -31,6 +32,7 @@ async def check_session(client: Client) -> None:
     result = await client.call_tool("version", {})
     assert result.is_error is False
     assert result.content[0].text == __version__
+    assert os.path.isabs(result.meta[WORKSPACE_META])  # every answer names the workspace that served it
     assert result.structured_content == {
         "success": True,
         "answer": __version__,

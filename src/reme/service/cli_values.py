@@ -84,14 +84,15 @@ def typed_value(text: Any, schema: dict[str, Any] | None) -> Any:
 def job_params(
     assigned: dict[str, Any], bare: list[str], parameters: dict[str, Any] | None, job: str
 ) -> dict[str, Any]:
-    """Typed parameters for `job`; bare words fill its first required parameter. ValueError says why not."""
+    """Typed parameters for `job`; bare words fill its first required parameter (or its only one,
+    so `reme help search` works). ValueError says why not."""
     properties = (parameters or {}).get("properties") or {}
     params = {key: typed_value(value, properties.get(key)) for key, value in assigned.items()}
     if not bare:
         return params
-    required = (parameters or {}).get("required") or []
     if parameters is None:
         raise ValueError(f"expected key=value, got {bare[0]!r}")
+    required = parameters.get("required") or (list(properties) if len(properties) == 1 else [])
     if not required:
         names = ", ".join(f"{name}=" for name in properties) or "none"
         raise ValueError(f"{job} has no required parameter to take {bare[0]!r}; write key=value ({names})")

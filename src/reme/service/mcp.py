@@ -23,6 +23,7 @@ from reme.service.identity import WorkspaceIdentity
 from reme.service.security import BearerTokenGate, send_json
 
 SSE_MESSAGE_PATH = "/messages/"
+WORKSPACE_META = "reme/workspace"  # `_meta` key of every tool result: the workspace that served it
 
 
 def tool_jobs(app: Application) -> dict[str, JobSpec]:
@@ -76,7 +77,9 @@ def build_mcp_server(app: Application) -> Server[Any]:
         if params.name not in tool_jobs(app):
             message = f"unknown tool {params.name!r}; available: {', '.join(sorted(tool_jobs(app)))}"
             return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
-        return tool_result(await app.run(params.name, **(params.arguments or {})))
+        result = tool_result(await app.run(params.name, **(params.arguments or {})))
+        result.meta = {WORKSPACE_META: str(app.workspace_dir)}  # names the workspace on stdio too
+        return result
 
     def input_schema(name: str) -> dict[str, Any] | None:
         job = tool_jobs(app).get(name)
