@@ -117,3 +117,9 @@ def test_output_cut_short_by_the_reader_ends_quietly(service):
     stderr = proc.stderr.read()
     assert proc.wait(30) == 141
     assert stderr == ""
+
+
+def test_a_workspace_dir_with_a_tilde_finds_its_service(service, run_reme, tmp_path):
+    home = service.workspace.parent
+    result = run_reme("version", "workspace_dir=~/ws", env=reme_env(HOME=str(home)))
+    assert result.returncode == 0, result.stderr

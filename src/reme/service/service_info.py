@@ -46,7 +46,7 @@ class ServiceInfo(NamedTuple):
 
 
 def service_file(workspace_dir: str | os.PathLike[str]) -> str:
-    return os.path.join(workspace_dir, SERVICE_FILE)
+    return os.path.join(os.path.expanduser(os.fspath(workspace_dir)), SERVICE_FILE)  # `workspace_dir=~/notes`
 
 
 def write_service_file(workspace_dir: str | os.PathLike[str], info: ServiceInfo) -> str:
