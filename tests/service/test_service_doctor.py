@@ -88,7 +88,9 @@ def test_an_unreachable_llm_is_a_problem(tmp_path, capsys):
 
 def test_doctor_names_the_running_service(reme_service, run_reme, tmp_path):
     service = reme_service(tmp_path / "ws", "service.port=0")
+    assert service.cli("reindex").returncode == 0  # the service's index is ready once this returns
     result = run_reme("doctor", f"workspace_dir={service.workspace}", "probe=false")
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"http service on {service.url} (pid {service.info['pid']}) serves this workspace" in result.stdout
+    assert "  ok    ready in the service (0 files, 0 chunks)" in result.stdout
     assert "llm\n  warn  chat: not configured, set LLM_MODEL" in result.stdout

@@ -172,7 +172,7 @@ def service_checks(workspace: Path) -> list[Check]:
     if info.backend != "http":
         return [Check("service", "ok", f"{where}, recorded in this workspace")]
     try:
-        reply = call_job(info, "version", {}, os.environ.get("REME_API_TOKEN"), str(workspace))
+        reply = call_job(info, "status", {}, os.environ.get("REME_API_TOKEN"), str(workspace))
     except ServiceUnreachable as exc:
         return [Check("service", "fail", str(exc), f"stop the process {info.pid} and run `{start}`")]
     answer = reply.response or {}
@@ -180,7 +180,22 @@ def service_checks(workspace: Path) -> list[Check]:
         return [Check("service", "warn", f"{where} wants an access token", "set REME_API_TOKEN")]
     if not answer.get("success"):
         return [Check("service", "fail", f"{where}: {answer.get('answer')}", start)]
-    return [Check("service", "ok", f"{where} serves this workspace (version {answer.get('answer')})")]
+    checks = [Check("service", "ok", f"{where} serves this workspace")]
+    index = ((answer.get("metadata") or {}).get("components") or {}).get("index") or {}
+    if index.get("ready") is False:
+        detail = "the service's index is still catching up with the files (searches say so)"
+        checks.append(
+            Check("index", "warn", detail, "wait, or follow the progress lines in the service's log")
+        )
+    elif index.get("ready"):
+        checks.append(
+            Check(
+                "index",
+                "ok",
+                f"ready in the service ({index.get('files')} files, {index.get('chunks')} chunks)",
+            )
+        )
+    return checks
 
 
 # index (opened in this process) and LLM --------------------------------------------------------
