@@ -175,7 +175,12 @@ def call(job: str, assigned: dict[str, str], bare: list[str], as_json: bool) -> 
         params: dict[str, Any] = {}
         if assigned or bare:
             params = job_params(assigned, bare, remote.parameters(job), job)
-        reply = remote.call(job, params)
+        if job == "reindex" and sys.stderr.isatty() and not as_json:
+            from reme.service.cli_progress import with_bar
+
+            reply = with_bar(remote, lambda: remote.call(job, params))
+        else:
+            reply = remote.call(job, params)
     except ServiceUnreachable as exc:
         print(
             f"reme: {exc}\n"

@@ -295,6 +295,7 @@ class IndexComponent(Component):
             "keyword_bytes": engine_bytes,
             "tokenizer": self.tokenizer.fingerprint,
             "ready": self._ready,
+            "progress": self.progress.to_dict(),
         }
 
 
