@@ -142,7 +142,7 @@ def test_env_beats_service_file(tmp_path, http_service, run_reme, reme_env):
 def test_service_file_of_workspace_dir_then_of_the_default_workspace(tmp_path, http_service, run_reme):
     found = run_reme("status", "--json", f"workspace_dir={http_service.workspace}", cwd=tmp_path)
     assert served_by(found, http_service)
-    fake_service_file(tmp_path / ".reme", http_service.info["port"])
+    (tmp_path / ".reme").symlink_to(http_service.workspace)  # the default workspace of tmp_path
     assert served_by(run_reme("status", "--json", cwd=tmp_path), http_service)
 
 

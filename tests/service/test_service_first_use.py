@@ -54,6 +54,20 @@ def test_a_service_of_another_workspace_refuses_before_running(service, run_reme
     assert files_of(service.workspace) == before
 
 
+def test_a_copied_default_workspace_is_not_served_by_the_original(service, run_reme, tmp_path):
+    """`.reme/` copied with its service file: the CLI run beside the copy must not write into the original."""
+    copy = tmp_path / ".reme"
+    (copy / "metadata").mkdir(parents=True)
+    shutil.copy(service.workspace / "metadata" / "service.json", copy / "metadata" / "service.json")
+    before = files_of(service.workspace)
+    result = run_reme("write", "path=c.md", "content=hello", cwd=tmp_path)
+    assert result.returncode == 1
+    assert (
+        f"this service serves workspace {service.workspace.resolve()}, not {copy.resolve()}" in result.stderr
+    )
+    assert files_of(service.workspace) == before
+
+
 def test_every_answer_names_its_workspace(service):
     for job, body in (("version", {}), ("no_such_job", {}), ("search", {"limit": "x"})):
         answer = httpx.post(f"{service.url}/{job}", json=body)

@@ -151,7 +151,7 @@ class Remote:
 def call(job: str, assigned: dict[str, str], bare: list[str], as_json: bool) -> int:
     from reme.service.client import ServiceUnreachable
     from reme.service.identity import resolve
-    from reme.service.service_info import NoService, discover
+    from reme.service.service_info import SERVICE_FILE, NoService, default_workspace, discover
 
     where = {key: assigned.pop(key) for key in DISCOVERY_KEYS if key in assigned}
     folder = where.get("workspace_dir")
@@ -170,6 +170,10 @@ def call(job: str, assigned: dict[str, str], bare: list[str], as_json: bool) -> 
         return 2
     if info.source.startswith("default address; "):  # a stale service file: say where this goes instead
         print(f"reme: {info.source.partition('; ')[2]}; trying {info.url}", file=sys.stderr)
+    if folder is None and info.source.endswith(
+        SERVICE_FILE
+    ):  # found in the default workspace: hold it to that
+        folder = default_workspace()
     remote = Remote(info, _token(), None if folder is None else resolve(folder))
     try:
         params: dict[str, Any] = {}

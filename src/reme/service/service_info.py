@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 DEFAULT_HOST = "127.0.0.1"
@@ -127,6 +128,11 @@ def read_service_file(workspace_dir: str | os.PathLike[str]) -> ServiceInfo | No
     return _recorded(workspace_dir)[0]
 
 
+def default_workspace(environ: Mapping[str, str] | None = None) -> str:
+    """The default workspace as the packaged config resolves it: `${REME_WORKSPACE_DIR:-.reme}`."""
+    return (os.environ if environ is None else environ).get("REME_WORKSPACE_DIR") or DEFAULT_WORKSPACE
+
+
 def discover(
     host: str | None = None,
     port: int | str | None = None,
@@ -154,6 +160,5 @@ def discover(
                 f"no reme service runs for workspace {workspace_dir} ({why or f'no {service_file(workspace_dir)}'})"
             )
         return found
-    # The default workspace as the packaged config resolves it: `${REME_WORKSPACE_DIR:-.reme}`.
-    found, why = _recorded(env.get("REME_WORKSPACE_DIR") or DEFAULT_WORKSPACE)
+    found, why = _recorded(default_workspace(env))
     return found or ServiceInfo(source=f"default address; {why}" if why else "default address")
