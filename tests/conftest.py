@@ -9,11 +9,19 @@ import pytest
 from hypothesis import settings
 
 from reme import ReMe
+from reme.llm import output_modes
 from reme.llm.testing.fake_openai import FakeOpenAI
 
 # Property tests explore the same examples on every run: a failure is reproducible, never luck.
 settings.register_profile("reme", derandomize=True, deadline=None)
 settings.load_profile("reme")
+
+
+@pytest.fixture(autouse=True)
+def fresh_output_modes() -> Iterator[None]:
+    """Fake servers reuse ports: an output-mode fallback remembered in one test must not leak into another."""
+    output_modes.forget()
+    yield
 
 
 @pytest.fixture

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import re
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 
 import reme
 from reme import ReMe, ReMeSync
 from reme.app.application import ComponentError
+from reme.errors import ReMeError
 
 
 async def test_async_context_manager_runs_jobs_on_the_callers_loop(workspace_dir):
@@ -76,3 +82,53 @@ def test_import_reme_stays_light():
     code = "import sys, reme; heavy = [m for m in ('fastapi', 'pydantic_ai', 'mcp', 'uvicorn', 'jsonschema') if m in sys.modules]; print(heavy)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_sync_run_before_start_or_after_close_raises_instead_of_hanging(workspace_dir):
+    app = ReMeSync(workspace_dir=workspace_dir)
+    with pytest.raises(ReMeError, match="not started"):
+        app.run("version")
+    with pytest.raises(ReMeError, match="not started"):
+        app.stream("chat", query="hi")
+    with app:
+        assert app.run("version").success
+    with pytest.raises(ReMeError, match="closed"):
+        app.run("version")
+    with pytest.raises(ReMeError, match="closed"):
+        app.start()
+
+
+SCRIPTED_CHAT = {
+    "components.llm.backend": "scripted",
+    "components.llm.script": [{"text": "Solar panels turn light into power."}],
+}
+
+
+def test_sync_stream_yields_chunks_then_done(workspace_dir):
+    with ReMeSync(workspace_dir=workspace_dir, **SCRIPTED_CHAT) as app:
+        chunks = list(app.stream("chat", query="what are solar panels?"))
+        assert "".join(c.get("text", "") for c in chunks) == "Solar panels turn light into power."
+        assert chunks[-1]["type"] == "done" and chunks[-1]["success"] is True
+        first = next(iter(app.stream("chat", query="again?")))  # left early: the job is closed too
+        assert first["type"] == "text"
+        assert app.run("version").success
+
+
+README = Path(__file__).parents[2] / "README.md"
+
+
+def readme_python_blocks() -> list[str]:
+    text = README.read_text(encoding="utf-8")
+    return re.findall(r"```python\n(.*?)```", text, flags=re.S)
+
+
+@pytest.mark.parametrize("index", range(len(readme_python_blocks())))
+def test_readme_python_examples_run_as_scripts(tmp_path, index):
+    script = tmp_path / "example.py"
+    script.write_text(readme_python_blocks()[index], encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REME_", "LLM_"))}
+    result = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert "True" in result.stdout

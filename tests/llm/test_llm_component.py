@@ -65,3 +65,19 @@ def test_import_reme_does_not_load_pydantic_ai() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.split()
     assert out == ["False", "False"]
+
+
+async def test_health_check_probes_the_endpoint_and_says_why(tmp_path: Path, fake_server) -> None:
+    """An unreachable LLM_BASE_URL used to report `llm: ok`."""
+    dead = {"components.llm.model": "m", "components.llm.base_url": "http://127.0.0.1:9/v1"}
+    async with ReMe(workspace_dir=tmp_path / "dead", timezone="UTC", **dead) as app:
+        health = await app.run("health_check")
+    assert not health.success
+    assert "llm: error (cannot reach http://127.0.0.1:9/v1 (ConnectError" in health.answer
+    live = {"components.llm.model": "m", "components.llm.base_url": fake_server.base_url}
+    async with ReMe(workspace_dir=tmp_path / "live", timezone="UTC", **live) as app:
+        health = await app.run("health_check")
+    assert health.success and "llm: ok" in health.answer.splitlines()
+    async with ReMe(workspace_dir=tmp_path / "none", timezone="UTC") as app:
+        health = await app.run("health_check")
+    assert health.success and "llm: unconfigured (set LLM_MODEL)" in health.answer.splitlines()

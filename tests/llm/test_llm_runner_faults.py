@@ -110,12 +110,14 @@ async def test_paths_outside_the_allow_list_are_refused(fake_server: FakeOpenAI)
     assert "Additional properties are not allowed" in replies[3]
 
 
-@pytest.mark.parametrize("status", [429, 500])
-async def test_http_errors_are_retried_then_reported(fake_server: FakeOpenAI, status: int) -> None:
+# A 500 at the first request may be a server refusing `tool_choice` (llama.cpp): one fallback run.
+@pytest.mark.parametrize(("status", "sent"), [(429, 3), (500, 6)])
+async def test_http_errors_are_retried_then_reported(fake_server: FakeOpenAI, status: int, sent: int) -> None:
     fake_server.set_script([{"fault": "http", "status": status}])
-    with pytest.raises(AgentFailed, match=f"LLM request failed after 2 retries.*{status}"):
+    with pytest.raises(AgentFailed, match=f"LLM request failed after 2 retries.*{status}") as failed:
         await run(fake_server, settings_for(fake_server, max_retries=2))
-    assert len(fake_server.requests) == 3
+    assert len(fake_server.requests) == sent
+    assert failed.value.usage["requests"] == sent  # every attempt is counted, though none succeeded
 
 
 async def test_recovers_when_a_retry_succeeds(fake_server: FakeOpenAI) -> None:
@@ -176,3 +178,46 @@ async def test_streamed_text_and_tool_events(fake_server: FakeOpenAI) -> None:
     assert events[1]["type"] == "tool_result" and events[1]["success"]
     texts = [e["text"] for e in events if e["type"] == "text"]
     assert len(texts) > 1 and "".join(texts) == answer
+
+
+SUMMARY = {"output": {"name": "n", "description": "d"}}
+
+
+async def test_a_server_refusing_tool_choice_required_gets_prompted_output_once(caplog) -> None:
+    """llama-cpp-python asserts `tool_choice == "auto"`; the run falls back to JSON in the prompt."""
+    server = FakeOpenAI([SUMMARY], refuse_tool_choice=True)
+    try:
+        settings = settings_for(server, max_retries=0)
+        result = await run(server, settings)
+        assert result.output == Summary(name="n", description="d") and result.output_mode == "prompted"
+        assert [r.get("tool_choice") for r in server.requests] == ["required", "auto"]
+        assert result.usage["requests"] == 2
+        assert "refused output mode 'tool'" in caplog.text
+        again = await run(server, settings)  # remembered for this endpoint: no refused request first
+        assert again.output_mode == "prompted" and server.requests[-1].get("tool_choice") == "auto"
+        assert len(server.requests) == 3
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize(
+    ("mode", "refuse", "sent"), [("native", "refuse_json_schema", 2), ("prompted", None, 1)]
+)
+async def test_output_mode_setting(mode: str, refuse: str | None, sent: int) -> None:
+    server = FakeOpenAI([SUMMARY], **({refuse: True} if refuse else {}))
+    try:
+        result = await run(server, settings_for(server, output_mode=mode, max_retries=0))
+        assert result.output == Summary(name="n", description="d")
+        assert result.output_mode == "prompted" and len(server.requests) == sent
+        if mode == "native":
+            assert server.requests[0]["response_format"]["type"] == "json_schema"
+        assert all(r.get("tool_choice") in (None, "auto") for r in server.requests)
+    finally:
+        server.close()
+
+
+async def test_text_runs_never_fall_back(fake_server: FakeOpenAI) -> None:
+    fake_server.set_script([{"fault": "http", "status": 500}])
+    with pytest.raises(AgentFailed) as failed:
+        await run(fake_server, settings_for(fake_server, max_retries=1), output_type=str)
+    assert len(fake_server.requests) == 2 and failed.value.usage["requests"] == 2

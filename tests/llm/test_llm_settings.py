@@ -80,3 +80,17 @@ def test_invalid_numbers_name_the_setting(settings: dict, named: str) -> None:
 def test_unset_numbers_take_the_defaults() -> None:
     settings = resolve_settings({"timeout": "", "max_steps": None})
     assert (settings.timeout, settings.max_steps, settings.max_retries) == (60.0, 20, 2)
+
+
+def test_output_mode_is_checked_and_per_role() -> None:
+    assert resolve_settings({"model": "m"}).output_mode == "tool"
+    memory = resolve_settings(
+        {"model": "m", "output_mode": "native", "memory": {"output_mode": "prompted"}}, "memory"
+    )
+    assert memory.output_mode == "prompted"
+    with pytest.raises(
+        ValueError, match=r"components.llm.output_mode must be one of tool, native, prompted, not 'json'"
+    ):
+        resolve_settings({"model": "m", "output_mode": "json"})
+    with pytest.raises(ValueError, match="components.llm.memory.output_mode"):
+        resolve_settings({"model": "m", "memory": {"output_mode": "x"}}, "memory")

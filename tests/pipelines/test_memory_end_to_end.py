@@ -68,6 +68,7 @@ def test_auto_memory_through_the_service_then_search_finds_the_card(
         fake_server.set_script([{"tool": "search", "args": {"query": "inverter"}}, {"text": answer}])
         chat = run_reme_process("chat", "query=Which inverter did I order?", where, env=env)
         assert chat.returncode == 0, chat.stdout + chat.stderr
-        assert answer in chat.stdout and '"tool": "search"' in chat.stdout
+        assert chat.stdout == answer + "\n"  # the answer, not event JSON
+        assert '· search {"query": "inverter"}' in chat.stderr
     finally:
         assert service.stop() == 0

@@ -40,23 +40,12 @@ def test_json_flag_prints_the_whole_response(http_service, run_reme):
 
 
 @pytest.mark.parametrize(
-    ("value", "expected"),
-    [
-        ("007", "unknown job '007'"),  # leading zero: stays a string
-        ('"42"', "unknown job '42'"),  # quoted: a JSON string
-        ("plain words", "unknown job 'plain words'"),
-        ("[[wikilink]]", "unknown job '[[wikilink]]'"),  # not valid JSON: a string
-        ("42", "must be of type string (got int)"),
-        ("-1.5e3", "must be of type string (got float)"),
-        ("true", "must be of type string (got bool)"),
-        ('["a", 1]', "must be of type string (got list)"),
-        ('{"a": 1}', "must be of type string (got dict)"),
-    ],
+    "value", ["007", '"42"', "plain words", "[[wikilink]]", "42", "-1.5e3", "true", '["a", 1]', '{"a": 1}']
 )
-def test_values_are_typed(http_service, run_reme, value, expected):
+def test_a_string_parameter_takes_the_value_as_typed(http_service, run_reme, value):
     result = run_reme("help", f"job={value}", port_arg(http_service))
     assert result.returncode == 1
-    assert expected in result.stderr
+    assert f"unknown job {value!r}" in result.stderr
 
 
 def test_a_job_named_list_is_reachable(http_service, run_reme):
@@ -78,7 +67,7 @@ def test_usage_errors(run_reme):
     bare = run_reme()
     assert bare.returncode == 2 and "usage:" in bare.stderr
     assert run_reme("--help").returncode == 0
-    bad = run_reme("version", "oops")
+    bad = run_reme("start", "oops")
     assert bad.returncode == 2 and "expected key=value, got 'oops'" in bad.stderr
 
 
@@ -91,6 +80,8 @@ def test_start_job_runs_in_process_and_exits_with_its_status(tmp_path, run_reme,
     assert (hidden.returncode, hidden.stdout.strip()) == (0, __version__)  # not served, still runs locally
     bad = run_reme("start", "job=list", f"config={service_config}", workspace)
     assert bad.returncode == 1 and "missing required parameter 'path'" in bad.stderr
+    digits = run_reme("start", "job=list", "path=2024", f"config={service_config}", workspace)
+    assert digits.returncode == 0, digits.stderr  # typed by the schema: a string parameter stays a string
 
 
 @pytest.mark.parametrize(
@@ -151,7 +142,7 @@ def test_env_beats_service_file(tmp_path, http_service, run_reme, reme_env):
 def test_service_file_of_workspace_dir_then_of_the_default_workspace(tmp_path, http_service, run_reme):
     found = run_reme("status", "--json", f"workspace_dir={http_service.workspace}", cwd=tmp_path)
     assert served_by(found, http_service)
-    fake_service_file(tmp_path / ".reme", http_service.info["port"])
+    (tmp_path / ".reme").symlink_to(http_service.workspace)  # the default workspace of tmp_path
     assert served_by(run_reme("status", "--json", cwd=tmp_path), http_service)
 
 
@@ -169,16 +160,22 @@ def port_is_free(port: int) -> bool:
     return True
 
 
-def test_stale_service_file_falls_back_to_the_default_address(tmp_path, run_reme):
-    if not port_is_free(2333):
-        pytest.skip("something listens on 127.0.0.1:2333 on this machine")
+def exited_pid() -> int:
     gone = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
     )
-    fake_service_file(tmp_path / ".reme", dead_port(), pid=int(gone.stdout))
+    return int(gone.stdout)
+
+
+def test_stale_service_file_falls_back_to_the_default_address(tmp_path, run_reme):
+    """Holds whether or not a service of the developer's listens on 2333: the note is printed either way."""
+    fake_service_file(tmp_path / ".reme", dead_port(), pid=exited_pid())
     result = run_reme("version", cwd=tmp_path)
+    assert "(pid" in result.stderr and "has exited; trying http://127.0.0.1:2333" in result.stderr
+    if not port_is_free(2333):
+        return
     assert result.returncode == 1
-    assert "no reme service reachable at http://127.0.0.1:2333 (default address)" in result.stderr
+    assert "no reme service reachable at http://127.0.0.1:2333 (default address; the service" in result.stderr
     assert "reme start" in result.stderr
 
 

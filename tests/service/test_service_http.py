@@ -22,6 +22,7 @@ def test_service_file_names_the_listening_process(http_service):
         "port": http_service.info["port"],
         "backend": "http",
         "pid": http_service.proc.pid,
+        "workspace_dir": str(http_service.workspace.resolve()),
     }
 
 

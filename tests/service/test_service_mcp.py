@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import httpx
 import httpx2
@@ -16,7 +17,7 @@ from reme.app.application import Application
 from reme.app.config import load_config
 from reme.app.jobs import JobContext
 from reme.app.registry import STEPS
-from reme.service.mcp import build_mcp_server
+from reme.service.mcp import WORKSPACE_META, build_mcp_server
 
 SERVED_TOOLS = {"app_config", "health_check", "help", "list", "status", "version"}
 TOKEN = "mcp-token"
@@ -31,6 +32,7 @@ async def check_session(client: Client) -> None:
     result = await client.call_tool("version", {})
     assert result.is_error is False
     assert result.content[0].text == __version__
+    assert os.path.isabs(result.meta[WORKSPACE_META])  # every answer names the workspace that served it
     assert result.structured_content == {
         "success": True,
         "answer": __version__,
@@ -133,3 +135,27 @@ async def test_stream_jobs_are_not_tools(tmp_path):
         names = {tool.name for tool in (await client.list_tools()).tools}
         assert "talk" in app.jobs and "talk" not in names
         assert "version" in names
+
+
+@pytest.mark.parametrize("transport", ["streamable-http", "sse"])
+async def test_a_plain_http_client_is_told_it_reached_an_mcp_service(
+    mcp_services, run_reme_async, reme_env, transport
+):
+    service = mcp_services[transport]
+    env = reme_env(REME_API_TOKEN=TOKEN)
+    result = await run_reme_async("version", f"port={service.info['port']}", env=env)
+    assert result.returncode == 1
+    assert f"this is a reme MCP service ({transport} at {service.info['path']})" in result.stderr
+    assert "service.backend=http" in result.stderr
+
+
+async def test_an_mcp_service_of_another_workspace_refuses(mcp_services, run_reme_async, tmp_path):
+    service = mcp_services["sse"]
+    copy = tmp_path / "copy"
+    (copy / "metadata").mkdir(parents=True)
+    (copy / "metadata" / "service.json").write_text(
+        (service.workspace / "metadata" / "service.json").read_text()
+    )
+    result = await run_reme_async("version", f"workspace_dir={copy}")
+    assert result.returncode == 1
+    assert f"serves another workspace than {copy.resolve()}; nothing was done" in result.stderr

@@ -11,7 +11,7 @@ import pytest
 from reme.app.config import load_config
 from reme.app.jobs import JobContext
 from reme.app.registry import STEPS
-from reme.service.cli import run_once
+from reme.service.cli import run_once, show_chunk
 from reme.service.runner import run_service
 
 
@@ -138,3 +138,18 @@ async def test_one_shot_stream_job_prints_chunks_as_they_come(tmp_path, capsys):
     assert await run_once(stream_config(tmp_path), "talk", {"text": "a", "fail": True}, as_json=True) == 1
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [c["type"] for c in lines] == ["text", "error", "done"]
+
+
+def test_cli_prints_an_agents_answer_and_notes_its_tool_calls_on_stderr(capsys):
+    """`reme chat`: stdout is the answer, not event JSON."""
+    chunks = [
+        {"type": "tool_call", "tool": "search", "args": {"query": "solar"}},
+        {"type": "tool_result", "tool": "search", "success": True, "refused": False},
+        {"type": "text", "text": "Solar panels "},
+        {"type": "text", "text": "make power."},
+        {"type": "done", "success": True, "metadata": {"sources": []}},
+    ]
+    assert [show_chunk(chunk, as_json=False) for chunk in chunks][-1] is True
+    out, err = capsys.readouterr()
+    assert out == "Solar panels make power.\n"
+    assert err == '· search {"query": "solar"}\n'

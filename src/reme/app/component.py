@@ -35,6 +35,10 @@ class Component:
     def health(self) -> dict[str, Any]:
         return {"status": "ok"}
 
+    async def probe(self) -> dict[str, Any]:
+        """Health checked live (an endpoint asked over the network); `health()` unless overridden."""
+        return self.health()
+
     def stats(self) -> dict[str, Any]:
         """Figures for the `status` job (sizes, counts); none by default."""
         return {}

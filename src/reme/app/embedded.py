@@ -3,19 +3,26 @@
     async with reme.ReMe(workspace_dir="notes") as app:
         hits = await app.run("search", query="solar panels")
 
-`ReMeSync` offers the same for synchronous code, on an event loop of its own in a worker thread.
+`ReMeSync` offers the same for synchronous code, on an event loop of its own in a worker thread:
+
+    with reme.ReMeSync(workspace_dir="notes") as app:
+        hits = app.run("search", query="solar panels")
+        for chunk in app.stream("chat", query="what do I know about solar?"):
+            ...
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 from reme.app.application import Application
 from reme.app.config import load_config
 from reme.app.jobs import Response
+from reme.errors import ReMeError
 
 
 class ReMe(Application):
@@ -43,10 +50,25 @@ class ReMeSync:
     def app(self) -> Application:
         return self._app
 
+    def _require_running(self) -> None:
+        """Refuse instead of waiting forever on a loop that no thread runs."""
+        if not self._thread.is_alive():
+            state = "closed" if self._loop.is_closed() else "not started"
+            raise ReMeError(
+                f"ReMeSync is {state}: use `with ReMeSync(...) as app:` or call `app.start()` first"
+            )
+
     def _call(self, coro: Any) -> Any:
+        try:
+            self._require_running()
+        except ReMeError:
+            coro.close()
+            raise
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
 
     def start(self) -> ReMeSync:
+        if self._loop.is_closed():
+            raise ReMeError("this ReMeSync is closed; create a new one")
         if not self._thread.is_alive():
             self._thread.start()
         try:
@@ -59,7 +81,27 @@ class ReMeSync:
     def run(self, job: str, /, **params: Any) -> Response:
         return self._call(self._app.run(job, **params))
 
+    def stream(self, job: str, /, **params: Any) -> Iterator[dict[str, Any]]:
+        """Chunks of a stream job as they come (`{"type": "text", ...}`), ending with a `done` chunk."""
+        self._require_running()
+        return self._chunks(self._app.stream(job, **params))
+
+    def _chunks(self, chunks: AsyncIterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        finished = False
+        try:
+            while True:
+                try:
+                    yield self._call(_next(chunks))
+                except StopAsyncIteration:
+                    finished = True
+                    return
+        finally:
+            if not finished and self._thread.is_alive():  # the caller stopped early: end the job too
+                self._call(chunks.aclose())  # type: ignore[attr-defined]
+
     def close(self) -> None:
+        if self._loop.is_closed():
+            return
         if self._thread.is_alive():
             self._call(self._app.close())
             self._loop.call_soon_threadsafe(self._loop.stop)
@@ -71,3 +113,7 @@ class ReMeSync:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+async def _next(chunks: AsyncIterator[dict[str, Any]]) -> dict[str, Any]:
+    return await anext(chunks)  # a coroutine, as run_coroutine_threadsafe wants

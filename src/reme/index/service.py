@@ -22,6 +22,7 @@ from reme.index.chunking import CHUNKER_VERSION, DEFAULT_CHUNK_CHARS, DEFAULT_CO
 from reme.index.graph import LinkGraph
 from reme.index.guard import IndexGuard
 from reme.index.keyword import KeywordIndex, engine_folder
+from reme.index.progress import IndexProgress
 from reme.index.search import Searcher, VectorBranch
 from reme.index.store import MetadataStore
 from reme.index.sync import MARKDOWN_EXTENSIONS, Indexer, Progress, Source, SyncReport
@@ -94,6 +95,7 @@ class IndexService:
         self._ready = False
         self._ready_lock = threading.Lock()
         self._needs_rebuild = False
+        self.progress = IndexProgress()  # what searches report while the first reconcile runs
         self.store: MetadataStore | None = None
 
     # lifecycle -----------------------------------------------------------------------------------
@@ -213,7 +215,9 @@ class IndexService:
         try:
             if self._ready:
                 return None
-            report = self._rebuild(progress) if self._needs_rebuild else self.indexer.reconcile(progress)
+            stage = "rebuild" if self._needs_rebuild else "reconcile"
+            with self.progress.run(stage, progress) as track:
+                report = self._rebuild(track) if self._needs_rebuild else self.indexer.reconcile(track)
             self._ready = not report.stopped  # a reconcile cut short by shutdown is not up to date
             return report
         finally:
@@ -221,8 +225,8 @@ class IndexService:
 
     def reindex(self, progress: Progress | None = None) -> SyncReport:
         """Drop all derived state and rebuild it from the files."""
-        with self._ready_lock:
-            report = self._rebuild(progress)
+        with self._ready_lock, self.progress.run("rebuild", progress) as track:
+            report = self._rebuild(track)
             self._ready = True
             return report
 
@@ -256,6 +260,13 @@ class IndexService:
     def is_indexable(self, path: str) -> bool:
         return self.indexer.is_indexable(path)
 
+    def drift(self) -> tuple[int, int, int]:
+        """How far the catalog is behind the files: (new, changed, deleted) file counts."""
+        disk, known = self.indexer.scan(), self._store().stamps()
+        added = sum(path not in known for path in disk)
+        changed = sum(path in known and known[path] != stamp for path, stamp in disk.items())
+        return added, changed, sum(path not in disk for path in known)
+
     def catch_up(self) -> dict[str, Any] | None:
         """Finish index writes another process left interrupted (cheap when nothing changed)."""
         return self.guard.catch_up()
@@ -287,6 +298,7 @@ class IndexService:
             "keyword_bytes": engine_bytes,
             "tokenizer": self.tokenizer.fingerprint,
             "ready": self._ready,
+            "progress": self.progress.to_dict(),
         }
 
 

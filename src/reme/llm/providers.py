@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from reme.llm.attempts import watch
 from reme.llm.settings import ModelSettings
 
 if TYPE_CHECKING:
@@ -27,23 +28,32 @@ def build_model(settings: ModelSettings) -> Model:
         from pydantic_ai.models.anthropic import AnthropicModel
         from pydantic_ai.providers.anthropic import AnthropicProvider
 
-        provider = AnthropicProvider(api_key=settings.api_key, base_url=settings.base_url or None)
+        provider: Any = AnthropicProvider(api_key=settings.api_key, base_url=settings.base_url or None)
+        _count_attempts(provider)
         return AnthropicModel(settings.model, provider=provider)
     from pydantic_ai.models.openai import OpenAIChatModel
 
     if settings.backend == "ollama":
         from pydantic_ai.providers.ollama import OllamaProvider
 
-        return OpenAIChatModel(
-            settings.model,
-            provider=OllamaProvider(base_url=settings.base_url, api_key=settings.api_key or None),
-        )
-    from pydantic_ai.providers.openai import OpenAIProvider
+        provider = OllamaProvider(base_url=settings.base_url, api_key=settings.api_key or None)
+    else:
+        from pydantic_ai.providers.openai import OpenAIProvider
 
-    openai_provider = OpenAIProvider(
-        base_url=settings.base_url or None, api_key=settings.api_key or "api-key-not-set"
-    )
-    return OpenAIChatModel(settings.model, provider=openai_provider)
+        provider = OpenAIProvider(
+            base_url=settings.base_url or None, api_key=settings.api_key or "api-key-not-set"
+        )
+    _count_attempts(provider)
+    return OpenAIChatModel(settings.model, provider=provider)
+
+
+def _count_attempts(provider: Any) -> None:
+    """Count every HTTP request the provider's SDK sends (its retries too) in the run's usage.
+
+    The hook goes on the HTTP client the provider built itself (kept, so the provider still closes
+    it); the SDK client keeps it in `_client`, which pydantic-ai itself relies on.
+    """
+    watch(getattr(provider.client, "_client", None))
 
 
 def request_settings(settings: ModelSettings) -> dict[str, Any]:

@@ -2,17 +2,22 @@
 
 Model failures are retried within bounds (transport retries in the provider client, tool-argument
 and output-schema retries in the loop) and then raised as one `AgentFailed` with a readable message.
-Token usage is reported even when the run fails.
+Token usage is reported even when the run fails, and `requests` counts every HTTP request sent.
+Structured output uses the configured output mode; an endpoint that refuses it gets one fallback
+(see `output_modes`).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterable, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from reme.errors import ReMeError
+from reme.llm import output_modes
+from reme.llm.attempts import counting
 from reme.llm.providers import request_settings
 from reme.llm.settings import ModelSettings
 from reme.llm.tools import PathPolicy, ToolSpec
@@ -23,6 +28,7 @@ if TYPE_CHECKING:
 RunJob = Callable[..., Awaitable[Any]]  # `Application.run`: (job, **params) -> Response
 OnEvent = Callable[[dict[str, Any]], Awaitable[None]]
 MAX_TOOL_ANSWER_CHARS = 12_000
+log = logging.getLogger(__name__)
 
 
 class AgentFailed(ReMeError):
@@ -46,13 +52,15 @@ class AgentResult:
     output: Any
     usage: dict[str, int]
     tool_calls: list[ToolCall] = field(default_factory=list)
+    output_mode: str | None = None  # the mode structured output came back in (None for text)
 
 
-def usage_dict(usage: Any) -> dict[str, int]:
+def usage_dict(usage: Any, sent: int = 0) -> dict[str, int]:
+    """Token and call counts; `requests` is the HTTP requests sent when they were counted (`sent`)."""
     return {
         "input_tokens": int(usage.input_tokens or 0),
         "output_tokens": int(usage.output_tokens or 0),
-        "requests": int(usage.requests or 0),
+        "requests": max(sent, int(usage.requests or 0)),
         "tool_calls": int(usage.tool_calls or 0),
     }
 
@@ -137,13 +145,15 @@ async def run_agent(
     from pydantic_ai.usage import RunUsage, UsageLimits
 
     calls: list[ToolCall] = []
-    agent = Agent(
-        model,
-        output_type=output_type,
-        instructions=instructions,
-        tools=[_make_tool(spec, policy, run_job, calls, on_event) for spec in tools],
-        retries={"tools": settings.output_retries, "output": settings.output_retries},
-    )
+
+    def agent_for(mode: str) -> Any:
+        return Agent(
+            model,
+            output_type=output_modes.output_spec(output_type, mode),
+            instructions=instructions,
+            tools=[_make_tool(spec, policy, run_job, calls, on_event) for spec in tools],
+            retries={"tools": settings.output_retries, "output": settings.output_retries},
+        )
 
     async def stream_text(_ctx: Any, events: AsyncIterable[Any]) -> None:
         async for event in events:
@@ -157,14 +167,40 @@ async def run_agent(
                 await on_event({"type": "text", "text": event.delta.content_delta})  # type: ignore[misc]
 
     usage = RunUsage()
-    try:
-        result = await agent.run(  # type: ignore[call-overload]  # model settings are a plain dict here
+
+    async def run(mode: str) -> Any:
+        return await agent_for(mode).run(
             prompt,
             model_settings=request_settings(settings),
             usage=usage,
             usage_limits=UsageLimits(request_limit=settings.max_steps),
             event_stream_handler=stream_text if on_event and output_type is str else None,
         )
-    except Exception as exc:
-        raise AgentFailed(_failure_message(exc, settings), usage_dict(usage)) from exc
-    return AgentResult(result.output, usage_dict(usage), calls)
+
+    mode = output_modes.mode_for(settings)
+    with counting() as sent:
+        try:
+            result = await run(mode)
+        except Exception as exc:
+            fallback = _fallback_after(exc, mode, output_type, usage)
+            if fallback is None:
+                raise AgentFailed(_failure_message(exc, settings), usage_dict(usage, sent[0])) from exc
+            log.warning("the LLM endpoint refused output mode %r (%s); trying %r", mode, exc, fallback)
+            try:
+                result = await run(fallback)
+            except Exception as retry_exc:
+                message = (
+                    f"{_failure_message(retry_exc, settings)} (after output mode {mode!r} was refused: {exc})"
+                )
+                raise AgentFailed(message, usage_dict(usage, sent[0])) from retry_exc
+            output_modes.remember(settings, fallback)
+            mode = fallback
+    structured = None if output_type is str else mode
+    return AgentResult(result.output, usage_dict(usage, sent[0]), calls, structured)
+
+
+def _fallback_after(exc: Exception, mode: str, output_type: Any, usage: Any) -> str | None:
+    """The mode to try once more in when the endpoint refused this one at the first request."""
+    if output_type is str or usage.requests or not output_modes.is_refusal(exc):
+        return None
+    return output_modes.FALLBACK.get(mode)

@@ -9,9 +9,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 BACKENDS = ("openai", "anthropic", "ollama", "scripted")
+# How an agent returns structured output: a call of an output tool (`tool_choice: "required"`), the
+# endpoint's JSON-schema response format, or JSON asked for in the prompt (works with any server).
+OUTPUT_MODES = ("tool", "native", "prompted")
 OLLAMA_DEFAULT_URL = "http://localhost:11434/v1"
 # Settings a role (e.g. `memory`) may override; the rest are shared by every role.
-ROLE_KEYS = ("backend", "model", "base_url", "api_key", "timeout", "max_retries")
+ROLE_KEYS = ("backend", "model", "base_url", "api_key", "timeout", "max_retries", "output_mode")
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,7 @@ class ModelSettings:
     max_retries: int = 2
     output_retries: int = 2
     max_steps: int = 20
+    output_mode: str = "tool"
 
     def missing(self) -> str | None:
         """Name of the first setting that keeps this model from working, or None when usable."""
@@ -48,6 +52,7 @@ class ModelSettings:
             "model": self.model,
             "base_url": self.base_url or None,
             "api_key_set": bool(self.api_key),
+            "output_mode": self.output_mode,
             "missing": self.missing(),
         }
 
@@ -71,11 +76,18 @@ _NUMBERS: dict[str, tuple[type[int] | type[float], float]] = {
 }
 
 
+def _output_mode(value: Any, where: str) -> str:
+    mode = str(value)
+    if mode not in OUTPUT_MODES:
+        raise ValueError(f"{where} must be one of {', '.join(OUTPUT_MODES)}, not {value!r}")
+    return mode
+
+
 def resolve_settings(settings: dict[str, Any], role: str | None = None) -> ModelSettings:
     """Settings of the component, with `settings[role]` (e.g. `memory`) overriding per-role keys.
 
     Empty role values (an unset `${LLM_MEMORY_MODEL:-}`) fall back to the shared value. A value that
-    is not a valid number raises ValueError naming the setting (`components.llm.timeout`).
+    is not a valid number (or output mode) raises ValueError naming the setting (`components.llm.timeout`).
     """
     defaults = ModelSettings()
     numbers = {}
@@ -88,6 +100,7 @@ def resolve_settings(settings: dict[str, Any], role: str | None = None) -> Model
         model=str(settings.get("model") or ""),
         base_url=str(settings.get("base_url") or ""),
         api_key=str(settings.get("api_key") or ""),
+        output_mode=_output_mode(settings.get("output_mode") or "tool", "components.llm.output_mode"),
         **numbers,
     )
     if base.backend == "ollama" and not base.base_url:
@@ -103,6 +116,8 @@ def resolve_settings(settings: dict[str, Any], role: str | None = None) -> Model
         if key in _NUMBERS:
             kind, minimum = _NUMBERS[key]
             changes[key] = _number(value, kind, f"components.llm.{role}.{key}", minimum)
+        elif key == "output_mode":
+            changes[key] = _output_mode(value, f"components.llm.{role}.output_mode")
         else:
             changes[key] = str(value)
     return replace(base, **changes)

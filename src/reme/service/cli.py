@@ -12,7 +12,8 @@ import os
 import sys
 from typing import Any
 
-from reme.app.values import parse_assignments
+from reme.app.values import parse_value
+from reme.service.cli_values import job_params, split_words
 
 USAGE = """\
 usage:
@@ -21,10 +22,16 @@ usage:
         service.host=, service.port=, service.auth_token=)
   reme start job=NAME [config=...] [workspace_dir=DIR] [param=VALUE ...]
         run one job in-process and exit with its status
-  reme JOB [param=VALUE ...] [--json] [host=H port=P | workspace_dir=DIR]
-        call JOB on the running service (`reme help` lists the jobs, `reme JOB --help` shows one)
+  reme JOB [VALUE] [param=VALUE ...] [--json] [host=H port=P | workspace_dir=DIR]
+        call JOB on the running service (`reme help` lists the jobs, `reme JOB --help` shows one);
+        a bare VALUE fills the job's first required parameter (`reme search solar`)
+  reme doctor [config=...] [workspace_dir=DIR]
+        check the install, workspace, service, index and LLM, and say what to do about each problem
 
-values: JSON arrays/objects, numbers and booleans are typed; `007` and everything else stay strings.
+values are typed by the job's parameter schema: `query=2024` stays a string, `limit=3` is a number
+where the schema wants one, JSON for list and object parameters; config overrides are typed
+generically (JSON arrays/objects, numbers, booleans; `007` stays a string).
+with workspace_dir= the CLI talks only to that workspace's service, never to another one.
 --json prints the whole Response; the exit status is 0 when success is true, 1 otherwise.
 """
 DISCOVERY_KEYS = ("host", "port", "workspace_dir")
@@ -32,7 +39,19 @@ START_CONFIG_KEYS = ("config", "workspace_dir", "timezone")
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        status = _main(list(sys.argv[1:] if argv is None else argv))
+        sys.stdout.flush()  # inside the try: a closed pipe shows up here for short answers
+        return status
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # `reme status | head`: the reader left; end quietly, as cat does
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush must not fail again
+        return 141
+
+
+def _main(args: list[str]) -> int:
     as_json = "--json" in args
     asks_help = any(arg in ("-h", "--help") for arg in args)
     words = [arg for arg in args if arg not in ("--json", "-h", "--help")]
@@ -46,19 +65,21 @@ def main(argv: list[str] | None = None) -> int:
         print(__version__)
         return 0
     if asks_help:
-        if command == "start":
+        if command in ("start", "doctor"):
             print(USAGE, end="")
             return 0
         command, rest = "help", [f"job={command}", *rest]
-    try:
-        assignments = parse_assignments(rest)
-    except ValueError as exc:
-        print(f"reme: {exc}\n\n{USAGE}", file=sys.stderr, end="")
+    assigned, bare = split_words(rest)
+    if bare and command in ("start", "doctor"):
+        print(f"reme: expected key=value, got {bare[0]!r}\n\n{USAGE}", file=sys.stderr, end="")
         return 2
-    try:
-        return start(assignments, as_json) if command == "start" else call(command, assignments, as_json)
-    except KeyboardInterrupt:
-        return 130
+    if command == "doctor":
+        from reme.service.doctor import doctor
+
+        return doctor({key: parse_value(value) for key, value in assigned.items()}, as_json)
+    if command == "start":
+        return start(assigned, as_json)
+    return call(command, assigned, bare, as_json)
 
 
 # calling a running service ---------------------------------------------------------------------
@@ -74,28 +95,96 @@ def _token() -> str | None:
     return token or None
 
 
-def call(job: str, assignments: dict[str, Any], as_json: bool) -> int:
-    from reme.service.client import ServiceUnreachable, call_job
-    from reme.service.service_info import discover
+class Refused(Exception):
+    """The call cannot go ahead; the message says why and what to do (exit status 1)."""
 
-    where = {key: assignments.pop(key) for key in DISCOVERY_KEYS if key in assignments}
-    try:
-        info = discover(
-            host=None if where.get("host") is None else str(where["host"]),
-            port=where.get("port"),
-            workspace_dir=None if where.get("workspace_dir") is None else str(where["workspace_dir"]),
-        )
-    except ValueError as exc:
-        print(f"reme: {exc}", file=sys.stderr)
-        return 2
-    try:
-        if info.backend == "mcp":
+
+class Remote:
+    """One service, as found: calls a job over its transport, checking which workspace answers."""
+
+    def __init__(self, info: Any, token: str | None, workspace: str | None) -> None:
+        self.info = info
+        self.token = token
+        self.workspace = workspace  # absolute; the service must serve exactly this folder
+
+    def call(self, job: str, params: dict[str, Any]) -> Any:
+        """A client Reply; raises ServiceUnreachable, Refused, OSError or ValueError."""
+        from reme.service.client import Reply, call_job
+
+        if self.info.backend == "mcp":  # the service refuses another workspace itself (409)
             import asyncio
 
             from reme.service.mcp_client import call_tool
 
-            return render(asyncio.run(call_tool(info, job, assignments, _token())), as_json)
-        reply = call_job(info, job, assignments, _token())
+            response = asyncio.run(call_tool(self.info, job, params, self.token, self.workspace))
+            return Reply(200, response=response)
+        reply = call_job(self.info, job, params, self.token, self.workspace)
+        if self.workspace is not None:
+            self._check(reply)
+        return reply
+
+    def _check(self, reply: Any) -> None:
+        from reme.service.identity import same_workspace
+
+        if reply.status == 409 and reply.response is not None:
+            raise Refused(str(reply.response.get("answer")))
+        if reply.workspace is None or not same_workspace(reply.workspace, str(self.workspace)):
+            raise Refused(
+                f"the service at {self.info.url} serves {reply.workspace or 'an unnamed workspace'}, "
+                f"not {self.workspace}; its answer is not shown. "
+                f"Start a service for this workspace with `reme start workspace_dir={self.workspace}`"
+            )
+
+    def parameters(self, job: str) -> dict[str, Any] | None:
+        """The job's parameter schema from the service's `help`; None when the service has no help."""
+        reply = self.call("help", {"job": job})
+        response = reply.response or {}
+        if response.get("success"):
+            entries = (response.get("metadata") or {}).get("jobs") or [{}]
+            return entries[0].get("parameters")
+        answer = str(response.get("answer", ""))
+        if answer.startswith(f"unknown job {job!r}"):
+            raise Refused(answer)
+        return None
+
+
+def call(job: str, assigned: dict[str, str], bare: list[str], as_json: bool) -> int:
+    from reme.service.client import ServiceUnreachable
+    from reme.service.identity import resolve
+    from reme.service.service_info import SERVICE_FILE, NoService, default_workspace, discover
+
+    where = {key: assigned.pop(key) for key in DISCOVERY_KEYS if key in assigned}
+    folder = where.get("workspace_dir")
+    try:
+        info = discover(host=where.get("host"), port=where.get("port"), workspace_dir=folder)
+    except NoService as exc:
+        print(
+            f"reme: {exc}; nothing was done.\n"
+            f"start one with `reme start workspace_dir={folder}`, "
+            f"or run the job in-process with `reme start job={job} workspace_dir={folder} ...`",
+            file=sys.stderr,
+        )
+        return 1
+    except ValueError as exc:
+        print(f"reme: {exc}", file=sys.stderr)
+        return 2
+    if info.source.startswith("default address; "):  # a stale service file: say where this goes instead
+        print(f"reme: {info.source.partition('; ')[2]}; trying {info.url}", file=sys.stderr)
+    if folder is None and info.source.endswith(
+        SERVICE_FILE
+    ):  # found in the default workspace: hold it to that
+        folder = default_workspace()
+    remote = Remote(info, _token(), None if folder is None else resolve(folder))
+    try:
+        params: dict[str, Any] = {}
+        if assigned or bare:
+            params = job_params(assigned, bare, remote.parameters(job), job)
+        if job == "reindex" and sys.stderr.isatty() and not as_json:
+            from reme.service.cli_progress import with_bar
+
+            reply = with_bar(remote, lambda: remote.call(job, params))
+        else:
+            reply = remote.call(job, params)
     except ServiceUnreachable as exc:
         print(
             f"reme: {exc}\n"
@@ -104,6 +193,9 @@ def call(job: str, assignments: dict[str, Any], as_json: bool) -> int:
             file=sys.stderr,
         )
         return 1
+    except Refused as exc:
+        print(f"reme: {exc}", file=sys.stderr)
+        return 1
     except (OSError, ValueError) as exc:
         print(f"reme: calling {job!r} on {info.url} failed: {exc}", file=sys.stderr)
         return 1
@@ -111,6 +203,8 @@ def call(job: str, assignments: dict[str, Any], as_json: bool) -> int:
         return render(reply.response or {}, as_json)
     try:
         return render_stream(reply.chunks, as_json)
+    except BrokenPipeError:
+        raise
     except OSError as exc:
         print(f"\nreme: the stream from {info.url} broke off: {exc}", file=sys.stderr)
         return 1
@@ -119,8 +213,8 @@ def call(job: str, assignments: dict[str, Any], as_json: bool) -> int:
 # running in-process ----------------------------------------------------------------------------
 
 
-def start(assignments: dict[str, Any], as_json: bool) -> int:
-    """`reme start`: the service, or with `job=` one job in-process."""
+def start(assigned: dict[str, str], as_json: bool) -> int:
+    """`reme start`: the service, or with `job=` one job in-process (its parameters typed by its schema)."""
     import asyncio
     import logging
 
@@ -131,13 +225,15 @@ def start(assignments: dict[str, Any], as_json: bool) -> int:
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
     )
-    job = assignments.pop("job", None)
-    config_name = assignments.pop("config", None)
+    logging.getLogger("reme.index.progress").setLevel(logging.INFO)  # start-up and reindex progress lines
+    job = assigned.pop("job", None)
+    config_name = assigned.pop("config", None)
     if job is None:
-        overrides = assignments
+        raw_overrides = assigned
     else:
-        overrides = {k: v for k, v in assignments.items() if "." in k or k in START_CONFIG_KEYS}
-    params = {k: v for k, v in assignments.items() if k not in overrides}
+        raw_overrides = {k: v for k, v in assigned.items() if "." in k or k in START_CONFIG_KEYS}
+    overrides = {k: parse_value(v) for k, v in raw_overrides.items()}
+    params = {k: v for k, v in assigned.items() if k not in raw_overrides}
     try:
         config = load_config(None if config_name is None else str(config_name), overrides)
         if job is None:
@@ -148,17 +244,18 @@ def start(assignments: dict[str, Any], as_json: bool) -> int:
 
             asyncio.run(run_service(config))
             return 0
-        return asyncio.run(run_once(config, str(job), params, as_json))
+        return asyncio.run(run_once(config, job, params, as_json))
     except (ConfigError, ServiceConfigError, ComponentError) as exc:
         print(f"reme: {exc}", file=sys.stderr)
         return 2
 
 
-async def run_once(config: dict[str, Any], job: str, params: dict[str, Any], as_json: bool) -> int:
+async def run_once(config: dict[str, Any], job: str, raw: dict[str, Any], as_json: bool) -> int:
     from reme.app.application import Application
 
     async with Application(config) as app:
         spec = app.jobs.get(job)
+        params = job_params(raw, [], None if spec is None else spec.parameters, job)
         if spec is not None and spec.kind == "stream":
             success = False
             async for chunk in app.stream(job, **params):
@@ -207,7 +304,8 @@ def render_stream(chunks: Any, as_json: bool) -> int:
 
 
 def show_chunk(chunk: Any, as_json: bool) -> bool:
-    """Print one chunk (text chunks as text, others as JSON lines); True only for a successful `done`."""
+    """Print one chunk (text as text, agent tool calls as a note on stderr, other chunks as JSON
+    lines); True only for a successful `done`."""
     if not isinstance(chunk, dict):
         chunk = {"type": "data", "value": chunk}
     kind = chunk.get("type")
@@ -219,6 +317,11 @@ def show_chunk(chunk: Any, as_json: bool) -> bool:
         print(flush=True)
     elif isinstance(chunk.get("text"), str):
         print(chunk["text"], end="", flush=True)
+    elif kind == "tool_call":  # an agent's progress: to stderr, so stdout holds just the answer
+        args = json.dumps(chunk.get("args") or {}, ensure_ascii=False, default=str)
+        print(f"· {chunk.get('tool')} {args}", file=sys.stderr, flush=True)
+    elif kind == "tool_result":
+        pass
     else:
         print(json.dumps(chunk, ensure_ascii=False, default=str), flush=True)
     return kind == "done" and bool(chunk.get("success"))

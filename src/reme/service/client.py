@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from io import BufferedReader
 from typing import Any
 
+from reme.service import identity
 from reme.service.service_info import ServiceInfo
 
 CONNECT_TIMEOUT = 5.0
@@ -24,17 +25,25 @@ class ServiceUnreachable(Exception):
 
 
 class Reply:
-    """What the service answered: a Response object, or (stream jobs) an iterator of SSE chunks."""
+    """What the service answered: a Response object, or (stream jobs) an iterator of SSE chunks,
+    and the workspace the service says it serves (None from a service that does not say)."""
 
     def __init__(
-        self, status: int, response: dict[str, Any] | None = None, chunks: Iterator[Any] | None = None
+        self,
+        status: int,
+        response: dict[str, Any] | None = None,
+        chunks: Iterator[Any] | None = None,
+        workspace: str | None = None,
     ) -> None:
         self.status = status
         self.response = response
         self.chunks = chunks
+        self.workspace = workspace
 
 
-def _request_bytes(info: ServiceInfo, job: str, params: dict[str, Any], token: str | None) -> bytes:
+def _request_bytes(
+    info: ServiceInfo, job: str, params: dict[str, Any], token: str | None, workspace: str | None
+) -> bytes:
     body = json.dumps(params).encode("utf-8")
     host = f"[{info.host}]" if ":" in info.host else info.host
     lines = [
@@ -47,6 +56,8 @@ def _request_bytes(info: ServiceInfo, job: str, params: dict[str, Any], token: s
     ]
     if token:
         lines.append(f"Authorization: Bearer {token}")
+    if workspace is not None:
+        lines.append(f"{identity.HEADER}: {identity.encode(workspace)}")
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
 
 
@@ -98,8 +109,17 @@ def _sse_data(lines: Iterator[bytes]) -> Iterator[Any]:
                 yield payload
 
 
-def call_job(info: ServiceInfo, job: str, params: dict[str, Any], token: str | None = None) -> Reply:
-    """POST `params` to `/<job>`; raise ServiceUnreachable when nothing answers there."""
+def call_job(
+    info: ServiceInfo,
+    job: str,
+    params: dict[str, Any],
+    token: str | None = None,
+    workspace: str | None = None,
+) -> Reply:
+    """POST `params` to `/<job>`; raise ServiceUnreachable when nothing answers there.
+
+    With `workspace` (an absolute path) the service runs the job only if it serves that folder.
+    """
     try:
         sock = socket.create_connection((info.host, info.port), timeout=CONNECT_TIMEOUT)
     except OSError as exc:
@@ -107,14 +127,16 @@ def call_job(info: ServiceInfo, job: str, params: dict[str, Any], token: str | N
     sock.settimeout(None)  # jobs may run for minutes (LLM pipelines): only connecting is bounded
     stream = sock.makefile("rb")
     try:
-        sock.sendall(_request_bytes(info, job, params, token))
+        sock.sendall(_request_bytes(info, job, params, token, workspace))
         status, headers = _read_head(stream)
     except (OSError, ValueError) as exc:
         stream.close()
         sock.close()
         raise ServiceUnreachable(f"the service at {info.url} did not answer the request: {exc}") from None
+    served = identity.decode(headers.get(identity.HEADER))
     if headers.get("content-type", "").startswith("text/event-stream"):
-        return Reply(status, chunks=_closing(_sse_data(_lines(_body_pieces(stream, headers))), stream, sock))
+        chunks = _closing(_sse_data(_lines(_body_pieces(stream, headers))), stream, sock)
+        return Reply(status, chunks=chunks, workspace=served)
     try:
         body = b"".join(_body_pieces(stream, headers))
     finally:
@@ -127,7 +149,7 @@ def call_job(info: ServiceInfo, job: str, params: dict[str, Any], token: str | N
     if not isinstance(data, dict) or "success" not in data:
         text = body.decode("utf-8", "replace").strip()[:500]
         data = {"success": False, "answer": f"HTTP {status} from {info.url}/{job}: {text}", "metadata": {}}
-    return Reply(status, response=data)
+    return Reply(status, response=data, workspace=served)
 
 
 def _closing(chunks: Iterator[Any], stream: BufferedReader, sock: socket.socket) -> Iterator[Any]:

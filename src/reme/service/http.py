@@ -21,6 +21,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from reme import __version__
 from reme.app.application import Application
 from reme.app.jobs import JobSpec, ParameterError, run_steps, validate_params
+from reme.app.spelling import did_you_mean
+from reme.service.identity import WorkspaceIdentity
 from reme.service.security import BearerTokenGate
 
 log = logging.getLogger(__name__)
@@ -193,10 +195,11 @@ def build_http_app(app: Application, token: str | None = None) -> Any:
         if exc.status_code == 404 and not name:
             return failure("POST /<job> with the parameters as a JSON object; POST /help lists the jobs", 404)
         if exc.status_code == 404:
-            why = "is not served over HTTP" if name in app.jobs else "is unknown"
+            why = "is not served over HTTP" if name in app.jobs else f"is unknown{did_you_mean(name, served)}"
             return failure(f"job {name!r} {why}; POST /help (or `reme help`) lists the jobs", 404)
         if exc.status_code == 405 and name in served:
             return failure(f"use POST /{name} with the parameters as a JSON object", 405, Allow="POST")
         return failure(str(exc.detail), exc.status_code)
 
-    return BearerTokenGate(api, token) if token else api
+    named = WorkspaceIdentity(api, app.workspace_dir)
+    return BearerTokenGate(named, token) if token else named

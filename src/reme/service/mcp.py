@@ -19,9 +19,11 @@ from starlette.routing import Mount, Route
 from reme import __version__
 from reme.app.application import Application
 from reme.app.jobs import JobSpec, Response
-from reme.service.security import BearerTokenGate
+from reme.service.identity import WorkspaceIdentity
+from reme.service.security import BearerTokenGate, send_json
 
 SSE_MESSAGE_PATH = "/messages/"
+WORKSPACE_META = "reme/workspace"  # `_meta` key of every tool result: the workspace that served it
 
 
 def tool_jobs(app: Application) -> dict[str, JobSpec]:
@@ -75,7 +77,9 @@ def build_mcp_server(app: Application) -> Server[Any]:
         if params.name not in tool_jobs(app):
             message = f"unknown tool {params.name!r}; available: {', '.join(sorted(tool_jobs(app)))}"
             return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
-        return tool_result(await app.run(params.name, **(params.arguments or {})))
+        result = tool_result(await app.run(params.name, **(params.arguments or {})))
+        result.meta = {WORKSPACE_META: str(app.workspace_dir)}  # names the workspace on stdio too
+        return result
 
     def input_schema(name: str) -> dict[str, Any] | None:
         job = tool_jobs(app).get(name)
@@ -109,6 +113,30 @@ def _sse_app(server: Server[Any], path: str) -> Starlette:
     )
 
 
+class McpPathsOnly:
+    """Answers a plain HTTP request (`POST /search`, the CLI told `port=`) with where MCP is served,
+    instead of a bare 404: the caller is talking to an MCP service, not to the HTTP job API."""
+
+    def __init__(self, app: Any, paths: tuple[str, ...], transport: str) -> None:
+        self.app = app
+        self.paths = paths
+        self.transport = transport
+
+    def _serves(self, path: str) -> bool:
+        return any(path == p.rstrip("/") or path.startswith(p.rstrip("/") + "/") for p in self.paths)
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or self._serves(scope.get("path", "")):
+            await self.app(scope, receive, send)
+            return
+        message = (
+            f"this is a reme MCP service ({self.transport} at {self.paths[0]}), not the HTTP job API: "
+            f"connect an MCP client to {self.paths[0]}, or start an HTTP service "
+            "(`reme start service.backend=http`) to POST /<job>"
+        )
+        await send_json(send, 404, message)
+
+
 def build_mcp_asgi_app(app: Application, transport: str, host: str, path: str, token: str | None) -> Any:
     """The ASGI app for the network transports (`sse`, `streamable-http`) at `path`.
 
@@ -117,9 +145,12 @@ def build_mcp_asgi_app(app: Application, transport: str, host: str, path: str, t
     """
     server = build_mcp_server(app)
     if transport == "sse":
-        asgi: Any = _sse_app(server, path)
+        asgi: Any = McpPathsOnly(_sse_app(server, path), (path, SSE_MESSAGE_PATH), transport)
     else:
-        asgi = server.streamable_http_app(streamable_http_path=path, host=host)
+        asgi = McpPathsOnly(
+            server.streamable_http_app(streamable_http_path=path, host=host), (path,), transport
+        )
+    asgi = WorkspaceIdentity(asgi, app.workspace_dir)
     return BearerTokenGate(asgi, token) if token else asgi
 
 

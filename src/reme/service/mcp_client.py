@@ -7,12 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from reme.service import identity
 from reme.service.client import ServiceUnreachable
 from reme.service.service_info import MCP_PATHS, ServiceInfo
 
 
-async def call_tool(info: ServiceInfo, job: str, params: dict[str, Any], token: str | None) -> dict[str, Any]:
-    """Call `job` as a tool and return a Response dict."""
+async def call_tool(
+    info: ServiceInfo, job: str, params: dict[str, Any], token: str | None, workspace: str | None = None
+) -> dict[str, Any]:
+    """Call `job` as a tool and return a Response dict; with `workspace`, only on that workspace's service."""
     import httpx2
     from mcp import Client
     from mcp.client.sse import sse_client
@@ -22,6 +25,8 @@ async def call_tool(info: ServiceInfo, job: str, params: dict[str, Any], token: 
     if transport not in MCP_PATHS:
         raise ValueError(f"an MCP service on transport {transport!r} cannot be called over the network")
     headers = {"Authorization": f"Bearer {token}"} if token else {}
+    if workspace is not None:
+        headers[identity.HEADER] = identity.encode(workspace)
     url = f"{info.url}{info.path or MCP_PATHS[transport]}"
     timeout = httpx2.Timeout(30.0, read=None)
     try:
@@ -34,6 +39,10 @@ async def call_tool(info: ServiceInfo, job: str, params: dict[str, Any], token: 
             async with Client(connection) as client:
                 result = await client.call_tool(job, params)
     except Exception as exc:  # the SDK reports transport failures as (nested) exception groups
+        if "409" in _leaf(exc):
+            raise ValueError(
+                f"the service at {url} serves another workspace than {workspace}; nothing was done"
+            ) from None
         raise ServiceUnreachable(f"no MCP service answered at {url} ({info.source}): {_leaf(exc)}") from None
     structured = result.structured_content
     if isinstance(structured, dict) and "success" in structured:

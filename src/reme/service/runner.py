@@ -96,7 +96,12 @@ async def serve_asgi(
     """Run uvicorn on a bound socket until a signal (or `stop`); the service file exists exactly while it serves."""
     server = _Server(uvicorn.Config(asgi, log_level="warning", access_log=False, lifespan="auto"))
     server.on_exit = on_exit
-    info = info._replace(host=connectable_host(info.host), port=sock.getsockname()[1], pid=os.getpid())
+    info = info._replace(
+        host=connectable_host(info.host),
+        port=sock.getsockname()[1],
+        pid=os.getpid(),
+        workspace_dir=str(workspace_dir),
+    )
     task = asyncio.create_task(server.serve(sockets=[sock]))
     watcher = asyncio.create_task(_exit_on(stop, server)) if stop is not None else None
     try:

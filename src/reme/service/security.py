@@ -87,7 +87,7 @@ class LoopbackGuard:
             host = headers.get(b"host", b"").decode("latin-1")
             origin = headers.get(b"origin", b"").decode("latin-1")
             if host and not is_loopback(_hostname(host)):
-                await _send_json(
+                await send_json(
                     send,
                     403,
                     f"refused: Host {host!r} is not this machine (DNS rebinding?); "
@@ -95,7 +95,7 @@ class LoopbackGuard:
                 )
                 return
             if origin and not is_loopback(_hostname(origin.partition("://")[2])):
-                await _send_json(send, 403, f"refused: requests from web pages ({origin}) are not accepted")
+                await send_json(send, 403, f"refused: requests from web pages ({origin}) are not accepted")
                 return
         await self.app(scope, receive, send)
 
@@ -108,7 +108,7 @@ def _hostname(authority: str) -> str:
 
 
 async def _send_unauthorized(send: Any) -> None:
-    await _send_json(
+    await send_json(
         send,
         401,
         f"missing or invalid access token: send 'Authorization: Bearer <token>' (the CLI sends ${ENV_TOKEN})",
@@ -116,7 +116,7 @@ async def _send_unauthorized(send: Any) -> None:
     )
 
 
-async def _send_json(
+async def send_json(
     send: Any, status: int, message: str, headers: list[tuple[bytes, bytes]] | None = None
 ) -> None:
     body = json.dumps({"success": False, "answer": message, "metadata": {}}).encode()

@@ -1,16 +1,18 @@
 """Where a running service can be reached: the service file and the CLI's discovery order.
 
-A starting service writes `metadata/service.json` (`host, port, backend, pid`) into its workspace
-so that `reme <job>` run in that folder finds it without flags; it removes the file on exit.
-Discovery order: explicit `host=`/`port=`, the `REME_SERVICE_INFO` environment variable, the
-service file of `workspace_dir=` (or of the default workspace: `$REME_WORKSPACE_DIR`, else `.reme/`
-of the current folder), then the default address.
+A starting service writes `metadata/service.json` (`host, port, backend, pid, workspace_dir`)
+into its workspace so that `reme <job>` run in that folder finds it without flags; it removes the
+file on exit. Discovery order: explicit `host=`/`port=`, the `REME_SERVICE_INFO` environment
+variable, the service file of `workspace_dir=` (or of the default workspace: `$REME_WORKSPACE_DIR`,
+else `.reme/` of the current folder), then the default address — but never the default address
+for an explicit `workspace_dir=`: that would answer from whatever workspace happens to run there.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 DEFAULT_HOST = "127.0.0.1"
@@ -32,6 +34,7 @@ class ServiceInfo(NamedTuple):
     transport: str | None = None
     path: str | None = None
     pid: int | None = None
+    workspace_dir: str | None = None
     source: str = "default address"
 
     @property
@@ -44,7 +47,7 @@ class ServiceInfo(NamedTuple):
 
 
 def service_file(workspace_dir: str | os.PathLike[str]) -> str:
-    return os.path.join(workspace_dir, SERVICE_FILE)
+    return os.path.join(os.path.expanduser(os.fspath(workspace_dir)), SERVICE_FILE)  # `workspace_dir=~/notes`
 
 
 def write_service_file(workspace_dir: str | os.PathLike[str], info: ServiceInfo) -> str:
@@ -97,20 +100,37 @@ def _from_mapping(data: Any, source: str) -> ServiceInfo:
         transport=data.get("transport"),
         path=data.get("path"),
         pid=data.get("pid"),
+        workspace_dir=data.get("workspace_dir") if isinstance(data.get("workspace_dir"), str) else None,
         source=source,
     )
 
 
-def read_service_file(workspace_dir: str | os.PathLike[str]) -> ServiceInfo | None:
-    """The service recorded in a workspace, or None when absent, unreadable or its process is gone."""
+class NoService(Exception):
+    """`workspace_dir=` was given and no live service of that workspace is recorded."""
+
+
+def _recorded(workspace_dir: str | os.PathLike[str]) -> tuple[ServiceInfo | None, str | None]:
+    """The live service recorded in a workspace, else None and why (None when no file is there)."""
     path = service_file(workspace_dir)
     try:
         info = _from_mapping(_read_json(path), path)
-    except (OSError, ValueError):
-        return None
+    except FileNotFoundError:
+        return None, None
+    except (OSError, ValueError) as exc:
+        return None, f"{path} is unreadable ({exc})"
     if info.pid is not None and not _pid_alive(info.pid):
-        return None
-    return info
+        return None, f"the service recorded in {path} (pid {info.pid}) has exited"
+    return info, None
+
+
+def read_service_file(workspace_dir: str | os.PathLike[str]) -> ServiceInfo | None:
+    """The service recorded in a workspace, or None when absent, unreadable or its process is gone."""
+    return _recorded(workspace_dir)[0]
+
+
+def default_workspace(environ: Mapping[str, str] | None = None) -> str:
+    """The default workspace as the packaged config resolves it: `${REME_WORKSPACE_DIR:-.reme}`."""
+    return (os.environ if environ is None else environ).get("REME_WORKSPACE_DIR") or DEFAULT_WORKSPACE
 
 
 def discover(
@@ -119,7 +139,8 @@ def discover(
     workspace_dir: str | os.PathLike[str] | None = None,
     environ: dict[str, str] | None = None,
 ) -> ServiceInfo:
-    """Resolve the service address in the documented order; raise ValueError on a bad env value."""
+    """Resolve the service address in the documented order; raise ValueError on a bad env value,
+    NoService when `workspace_dir` is given and no live service is recorded there."""
     if host is not None or port is not None:
         return _from_mapping(
             {"host": host or DEFAULT_HOST, "port": port if port is not None else DEFAULT_PORT},
@@ -132,7 +153,12 @@ def discover(
         except ValueError as exc:
             raise ValueError(f"{ENV_SERVICE_INFO} is not valid JSON: {exc}") from None
         return _from_mapping(data, f"{ENV_SERVICE_INFO} environment variable")
-    # The default workspace as the packaged config resolves it: `${REME_WORKSPACE_DIR:-.reme}`.
-    default_workspace = env.get("REME_WORKSPACE_DIR") or DEFAULT_WORKSPACE
-    found = read_service_file(workspace_dir if workspace_dir is not None else default_workspace)
-    return found or ServiceInfo(source="default address")
+    if workspace_dir is not None:
+        found, why = _recorded(workspace_dir)
+        if found is None:
+            raise NoService(
+                f"no reme service runs for workspace {workspace_dir} ({why or f'no {service_file(workspace_dir)}'})"
+            )
+        return found
+    found, why = _recorded(default_workspace(env))
+    return found or ServiceInfo(source=f"default address; {why}" if why else "default address")

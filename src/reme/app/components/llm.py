@@ -50,8 +50,27 @@ class LLMComponent(Component):
 
     def health(self) -> dict[str, Any]:
         chat, memory = self.settings_for("chat"), self.settings_for("memory")
-        status = "ok" if chat.missing() is None else "unconfigured"
-        return {"status": status, "chat": chat.describe(), "memory": memory.describe()}
+        missing = chat.missing()
+        report = {
+            "status": "ok" if missing is None else "unconfigured",
+            "chat": chat.describe(),
+            "memory": memory.describe(),
+        }
+        return report if missing is None else {**report, "reason": f"set {missing}"}
+
+    async def probe(self) -> dict[str, Any]:
+        """`health()` plus whether each configured endpoint answers (a few seconds at most)."""
+        from reme.llm.probe import unreachable
+
+        report = self.health()
+        problems = []
+        for role in dict.fromkeys(("chat", "memory")):
+            why = await unreachable(self.settings_for(role))
+            if why and why not in problems:
+                problems.append(why)
+        if problems:
+            return {**report, "status": "error", "reason": "; ".join(problems)}
+        return report
 
 
 class AnthropicLLM(LLMComponent):

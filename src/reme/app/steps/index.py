@@ -21,6 +21,7 @@ from reme.workspace.dates import check_date
 from reme.workspace.paths import UnsafePathError, check_relative
 
 log = logging.getLogger(__name__)
+READY_WAIT_S = 2.0  # how long a search waits for a running catch-up before answering with a note
 
 
 def _index(ctx: JobContext) -> IndexService:
@@ -45,6 +46,25 @@ def _date(ctx: JobContext, key: str) -> date | None:
         raise JobError(f"{key}: {exc}, e.g. 2026-06-01") from None
 
 
+async def _ready_index(ctx: JobContext, wait_s: float) -> IndexService:
+    """The index, caught up with the files if that is done within `wait_s`; the response says
+    whether it is (`metadata.index_ready`) and, when not, how far the catch-up has got."""
+    index = _index(ctx)
+    if not index.ready:
+        await asyncio.to_thread(index.ensure_ready, wait=False)  # returns at once while another catches up
+    if not index.ready and wait_s > 0:
+        await asyncio.to_thread(index.progress.wait, wait_s)
+    await _caught_up(index)
+    ctx.response.metadata["index_ready"] = index.ready
+    if not index.ready:
+        ctx.response.metadata["index_progress"] = index.progress.to_dict()
+    return index
+
+
+def _with_readiness(ctx: JobContext, index: IndexService, answer: str) -> str:
+    return answer if index.ready else f"{index.progress.note()}\n{answer}"
+
+
 def _path(raw: str, what: str) -> str:
     try:
         return check_relative(raw)
@@ -53,7 +73,7 @@ def _path(raw: str, what: str) -> str:
 
 
 @register_step("search")
-async def search(ctx: JobContext) -> None:
+async def search(ctx: JobContext, ready_wait_s: float = READY_WAIT_S) -> None:
     params = ctx.params
     query = params["query"].strip()
     if not query:
@@ -64,10 +84,7 @@ async def search(ctx: JobContext) -> None:
     prefix = params.get("path_prefix") or None
     if prefix:
         _path(prefix, "path_prefix")
-    index = _index(ctx)
-    if not index.ready:
-        await asyncio.to_thread(index.ensure_ready, wait=False)
-    await _caught_up(index)
+    index = await _ready_index(ctx, ready_wait_s)
     hits = await index.searcher.search(
         query,
         limit=params["limit"],
@@ -76,36 +93,30 @@ async def search(ctx: JobContext) -> None:
         expand_links=params["expand_links"],
         max_links_per_direction=params["max_links_per_direction"],
     )
-    ctx.response.answer = render_hits(query, hits)
+    ctx.response.answer = _with_readiness(ctx, index, render_hits(query, hits))
     ctx.response.metadata["results"] = [hit.to_dict() for hit in hits]
 
 
 @register_step("node_search")
-async def node_search(ctx: JobContext, folder: str | None = None) -> None:
+async def node_search(ctx: JobContext, folder: str | None = None, ready_wait_s: float = READY_WAIT_S) -> None:
     query = ctx.params["query"].strip()
     if not query:
         raise JobError("query is empty; give some words to search for")
-    index = _index(ctx)
-    if not index.ready:
-        await asyncio.to_thread(index.ensure_ready, wait=False)
-    await _caught_up(index)
+    index = await _ready_index(ctx, ready_wait_s)
     folder = folder or workspace_of(ctx.app).folder("digest")
     nodes = await asyncio.to_thread(index.searcher.node_search, query, ctx.params["limit"], folder)
-    ctx.response.answer = render_nodes(query, nodes)
+    ctx.response.answer = _with_readiness(ctx, index, render_nodes(query, nodes))
     ctx.response.metadata["results"] = nodes
 
 
 @register_step("traverse")
-async def traverse(ctx: JobContext, max_nodes: int = 1000) -> None:
+async def traverse(ctx: JobContext, max_nodes: int = 1000, ready_wait_s: float = READY_WAIT_S) -> None:
     raw = ctx.params["path"]
     seeds = [raw] if isinstance(raw, str) else list(raw)
     if not seeds:
         raise JobError("path is empty; give one path or a list of paths to start from")
     seeds = [_path(seed, "path") for seed in seeds]
-    index = _index(ctx)
-    if not index.ready:
-        await asyncio.to_thread(index.ensure_ready)
-    await _caught_up(index)
+    index = await _ready_index(ctx, ready_wait_s)
     nodes, edges = await asyncio.to_thread(
         index.graph.traverse, seeds, ctx.params["depth"], ctx.params["direction"], max_nodes
     )
@@ -119,7 +130,7 @@ async def traverse(ctx: JobContext, max_nodes: int = 1000) -> None:
         predicate = f" [{edge['predicate']}]" if edge["predicate"] else ""
         anchor = f"#{edge['anchor']}" if edge["anchor"] else ""
         lines.append(f"  {edge['source']} -> {edge['target']}{anchor}{predicate}")
-    ctx.response.answer = "\n".join(lines)
+    ctx.response.answer = _with_readiness(ctx, index, "\n".join(lines))
 
 
 @register_step("reindex")

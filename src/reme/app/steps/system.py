@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from reme import __version__
 from reme.app.config import redact
 from reme.app.jobs import JobContext, JobError
 from reme.app.registry import register_step
+from reme.app.spelling import did_you_mean
 
 
 @register_step("version")
@@ -25,7 +27,8 @@ def help_(ctx: JobContext) -> None:
     if name:
         jobs = [job for job in jobs if job.name == name]
         if not jobs:
-            raise JobError(f"unknown job {name!r}; run `reme help` to list the jobs")
+            hint = did_you_mean(name, (job.name for job in ctx.app.served_jobs()))
+            raise JobError(f"unknown job {name!r}{hint}; run `reme help` to list the jobs")
     entries: list[dict[str, Any]] = [
         {
             "name": job.name,
@@ -46,23 +49,78 @@ def help_(ctx: JobContext) -> None:
         lines.append(f"{entry['name']}{kind} {signature}".rstrip())
         if entry["description"]:
             lines.append(f"    {entry['description']}")
+        if name:
+            lines += _parameter_lines(entry["name"], entry["parameters"])
     ctx.response.answer = "\n".join(lines)
 
 
+def _type_text(schema: dict[str, Any]) -> str:
+    """`string`, `integer >= 1`, `one of forward, backward`, `string | list of string`, ..."""
+    if "enum" in schema:
+        return "one of " + ", ".join(str(value) for value in schema["enum"])
+    options = schema.get("anyOf") or schema.get("oneOf")
+    if options:
+        return " | ".join(_type_text(option) for option in options)
+    kinds = schema.get("type", "any")
+    kinds = kinds if isinstance(kinds, list) else [kinds]
+    text = " | ".join(
+        f"list of {_type_text(schema['items'])}" if kind == "array" and "items" in schema else str(kind)
+        for kind in kinds
+    )
+    low, high = schema.get("minimum"), schema.get("maximum")
+    if low is not None and high is not None:
+        return f"{text} {low}..{high}"
+    if low is not None or high is not None:
+        return f"{text} >= {low}" if low is not None else f"{text} <= {high}"
+    return text
+
+
+def _parameter_lines(job: str, parameters: dict[str, Any]) -> list[str]:
+    """One line per parameter: name, type, required or default, description."""
+    properties = parameters.get("properties", {})
+    if not properties:
+        return ["  (no parameters)"]
+    required = parameters.get("required", [])
+    lines = ["", "parameters:"]
+    for param, schema in properties.items():
+        need = (
+            "required"
+            if param in required
+            else f"default {json.dumps(schema['default'])}"
+            if "default" in schema
+            else "optional"
+        )
+        about = f" — {schema['description']}" if schema.get("description") else ""
+        lines.append(f"  {param} ({_type_text(schema)}; {need}){about}")
+    if required:
+        lines.append(f"on the CLI a bare value fills {required[0]}: `reme {job} VALUE`")
+    return lines
+
+
 @register_step("health_check")
-def health_check(ctx: JobContext) -> None:
+async def health_check(ctx: JobContext) -> None:
+    """Each component's health, asked live where a component can (`probe()`: the LLM endpoint)."""
     report: dict[str, Any] = {}
     for name, component in ctx.app.components.items():
         try:
-            report[name] = component.health()
+            report[name] = await component.probe()
         except Exception as exc:
-            report[name] = {"status": "error", "error": str(exc)}
+            report[name] = {"status": "error", "reason": f"{type(exc).__name__}: {exc}"}
     # "unconfigured" (e.g. no LLM credentials) is a legitimate state: only errors make the service unhealthy.
     healthy = all(entry.get("status") != "error" for entry in report.values())
     ctx.response.success = healthy
     ctx.response.metadata["components"] = report
-    ctx.response.answer = (
-        "\n".join(f"{name}: {entry.get('status')}" for name, entry in report.items()) or "ok"
+    ctx.response.answer = "\n".join(_health_line(name, entry) for name, entry in report.items()) or "ok"
+
+
+def _health_line(name: str, entry: dict[str, Any]) -> str:
+    """`llm: error (cannot reach ...)`: the status, and its reason when it is not ok."""
+    missing = entry.get("missing")
+    reason = entry.get("reason") or entry.get("error") or entry.get("message")
+    if not reason and missing:
+        reason = "missing " + (", ".join(map(str, missing)) if isinstance(missing, list) else str(missing))
+    return f"{name}: {entry.get('status')}" + (
+        f" ({reason})" if reason and entry.get("status") != "ok" else ""
     )
 
 

@@ -2,7 +2,7 @@
 
 Each POST to `/v1/chat/completions` takes the next entry of the script (the last one repeats once
 the script is used up) and answers it the way the OpenAI API would, streamed (SSE) when asked.
-`/v1/messages` answers the same entries in the shape of Anthropic's Messages API (not streamed).
+`GET /v1/models` lists the model; `/v1/messages` answers the same entries in the shape of Anthropic's Messages API (not streamed).
 Entries:
 
 - `{"text": "..."}`, `{"tool": name, "args": {...}}`, `{"tools": [...]}`: a normal reply;
@@ -11,6 +11,11 @@ Entries:
 - `{"fault": "http", "status": 429}`: an HTTP error (with `retry-after-ms` so clients retry fast);
 - `{"fault": "bad_tool_json", "tool": "write"}`: a tool call whose arguments are not valid JSON;
 - `{"fault": "ignore_schema"}`: calls the output tool with arguments that ignore its schema.
+
+Like some local servers, it can refuse request features: `refuse_tool_choice=True` answers HTTP 500
+to any `tool_choice` other than "auto" (llama-cpp-python's server asserts it), and
+`refuse_json_schema=True` answers HTTP 400 to a `json_schema` response format. Refusals take no
+script entry.
 
 Every request body is kept in `requests` for assertions. Usage is fixed per reply
 (`PROMPT_TOKENS` in, `COMPLETION_TOKENS` out) so summed usage is predictable.
@@ -34,9 +39,16 @@ class FakeOpenAI:
     """Serves scripted chat completions on a free loopback port until `close()`."""
 
     def __init__(
-        self, script: Sequence[Mapping[str, Any]] = ({"text": "ok"},), model: str = "fake-model"
+        self,
+        script: Sequence[Mapping[str, Any]] = ({"text": "ok"},),
+        model: str = "fake-model",
+        *,
+        refuse_tool_choice: bool = False,
+        refuse_json_schema: bool = False,
     ) -> None:
         self.model = model
+        self.refuse_tool_choice = refuse_tool_choice
+        self.refuse_json_schema = refuse_json_schema
         self.requests: list[dict[str, Any]] = []
         self._script: list[dict[str, Any]] = []
         self._lock = threading.Lock()
@@ -60,6 +72,19 @@ class FakeOpenAI:
         with self._lock:
             self._script = [dict(e) for e in script]
             self._position = 0
+
+    def refusal(self, body: dict[str, Any]) -> tuple[int, str] | None:
+        """The HTTP status and message with which this server refuses the request (recorded), if it does."""
+        choice = body.get("tool_choice")
+        if self.refuse_tool_choice and choice is not None and choice != "auto":
+            refused = 500, "AssertionError: tool_choice must be 'auto'"
+        elif self.refuse_json_schema and (body.get("response_format") or {}).get("type") == "json_schema":
+            refused = 400, "response_format json_schema is not supported"
+        else:
+            return None
+        with self._lock:
+            self.requests.append(body)
+        return refused
 
     def next_entry(self, body: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
@@ -146,6 +171,11 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
             return
 
+        def do_GET(self) -> None:
+            if urlsplit(self.path).path.rstrip("/").endswith("/models"):
+                return self._json(200, {"object": "list", "data": [{"id": server.model, "object": "model"}]})
+            self._json(404, {"error": {"message": f"no route {self.path}"}})
+
         def do_POST(self) -> None:
             try:
                 self._answer()
@@ -161,6 +191,9 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             route = urlsplit(self.path).path.rstrip("/")
             if not route.endswith(("/chat/completions", "/messages")):
                 return self._json(404, {"error": {"message": f"no route {self.path}"}})
+            refused = server.refusal(body)
+            if refused is not None:
+                return self._json(refused[0], {"error": {"message": refused[1], "type": "server_error"}})
             entry = server.next_entry(body)
             if entry.get("fault") == "slow":
                 time.sleep(float(entry.get("seconds", 2.0)))

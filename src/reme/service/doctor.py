@@ -1,0 +1,296 @@
+"""`reme doctor`: check the install, workspace, service, index and LLM, and say what to do about each.
+
+Every check ends as `ok`, `warn` (works, but something a user should know) or `fail` (something
+they asked for cannot work); a problem comes with the command or setting that fixes it. Nothing in
+the workspace is changed except what opening its index repairs; the LLM probe sends a few short
+requests (`probe=false` skips it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from reme.index.service import IndexService
+
+DOCTOR_KEYS = ("config", "probe")
+
+
+@dataclass(frozen=True)
+class Check:
+    area: str
+    status: str  # ok | warn | fail
+    detail: str
+    fix: str = ""
+
+
+def doctor(assigned: dict[str, Any], as_json: bool) -> int:
+    """Run every check, print them, exit 1 when one failed."""
+    import asyncio
+
+    checks = asyncio.run(run_checks(assigned))
+    if as_json:
+        print(json.dumps([asdict(check) for check in checks], ensure_ascii=False, indent=2))
+    else:
+        print(render(checks))
+    return 1 if any(check.status == "fail" for check in checks) else 0
+
+
+def render(checks: list[Check]) -> str:
+    lines, area = [], None
+    for check in checks:
+        if check.area != area:
+            area = check.area
+            lines.append(area)
+        lines.append(f"  {check.status:<5} {check.detail}")
+        if check.fix:
+            lines.append(f"        → {check.fix}")
+    failed = sum(check.status == "fail" for check in checks)
+    warned = sum(check.status == "warn" for check in checks)
+    lines.append(f"{failed} problem(s), {warned} warning(s)")
+    return "\n".join(lines)
+
+
+async def run_checks(assigned: dict[str, Any]) -> list[Check]:
+    from reme.app.config import ConfigError, load_config
+
+    options = {key: assigned.pop(key) for key in DOCTOR_KEYS if key in assigned}
+    checks = install_checks()
+    try:
+        config = load_config(None if options.get("config") is None else str(options["config"]), assigned)
+    except ConfigError as exc:
+        return [*checks, Check("config", "fail", str(exc), "fix the setting named above")]
+    workspace = Path(str(config.get("workspace_dir") or ".reme")).expanduser().resolve()
+    checks += workspace_checks(workspace, config)
+    checks += service_checks(workspace)
+    if workspace.is_dir():
+        checks += await index_checks(config)
+    else:
+        checks.append(
+            Check("index", "warn", "no workspace yet, so no index", f"reme start workspace_dir={workspace}")
+        )
+    llm = (config.get("components") or {}).get("llm")
+    if isinstance(llm, dict):
+        checks += await llm_checks(llm, probe=options.get("probe", True) is not False)
+    return checks
+
+
+# install ---------------------------------------------------------------------------------------
+
+
+def install_checks() -> list[Check]:
+    from reme import __version__
+
+    in_venv = sys.prefix != sys.base_prefix
+    python = f"reme {__version__}, Python {sys.version.split()[0]} ({sys.executable})"
+    checks = [
+        Check("install", "ok", f"{python} in a virtual environment")
+        if in_venv
+        else Check(
+            "install",
+            "warn",
+            f"{python}, not in a virtual environment",
+            "python3 -m venv .venv && .venv/bin/pip install -e .",
+        )
+    ]
+    here = Path(sys.executable).with_name("reme")
+    found = shutil.which("reme")
+    if found is None:
+        fix = f"activate the environment (source {here.parent}/activate) or run {here}"
+        checks.append(Check("install", "warn", "`reme` is not on PATH", fix))
+    elif here.exists() and os.path.realpath(found) != os.path.realpath(here):
+        fix = f"activate this environment (source {here.parent}/activate) or run {here}"
+        checks.append(
+            Check("install", "warn", f"the `reme` on PATH ({found}) is another install than {here}", fix)
+        )
+    else:
+        checks.append(Check("install", "ok", f"`reme` on PATH is {found}"))
+    return checks
+
+
+# workspace -------------------------------------------------------------------------------------
+
+
+def workspace_checks(workspace: Path, config: dict[str, Any]) -> list[Check]:
+    from reme.workspace.layout import CREATED_ON_WRITE, DEFAULT_DIRS
+
+    if workspace.exists() and not workspace.is_dir():
+        return [
+            Check(
+                "workspace", "fail", f"{workspace} is a file, not a folder", "choose another workspace_dir="
+            )
+        ]
+    existing = workspace if workspace.is_dir() else next(p for p in workspace.parents if p.is_dir())
+    if not _writable(existing):
+        return [
+            Check("workspace", "fail", f"{existing} is not writable", f"check the permissions of {existing}")
+        ]
+    if not workspace.is_dir():
+        return [Check("workspace", "warn", f"{workspace} does not exist yet", "`reme start` creates it")]
+    configured = ((config.get("components") or {}).get("workspace") or {}).get("dirs") or {}
+    folders = {**DEFAULT_DIRS, **configured}
+    missing = sorted(
+        name
+        for role, name in folders.items()
+        if role not in CREATED_ON_WRITE and not (workspace / name).is_dir()
+    )
+    if missing:
+        return [
+            Check("workspace", "ok", f"{workspace} is writable"),
+            Check("workspace", "warn", f"folders missing: {', '.join(missing)}", "`reme start` creates them"),
+        ]
+    return [
+        Check(
+            "workspace",
+            "ok",
+            f"{workspace} is writable, layout complete ({', '.join(sorted(folders.values()))})",
+        )
+    ]
+
+
+def _writable(folder: Path) -> bool:
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".reme-doctor-"):
+            return True
+    except OSError:
+        return False
+
+
+# service ---------------------------------------------------------------------------------------
+
+
+def service_checks(workspace: Path) -> list[Check]:
+    from reme.service.client import ServiceUnreachable, call_job
+    from reme.service.service_info import NoService, discover
+
+    start = f"reme start workspace_dir={workspace}"
+    try:
+        info = discover(workspace_dir=workspace)
+    except NoService as exc:
+        return [Check("service", "warn", str(exc), f"start one with `{start}` (the CLI needs it)")]
+    where = f"{info.backend} service on {info.url}{info.path or ''} (pid {info.pid})"
+    if info.backend != "http":
+        return [Check("service", "ok", f"{where}, recorded in this workspace")]
+    try:
+        reply = call_job(info, "status", {}, os.environ.get("REME_API_TOKEN"), str(workspace))
+    except ServiceUnreachable as exc:
+        return [Check("service", "fail", str(exc), f"stop the process {info.pid} and run `{start}`")]
+    answer = reply.response or {}
+    if reply.status == 401:
+        return [Check("service", "warn", f"{where} wants an access token", "set REME_API_TOKEN")]
+    if not answer.get("success"):
+        return [Check("service", "fail", f"{where}: {answer.get('answer')}", start)]
+    checks = [Check("service", "ok", f"{where} serves this workspace")]
+    index = ((answer.get("metadata") or {}).get("components") or {}).get("index") or {}
+    if index.get("ready") is False:
+        detail = "the service's index is still catching up with the files (searches say so)"
+        checks.append(
+            Check("index", "warn", detail, "wait, or follow the progress lines in the service's log")
+        )
+    elif index.get("ready"):
+        checks.append(
+            Check(
+                "index",
+                "ok",
+                f"ready in the service ({index.get('files')} files, {index.get('chunks')} chunks)",
+            )
+        )
+    return checks
+
+
+# index (opened in this process) and LLM --------------------------------------------------------
+
+
+async def index_checks(config: dict[str, Any]) -> list[Check]:
+    from reme.app.application import Application
+    from reme.app.components.index import index_service
+
+    try:
+        async with Application(config) as app:
+            return index_state(index_service(app)) if "index" in app.components else []
+    except Exception as exc:
+        fix = "fix the setting named above, or `reme reindex`"
+        return [Check("index", "fail", f"the index does not open: {exc}", fix)]
+
+
+def index_state(index: IndexService) -> list[Check]:
+    added, changed, gone = index.drift()
+    stats = index.stats()
+    about = f"{stats['files']} files, {stats['chunks']} chunks, tokenizer {stats['tokenizer']}"
+    if index.health()["last_repair"].get("rebuild"):
+        return [Check("index", "warn", f"{about}: settings changed, a rebuild is due", "reme reindex")]
+    if added or changed or gone:
+        detail = f"{about}; behind the files: {added} new, {changed} changed, {gone} deleted"
+        return [Check("index", "warn", detail, "catches up at the next start or search (or `reme reindex`)")]
+    return [Check("index", "ok", f"{about}; consistent with the files")]
+
+
+async def llm_checks(component: dict[str, Any], probe: bool) -> list[Check]:
+    """Each role's model once (a memory model that is the chat model is not probed twice)."""
+    from reme.llm.settings import resolve_settings
+
+    checks: list[Check] = []
+    seen: list[Any] = []
+    for role in ("chat", "memory"):
+        try:
+            settings = resolve_settings(component, role)
+        except ValueError as exc:
+            return [Check("llm", "fail", str(exc), "fix that setting (docs/llm.md)")]
+        if settings not in seen:
+            seen.append(settings)
+            checks += await model_checks(role, settings, probe)
+    return checks
+
+
+async def model_checks(role: str, settings: Any, probe: bool) -> list[Check]:
+    from reme.llm import output_modes
+    from reme.llm.probe import endpoint, probe_output_modes, unreachable
+    from reme.llm.providers import build_model
+
+    if settings.backend == "scripted":
+        return [Check("llm", "ok", f"{role}: the scripted test double")]
+    missing = settings.missing()
+    if missing:
+        fix = "LLM jobs (auto_memory, auto_resource, chat) need it; see docs/llm.md"
+        return [Check("llm", "warn", f"{role}: not configured, set {missing}", fix)]
+    name = f"{role} model {settings.model} ({settings.backend} at {endpoint(settings)})"
+    why = await unreachable(settings)
+    if why:
+        return [Check("llm", "fail", f"{name}: {why}", "start the server or fix LLM_BASE_URL / LLM_API_KEY")]
+    checks = [Check("llm", "ok", f"{name} answers")]
+    if probe:
+        output_modes.forget()
+        async with build_model(settings) as model:
+            reports = await probe_output_modes(model, settings)
+        checks += mode_checks(role, settings.output_mode, reports)
+    return checks
+
+
+def mode_checks(role: str, configured: str, reports: list[Any]) -> list[Check]:
+    works = [r.mode for r in reports if r.works]
+    refused = {r.mode: r.error for r in reports if not r.works}
+    summary = f"{role}: output modes that work: {', '.join(works) or 'none'}"
+    summary += "".join(
+        f"; {mode} failed ({error or 'no structured answer'})" for mode, error in refused.items()
+    )
+    checks = []
+    if not works:
+        checks.append(
+            Check("llm", "fail", summary, "use a model with tool calling or JSON output (docs/llm.md)")
+        )
+    elif configured not in works:
+        fix = f"set LLM_OUTPUT_MODE={works[0]} (else reme falls back to prompted after one refused request)"
+        checks.append(Check("llm", "warn", summary, fix))
+    else:
+        checks.append(Check("llm", "ok", summary))
+    if not any(r.tool_called for r in reports):
+        fix = "agents read and write cards through tools: use a model/server with tool calling (docs/llm.md)"
+        checks.append(Check("llm", "fail", f"{role}: the model never called the probe's tool", fix))
+    return checks

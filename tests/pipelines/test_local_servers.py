@@ -1,0 +1,42 @@
+"""Local model servers that refuse `tool_choice: "required"` (llama-cpp-python) still distil memory."""
+
+from __future__ import annotations
+
+from tests.pipelines.conftest import MakeApp, served_by
+from tests.pipelines.test_auto_memory import TRIP, front_matter
+
+from reme.llm.testing.fake_openai import FakeOpenAI
+
+CARD = "daily/2026-06-01/trip-1.md"
+SCRIPT = [
+    {"tool": "write", "args": {"path": CARD, "content": "- prefers window seats\n"}},
+    {"output": {"name": "Kyoto trip", "description": "Seat preferences."}},
+]
+
+
+async def test_auto_memory_on_a_server_that_refuses_tool_choice_required(make_app: MakeApp) -> None:
+    server = FakeOpenAI(SCRIPT, refuse_tool_choice=True)
+    try:
+        app = await make_app(**served_by(server, max_retries=2))
+        response = await app.run("auto_memory", session_id="trip-1", messages=TRIP)
+        assert response.success, response.answer
+        assert response.metadata["pending"] is False
+        card = app.workspace_dir / response.metadata["note_path"]
+        assert "prefers window seats" in card.read_text(encoding="utf-8")
+        assert front_matter(card)["name"] == "Kyoto trip"
+        # three refused attempts (the SDK retries a 500), then two answered requests in prompted mode
+        assert [r.get("tool_choice") for r in server.requests] == ["required"] * 3 + ["auto"] * 2
+        assert response.metadata["usage"]["requests"] == 5
+    finally:
+        server.close()
+
+
+async def test_output_mode_prompted_sends_no_required_tool_choice(make_app: MakeApp) -> None:
+    server = FakeOpenAI(SCRIPT, refuse_tool_choice=True)
+    try:
+        app = await make_app(**served_by(server, output_mode="prompted"))
+        response = await app.run("auto_memory", session_id="trip-1", messages=TRIP)
+        assert response.success, response.answer
+        assert [r.get("tool_choice") for r in server.requests] == ["auto", "auto"]
+    finally:
+        server.close()

@@ -1,0 +1,96 @@
+"""`reme doctor`: one command that says what is wrong with an install and what to do about it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from reme import ReMe
+from reme.llm.testing.fake_openai import FakeOpenAI
+from reme.service.doctor import doctor
+
+PING = [{"tool": "ping"}, {"output": {"word": "pong"}}]
+
+
+@pytest.fixture(autouse=True)
+def no_llm_environment(monkeypatch):
+    for name in (
+        "LLM_API_KEY",
+        "LLM_BASE_URL",
+        "LLM_MODEL",
+        "LLM_BACKEND",
+        "LLM_MEMORY_MODEL",
+        "LLM_OUTPUT_MODE",
+    ):
+        monkeypatch.delenv(name, raising=False)
+
+
+def run_doctor(capsys, **assigned) -> tuple[int, dict[str, list[dict]]]:
+    status = doctor(dict(assigned), as_json=True)
+    by_area: dict[str, list[dict]] = {}
+    for check in json.loads(capsys.readouterr().out):
+        by_area.setdefault(check["area"], []).append(check)
+    return status, by_area
+
+
+def made_workspace(path) -> None:
+    async def make() -> None:
+        async with ReMe(workspace_dir=path, timezone="UTC") as app:
+            await app.run("write", path="digest/wiki/solar.md", content="Solar panels.")
+            await app.run("search", query="solar")
+
+    asyncio.run(make())
+
+
+def test_a_fresh_install_gets_warnings_with_fixes(tmp_path, capsys):
+    status, areas = run_doctor(capsys, workspace_dir=str(tmp_path / "ws"))
+    assert status == 0
+    assert areas["workspace"][0]["detail"].endswith("does not exist yet")
+    assert areas["service"][0]["status"] == "warn"
+    assert f"reme start workspace_dir={tmp_path / 'ws'}" in areas["service"][0]["fix"]
+    assert {check["area"] for check in areas["install"]} == {"install"}
+    assert not (tmp_path / "ws").exists()  # the doctor creates nothing
+
+
+def test_index_and_llm_output_modes(tmp_path, capsys):
+    workspace = tmp_path / "ws"
+    made_workspace(workspace)
+    (workspace / "digest" / "wiki" / "wind.md").write_text("Wind power.\n", encoding="utf-8")
+    server = FakeOpenAI(PING * 2, refuse_tool_choice=True)
+    try:
+        llm = {"components.llm.model": "fake-model", "components.llm.base_url": server.base_url}
+        status, areas = run_doctor(capsys, workspace_dir=str(workspace), **llm)
+    finally:
+        server.close()
+    assert status == 0, areas
+    index = areas["index"][0]
+    assert index["status"] == "warn" and "behind the files: 1 new, 0 changed, 0 deleted" in index["detail"]
+    modes = next(check for check in areas["llm"] if "output modes" in check["detail"])
+    assert modes["status"] == "warn"
+    assert modes["detail"].startswith("chat: output modes that work: native, prompted; tool failed (")
+    assert modes["fix"].startswith("set LLM_OUTPUT_MODE=native")
+    assert [r.get("tool_choice") for r in server.requests][0] == "required"
+
+
+def test_an_unreachable_llm_is_a_problem(tmp_path, capsys):
+    made_workspace(tmp_path / "ws")
+    dead = {"components.llm.model": "m", "components.llm.base_url": "http://127.0.0.1:9/v1"}
+    status, areas = run_doctor(capsys, workspace_dir=str(tmp_path / "ws"), **dead)
+    assert status == 1
+    assert (
+        areas["llm"][0]["status"] == "fail"
+        and "cannot reach http://127.0.0.1:9/v1" in areas["llm"][0]["detail"]
+    )
+    assert areas["index"][0]["status"] == "ok" and "consistent with the files" in areas["index"][0]["detail"]
+
+
+def test_doctor_names_the_running_service(reme_service, run_reme, tmp_path):
+    service = reme_service(tmp_path / "ws", "service.port=0")
+    assert service.cli("reindex").returncode == 0  # the service's index is ready once this returns
+    result = run_reme("doctor", f"workspace_dir={service.workspace}", "probe=false")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"http service on {service.url} (pid {service.info['pid']}) serves this workspace" in result.stdout
+    assert "  ok    ready in the service (1 files, 2 chunks)" in result.stdout  # digest/_buckets.md
+    assert "llm\n  warn  chat: not configured, set LLM_MODEL" in result.stdout
