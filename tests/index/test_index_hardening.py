@@ -242,9 +242,12 @@ async def test_stop_ends_a_reindex_after_its_batch_with_a_consistent_index(tmp_p
             calls.append(done)
             index.indexer.stop()
 
+        index.store.set_meta("layout", "an older layout")  # as if chunk_chars had changed
         report = index.reindex(stop_at_first)
         assert calls == [200] and report.to_dict()["stopped"] is True
         assert index.health()["status"] == "ok" and index.stats()["files"] == 690
+        assert index.store.get_meta("layout") == "an older layout"  # the next start rebuilds again
+        assert not index.ready
 
 
 async def test_sigterm_during_a_served_reindex_stops_it_at_a_batch_with_a_consistent_index(

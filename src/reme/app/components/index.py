@@ -233,8 +233,7 @@ class IndexComponent(Component):
                 return None
             if self._needs_rebuild:
                 report = self.indexer.rebuild(progress)
-                self.store.set_meta("layout", self._layout())
-                self._needs_rebuild = False
+                self._rebuilt(report)
             else:
                 report = self.indexer.reconcile(progress)
             self._ready = not report.stopped  # a reconcile cut short by shutdown is not up to date
@@ -246,10 +245,15 @@ class IndexComponent(Component):
         """Drop all derived state and rebuild it from the files."""
         with self._ready_lock:
             report = self.indexer.rebuild(progress)
+            self._rebuilt(report)
+            self._ready = not report.stopped
+            return report
+
+    def _rebuilt(self, report: SyncReport) -> None:
+        """Record the layout only once every file was rebuilt with it (not when shutdown cut it short)."""
+        if not report.stopped:
             self.store.set_meta("layout", self._layout())
             self._needs_rebuild = False
-            self._ready = True
-            return report
 
     # cross-area interface ------------------------------------------------------------------------
 
