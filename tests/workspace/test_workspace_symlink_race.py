@@ -52,3 +52,32 @@ def test_writes_never_land_outside_while_a_folder_flips_to_a_symlink(tmp_path: P
               for p in (root / "digest" / folder).iterdir()}  # fmt: skip
     assert written > 0 and written + refused == WRITES
     assert len(inside) == written  # every acknowledged write is in the workspace
+
+
+def test_deletes_and_moves_never_touch_the_outside_while_a_folder_flips(tmp_path: Path) -> None:
+    from reme.workspace.moving import delete, move
+
+    root, outside = tmp_path / "ws", tmp_path / "outside"
+    outside.mkdir()
+    ws = Workspace(root)
+    ws.ensure_layout()
+    (root / "digest/flip").mkdir()
+    for i in range(WRITES // 2):
+        (root / f"digest/flip/del-{i}.md").write_text("mine\n")
+        (root / f"digest/flip/mv-{i}.md").write_text("mine\n")
+        (outside / f"del-{i}.md").write_text("bait\n")  # same names outside: must survive
+        (outside / f"mv-{i}.md").write_text("bait\n")
+    bait = {p.name: p.read_text() for p in outside.iterdir()}
+    stop = threading.Event()
+    thread = threading.Thread(target=flipper, args=(root, outside, stop))
+    thread.start()
+    try:
+        for i in range(WRITES // 2):
+            with contextlib.suppress(OSError, ValueError):
+                delete(ws, ScanLinks(ws), f"digest/flip/del-{i}.md")
+            with contextlib.suppress(OSError, ValueError):
+                move(ws, ScanLinks(ws), f"digest/flip/mv-{i}.md", f"digest/flip/moved-{i}.md", retarget=False)
+    finally:
+        stop.set()
+        thread.join()
+    assert {p.name: p.read_text() for p in outside.iterdir()} == bait
