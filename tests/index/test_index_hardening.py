@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import signal
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -286,3 +288,48 @@ async def test_sigterm_during_a_served_reindex_stops_it_at_a_batch_with_a_consis
         index = app.component("index")
         assert index.health()["status"] == "ok"
         assert index_state(index) == await fresh_state(root, tmp_path)
+
+
+KILLED_REINDEX = textwrap.dedent(
+    """
+    import asyncio, os, signal, sys
+    from reme import ReMe
+    from reme.index import store
+
+    async def main():
+        async with ReMe(workspace_dir=sys.argv[1], timezone="UTC", **{"components.index.watch": False}) as app:
+            await asyncio.to_thread(app.component("index").ensure_ready)
+            original = store.MetadataStore.begin_intents
+
+            def begin_then_die(self, paths):
+                original(self, paths)
+                os.kill(os.getpid(), signal.SIGKILL)
+
+            store.MetadataStore.begin_intents = begin_then_die
+            await app.run("reindex")
+
+    asyncio.run(main())
+    """
+)
+
+
+async def test_the_update_loop_finishes_another_process_s_interrupted_writes_without_a_search(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "ws"
+    write_workspace(root, 1)
+    async with ReMe(workspace_dir=root, timezone="UTC") as app:
+        index = app.component("index")
+        await asyncio.to_thread(index.ensure_ready)
+        app.start_background()  # the update loop runs, watching, as in the service
+        script = tmp_path / "killed_reindex.py"
+        script.write_text(KILLED_REINDEX)
+        child = subprocess.run(
+            [sys.executable, str(script), str(root)], capture_output=True, text=True, timeout=60
+        )
+        assert child.returncode == -9, child.stderr
+        assert index.store.intents()  # no file changed, so the watcher has nothing to say
+        deadline = time.monotonic() + 30
+        while index.store.intents() and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        assert index.store.intents() == [] and index.guard.last_catch_up["interrupted_writes"] == 30
