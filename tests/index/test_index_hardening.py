@@ -121,7 +121,10 @@ def test_health_is_degraded_with_the_reason_while_writes_are_pending_or_counts_d
             with index.indexer.writing():  # a live writer, in another thread, has noted its intents
                 index.store.begin_intents(["digest/n1.md"])
                 health = await asyncio.to_thread(index.health)
+                flagged = await app.run("search", query="solar")
             assert health["status"] == "degraded" and "1 index write(s) pending" in health["reason"]
+            assert flagged.metadata["index_pending_writes"] == 1 and "in flight" in flagged.answer
+            assert "index_pending_writes" not in (await app.run("search", query="solar")).metadata
             assert (await asyncio.to_thread(index.health))["status"] == "ok"  # repaired once it is free
             index.keyword.delete_path("digest/n2.md")
             index.keyword.commit()  # the engine lost documents the catalog still counts

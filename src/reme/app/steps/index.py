@@ -79,6 +79,18 @@ async def search(ctx: JobContext) -> None:
     )
     ctx.response.answer = render_hits(query, hits)
     ctx.response.metadata["results"] = [hit.to_dict() for hit in hits]
+    _flag_pending(ctx, index)
+
+
+def _flag_pending(ctx: JobContext, index: Any) -> None:
+    """Say so when index writes are still in flight (a reindex batch, a writer elsewhere): the
+    results may miss or show the previous version of those files for a moment."""
+    pending = len(index.store.intents())
+    if pending:
+        ctx.response.metadata["index_pending_writes"] = pending
+        ctx.response.answer += (
+            f"\n\n(note: {pending} index write(s) in flight; results may be a moment behind)"
+        )
 
 
 @register_step("node_search")
@@ -94,6 +106,7 @@ async def node_search(ctx: JobContext, folder: str | None = None) -> None:
     nodes = await asyncio.to_thread(index.searcher.node_search, query, ctx.params["limit"], folder)
     ctx.response.answer = render_nodes(query, nodes)
     ctx.response.metadata["results"] = nodes
+    _flag_pending(ctx, index)
 
 
 @register_step("traverse")
