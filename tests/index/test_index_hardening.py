@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import signal
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -119,7 +121,10 @@ def test_health_is_degraded_with_the_reason_while_writes_are_pending_or_counts_d
             with index.indexer.writing():  # a live writer, in another thread, has noted its intents
                 index.store.begin_intents(["digest/n1.md"])
                 health = await asyncio.to_thread(index.health)
+                flagged = await app.run("search", query="solar")
             assert health["status"] == "degraded" and "1 index write(s) pending" in health["reason"]
+            assert flagged.metadata["index_pending_writes"] == 1 and "in flight" in flagged.answer
+            assert "index_pending_writes" not in (await app.run("search", query="solar")).metadata
             assert (await asyncio.to_thread(index.health))["status"] == "ok"  # repaired once it is free
             index.keyword.delete_path("digest/n2.md")
             index.keyword.commit()  # the engine lost documents the catalog still counts
@@ -242,9 +247,12 @@ async def test_stop_ends_a_reindex_after_its_batch_with_a_consistent_index(tmp_p
             calls.append(done)
             index.indexer.stop()
 
+        index.store.set_meta("layout", "an older layout")  # as if chunk_chars had changed
         report = index.reindex(stop_at_first)
         assert calls == [200] and report.to_dict()["stopped"] is True
         assert index.health()["status"] == "ok" and index.stats()["files"] == 690 + 1  # + digest/_buckets.md
+        assert index.store.get_meta("layout") == "an older layout"  # the next start rebuilds again
+        assert not index.ready
 
 
 async def test_sigterm_during_a_served_reindex_stops_it_at_a_batch_with_a_consistent_index(
@@ -283,3 +291,48 @@ async def test_sigterm_during_a_served_reindex_stops_it_at_a_batch_with_a_consis
         index = app.component("index").service
         assert index.health()["status"] == "ok"
         assert index_state(index) == await fresh_state(root, tmp_path)
+
+
+KILLED_REINDEX = textwrap.dedent(
+    """
+    import asyncio, os, signal, sys
+    from reme import ReMe
+    from reme.index import store
+
+    async def main():
+        async with ReMe(workspace_dir=sys.argv[1], timezone="UTC", **{"components.index.watch": False}) as app:
+            await asyncio.to_thread(app.component("index").service.ensure_ready)
+            original = store.MetadataStore.begin_intents
+
+            def begin_then_die(self, paths):
+                original(self, paths)
+                os.kill(os.getpid(), signal.SIGKILL)
+
+            store.MetadataStore.begin_intents = begin_then_die
+            await app.run("reindex")
+
+    asyncio.run(main())
+    """
+)
+
+
+async def test_the_update_loop_finishes_another_process_s_interrupted_writes_without_a_search(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "ws"
+    write_workspace(root, 1)
+    async with ReMe(workspace_dir=root, timezone="UTC") as app:
+        index = app.component("index").service
+        await asyncio.to_thread(index.ensure_ready)
+        app.start_background()  # the update loop runs, watching, as in the service
+        script = tmp_path / "killed_reindex.py"
+        script.write_text(KILLED_REINDEX)
+        child = subprocess.run(
+            [sys.executable, str(script), str(root)], capture_output=True, text=True, timeout=60
+        )
+        assert child.returncode == -9, child.stderr
+        assert index.store.intents()  # no file changed, so the watcher has nothing to say
+        deadline = time.monotonic() + 30
+        while index.store.intents() and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        assert index.store.intents() == [] and index.guard.last_catch_up["interrupted_writes"] == 30 + 1  # + digest/_buckets.md

@@ -57,3 +57,17 @@ async def test_a_bomb_note_on_disk_is_indexed_by_its_body_and_stat_reports_the_e
     refused = await app.run("frontmatter_update", path="daily/2026-06-01/bomb.md", metadata={"name": "x"})
     assert not refused.success and "refused" in refused.answer
     assert note.read_bytes() == before
+
+
+def test_metadata_beyond_the_read_limits_is_refused_before_any_yaml_is_written() -> None:
+    deep: object = "x"
+    for _ in range(70):
+        deep = {"a": deep}
+    wide: object = "x"
+    for _ in range(20):
+        wide = [wide, wide]  # a million values from shared lists
+    with pytest.raises(frontmatter.FrontMatterError, match="nested more than 64"):
+        frontmatter.check_metadata({"deep": deep})
+    with pytest.raises(frontmatter.FrontMatterError, match="more than 10000 values"):
+        frontmatter.check_metadata({"wide": wide})
+    assert frontmatter.check_metadata({"tags": ["a"] * 100, "nested": {"x": {"y": [1, 2]}}})

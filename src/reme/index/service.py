@@ -227,13 +227,15 @@ class IndexService:
         """Drop all derived state and rebuild it from the files."""
         with self._ready_lock, self.progress.run("rebuild", progress) as track:
             report = self._rebuild(track)
-            self._ready = True
+            self._ready = not report.stopped
             return report
 
     def _rebuild(self, progress: Progress | None) -> SyncReport:
+        """Rebuild; record the layout only once every file was rebuilt with it (not when shutdown cut it short)."""
         report = self.indexer.rebuild(progress)
-        self._store().set_meta("layout", self._layout())
-        self._needs_rebuild = False
+        if not report.stopped:
+            self._store().set_meta("layout", self._layout())
+            self._needs_rebuild = False
         return report
 
     # file jobs -----------------------------------------------------------------------------------
@@ -259,6 +261,10 @@ class IndexService:
 
     def is_indexable(self, path: str) -> bool:
         return self.indexer.is_indexable(path)
+
+    def pending_writes(self) -> int:
+        """Index writes in flight (this process's or another's): results may be a moment behind."""
+        return len(self._store().intents())
 
     def drift(self) -> tuple[int, int, int]:
         """How far the catalog is behind the files: (new, changed, deleted) file counts."""

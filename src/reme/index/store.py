@@ -212,13 +212,6 @@ class MetadataStore:
             db.executemany("DELETE FROM intents WHERE path = ?", [(p,) for p in settled])
             _bump_generation(db)
 
-    def clear(self) -> None:
-        """Forget everything indexed (meta survives)."""
-        with self.transaction() as db:
-            for table in ("files", "chunks", "links", "intents"):
-                db.execute(f"DELETE FROM {table}")
-            _bump_generation(db)
-
     # catalog reads -------------------------------------------------------------------------------
 
     def file(self, path: str) -> FileRow | None:

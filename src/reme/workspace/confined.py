@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
 import stat
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
@@ -25,11 +26,12 @@ _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLL
 
 
 @contextlib.contextmanager
-def confined_parent(root: Path, relative: str) -> Iterator[tuple[int, str]]:
+def confined_parent(root: Path, relative: str, *, through_link: bool = True) -> Iterator[tuple[int, str]]:
     """`(descriptor of the folder, final name)` for writing `relative` inside `root`.
 
     Missing folders are created; a final name that is a symlink is written through (its target
-    must be inside the root too). Raises UnsafePathError when the path leads outside.
+    must be inside the root too) unless `through_link` is off (to remove or move the link itself).
+    Raises UnsafePathError when the path leads outside.
     """
     parts = [part for part in PurePosixPath(relative).parts]
     if not parts:
@@ -39,7 +41,7 @@ def confined_parent(root: Path, relative: str) -> Iterator[tuple[int, str]]:
         fd, where = _walk(root, parts[:-1])
         name = parts[-1]
         try:
-            target = _link_target(fd, name)
+            target = _link_target(fd, name) if through_link else None
         except BaseException:
             os.close(fd)
             raise
@@ -56,6 +58,38 @@ def confined_parent(root: Path, relative: str) -> Iterator[tuple[int, str]]:
         yield fd, name
     finally:
         os.close(fd)
+
+
+def remove(root: Path, relative: str, *, folder: bool) -> None:
+    """Delete a file (or a symlink) or a whole folder inside `root`, relative to its confined parent."""
+    if not CONFINED:
+        if folder:
+            shutil.rmtree(root / relative)
+        else:
+            (root / relative).unlink()
+        return
+    with confined_parent(root, relative, through_link=False) as (parent, name):
+        if folder:
+            shutil.rmtree(name, dir_fd=parent)
+        else:
+            os.unlink(name, dir_fd=parent)
+        os.fsync(parent)
+
+
+def rename(root: Path, src: str, dst: str) -> None:
+    """`os.replace` of `src` by `dst` (both inside `root`), each relative to its confined parent;
+    the destination's missing folders are created."""
+    if not CONFINED:
+        (root / dst).parent.mkdir(parents=True, exist_ok=True)
+        os.replace(root / src, root / dst)
+        return
+    with (
+        confined_parent(root, src, through_link=False) as (src_parent, src_name),
+        confined_parent(root, dst, through_link=False) as (dst_parent, dst_name),
+    ):
+        os.replace(src_name, dst_name, src_dir_fd=src_parent, dst_dir_fd=dst_parent)
+        os.fsync(src_parent)
+        os.fsync(dst_parent)
 
 
 def _walk(root: Path, folders: list[str]) -> tuple[int, list[str]]:

@@ -93,7 +93,32 @@ def check_metadata(metadata: object) -> dict[str, Any]:
             raise FrontMatterError("metadata keys must be non-empty strings")
         if key in RESERVED_KEYS and value is not None and not isinstance(value, str):
             raise FrontMatterError(f"front-matter key {key!r} is reserved and must be a string")
+    _check_size(metadata)
     return dict(metadata)
+
+
+def _check_size(metadata: Mapping[str, Any]) -> None:
+    """Front matter is read back within `yamlsafe`'s limits, so nothing larger is written either."""
+    count = 0
+    stack: list[tuple[Any, int]] = [(metadata, 1)]
+    while stack:
+        value, depth = stack.pop()
+        count += 1
+        if count > yamlsafe.MAX_NODES:
+            raise FrontMatterError(
+                f"metadata is too large: more than {yamlsafe.MAX_NODES} values; store it in the body"
+            )
+        if isinstance(value, Mapping):
+            children = [*value.keys(), *value.values()]
+        elif isinstance(value, (list, tuple)):
+            children = list(value)
+        else:
+            continue
+        if depth > yamlsafe.MAX_DEPTH:
+            raise FrontMatterError(
+                f"metadata is nested more than {yamlsafe.MAX_DEPTH} levels deep; flatten it"
+            )
+        stack.extend((child, depth + 1) for child in children)
 
 
 def render_new(metadata: Mapping[str, Any]) -> str:

@@ -6,14 +6,12 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Callable
 from contextlib import ExitStack
 from typing import Any
 
-from reme.workspace import move_journal
-from reme.workspace.atomic import atomic_write, fsync_dir
+from reme.workspace import confined, move_journal
+from reme.workspace.atomic import atomic_write
 from reme.workspace.layout import Workspace
 from reme.workspace.links import LinkSource, walk_files
 from reme.workspace.paths import first_segment, has_extension, is_markdown
@@ -34,11 +32,7 @@ def delete(ws: Workspace, links: LinkSource, path: str) -> dict[str, Any]:
     gone = set(removed)
     inbound = [entry for entry in links.inbound(relative) if entry["source_path"] not in gone]
     with ws.lock(relative, *removed):
-        if folder:
-            shutil.rmtree(target)
-        else:
-            target.unlink()
-        fsync_dir(target.parent)
+        confined.remove(ws.root, relative, folder=folder)
     links.sync_paths(removed)
     return {"path": relative, "inbound": inbound, "removed": removed}
 
@@ -90,10 +84,7 @@ def move(
                 )
             if inbound:  # links to rewrite after the rename: a crash in between must be finished later
                 journal.enter_context(move_journal.recorded(ws, source, destination, inbound))
-            destination_path.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(source_path, destination_path)
-            fsync_dir(source_path.parent)
-            fsync_dir(destination_path.parent)
+            confined.rename(ws.root, source, destination)
         changed, count = _retarget_sources(ws, inbound, mapping) if retarget else ([], 0)
     links.sync_paths([*moved, *(mapping(path) or path for path in moved), *changed])
     return {"src": source, "dst": destination, "retargeted_files": changed, "retargeted_links": count}

@@ -95,6 +95,18 @@ async def search(ctx: JobContext, ready_wait_s: float = READY_WAIT_S) -> None:
     )
     ctx.response.answer = _with_readiness(ctx, index, render_hits(query, hits))
     ctx.response.metadata["results"] = [hit.to_dict() for hit in hits]
+    _flag_pending(ctx, index)
+
+
+def _flag_pending(ctx: JobContext, index: IndexService) -> None:
+    """Say so when index writes are still in flight (a reindex batch, a writer elsewhere): the
+    results may miss or show the previous version of those files for a moment."""
+    pending = index.pending_writes()
+    if pending:
+        ctx.response.metadata["index_pending_writes"] = pending
+        ctx.response.answer += (
+            f"\n\n(note: {pending} index write(s) in flight; results may be a moment behind)"
+        )
 
 
 @register_step("node_search")
@@ -107,6 +119,7 @@ async def node_search(ctx: JobContext, folder: str | None = None, ready_wait_s: 
     nodes = await asyncio.to_thread(index.searcher.node_search, query, ctx.params["limit"], folder)
     ctx.response.answer = _with_readiness(ctx, index, render_nodes(query, nodes))
     ctx.response.metadata["results"] = nodes
+    _flag_pending(ctx, index)
 
 
 @register_step("traverse")
