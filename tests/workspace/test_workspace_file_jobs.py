@@ -109,7 +109,11 @@ async def test_write_creates_markdown_with_front_matter_and_parent_folders(app):
         description="Photovoltaics",
         metadata={"tags": ["energy"], "source": "[[daily/2026-06-01.md]]"},
     )
-    assert response.success and response.metadata == {"path": "digest/wiki/solar.md", "created": True}
+    assert response.success and response.metadata == {
+        "path": "digest/wiki/solar.md",
+        "created": True,
+        "indexed": True,
+    }
     assert disk(app, "digest/wiki/solar.md") == (
         "---\nname: Solar\ndescription: Photovoltaics\ntags:\n- energy\nsource: '[[daily/2026-06-01.md]]'\n---\n"
         "# Solar\n[[digest/wiki/ev.md]]\n"
@@ -119,7 +123,7 @@ async def test_write_creates_markdown_with_front_matter_and_parent_folders(app):
 async def test_write_merges_with_the_existing_front_matter(app):
     (app.workspace_dir / "digest/a.md").write_text("---\nname: A  # mine\nkeep: 1\n---\nold body\n")
     response = await app.run("write", path="digest/a.md", content="new body\n", description="D")
-    assert response.metadata == {"path": "digest/a.md", "created": False}
+    assert response.metadata == {"path": "digest/a.md", "created": False, "indexed": True}
     assert disk(app, "digest/a.md") == "---\nname: A  # mine\nkeep: 1\ndescription: D\n---\nnew body\n"
     await app.run("write", path="digest/a.md", content="---\nkeep: 2\nextra: x\n---\nthird\n")
     assert disk(app, "digest/a.md") == "---\nname: A  # mine\nkeep: 2\ndescription: D\nextra: x\n---\nthird\n"

@@ -20,7 +20,7 @@ def test_http_write_read_move_and_delete(workspace_service):
     assert written == {
         "success": True,
         "answer": "Created digest/http/solar.md",
-        "metadata": {"path": "digest/http/solar.md", "created": True},
+        "metadata": {"path": "digest/http/solar.md", "created": True, "indexed": True},
     }
     assert (root / "digest/http/solar.md").read_text() == "---\nname: Solar\n---\nSun\n"
     post(workspace_service, "write", path="digest/http/ev.md", content="[[digest/http/solar.md|S]]\n")

@@ -23,33 +23,18 @@ from filelock import FileLock
 
 from reme.index.chunking import Chunk, chunk_text
 from reme.index.keyword import KeywordIndex
+from reme.index.sources import MARKDOWN_EXTENSIONS, Scope, Source
 from reme.index.store import ChunkRow, FileRecord, FileRow, LinkRow, MetadataStore
 from reme.workspace.frontmatter import parse as parse_front_matter
+from reme.workspace.textio import DEFAULT_MAX_TEXT_BYTES
 from reme.workspace.wikilinks import parse_links
 
-MARKDOWN_EXTENSIONS = (".md", ".markdown")
 log = logging.getLogger(__name__)
 
+MAX_FILE_BYTES = DEFAULT_MAX_TEXT_BYTES  # a file `write` accepts is a file the index takes
 BATCH_FILES = 200  # files per engine commit during bulk work: bounds memory and lost work on a crash
 
 Progress = Callable[[int, int], None]  # (done, total)
-
-
-@dataclass(frozen=True)
-class Source:
-    """A folder whose files with these extensions are indexed (recursively unless `recursive` is off)."""
-
-    folder: str
-    extensions: tuple[str, ...]
-    recursive: bool = True
-
-    def admits(self, path: str) -> bool:
-        if not path.startswith(self.folder + "/") or not path.lower().endswith(self.extensions):
-            return False
-        rest = path[len(self.folder) + 1 :]
-        if not self.recursive and "/" in rest:
-            return False
-        return not any(part.startswith(".") for part in rest.split("/"))
 
 
 @dataclass
@@ -77,14 +62,14 @@ class Indexer:
         keyword: KeywordIndex,
         *,
         lock_path: Path,
-        sources: Iterable[Source],
+        scope: Scope,
         chunk_chars: int,
         max_file_bytes: int,
     ) -> None:
         self.root = root
         self.store = store
         self.keyword = keyword
-        self.sources = tuple(sources)
+        self.scope = scope
         self.chunk_chars = chunk_chars
         self.max_file_bytes = max_file_bytes
         self._thread_lock = threading.RLock()
@@ -98,21 +83,29 @@ class Indexer:
 
     # what is indexed -----------------------------------------------------------------------------
 
+    @property
+    def sources(self) -> tuple[Source, ...]:
+        return self.scope.sources
+
     def is_indexable(self, path: str) -> bool:
-        return any(source.admits(path) for source in self.sources)
+        return self.scope.admits(path)
 
     def scan(self, within: str = "") -> dict[str, tuple[int, int]]:
         """`path -> (mtime_ns, size)` of every indexable file on disk, optionally only inside folder
-        `within`. Hidden entries are skipped and symlinks are not followed."""
+        `within`. Hidden entries and excluded folders are skipped and symlinks are not followed."""
         found: dict[str, tuple[int, int]] = {}
         for source in self.sources:
-            if not within or (source.folder + "/").startswith(within + "/"):
+            if not within or (source.prefix).startswith(within + "/"):
                 top = source.folder
-            elif within.startswith(source.folder + "/"):
+            elif within.startswith(source.prefix):
                 top = within  # a folder inside this source
             else:
                 continue
-            if all(not part.startswith(".") for part in top.split("/")) and self._is_folder(top):
+            if top and (
+                any(part.startswith(".") for part in top.split("/")) or self.scope.prunes(top, source)
+            ):
+                continue
+            if not top or self._is_folder(top):
                 self._walk(top, source, found)
         return found
 
@@ -126,11 +119,11 @@ class Indexer:
                 name = entry.name
                 if name.startswith("."):
                     continue
-                path = f"{folder}/{name}"
+                path = f"{folder}/{name}" if folder else name
                 if entry.is_dir(follow_symlinks=False):
-                    if source.recursive:
+                    if source.recursive and not self.scope.prunes(path, source):
                         self._walk(path, source, found)
-                elif entry.is_file(follow_symlinks=False) and name.lower().endswith(source.extensions):
+                elif entry.is_file(follow_symlinks=False) and self.scope.admits(path):
                     st = entry.stat(follow_symlinks=False)
                     found[path] = (st.st_mtime_ns, st.st_size)
 

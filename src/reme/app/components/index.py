@@ -23,8 +23,9 @@ from reme.index.chunking import CHUNKER_VERSION, DEFAULT_CHUNK_CHARS, DEFAULT_CO
 from reme.index.graph import LinkGraph
 from reme.index.keyword import KeywordIndex, engine_folder
 from reme.index.search import Searcher, VectorBranch
+from reme.index.sources import Scope, configured_scope
 from reme.index.store import MetadataStore
-from reme.index.sync import MARKDOWN_EXTENSIONS, Indexer, Progress, Source, SyncReport
+from reme.index.sync import MAX_FILE_BYTES, Indexer, Progress, SyncReport
 from reme.index.tokenizer import Tokenizer
 from reme.workspace.layout import DEFAULT_DIRS
 from reme.workspace.paths import check_relative
@@ -48,7 +49,8 @@ class IndexComponent(Component):
         debounce_ms: int = 200,
         tokenizer: dict[str, Any] | None = None,
         sources: list[dict[str, Any]] | None = None,
-        max_file_bytes: int = 20_000_000,
+        exclude: list[str] | None = None,
+        max_file_bytes: int = MAX_FILE_BYTES,
         candidate_multiplier: int = 3,
         vector: str | None = None,
         vector_weight: float = 0.7,
@@ -70,7 +72,8 @@ class IndexComponent(Component):
             "vector_weight": float(vector_weight),
         }
         self.tokenizer = Tokenizer(**(tokenizer or {}))
-        self._configured_sources = tuple(_source(raw) for raw in sources) if sources else None
+        self._scope_settings = (sources, exclude)
+        configured_scope(DEFAULT_DIRS, sources, exclude)  # a bad list fails at start-up, not mid-sync
         self._ready = False
         self._ready_lock = threading.Lock()
         self.last_repair: dict[str, Any] = {}
@@ -91,20 +94,12 @@ class IndexComponent(Component):
     def metadata_dir(self) -> Path:
         return self.root / self.dirs["metadata"]
 
-    def _default_sources(self) -> tuple[Source, ...]:
-        """daily/ and digest/ Markdown and session/dialog/*.jsonl, under the configured folder names."""
-        dirs = self.dirs
-        return (
-            Source(dirs["daily"], MARKDOWN_EXTENSIONS),
-            Source(dirs["digest"], MARKDOWN_EXTENSIONS),
-            Source(f"{dirs['session']}/dialog", (".jsonl",), recursive=False),
-        )
-
     async def start(self) -> None:
         await asyncio.to_thread(self._open)
 
     def _open(self) -> None:
-        self.sources = self._configured_sources or self._default_sources()
+        self.scope: Scope = configured_scope(self.dirs, *self._scope_settings)
+        self.sources = self.scope.sources
         self.metadata_dir.mkdir(parents=True, exist_ok=True)
         self.store = self._open_store()
         self.keyword = self._open_keyword()
@@ -113,7 +108,7 @@ class IndexComponent(Component):
             self.store,
             self.keyword,
             lock_path=self.metadata_dir / "index.lock",
-            sources=self.sources,
+            scope=self.scope,
             chunk_chars=self.settings["chunk_chars"],
             max_file_bytes=self.settings["max_file_bytes"],
         )
@@ -172,7 +167,7 @@ class IndexComponent(Component):
             {
                 "chunk_chars": self.settings["chunk_chars"],
                 "chunker": [CHUNKER_VERSION, DEFAULT_CONTEXT_CHARS],
-                "sources": [s.__dict__ for s in self.sources],
+                **self.scope.describe(),
             },
             sort_keys=True,
         )
@@ -267,6 +262,10 @@ class IndexComponent(Component):
     def is_indexable(self, path: str) -> bool:
         return self.indexer.is_indexable(path)
 
+    def unindexed_reason(self, path: str) -> str | None:
+        """Why a file at `path` would not be indexed (None: it would be), for `write` to say so."""
+        return self.scope.reason(path)
+
     # figures -------------------------------------------------------------------------------------
 
     def health(self) -> dict[str, Any]:
@@ -293,14 +292,6 @@ class IndexComponent(Component):
             "tokenizer": self.tokenizer.fingerprint,
             "ready": self._ready,
         }
-
-
-def _source(raw: dict[str, Any]) -> Source:
-    folder = check_relative(raw.get("folder"))
-    extensions = tuple(str(ext).lower() for ext in raw.get("extensions") or ())
-    if not extensions or not all(ext.startswith(".") for ext in extensions):
-        raise ValueError(f"index source {folder!r}: extensions must be a non-empty list like ['.md']")
-    return Source(folder, extensions, bool(raw.get("recursive", True)))
 
 
 def _size_with_wal(db_path: Path) -> int:

@@ -22,6 +22,19 @@ def _limits(settings: dict[str, Any]) -> Limits:
     return Limits(**settings)
 
 
+def _say_if_unindexed(ctx: JobContext, path: str) -> None:
+    """A note written where search never looks must not look as if it were remembered (SPEC 5.6)."""
+    index = ctx.app.components.get("index")
+    explain = getattr(index, "unindexed_reason", None)
+    if explain is None:
+        return
+    reason = explain(path)
+    ctx.response.metadata["indexed"] = reason is None
+    if reason is not None:
+        ctx.response.metadata["not_indexed_reason"] = reason
+        ctx.response.answer += f"; it will not be indexed (search will not find it): {reason}"
+
+
 @register_step("read")
 def read(ctx: JobContext, **settings: Any) -> None:
     p = ctx.params
@@ -55,6 +68,7 @@ def write(ctx: JobContext, **settings: Any) -> None:
     )
     ctx.response.answer = f"{'Created' if result['created'] else 'Wrote'} {result['path']}"
     ctx.response.metadata.update(result)
+    _say_if_unindexed(ctx, result["path"])
 
 
 @register_step("edit")
@@ -172,3 +186,4 @@ def save(ctx: JobContext, **settings: Any) -> None:
         raise JobError(str(exc), {"conflict": True, **exc.current}) from None
     ctx.response.answer = f"Saved {result['path']}"
     ctx.response.metadata.update(result)
+    _say_if_unindexed(ctx, result["path"])

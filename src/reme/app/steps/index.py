@@ -154,9 +154,10 @@ async def index_update_loop(ctx: JobContext, settle_s: float = 0.5) -> None:
     try:
         await watch_paths(
             index.root,
-            [source.folder for source in index.sources],
+            index.scope.watched_folders(),
             on_changes,
             debounce_ms=index.settings["debounce_ms"],
+            ignore=index.scope.ignores,
         )
     finally:
         catch_up.cancel()
