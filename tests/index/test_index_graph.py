@@ -84,13 +84,33 @@ def test_inbound_of_a_file_and_of_a_folder(app, index) -> None:
     write(root, "digest/other.md", "[[digest/wiki/b.md|B]] and again [[digest/wiki/b.md]]\n")
     index.sync_paths(["daily", "digest"])
     assert index.inbound("digest/wiki/b.md") == [
-        {"source_path": "daily/2026-06-01/a.md", "target_path": "digest/wiki/b.md"},
-        {"source_path": "digest/other.md", "target_path": "digest/wiki/b.md"},
+        {
+            "source_path": "daily/2026-06-01/a.md",
+            "target_path": "digest/wiki/b.md",
+            "resolved_path": "digest/wiki/b.md",
+        },
+        {
+            "source_path": "digest/other.md",
+            "target_path": "digest/wiki/b.md",
+            "resolved_path": "digest/wiki/b.md",
+        },
     ]
     assert index.inbound("digest/wiki/") == [
-        {"source_path": "daily/2026-06-01/a.md", "target_path": "digest/wiki/b.md"},
-        {"source_path": "daily/2026-06-01/a.md", "target_path": "digest/wiki/sub/c.md"},
-        {"source_path": "digest/other.md", "target_path": "digest/wiki/b.md"},
+        {
+            "source_path": "daily/2026-06-01/a.md",
+            "target_path": "digest/wiki/b.md",
+            "resolved_path": "digest/wiki/b.md",
+        },
+        {
+            "source_path": "daily/2026-06-01/a.md",
+            "target_path": "digest/wiki/sub/c.md",
+            "resolved_path": "digest/wiki/sub/c.md",
+        },
+        {
+            "source_path": "digest/other.md",
+            "target_path": "digest/wiki/b.md",
+            "resolved_path": "digest/wiki/b.md",
+        },
     ]
     with pytest.raises(ValueError):
         index.inbound("../outside.md")

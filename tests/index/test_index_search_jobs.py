@@ -146,8 +146,8 @@ async def test_traverse_directions_and_depth(notes_app) -> None:
     nodes = {n["path"]: n for n in forward.metadata["nodes"]}
     assert set(nodes) == {"daily/2026-06-01/solar.md", "digest/energy/solar.md", "digest/energy/ev.md"}
     assert nodes["digest/energy/ev.md"]["exists"] is False and nodes["digest/energy/solar.md"]["exists"]
-    assert {"source": "daily/2026-06-01/solar.md", "target": "digest/energy/ev.md", "predicate": "industry",
-            "anchor": None} in forward.metadata["edges"]  # fmt: skip
+    assert {"source": "daily/2026-06-01/solar.md", "target": "digest/energy/ev.md", "resolved": None,
+            "predicate": "industry", "anchor": None} in forward.metadata["edges"]  # fmt: skip
 
     backward = await notes_app.run("traverse", path=["digest/energy/solar.md"], direction="backward")
     edges = backward.metadata["edges"]
@@ -157,8 +157,8 @@ async def test_traverse_directions_and_depth(notes_app) -> None:
         "digest/energy/wind.md",
     }
     assert all(e["target"] == "digest/energy/solar.md" for e in edges)  # original direction kept
-    assert {"source": "daily/2026-06-03.md", "target": "digest/energy/solar.md", "predicate": None,
-            "anchor": "costs"} in edges  # fmt: skip
+    assert {"source": "daily/2026-06-03.md", "target": "digest/energy/solar.md",
+            "resolved": "digest/energy/solar.md", "predicate": None, "anchor": "costs"} in edges  # fmt: skip
 
     deep = await notes_app.run("traverse", path="digest/energy/wind.md", depth=2, direction="both")
     deep_nodes = {n["path"] for n in deep.metadata["nodes"]}

@@ -191,8 +191,16 @@ async def test_delete_reports_inbound_links_and_never_rewrites_them(linked_app):
     response = await app.run("delete", path="digest/wiki/solar.md")
     assert response.success and not (root / "digest/wiki/solar.md").exists()
     assert response.metadata["inbound"] == [
-        {"source_path": "daily/2026-06-01.md", "target_path": "digest/wiki/solar.md"},
-        {"source_path": "digest/wiki/ev.md", "target_path": "digest/wiki/solar.md"},
+        {
+            "source_path": "daily/2026-06-01.md",
+            "target_path": "digest/wiki/solar.md",
+            "resolved_path": "digest/wiki/solar.md",
+        },
+        {
+            "source_path": "digest/wiki/ev.md",
+            "target_path": "digest/wiki/solar.md",
+            "resolved_path": "digest/wiki/solar.md",
+        },
     ]
     assert disk(app, "digest/wiki/ev.md") == "see [[digest/wiki/solar.md]]\n"
 
@@ -207,7 +215,11 @@ async def test_delete_of_a_folder_ignores_links_from_inside_it(linked_app):
     response = await app.run("delete", path="digest/wiki")
     assert response.success and not (root / "digest/wiki").exists()
     assert response.metadata["inbound"] == [
-        {"source_path": "digest/out.md", "target_path": "digest/wiki/a.md"}
+        {
+            "source_path": "digest/out.md",
+            "target_path": "digest/wiki/a.md",
+            "resolved_path": "digest/wiki/a.md",
+        }
     ]
     assert not (await app.run("delete", path="digest/wiki")).success
     assert not (await app.run("delete", path="daily")).success and (root / "daily").is_dir()

@@ -31,7 +31,11 @@ def test_http_write_read_move_and_delete(workspace_service):
     assert (root / "digest/http/ev.md").read_text() == "[[digest/http/sun.md|S]]\n"
     deleted = post(workspace_service, "delete", path="digest/http/sun.md")
     assert deleted["metadata"]["inbound"] == [
-        {"source_path": "digest/http/ev.md", "target_path": "digest/http/sun.md"}
+        {
+            "source_path": "digest/http/ev.md",
+            "target_path": "digest/http/sun.md",
+            "resolved_path": "digest/http/sun.md",
+        }
     ]
 
 

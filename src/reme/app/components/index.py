@@ -259,6 +259,10 @@ class IndexComponent(Component):
             self.indexer.reconcile()
         return self.graph.inbound(checked)
 
+    def ending_with(self, suffix: str) -> list[str]:
+        """Catalogued files whose path ends with `/<suffix>` (candidates of a short link, SPEC 2.2)."""
+        return self.graph.ending_with(suffix)
+
     def is_indexable(self, path: str) -> bool:
         return self.indexer.is_indexable(path)
 

@@ -86,8 +86,21 @@ class IndexLinks:
             log.warning("index inbound(%r) failed; scanning the workspace instead", path, exc_info=True)
             return self.fallback.inbound(path)
         return [
-            {"source_path": entry["source_path"], "target_path": entry["target_path"]} for entry in entries
+            {
+                "source_path": entry["source_path"],
+                "target_path": entry["target_path"],
+                "resolved_path": entry.get("resolved_path", entry["target_path"]),
+            }
+            for entry in entries
         ]
+
+    def ending_with(self, suffix: str) -> list[str]:
+        """The index's catalogued files ending like a short link; the scan's answer if it fails."""
+        try:
+            return list(_call(self.index.ending_with, suffix))
+        except Exception:
+            log.warning("index ending_with(%r) failed; scanning the workspace instead", suffix, exc_info=True)
+            return self.fallback.ending_with(suffix)
 
     def sync_paths(self, paths: list[str]) -> None:
         """Best effort: the file is already written, so an index failure is logged, not raised."""
@@ -101,7 +114,7 @@ def link_source(app: Any) -> LinkSource:
     """The index's link graph when an `index` component runs, else a scan of the workspace."""
     index = app.components.get("index")
     scan = ScanLinks(workspace_of(app))
-    if index is not None and hasattr(index, "inbound") and hasattr(index, "sync_paths"):
+    if index is not None and all(hasattr(index, name) for name in ("inbound", "sync_paths", "ending_with")):
         return IndexLinks(index, scan)
     return scan
 

@@ -108,7 +108,9 @@ async def traverse(ctx: JobContext, max_nodes: int = 1000) -> None:
     for edge in edges:
         predicate = f" [{edge['predicate']}]" if edge["predicate"] else ""
         anchor = f"#{edge['anchor']}" if edge["anchor"] else ""
-        lines.append(f"  {edge['source']} -> {edge['target']}{anchor}{predicate}")
+        resolved = edge["resolved"]
+        named = f" ({resolved})" if resolved and resolved != edge["target"] else ""
+        lines.append(f"  {edge['source']} -> {edge['target']}{anchor}{named}{predicate}")
     ctx.response.answer = "\n".join(lines)
 
 
