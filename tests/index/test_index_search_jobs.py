@@ -204,7 +204,36 @@ async def test_chinese_notes_are_searchable_by_words(app) -> None:
         },
     )
     response = await app.run("search", query="储能电池")
-    assert [hit["path"] for hit in response.metadata["results"]] == ["digest/energy/battery-zh.md"]
+    hits = response.metadata["results"]
+    assert hits[0]["path"] == "digest/energy/battery-zh.md"  # the whole word wins
+    assert all(hits[0]["score"] > 2 * hit["score"] for hit in hits[1:])  # 电能 shares characters only
     assert "宁德时代" in response.answer
     nodes = await app.run("node_search", query="太阳光 电能")
-    assert [n["path"] for n in nodes.metadata["results"]] == ["digest/energy/solar-zh.md"]
+    assert nodes.metadata["results"][0]["path"] == "digest/energy/solar-zh.md"
+
+
+async def test_chinese_words_find_their_split_and_longer_forms(app) -> None:
+    write(
+        app.workspace_dir,
+        {
+            "daily/2026-06-01/a.md": "昨天下午喝了茶，聊了项目。\n",
+            "daily/2026-06-02/b.md": "周末在杭州喝龙井茶。\n",
+            "daily/2026-06-03/c.md": "今天写代码，没有别的事。\n",
+        },
+    )
+    for query in ("喝茶", "喝 茶"):
+        assert set(await _paths(app, query=query)) == {"daily/2026-06-01/a.md", "daily/2026-06-02/b.md"}
+    assert await _paths(app, query="龙井") == ["daily/2026-06-02/b.md"]
+
+
+async def test_an_index_of_the_previous_tokenizer_is_rebuilt_not_reused(workspace_dir: Path) -> None:
+    from reme import ReMe
+
+    write(workspace_dir, {"daily/2026-06-01/a.md": "昨天下午喝了茶。\n"})
+    old = {"components.index.tokenizer": {"cjk_chars": False}}  # the analyser before characters were terms
+    async with ReMe(workspace_dir=workspace_dir, timezone="UTC", **old) as app:
+        assert await _paths(app, query="喝茶") == []
+    async with ReMe(workspace_dir=workspace_dir, timezone="UTC") as app:
+        assert await _paths(app, query="喝茶") == ["daily/2026-06-01/a.md"]
+        folders = [p.name for p in (workspace_dir / "metadata/keyword").iterdir()]
+        assert folders == [app.component("index").keyword.path.name]  # the stale engine is gone

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from reme.index.store import LinkRow, MetadataStore
 from reme.workspace.paths import UnsafePathError, check_relative, within
-from reme.workspace.resolving import resolve, spellings
+from reme.workspace.resolving import ends_with, resolve, spellings
 
 _LINK_COLUMNS = "source, target, predicate, anchor, alias, embed, line"
 
@@ -117,8 +117,16 @@ class LinkGraph:
         ]
 
     def pending_edges(self) -> list[Edge]:
-        """Edges whose target resolves to no file (yet)."""
-        missing = {t for t in self.store.unresolved_targets() if self.resolve(t) is None}
+        """Edges whose target resolves to no file (yet); one read of the catalog's paths serves all."""
+        by_name: dict[str, list[str]] = {}
+        for (path,) in self.store.query("SELECT path FROM files"):
+            by_name.setdefault(path.rsplit("/", 1)[-1], []).append(path)
+
+        def ending_with(suffix: str) -> list[str]:
+            return [p for p in by_name.get(suffix.rsplit("/", 1)[-1], ()) if ends_with(p, suffix)]
+
+        targets = self.store.unresolved_targets()
+        missing = {t for t in targets if resolve(t, self.exists, ending_with) is None}
         edges: list[Edge] = []
         for target in sorted(missing):
             edges.extend(Edge.of(link, None) for link in self.store.inlinks(target))
