@@ -21,8 +21,9 @@ from typing import Any
 
 from filelock import FileLock
 
-from reme.index.chunking import Chunk, chunk_text
+from reme.index.chunking import Chunk, chunk_windows
 from reme.index.keyword import KeywordIndex
+from reme.index.memory import release_memory
 from reme.index.sources import MARKDOWN_EXTENSIONS, Scope, Source
 from reme.index.store import ChunkRow, FileRecord, FileRow, LinkRow, MetadataStore
 from reme.workspace.frontmatter import parse as parse_front_matter
@@ -33,6 +34,8 @@ log = logging.getLogger(__name__)
 
 MAX_FILE_BYTES = DEFAULT_MAX_TEXT_BYTES  # a file `write` accepts is a file the index takes
 BATCH_FILES = 200  # files per engine commit during bulk work: bounds memory and lost work on a crash
+BATCH_BYTES = 32 * 1024 * 1024  # and file bytes per commit: the catalog rows of a batch wait in memory
+LARGE_FILE_BYTES = 1024 * 1024  # after syncing a file this big, freed memory is handed back
 
 Progress = Callable[[int, int], None]  # (done, total)
 
@@ -193,11 +196,14 @@ class Indexer:
                 report.unchanged += 1
                 continue
             todo.append((path, stamp))
-        for start in range(0, len(todo), BATCH_FILES):
-            batch = todo[start : start + BATCH_FILES]
+        done = 0
+        for batch in _batches(todo):
             self._write_batch(batch, report)
+            done += len(batch)
             if progress is not None:
-                progress(min(start + BATCH_FILES, len(todo)), len(todo))
+                progress(done, len(todo))
+            if any(stamp is not None and stamp[1] >= LARGE_FILE_BYTES for _, stamp in batch):
+                release_memory()  # what one large file took goes back to the system, not just to Python
         return report
 
     def _write_batch(self, batch: list[tuple[str, tuple[int, int] | None]], report: SyncReport) -> None:
@@ -212,10 +218,7 @@ class Indexer:
                     self.keyword.delete_path(path)
                     deleted.append(path)
                     continue
-                record, chunks = read
-                docs = self.keyword.upsert(path, ((c.id, c.search_text) for c in chunks))
-                record.file = replace(record.file, keyword_docs=docs)
-                records.append(record)
+                records.append(self._index(path, stamp, *read))  # type: ignore[arg-type]
             self.keyword.commit()
         except BaseException:
             self.keyword.rollback()
@@ -224,7 +227,36 @@ class Indexer:
         report.indexed += [r.file.path for r in records]
         report.deleted += deleted
 
-    def _read_safely(self, path: str, stamp: tuple[int, int]) -> tuple[FileRecord, list[Chunk]] | None:
+    def _index(
+        self, path: str, stamp: tuple[int, int], record: FileRecord, windows: Iterable[list[Chunk]]
+    ) -> FileRecord:
+        """Feed the engine one window of chunks at a time, keeping only their catalog rows: a chunk's
+        search text is several times its text, so a large file never has all of it in memory."""
+        failed: list[Exception] = []
+
+        def documents() -> Iterator[tuple[str, str]]:
+            try:
+                for window in windows:
+                    for c in window:
+                        record.chunks.append(
+                            ChunkRow(c.id, path, c.start_line, c.end_line, list(c.heading_path), c.text)
+                        )
+                        yield c.id, c.search_text
+            except Exception as exc:  # the chunker, on this one file: recorded, as in `_read_safely`
+                log.warning("chunking %s failed", path, exc_info=True)
+                failed.append(exc)
+
+        docs = self.keyword.upsert(path, documents())
+        if failed:
+            self.keyword.delete_path(path)
+            exc = failed[0]
+            return _unindexed(path, stamp, f"could not be indexed: {type(exc).__name__}: {exc}")[0]
+        record.file = replace(record.file, keyword_docs=docs)
+        return record
+
+    def _read_safely(
+        self, path: str, stamp: tuple[int, int]
+    ) -> tuple[FileRecord, Iterable[list[Chunk]]] | None:
         """`_read`, with any failure on this one file recorded in the catalog instead of raised: one
         pathological note must not stop every later sync (or the start-up repair) forever."""
         try:
@@ -233,8 +265,9 @@ class Indexer:
             log.warning("indexing %s failed", path, exc_info=True)
             return _unindexed(path, stamp, f"could not be indexed: {type(exc).__name__}: {exc}")
 
-    def _read(self, path: str, stamp: tuple[int, int]) -> tuple[FileRecord, list[Chunk]] | None:
-        """Catalog record of a file; problems become the record's `error`, never an exception."""
+    def _read(self, path: str, stamp: tuple[int, int]) -> tuple[FileRecord, Iterable[list[Chunk]]] | None:
+        """Catalog record of a file (chunk rows still to come) and its chunks, window by window;
+        problems become the record's `error`, never an exception."""
         mtime_ns, size = stamp
         if size > self.max_file_bytes:
             return _unindexed(
@@ -250,6 +283,7 @@ class Indexer:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
             return _unindexed(path, stamp, "not UTF-8 text; not indexed")
+        del raw
         if "\x00" in text:
             return _unindexed(path, stamp, "binary data; not indexed")
         name = description = error = None
@@ -263,10 +297,25 @@ class Indexer:
                 LinkRow(path, ln.target, ln.predicate, ln.anchor, ln.alias, ln.embed, ln.line)
                 for ln in parse_links(text)
             ]
-        chunks = chunk_text(path, text, chunk_chars=self.chunk_chars)
-        rows = [ChunkRow(c.id, path, c.start_line, c.end_line, list(c.heading_path), c.text) for c in chunks]
-        file_row = FileRow(path, mtime_ns, size, name, description, error)
-        return FileRecord(file_row, rows, links), chunks
+        windows = chunk_windows(path, text, chunk_chars=self.chunk_chars)
+        return FileRecord(FileRow(path, mtime_ns, size, name, description, error), [], links), windows
+
+
+def _batches(
+    todo: list[tuple[str, tuple[int, int] | None]],
+) -> Iterator[list[tuple[str, tuple[int, int] | None]]]:
+    """Runs of at most BATCH_FILES files and BATCH_BYTES of them (a batch's rows wait for one commit)."""
+    batch: list[tuple[str, tuple[int, int] | None]] = []
+    size = 0
+    for item in todo:
+        stamp = item[1]
+        if batch and (len(batch) >= BATCH_FILES or size + (stamp[1] if stamp else 0) > BATCH_BYTES):
+            yield batch
+            batch, size = [], 0
+        batch.append(item)
+        size += stamp[1] if stamp else 0
+    if batch:
+        yield batch
 
 
 def _unindexed(path: str, stamp: tuple[int, int], error: str) -> tuple[FileRecord, list[Chunk]]:
