@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import itertools
 import weakref
 from pathlib import Path
 
@@ -45,6 +46,15 @@ def test_windows_keep_lines_headings_and_fences_of_the_whole_file() -> None:
     cuts = [start for start, _ in window_bounds(lines, 4, 300)]
     for opening, closing in zip(fence_lines[::2], fence_lines[1::2], strict=True):
         assert not any(opening < cut <= closing for cut in cuts)  # never inside a code fence
+
+
+def test_a_huge_code_fence_is_still_cut() -> None:
+    lines = ["# Dump", "```", *(f"row {n}" for n in range(2000)), "```", "after"]
+    bounds = list(window_bounds(lines, 1, 1000))
+    sizes = [sum(len(line) + 1 for line in lines[start - 1 : end]) for start, end in bounds]
+    assert len(bounds) > 3 and max(sizes) <= 4 * 1000 + 10  # at most FENCE_WINDOWS windows long
+    assert bounds[0][0] == 1 and bounds[-1][1] == len(lines)
+    assert all(a[1] + 1 == b[0] for a, b in itertools.pairwise(bounds))  # each line in one window
 
 
 def test_a_file_within_one_window_chunks_exactly_as_before() -> None:

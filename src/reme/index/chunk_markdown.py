@@ -22,6 +22,7 @@ _PARSER = MarkdownIt("commonmark", {"html": True}).enable("table").disable(["inl
 _LABEL_ROOM = 20
 # A larger file is parsed in windows of about this many characters (what it costs stays bounded).
 WINDOW_CHARS = 1 << 20
+FENCE_WINDOWS = 4
 _FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _HEADING_LINE = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
 
@@ -117,7 +118,8 @@ def markdown_windows(
 
 def window_bounds(lines: list[str], first: int, window_chars: int) -> Iterator[tuple[int, int]]:
     """1-based inclusive line ranges from `first` on, each about `window_chars`, never cut inside a
-    fence; the cut goes before the last heading of the window's second half, else its last blank line."""
+    fence (up to FENCE_WINDOWS windows); the cut goes before the last heading of the window's second
+    half, else its last blank line."""
     start, size, fence = first, 0, ""
     heading = blank = 0
     for number in range(first, len(lines) + 1):
@@ -136,8 +138,8 @@ def window_bounds(lines: list[str], first: int, window_chars: int) -> Iterator[t
         elif not line.strip():
             blank = number
         size += len(line) + 1
-        if size < window_chars or fence:
-            continue
+        if size < window_chars or (fence and size < FENCE_WINDOWS * window_chars):
+            continue  # a fence is kept whole unless it is huge (then memory wins over its shape)
         half = start + (number - start) // 2
         cut = heading if heading > half else blank + 1 if blank >= start else number + 1
         if cut <= start:
