@@ -85,13 +85,33 @@ def test_inbound_of_a_file_and_of_a_folder(app, index) -> None:
     write(root, "digest/other.md", "[[digest/wiki/b.md|B]] and again [[digest/wiki/b.md]]\n")
     index.sync_paths(["daily", "digest"])
     assert index.inbound("digest/wiki/b.md") == [
-        {"source_path": "daily/2026-06-01/a.md", "target_path": "digest/wiki/b.md"},
-        {"source_path": "digest/other.md", "target_path": "digest/wiki/b.md"},
+        {
+            "source_path": "daily/2026-06-01/a.md",
+            "target_path": "digest/wiki/b.md",
+            "resolved_path": "digest/wiki/b.md",
+        },
+        {
+            "source_path": "digest/other.md",
+            "target_path": "digest/wiki/b.md",
+            "resolved_path": "digest/wiki/b.md",
+        },
     ]
     assert index.inbound("digest/wiki/") == [
-        {"source_path": "daily/2026-06-01/a.md", "target_path": "digest/wiki/b.md"},
-        {"source_path": "daily/2026-06-01/a.md", "target_path": "digest/wiki/sub/c.md"},
-        {"source_path": "digest/other.md", "target_path": "digest/wiki/b.md"},
+        {
+            "source_path": "daily/2026-06-01/a.md",
+            "target_path": "digest/wiki/b.md",
+            "resolved_path": "digest/wiki/b.md",
+        },
+        {
+            "source_path": "daily/2026-06-01/a.md",
+            "target_path": "digest/wiki/sub/c.md",
+            "resolved_path": "digest/wiki/sub/c.md",
+        },
+        {
+            "source_path": "digest/other.md",
+            "target_path": "digest/wiki/b.md",
+            "resolved_path": "digest/wiki/b.md",
+        },
     ]
     with pytest.raises(ValueError):
         index.inbound("../outside.md")
@@ -143,20 +163,24 @@ def test_reindex_reports_progress_and_rebuilds_everything(app, index) -> None:
 def test_a_file_that_cannot_be_indexed_does_not_block_the_others(app, index, monkeypatch) -> None:
     import reme.index.sync as sync
 
-    real_chunk_text = sync.chunk_text
+    real_chunk_windows = sync.chunk_windows
 
     def failing_for_one(path: str, text: str, **kwargs):
+        yield from real_chunk_windows(path, text, **kwargs)  # chunks reach the engine first ...
         if path == "digest/poison.md":
-            raise RecursionError("pathological nesting")
-        return real_chunk_text(path, text, **kwargs)
+            raise RecursionError("pathological nesting")  # ... then a later window fails
 
-    monkeypatch.setattr(sync, "chunk_text", failing_for_one)
+    monkeypatch.setattr(sync, "chunk_windows", failing_for_one)
     write(app.workspace_dir, "digest/poison.md", "> " * 50 + "kiwi")
     write(app.workspace_dir, "digest/fine.md", "kiwi")
     index.ensure_ready()
     assert "RecursionError" in index.store.file("digest/poison.md").error
-    assert [c for c, _ in index.keyword.search("kiwi", 5)] != [] and index.store.intents() == []
-    monkeypatch.setattr(sync, "chunk_text", real_chunk_text)
+    assert index.store.chunks_by_id([c for c, _ in index.keyword.search("kiwi", 5)]).keys()
+    assert {
+        row.path for row in index.store.chunks_by_id([c for c, _ in index.keyword.search("kiwi", 5)]).values()
+    } == {"digest/fine.md"}  # the failed file's first window is not left in the engine
+    assert index.store.intents() == [] and index.health()["status"] == "ok"
+    monkeypatch.setattr(sync, "chunk_windows", real_chunk_windows)
     write(app.workspace_dir, "digest/poison.md", "kiwi again")
     index.sync_paths(["digest/poison.md"])
     assert index.store.file("digest/poison.md").error is None

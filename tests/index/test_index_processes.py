@@ -98,7 +98,11 @@ async def test_update_loop_reconciles_then_follows_another_process(app) -> None:
     response = await app.run("search", query="quokka")
     assert response.metadata["results"][0]["path"] == "daily/2026-06-01/live.md"
     assert index.inbound("digest/early.md") == [
-        {"source_path": "daily/2026-06-01/live.md", "target_path": "digest/early.md"}
+        {
+            "source_path": "daily/2026-06-01/live.md",
+            "target_path": "digest/early.md",
+            "resolved_path": "digest/early.md",
+        }
     ]
 
     (root / "daily/2026-06-01/live.md").unlink()

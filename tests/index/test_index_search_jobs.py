@@ -146,8 +146,8 @@ async def test_traverse_directions_and_depth(notes_app) -> None:
     nodes = {n["path"]: n for n in forward.metadata["nodes"]}
     assert set(nodes) == {"daily/2026-06-01/solar.md", "digest/energy/solar.md", "digest/energy/ev.md"}
     assert nodes["digest/energy/ev.md"]["exists"] is False and nodes["digest/energy/solar.md"]["exists"]
-    assert {"source": "daily/2026-06-01/solar.md", "target": "digest/energy/ev.md", "predicate": "industry",
-            "anchor": None} in forward.metadata["edges"]  # fmt: skip
+    assert {"source": "daily/2026-06-01/solar.md", "target": "digest/energy/ev.md", "resolved": None,
+            "predicate": "industry", "anchor": None} in forward.metadata["edges"]  # fmt: skip
 
     backward = await notes_app.run("traverse", path=["digest/energy/solar.md"], direction="backward")
     edges = backward.metadata["edges"]
@@ -157,8 +157,8 @@ async def test_traverse_directions_and_depth(notes_app) -> None:
         "digest/energy/wind.md",
     }
     assert all(e["target"] == "digest/energy/solar.md" for e in edges)  # original direction kept
-    assert {"source": "daily/2026-06-03.md", "target": "digest/energy/solar.md", "predicate": None,
-            "anchor": "costs"} in edges  # fmt: skip
+    assert {"source": "daily/2026-06-03.md", "target": "digest/energy/solar.md",
+            "resolved": "digest/energy/solar.md", "predicate": None, "anchor": "costs"} in edges  # fmt: skip
 
     deep = await notes_app.run("traverse", path="digest/energy/wind.md", depth=2, direction="both")
     deep_nodes = {n["path"] for n in deep.metadata["nodes"]}
@@ -204,10 +204,12 @@ async def test_chinese_notes_are_searchable_by_words(app) -> None:
         },
     )
     response = await app.run("search", query="储能电池")
-    assert [hit["path"] for hit in response.metadata["results"]] == ["digest/energy/battery-zh.md"]
+    hits = response.metadata["results"]
+    assert hits[0]["path"] == "digest/energy/battery-zh.md"  # the whole word wins
+    assert all(hits[0]["score"] > 2 * hit["score"] for hit in hits[1:])  # 电能 shares characters only
     assert "宁德时代" in response.answer
     nodes = await app.run("node_search", query="太阳光 电能")
-    assert [n["path"] for n in nodes.metadata["results"]] == ["digest/energy/solar-zh.md"]
+    assert nodes.metadata["results"][0]["path"] == "digest/energy/solar-zh.md"
 
 
 @pytest.mark.parametrize("job", ["search", "node_search"])
@@ -224,3 +226,32 @@ async def test_node_search_leaves_out_generated_pages(app) -> None:
     response = await app.run("node_search", query="buckets")
     paths = [row["path"] for row in response.metadata["results"]]
     assert paths == ["digest/wiki/solar.md"]  # digest/_buckets.md also says "buckets" but is no node
+
+
+
+
+async def test_chinese_words_find_their_split_and_longer_forms(app) -> None:
+    write(
+        app.workspace_dir,
+        {
+            "daily/2026-06-01/a.md": "昨天下午喝了茶，聊了项目。\n",
+            "daily/2026-06-02/b.md": "周末在杭州喝龙井茶。\n",
+            "daily/2026-06-03/c.md": "今天写代码，没有别的事。\n",
+        },
+    )
+    for query in ("喝茶", "喝 茶"):
+        assert set(await _paths(app, query=query)) == {"daily/2026-06-01/a.md", "daily/2026-06-02/b.md"}
+    assert await _paths(app, query="龙井") == ["daily/2026-06-02/b.md"]
+
+
+async def test_an_index_of_the_previous_tokenizer_is_rebuilt_not_reused(workspace_dir: Path) -> None:
+    from reme import ReMe
+
+    write(workspace_dir, {"daily/2026-06-01/a.md": "昨天下午喝了茶。\n"})
+    old = {"components.index.tokenizer": {"cjk_chars": False}}  # the analyser before characters were terms
+    async with ReMe(workspace_dir=workspace_dir, timezone="UTC", **old) as app:
+        assert await _paths(app, query="喝茶") == []
+    async with ReMe(workspace_dir=workspace_dir, timezone="UTC") as app:
+        assert await _paths(app, query="喝茶") == ["daily/2026-06-01/a.md"]
+        folders = [p.name for p in (workspace_dir / "metadata/keyword").iterdir()]
+        assert folders == [app.component("index").service.keyword.path.name]  # the stale engine is gone

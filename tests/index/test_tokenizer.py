@@ -44,10 +44,32 @@ def test_chinese_is_segmented_into_words_not_characters(tokenizer: Tokenizer) ->
 
 
 def test_words_mode_gives_plain_segmentation() -> None:
-    words = Tokenizer(cjk_mode="words").tokenize("中华人民共和国成立")
-    search = Tokenizer(cjk_mode="search").tokenize("中华人民共和国成立")
+    words = Tokenizer(cjk_mode="words", cjk_chars=False).tokenize("中华人民共和国成立")
+    search = Tokenizer(cjk_mode="search", cjk_chars=False).tokenize("中华人民共和国成立")
     assert words == ["中华人民共和国", "成立"]
     assert set(words) < set(search) and "人民" in search
+
+
+@pytest.mark.parametrize(
+    ("query", "text"),
+    [
+        ("喝茶", "昨天下午喝了茶"),  # a word split by a particle
+        ("喝茶", "我们喝龙井茶"),  # a word whose parts sit in other words
+        ("电车", "电动汽车的电池"),
+        ("茶", "龙井茶很香"),  # a character inside a longer word
+    ],
+)
+def test_a_chinese_word_shares_terms_with_its_split_forms(
+    tokenizer: Tokenizer, query: str, text: str
+) -> None:
+    assert set(tokenizer.tokenize(query)) & set(tokenizer.tokenize(text))
+
+
+def test_each_chinese_character_counts_once_per_occurrence(tokenizer: Tokenizer) -> None:
+    tokens = tokenizer.tokenize("中华人民共和国")
+    assert tokens.count("中") == 1 and tokens.count("人") == 1 and "中华人民共和国" in tokens
+    assert "和" not in tokens  # stopwords stay out as characters too
+    assert Tokenizer(cjk_chars=False).tokenize("喝了茶") == ["喝", "茶"]
 
 
 def test_mixed_chinese_and_english(tokenizer: Tokenizer) -> None:
@@ -76,8 +98,9 @@ def test_fingerprint_is_stable_and_tracks_every_setting() -> None:
         Tokenizer(stopwords=False).fingerprint,
         Tokenizer(cjk_mode="words").fingerprint,
         Tokenizer(min_cjk_len=2).fingerprint,
+        Tokenizer(cjk_chars=False).fingerprint,
     }
-    assert base not in changed and len(changed) == 5
+    assert base not in changed and len(changed) == 6
 
 
 def test_invalid_settings_are_rejected() -> None:
@@ -91,3 +114,5 @@ def test_invalid_settings_are_rejected() -> None:
         Tokenizer(stopwords="yes")
     with pytest.raises(ValueError, match="min_cjk_len"):
         Tokenizer(min_cjk_len=0)
+    with pytest.raises(ValueError, match="cjk_chars"):
+        Tokenizer(cjk_chars="yes")

@@ -109,7 +109,11 @@ async def test_write_creates_markdown_with_front_matter_and_parent_folders(app):
         description="Photovoltaics",
         metadata={"tags": ["energy"], "source": "[[daily/2026-06-01.md]]"},
     )
-    assert response.success and response.metadata == {"path": "digest/wiki/solar.md", "created": True}
+    assert response.success and response.metadata == {
+        "path": "digest/wiki/solar.md",
+        "created": True,
+        "indexed": True,
+    }
     assert disk(app, "digest/wiki/solar.md") == (
         "---\nname: Solar\ndescription: Photovoltaics\ntags:\n- energy\nsource: '[[daily/2026-06-01.md]]'\n---\n"
         "# Solar\n[[digest/wiki/ev.md]]\n"
@@ -119,7 +123,7 @@ async def test_write_creates_markdown_with_front_matter_and_parent_folders(app):
 async def test_write_merges_with_the_existing_front_matter(app):
     (app.workspace_dir / "digest/a.md").write_text("---\nname: A  # mine\nkeep: 1\n---\nold body\n")
     response = await app.run("write", path="digest/a.md", content="new body\n", description="D")
-    assert response.metadata == {"path": "digest/a.md", "created": False}
+    assert response.metadata == {"path": "digest/a.md", "created": False, "indexed": True}
     assert disk(app, "digest/a.md") == "---\nname: A  # mine\nkeep: 1\ndescription: D\n---\nnew body\n"
     await app.run("write", path="digest/a.md", content="---\nkeep: 2\nextra: x\n---\nthird\n")
     assert disk(app, "digest/a.md") == "---\nname: A  # mine\nkeep: 2\ndescription: D\nextra: x\n---\nthird\n"
@@ -187,8 +191,16 @@ async def test_delete_reports_inbound_links_and_never_rewrites_them(linked_app):
     response = await app.run("delete", path="digest/wiki/solar.md")
     assert response.success and not (root / "digest/wiki/solar.md").exists()
     assert response.metadata["inbound"] == [
-        {"source_path": "daily/2026-06-01.md", "target_path": "digest/wiki/solar.md"},
-        {"source_path": "digest/wiki/ev.md", "target_path": "digest/wiki/solar.md"},
+        {
+            "source_path": "daily/2026-06-01.md",
+            "target_path": "digest/wiki/solar.md",
+            "resolved_path": "digest/wiki/solar.md",
+        },
+        {
+            "source_path": "digest/wiki/ev.md",
+            "target_path": "digest/wiki/solar.md",
+            "resolved_path": "digest/wiki/solar.md",
+        },
     ]
     assert disk(app, "digest/wiki/ev.md") == "see [[digest/wiki/solar.md]]\n"
 
@@ -203,7 +215,11 @@ async def test_delete_of_a_folder_ignores_links_from_inside_it(linked_app):
     response = await app.run("delete", path="digest/wiki")
     assert response.success and not (root / "digest/wiki").exists()
     assert response.metadata["inbound"] == [
-        {"source_path": "digest/out.md", "target_path": "digest/wiki/a.md"}
+        {
+            "source_path": "digest/out.md",
+            "target_path": "digest/wiki/a.md",
+            "resolved_path": "digest/wiki/a.md",
+        }
     ]
     assert not (await app.run("delete", path="digest/wiki")).success
     assert not (await app.run("delete", path="daily")).success and (root / "daily").is_dir()

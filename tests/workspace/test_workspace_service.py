@@ -20,7 +20,7 @@ def test_http_write_read_move_and_delete(workspace_service):
     assert written == {
         "success": True,
         "answer": "Created digest/http/solar.md",
-        "metadata": {"path": "digest/http/solar.md", "created": True},
+        "metadata": {"path": "digest/http/solar.md", "created": True, "indexed": True},
     }
     assert (root / "digest/http/solar.md").read_text() == "---\nname: Solar\n---\nSun\n"
     post(workspace_service, "write", path="digest/http/ev.md", content="[[digest/http/solar.md|S]]\n")
@@ -31,7 +31,11 @@ def test_http_write_read_move_and_delete(workspace_service):
     assert (root / "digest/http/ev.md").read_text() == "[[digest/http/sun.md|S]]\n"
     deleted = post(workspace_service, "delete", path="digest/http/sun.md")
     assert deleted["metadata"]["inbound"] == [
-        {"source_path": "digest/http/ev.md", "target_path": "digest/http/sun.md"}
+        {
+            "source_path": "digest/http/ev.md",
+            "target_path": "digest/http/sun.md",
+            "resolved_path": "digest/http/sun.md",
+        }
     ]
 
 

@@ -6,6 +6,8 @@ above ``## Session 1``) lends its heading line to the next chunk, so no text goe
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import accumulate
 
@@ -18,6 +20,11 @@ from reme.workspace.fmsplit import split as split_front_matter
 # Only block structure is needed: skipping inline parsing halves the cost (titles stay raw text).
 _PARSER = MarkdownIt("commonmark", {"html": True}).enable("table").disable(["inline", "text_join"])
 _LABEL_ROOM = 20
+# A larger file is parsed in windows of about this many characters (what it costs stays bounded).
+WINDOW_CHARS = 1 << 20
+FENCE_WINDOWS = 4
+_FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_HEADING_LINE = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
 
 
 @dataclass
@@ -73,26 +80,84 @@ def front_matter_lines(text: str) -> int:
     return head.count("\n") + (not head.endswith("\n"))  # a closing fence may end the file
 
 
-def chunk_markdown(path: str, text: str, chunk_chars: int) -> list[Chunk]:
-    """Chunk a Markdown file (front matter is counted in line numbers but not chunked)."""
+def markdown_windows(
+    path: str, text: str, chunk_chars: int, window_chars: int = WINDOW_CHARS
+) -> Iterator[list[Chunk]]:
+    """The chunks of a Markdown file (front matter counted in line numbers, not chunked), one
+    window of about `window_chars` at a time.
+
+    The parser's block tokens cost many times the text, so a large file is parsed in windows cut
+    at a heading (or else a blank line) outside code fences; the heading path carries over from one
+    window to the next. A file within one window chunks exactly as a whole.
+    """
     doc = _Document(path, text, chunk_chars)
     matter_lines = front_matter_lines(text)
-    # Blank out the front matter so the parser's line map stays the file's line numbers.
-    source = "\n" * matter_lines + "\n".join(doc.lines[matter_lines:])
-    chunks = _chunk_sections(doc, _sections(_PARSER.parse(source)))
-    if not chunks:
-        spans = pack_lines(doc.numbered(1, len(doc.lines)), chunk_chars)
-        return [make_chunk(path, s.start, s.end, s.text, []) for s in spans]
-    if matter_lines > 2:
-        matter = doc.text(2, matter_lines - 1)
-        first = chunks[0]
-        chunks[0] = make_chunk(path, first.start_line, first.end_line, first.text, first.heading_path, matter)
-    return chunks
-
-
-def _sections(tokens: list[Token]) -> list[_Section]:
-    sections = [_Section([], None)]
     stack: list[tuple[int, str]] = []
+    produced = False
+    for start, end in window_bounds(doc.lines, matter_lines + 1, window_chars):
+        # Blank out the front matter so the parser's line map stays the file's line numbers.
+        source = "\n" * (start - 1 if start == matter_lines + 1 else 0) + "\n".join(
+            doc.lines[start - 1 : end]
+        )
+        offset = 0 if start == matter_lines + 1 else start - 1
+        sections, stack = _sections(_PARSER.parse(source), offset, stack)
+        chunks = _chunk_sections(doc, sections)
+        if chunks and not produced and matter_lines > 2:
+            matter = doc.text(2, matter_lines - 1)
+            first = chunks[0]
+            chunks[0] = make_chunk(
+                path, first.start_line, first.end_line, first.text, first.heading_path, matter
+            )
+        produced = produced or bool(chunks)
+        if chunks:
+            yield chunks
+    if not produced:
+        spans = pack_lines(doc.numbered(1, len(doc.lines)), chunk_chars)
+        yield [make_chunk(path, s.start, s.end, s.text, []) for s in spans]
+
+
+def window_bounds(lines: list[str], first: int, window_chars: int) -> Iterator[tuple[int, int]]:
+    """1-based inclusive line ranges from `first` on, each about `window_chars`, never cut inside a
+    fence (up to FENCE_WINDOWS windows); the cut goes before the last heading of the window's second
+    half, else its last blank line."""
+    start, size, fence = first, 0, ""
+    heading = blank = 0
+    for number in range(first, len(lines) + 1):
+        line = lines[number - 1]
+        opened = _FENCE_LINE.match(line)
+        if fence:
+            fence = (
+                ""
+                if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence)
+                else fence
+            )
+        elif opened:
+            fence = opened.group(1)
+        elif _HEADING_LINE.match(line):
+            heading = number
+        elif not line.strip():
+            blank = number
+        size += len(line) + 1
+        if size < window_chars or (fence and size < FENCE_WINDOWS * window_chars):
+            continue  # a fence is kept whole unless it is huge (then memory wins over its shape)
+        half = start + (number - start) // 2
+        cut = heading if heading > half else blank + 1 if blank >= start else number + 1
+        if cut <= start:
+            cut = number + 1
+        yield start, cut - 1
+        size = sum(len(lines[n - 1]) + 1 for n in range(cut, number + 1))
+        start = cut
+    if start <= len(lines):
+        yield start, len(lines)
+
+
+def _sections(
+    tokens: list[Token], offset: int = 0, stack: list[tuple[int, str]] | None = None
+) -> tuple[list[_Section], list[tuple[int, str]]]:
+    """Sections of one parsed window (lines shifted by `offset`), continuing the heading `stack` of
+    the window before; returns them with the stack at the window's end."""
+    stack = list(stack or [])
+    sections = [_Section([title for _, title in stack], None)]
     index = 0
     while index < len(tokens):
         token = tokens[index]
@@ -101,7 +166,10 @@ def _sections(tokens: list[Token]) -> list[_Section]:
             continue
         close = _closing_index(tokens, index)
         block = _Block(
-            token.type.removesuffix("_open"), token.map[0] + 1, token.map[1], tokens[index : close + 1]
+            token.type.removesuffix("_open"),
+            token.map[0] + 1 + offset,
+            token.map[1] + offset,
+            tokens[index : close + 1],
         )
         if token.type == "heading_open":
             level = int(token.tag[1:])
@@ -113,7 +181,7 @@ def _sections(tokens: list[Token]) -> list[_Section]:
         else:
             sections[-1].blocks.append(block)
         index = close + 1
-    return sections
+    return sections, stack
 
 
 def _closing_index(tokens: list[Token], index: int) -> int:

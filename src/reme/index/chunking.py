@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from reme.index.chunk_base import (
     CHUNKER_VERSION,
     DEFAULT_CHUNK_CHARS,
@@ -9,8 +11,8 @@ from reme.index.chunk_base import (
     Chunk,
     with_neighbour_context,
 )
-from reme.index.chunk_lines import chunk_plain_text
-from reme.index.chunk_markdown import chunk_markdown
+from reme.index.chunk_lines import chunk_plain_lines
+from reme.index.chunk_markdown import WINDOW_CHARS, markdown_windows, window_bounds
 from reme.index.chunk_transcript import chunk_transcript
 from reme.workspace.transcript import is_transcript_path
 
@@ -20,6 +22,7 @@ __all__ = [
     "DEFAULT_CONTEXT_CHARS",
     "Chunk",
     "chunk_text",
+    "chunk_windows",
 ]
 
 _MARKDOWN_SUFFIXES = (".md", ".markdown")
@@ -37,17 +40,39 @@ def chunk_text(
     ``context_chars`` of bordering lines go into each chunk's ``search_text`` (never its text);
     in transcripts the pieces of a long message borrow none.
     """
+    windows = chunk_windows(path, text, chunk_chars=chunk_chars, context_chars=context_chars)
+    return [chunk for window in windows for chunk in window]
+
+
+def chunk_windows(
+    path: str,
+    text: str,
+    *,
+    chunk_chars: int = DEFAULT_CHUNK_CHARS,
+    context_chars: int = DEFAULT_CONTEXT_CHARS,
+    window_chars: int = WINDOW_CHARS,
+) -> Iterator[list[Chunk]]:
+    """`chunk_text` one window of about `window_chars` at a time, so a caller that indexes and drops
+    each window holds a bounded amount of chunks (search text is several times the file's text).
+    Context is borrowed within a window; a file within one window gives exactly `chunk_text`."""
     if chunk_chars < 1:
         raise ValueError("chunk_chars must be a positive number of characters")
     if context_chars < 0:
         raise ValueError("context_chars must not be negative")
     if not text.strip():
-        return []
+        return
     if is_transcript_path(path):
-        chunks = chunk_transcript(path, text, chunk_chars)
-        return with_neighbour_context(chunks, context_chars, cut_pieces_borrow=False)
+        yield with_neighbour_context(
+            chunk_transcript(path, text, chunk_chars), context_chars, cut_pieces_borrow=False
+        )
+        return
     if path.lower().endswith(_MARKDOWN_SUFFIXES):
-        chunks = chunk_markdown(path, text, chunk_chars)
+        windows: Iterator[list[Chunk]] = markdown_windows(path, text, chunk_chars, window_chars)
     else:
-        chunks = chunk_plain_text(path, text, chunk_chars)
-    return with_neighbour_context(chunks, context_chars)
+        lines = [line.rstrip("\r") for line in text.split("\n")]
+        windows = (
+            chunk_plain_lines(path, lines, start, end, chunk_chars)
+            for start, end in window_bounds(lines, 1, window_chars)
+        )
+    for chunks in windows:
+        yield with_neighbour_context(chunks, context_chars)

@@ -150,9 +150,9 @@ class Searcher:
         cache: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
         for hit in hits:
             if hit.path not in cache:
-                out = list(dict.fromkeys(link.target for link in self.graph.outlinks(hit.path)))[
-                    :per_direction
-                ]
+                targets = dict.fromkeys(link.target for link in self.graph.outlinks(hit.path))
+                named = (self.graph.resolve(target) or target for target in targets)  # [[solar]] too
+                out = list(dict.fromkeys(named))[:per_direction]
                 inc = list(dict.fromkeys(link.source for link in self.graph.inlinks(hit.path)))[
                     :per_direction
                 ]

@@ -13,7 +13,6 @@ import logging
 import shutil
 import sqlite3
 import threading
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,11 +23,11 @@ from reme.index.guard import IndexGuard
 from reme.index.keyword import KeywordIndex, engine_folder
 from reme.index.progress import IndexProgress
 from reme.index.search import Searcher, VectorBranch
+from reme.index.sources import Scope
 from reme.index.store import MetadataStore
-from reme.index.sync import MARKDOWN_EXTENSIONS, Indexer, Progress, Source, SyncReport
+from reme.index.sync import MAX_FILE_BYTES, Indexer, Progress, SyncReport
 from reme.index.tokenizer import Tokenizer
 from reme.workspace.paths import check_relative
-from reme.workspace.transcript import DIALOG
 
 DB_NAME = "index.sqlite3"
 log = logging.getLogger(__name__)
@@ -41,7 +40,7 @@ class IndexSettings:
     chunk_chars: int = DEFAULT_CHUNK_CHARS
     watch: bool = True
     debounce_ms: int = 200
-    max_file_bytes: int = 20_000_000
+    max_file_bytes: int = MAX_FILE_BYTES
     candidate_multiplier: int = 3
     vector_weight: float = 0.7
 
@@ -54,24 +53,6 @@ class IndexSettings:
             raise ValueError("vector_weight must be between 0 and 1 (the keyword ranking weighs 1 - it)")
 
 
-def default_sources(dirs: Mapping[str, str]) -> tuple[Source, ...]:
-    """daily/ and digest/ Markdown and the session transcripts, under the configured folder names."""
-    return (
-        Source(dirs["daily"], MARKDOWN_EXTENSIONS),
-        Source(dirs["digest"], MARKDOWN_EXTENSIONS),
-        Source(f"{dirs['session']}/{DIALOG}", (".jsonl",), recursive=False),
-    )
-
-
-def source_from_config(raw: Mapping[str, Any]) -> Source:
-    """One `components.index.sources` entry: `{folder, extensions: ['.md'], recursive}`."""
-    folder = check_relative(raw.get("folder"))
-    extensions = tuple(str(ext).lower() for ext in raw.get("extensions") or ())
-    if not extensions or not all(ext.startswith(".") for ext in extensions):
-        raise ValueError(f"index source {folder!r}: extensions must be a non-empty list like ['.md']")
-    return Source(folder, extensions, bool(raw.get("recursive", True)))
-
-
 class IndexService:
     """The index over `root`, its derived state in `metadata_dir`; `open()` before use, `close()` after."""
 
@@ -80,14 +61,15 @@ class IndexService:
         root: Path,
         metadata_dir: Path,
         *,
-        sources: tuple[Source, ...],
+        scope: Scope,
         settings: IndexSettings,
         tokenizer: Tokenizer,
         vector: VectorBranch | None = None,
     ) -> None:
         self.root = root
         self.metadata_dir = metadata_dir
-        self.sources = sources
+        self.scope = scope
+        self.sources = scope.sources
         self.settings = settings
         self.tokenizer = tokenizer
         self.vector = vector
@@ -109,7 +91,7 @@ class IndexService:
             store,
             self.keyword,
             lock_path=self.metadata_dir / "index.lock",
-            sources=self.sources,
+            scope=self.scope,
             chunk_chars=self.settings.chunk_chars,
             max_file_bytes=self.settings.max_file_bytes,
         )
@@ -158,7 +140,7 @@ class IndexService:
             {
                 "chunk_chars": self.settings.chunk_chars,
                 "chunker": [CHUNKER_VERSION, DEFAULT_CONTEXT_CHARS],
-                "sources": [s.__dict__ for s in self.sources],
+                **self.scope.describe(),
             },
             sort_keys=True,
         )
@@ -261,6 +243,14 @@ class IndexService:
 
     def is_indexable(self, path: str) -> bool:
         return self.indexer.is_indexable(path)
+
+    def ending_with(self, suffix: str) -> list[str]:
+        """Catalogued files whose path ends with `/<suffix>` (the candidates of a short link)."""
+        return self.graph.ending_with(suffix)
+
+    def unindexed_reason(self, path: str) -> str | None:
+        """Why a file at `path` would not be indexed (None: it would be), for `write` to say so."""
+        return self.scope.reason(path)
 
     def pending_writes(self) -> int:
         """Index writes in flight (this process's or another's): results may be a moment behind."""

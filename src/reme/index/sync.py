@@ -21,35 +21,23 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from reme.index.chunking import Chunk, chunk_text
+from reme.index.chunking import Chunk, chunk_windows
 from reme.index.keyword import KeywordIndex
+from reme.index.memory import release_memory
+from reme.index.sources import MARKDOWN_EXTENSIONS, Scope, Source
 from reme.index.store import ChunkRow, FileRecord, FileRow, LinkRow, MetadataStore
 from reme.workspace.frontmatter import parse as parse_front_matter
+from reme.workspace.textio import DEFAULT_MAX_TEXT_BYTES
 from reme.workspace.wikilinks import parse_links
 
-MARKDOWN_EXTENSIONS = (".md", ".markdown")
 log = logging.getLogger(__name__)
 
+MAX_FILE_BYTES = DEFAULT_MAX_TEXT_BYTES  # a file `write` accepts is a file the index takes
 BATCH_FILES = 200  # files per engine commit during bulk work: bounds memory and lost work on a crash
+BATCH_BYTES = 32 * 1024 * 1024  # and file bytes per commit: the catalog rows of a batch wait in memory
+LARGE_FILE_BYTES = 1024 * 1024  # after syncing a file this big, freed memory is handed back
 
 Progress = Callable[[int, int], None]  # (done, total)
-
-
-@dataclass(frozen=True)
-class Source:
-    """A folder whose files with these extensions are indexed (recursively unless `recursive` is off)."""
-
-    folder: str
-    extensions: tuple[str, ...]
-    recursive: bool = True
-
-    def admits(self, path: str) -> bool:
-        if not path.startswith(self.folder + "/") or not path.lower().endswith(self.extensions):
-            return False
-        rest = path[len(self.folder) + 1 :]
-        if not self.recursive and "/" in rest:
-            return False
-        return not any(part.startswith(".") for part in rest.split("/"))
 
 
 @dataclass
@@ -80,14 +68,14 @@ class Indexer:
         keyword: KeywordIndex,
         *,
         lock_path: Path,
-        sources: Iterable[Source],
+        scope: Scope,
         chunk_chars: int,
         max_file_bytes: int,
     ) -> None:
         self.root = root
         self.store = store
         self.keyword = keyword
-        self.sources = tuple(sources)
+        self.scope = scope
         self.chunk_chars = chunk_chars
         self.max_file_bytes = max_file_bytes
         self._thread_lock = threading.RLock()
@@ -126,21 +114,29 @@ class Indexer:
 
     # what is indexed -----------------------------------------------------------------------------
 
+    @property
+    def sources(self) -> tuple[Source, ...]:
+        return self.scope.sources
+
     def is_indexable(self, path: str) -> bool:
-        return any(source.admits(path) for source in self.sources)
+        return self.scope.admits(path)
 
     def scan(self, within: str = "") -> dict[str, tuple[int, int]]:
         """`path -> (mtime_ns, size)` of every indexable file on disk, optionally only inside folder
-        `within`. Hidden entries are skipped and symlinks are not followed."""
+        `within`. Hidden entries and excluded folders are skipped and symlinks are not followed."""
         found: dict[str, tuple[int, int]] = {}
         for source in self.sources:
-            if not within or (source.folder + "/").startswith(within + "/"):
+            if not within or (source.prefix).startswith(within + "/"):
                 top = source.folder
-            elif within.startswith(source.folder + "/"):
+            elif within.startswith(source.prefix):
                 top = within  # a folder inside this source
             else:
                 continue
-            if all(not part.startswith(".") for part in top.split("/")) and self._is_folder(top):
+            if top and (
+                any(part.startswith(".") for part in top.split("/")) or self.scope.prunes(top, source)
+            ):
+                continue
+            if not top or self._is_folder(top):
                 self._walk(top, source, found)
         return found
 
@@ -154,11 +150,11 @@ class Indexer:
                 name = entry.name
                 if name.startswith("."):
                     continue
-                path = f"{folder}/{name}"
+                path = f"{folder}/{name}" if folder else name
                 if entry.is_dir(follow_symlinks=False):
-                    if source.recursive:
+                    if source.recursive and not self.scope.prunes(path, source):
                         self._walk(path, source, found)
-                elif entry.is_file(follow_symlinks=False) and name.lower().endswith(source.extensions):
+                elif entry.is_file(follow_symlinks=False) and self.scope.admits(path):
                     st = entry.stat(follow_symlinks=False)
                     found[path] = (st.st_mtime_ns, st.st_size)
 
@@ -255,14 +251,17 @@ class Indexer:
                 report.unchanged += 1
                 continue
             todo.append((path, stamp))
-        for start in range(0, len(todo), BATCH_FILES):
-            if start and self._stopping.is_set():
+        done = 0
+        for batch in _batches(todo):
+            if done and self._stopping.is_set():
                 report.stopped = True  # shutting down: what is left stays as it was (or in intents)
                 break
-            batch = todo[start : start + BATCH_FILES]
             self._write_batch(batch, report)
+            done += len(batch)
             if progress is not None:
-                progress(min(start + BATCH_FILES, len(todo)), len(todo))
+                progress(done, len(todo))
+            if any(stamp is not None and stamp[1] >= LARGE_FILE_BYTES for _, stamp in batch):
+                release_memory()  # what one large file took goes back to the system, not just to Python
         return report
 
     def _write_batch(self, batch: list[tuple[str, tuple[int, int] | None]], report: SyncReport) -> None:
@@ -298,17 +297,43 @@ class Indexer:
                     self.keyword.delete_path(path)
                     deleted.append(path)
                     continue
-                record, chunks = read
-                docs = self.keyword.upsert(path, ((c.id, c.search_text) for c in chunks))
-                record.file = replace(record.file, keyword_docs=docs)
-                records.append(record)
+                records.append(self._index(path, stamp, *read))  # type: ignore[arg-type]
             self.keyword.commit()
         except BaseException:
             self.keyword.rollback()
             raise
         return records, deleted
 
-    def _read_safely(self, path: str, stamp: tuple[int, int]) -> tuple[FileRecord, list[Chunk]] | None:
+    def _index(
+        self, path: str, stamp: tuple[int, int], record: FileRecord, windows: Iterable[list[Chunk]]
+    ) -> FileRecord:
+        """Feed the engine one window of chunks at a time, keeping only their catalog rows: a chunk's
+        search text is several times its text, so a large file never has all of it in memory."""
+        failed: list[Exception] = []
+
+        def documents() -> Iterator[tuple[str, str]]:
+            try:
+                for window in windows:
+                    for c in window:
+                        record.chunks.append(
+                            ChunkRow(c.id, path, c.start_line, c.end_line, list(c.heading_path), c.text)
+                        )
+                        yield c.id, c.search_text
+            except Exception as exc:  # the chunker, on this one file: recorded, as in `_read_safely`
+                log.warning("chunking %s failed", path, exc_info=True)
+                failed.append(exc)
+
+        docs = self.keyword.upsert(path, documents())
+        if failed:
+            self.keyword.delete_path(path)
+            exc = failed[0]
+            return _unindexed(path, stamp, f"could not be indexed: {type(exc).__name__}: {exc}")[0]
+        record.file = replace(record.file, keyword_docs=docs)
+        return record
+
+    def _read_safely(
+        self, path: str, stamp: tuple[int, int]
+    ) -> tuple[FileRecord, Iterable[list[Chunk]]] | None:
         """`_read`, with any failure on this one file recorded in the catalog instead of raised: one
         pathological note must not stop every later sync (or the start-up repair) forever."""
         try:
@@ -317,8 +342,9 @@ class Indexer:
             log.warning("indexing %s failed", path, exc_info=True)
             return _unindexed(path, stamp, f"could not be indexed: {type(exc).__name__}: {exc}")
 
-    def _read(self, path: str, stamp: tuple[int, int]) -> tuple[FileRecord, list[Chunk]] | None:
-        """Catalog record of a file; problems become the record's `error`, never an exception."""
+    def _read(self, path: str, stamp: tuple[int, int]) -> tuple[FileRecord, Iterable[list[Chunk]]] | None:
+        """Catalog record of a file (chunk rows still to come) and its chunks, window by window;
+        problems become the record's `error`, never an exception."""
         mtime_ns, size = stamp
         if size > self.max_file_bytes:
             return _unindexed(
@@ -334,6 +360,7 @@ class Indexer:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
             return _unindexed(path, stamp, "not UTF-8 text; not indexed")
+        del raw
         if "\x00" in text:
             return _unindexed(path, stamp, "binary data; not indexed")
         name = description = error = None
@@ -347,15 +374,30 @@ class Indexer:
                 LinkRow(path, ln.target, ln.predicate, ln.anchor, ln.alias, ln.embed, ln.line)
                 for ln in parse_links(text)
             ]
-        chunks = chunk_text(path, text, chunk_chars=self.chunk_chars)
-        rows = [ChunkRow(c.id, path, c.start_line, c.end_line, list(c.heading_path), c.text) for c in chunks]
-        file_row = FileRow(path, mtime_ns, size, name, description, error)
-        return FileRecord(file_row, rows, links), chunks
+        windows = chunk_windows(path, text, chunk_chars=self.chunk_chars)
+        return FileRecord(FileRow(path, mtime_ns, size, name, description, error), [], links), windows
 
 
-def _unindexed(path: str, stamp: tuple[int, int], error: str) -> tuple[FileRecord, list[Chunk]]:
-    """A catalog entry without content, so reconcile does not retry the file until it changes."""
-    return FileRecord(FileRow(path, *stamp, error=error)), []
+def _batches(
+    todo: list[tuple[str, tuple[int, int] | None]],
+) -> Iterator[list[tuple[str, tuple[int, int] | None]]]:
+    """Runs of at most BATCH_FILES files and BATCH_BYTES of them (a batch's rows wait for one commit)."""
+    batch: list[tuple[str, tuple[int, int] | None]] = []
+    size = 0
+    for item in todo:
+        stamp = item[1]
+        if batch and (len(batch) >= BATCH_FILES or size + (stamp[1] if stamp else 0) > BATCH_BYTES):
+            yield batch
+            batch, size = [], 0
+        batch.append(item)
+        size += stamp[1] if stamp else 0
+    if batch:
+        yield batch
+
+
+def _unindexed(path: str, stamp: tuple[int, int], error: str) -> tuple[FileRecord, Iterable[list[Chunk]]]:
+    """A catalog entry without content (no chunk windows), so reconcile skips the file until it changes."""
+    return FileRecord(FileRow(path, *stamp, error=error)), ()
 
 
 def _lstat_without_links(root: Path, path: str) -> os.stat_result | None:

@@ -1,7 +1,8 @@
 """Analyser shared by indexing and querying: the same text must always give the same tokens.
 
 Latin text follows Lucene's English analyser (possessive strip, lowercase, stopwords, Snowball
-stemmer); runs of CJK characters are segmented into words with rjieba; numbers are kept.
+stemmer); runs of CJK characters are segmented into words with rjieba, and each character is a term
+too, so a word finds its sub-words and split forms (`喝茶` finds `喝了茶`, `喝龙井茶`); numbers are kept.
 The fingerprint names the on-disk index so a changed analyser never reuses a stale index.
 """
 
@@ -15,13 +16,14 @@ from typing import Any
 import Stemmer
 
 # Bump when tokenization changes in a way the settings do not capture.
-TOKENIZER_VERSION = 2
+TOKENIZER_VERSION = 3
 
 DEFAULT_TOKENIZER_SETTINGS: dict[str, Any] = {
     "stemmer": "english",  # a PyStemmer algorithm name, or None to keep words as they are
     "stopwords": True,  # drop English and Chinese stopwords
     "cjk_mode": "search",  # "search": words plus their sub-words (jieba cut_for_search); "words": plain cut
     "min_cjk_len": 1,  # CJK tokens shorter than this are dropped
+    "cjk_chars": True,  # every CJK character is a term too (besides the words), so sub-words match
 }
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
@@ -68,6 +70,8 @@ def _check_settings(settings: dict[str, Any]) -> None:
         raise ValueError("stopwords must be true or false")
     if settings["cjk_mode"] not in ("search", "words"):
         raise ValueError("cjk_mode must be 'search' or 'words'")
+    if not isinstance(settings["cjk_chars"], bool):
+        raise ValueError("cjk_chars must be true or false")
     min_cjk_len = settings["min_cjk_len"]
     if not isinstance(min_cjk_len, int) or isinstance(min_cjk_len, bool) or min_cjk_len < 1:
         raise ValueError("min_cjk_len must be a positive integer")
@@ -141,4 +145,7 @@ class Tokenizer:
             import rjieba
 
             self._cut = rjieba.cut_for_search if self.settings["cjk_mode"] == "search" else rjieba.cut
-        return [w for w in self._cut(run) if len(w) >= min_len and w not in stop]
+        words = self._cut(run)
+        if self.settings["cjk_chars"]:  # each character once per occurrence, whatever words cover it
+            words = [w for w in words if len(w) > 1] + list(run)
+        return [w for w in words if len(w) >= min_len and w not in stop]

@@ -27,12 +27,16 @@ async def watch_paths(
     *,
     debounce_ms: int = 200,
     stop_event: asyncio.Event | None = None,
+    ignore: Callable[[str], bool] | None = None,
 ) -> None:
-    """Call `on_changes(workspace-relative paths)` (in a worker thread) for each burst of changes."""
+    """Call `on_changes(workspace-relative paths)` (in a worker thread) for each burst of changes.
+
+    `ignore(relative path)` drops events the index never wants (the index's own `metadata/` writes
+    when the whole workspace is watched)."""
     root = root.resolve()
     roots = []
     for folder in folders:
-        path = root / folder
+        path = root / folder if folder else root
         path.mkdir(parents=True, exist_ok=True)
         roots.append(path)
     async for changes in awatch(
@@ -44,4 +48,7 @@ async def watch_paths(
         recursive=True,
     ):
         paths = sorted({Path(raw).relative_to(root).as_posix() for _, raw in changes})
-        await asyncio.to_thread(on_changes, paths)
+        if ignore is not None:
+            paths = [path for path in paths if not ignore(path)]
+        if paths:
+            await asyncio.to_thread(on_changes, paths)

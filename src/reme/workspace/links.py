@@ -12,12 +12,18 @@ from typing import Protocol
 
 from reme.workspace.layout import Workspace
 from reme.workspace.paths import is_markdown
+from reme.workspace.resolving import ends_with, resolve
 from reme.workspace.wikilinks import parse_links
 
 
 class LinkSource(Protocol):
     def inbound(self, path: str) -> list[dict[str, str]]:
-        """`{source_path, target_path}` of every link pointing at `path` or into it (a folder)."""
+        """`{source_path, target_path, resolved_path}` of every link pointing at `path` or into it (a
+        folder), `target_path` as written (maybe short, SPEC 2.2), `resolved_path` the file it names."""
+        ...
+
+    def ending_with(self, suffix: str) -> list[str]:
+        """Known files whose path ends with `/<suffix>`: the candidates of short links."""
         ...
 
     def sync_paths(self, paths: list[str]) -> None:
@@ -58,16 +64,36 @@ class ScanLinks:
         self.workspace = workspace
 
     def inbound(self, path: str) -> list[dict[str, str]]:
-        found: dict[tuple[str, str], None] = {}
-        for source in markdown_files(self.workspace):
+        files = list(markdown_files(self.workspace))
+        resolved: dict[str, str | None] = {}
+        found: dict[tuple[str, str], str] = {}
+        for source in files:
             try:
                 text = (self.workspace.root / source).read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
                 continue
             for link in parse_links(text):
-                if points_at(link.target, path):
-                    found[(source, link.target)] = None
-        return [{"source_path": source, "target_path": target} for source, target in sorted(found)]
+                if link.target not in resolved:
+                    resolved[link.target] = self._resolve(link.target, files)
+                named = resolved[link.target] or link.target
+                if points_at(link.target, path) or points_at(named, path):
+                    found[(source, link.target)] = named
+        return [
+            {"source_path": source, "target_path": target, "resolved_path": found[(source, target)]}
+            for source, target in sorted(found)
+        ]
+
+    def _resolve(self, target: str, files: list[str]) -> str | None:
+        def exists(path: str) -> bool:
+            try:
+                return self.workspace.resolve(path).exists()
+            except ValueError:
+                return False
+
+        return resolve(target, exists, lambda suffix: [f for f in files if ends_with(f, suffix)])
+
+    def ending_with(self, suffix: str) -> list[str]:
+        return [path for path in markdown_files(self.workspace) if ends_with(path, suffix)]
 
     def sync_paths(self, paths: list[str]) -> None:
         """Nothing is derived without an index."""

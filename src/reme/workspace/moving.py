@@ -15,6 +15,7 @@ from reme.workspace.atomic import atomic_write
 from reme.workspace.layout import Workspace
 from reme.workspace.links import LinkSource, walk_files
 from reme.workspace.paths import first_segment, has_extension, is_markdown
+from reme.workspace.resolving import ends_with, resolve, short_form
 from reme.workspace.textio import read_text
 from reme.workspace.wikilinks import linkable, retarget_links, tree_mapping
 
@@ -85,7 +86,11 @@ def move(
             if inbound:  # links to rewrite after the rename: a crash in between must be finished later
                 journal.enter_context(move_journal.recorded(ws, source, destination, inbound))
             confined.rename(ws.root, source, destination)
-        changed, count = _retarget_sources(ws, inbound, mapping) if retarget else ([], 0)
+        changed, count = (
+            _retarget_sources(ws, inbound, _link_mapping(ws, links, inbound, mapping, moved))
+            if retarget
+            else ([], 0)
+        )
     links.sync_paths([*moved, *(mapping(path) or path for path in moved), *changed])
     return {"src": source, "dst": destination, "retargeted_files": changed, "retargeted_links": count}
 
@@ -94,11 +99,50 @@ def recover_moves(ws: Workspace, links: LinkSource) -> list[dict[str, Any]]:
     """Finish the moves a killed writer left half done (see `move_journal`); reports what it did."""
 
     def finish(intent: move_journal.MoveIntent) -> dict[str, Any]:
-        changed, count = _retarget_sources(ws, intent.inbound, tree_mapping(intent.src, intent.dst))
+        full = tree_mapping(intent.src, intent.dst)
+        # A short link (`[[solar]]`) is finished as the full new path of the file it named.
+        short = {e["target_path"]: full(e.get("resolved_path") or e["target_path"]) for e in intent.inbound}
+        changed, count = _retarget_sources(ws, intent.inbound, lambda target: short.get(target) or full(target))
         links.sync_paths([intent.src, intent.dst, *changed])
         return {"retargeted_files": changed, "retargeted_links": count}
 
     return move_journal.recover(ws, finish)
+
+
+def _link_mapping(
+    ws: Workspace,
+    links: LinkSource,
+    inbound: list[dict[str, str]],
+    mapping: Callable[[str], str | None],
+    moved: list[str],
+) -> Callable[[str], str | None]:
+    """New text for each inbound target: full paths follow the move; a short one (`[[solar]]`, SPEC
+    2.2) keeps its shape while it still names just the moved file afterwards, else becomes the full
+    path. Runs after the files moved: the disk is the new state, the link source's list of files is
+    the old one with the moved paths mapped."""
+    new_paths = [mapping(path) or path for path in moved]
+
+    def exists(path: str) -> bool:
+        try:
+            return ws.absolute(ws.check(path)).exists()
+        except ValueError:
+            return False
+
+    def ending_with(suffix: str) -> set[str]:
+        kept = {path for path in links.ending_with(suffix) if mapping(path) is None}
+        return kept | {path for path in new_paths if ends_with(path, suffix)}
+
+    table: dict[str, str] = {}
+    for entry in inbound:
+        written, named = entry["target_path"], entry.get("resolved_path", entry["target_path"])
+        new = mapping(named)
+        if new is None or written in table:
+            continue
+        if written != named:
+            short = short_form(written, named, new)
+            new = short if resolve(short, exists, ending_with) == new else new
+        table[written] = new
+    return lambda target: table[target] if target in table else mapping(target)
 
 
 def _retarget_sources(

@@ -16,8 +16,11 @@ from reme.app.registry import register_component
 from reme.errors import ReMeError
 from reme.index.chunking import DEFAULT_CHUNK_CHARS
 from reme.index.search import VectorBranch
-from reme.index.service import IndexService, IndexSettings, default_sources, source_from_config
+from reme.index.service import IndexService, IndexSettings
+from reme.index.sources import configured_scope
+from reme.index.sync import MAX_FILE_BYTES
 from reme.index.tokenizer import Tokenizer
+from reme.workspace.layout import DEFAULT_DIRS
 from reme.workspace.links import LinkSource, ScanLinks
 
 log = logging.getLogger(__name__)
@@ -38,7 +41,8 @@ class IndexComponent(Component):
         debounce_ms: int = 200,
         tokenizer: dict[str, Any] | None = None,
         sources: list[dict[str, Any]] | None = None,
-        max_file_bytes: int = 20_000_000,
+        exclude: list[str] | None = None,
+        max_file_bytes: int = MAX_FILE_BYTES,
         candidate_multiplier: int = 3,
         vector: str | None = None,
         vector_weight: float = 0.7,
@@ -53,7 +57,8 @@ class IndexComponent(Component):
             vector_weight=float(vector_weight),
         )
         self.tokenizer = Tokenizer(**(tokenizer or {}))
-        self._configured_sources = tuple(source_from_config(raw) for raw in sources) if sources else None
+        self._scope_settings = (sources, exclude)
+        configured_scope(DEFAULT_DIRS, sources, exclude)  # a bad list fails at start-up, not mid-sync
         self._vector_name = vector
         self.service: IndexService | None = None
 
@@ -62,7 +67,7 @@ class IndexComponent(Component):
         service = IndexService(
             workspace.root,
             workspace.root / workspace.folder("metadata"),
-            sources=self._configured_sources or default_sources(workspace.dirs),
+            scope=configured_scope(workspace.dirs, *self._scope_settings),
             settings=self.index_settings,
             tokenizer=self.tokenizer,
             vector=self._vector_branch(),
@@ -113,8 +118,21 @@ class IndexLinks:
             log.warning("index inbound(%r) failed; scanning the workspace instead", path, exc_info=True)
             return self.fallback.inbound(path)
         return [
-            {"source_path": entry["source_path"], "target_path": entry["target_path"]} for entry in entries
+            {
+                "source_path": entry["source_path"],
+                "target_path": entry["target_path"],
+                "resolved_path": entry.get("resolved_path", entry["target_path"]),
+            }
+            for entry in entries
         ]
+
+    def ending_with(self, suffix: str) -> list[str]:
+        """The index's catalogued files ending like a short link; the scan's answer if it fails."""
+        try:
+            return self.service.ending_with(suffix)
+        except Exception:
+            log.warning("index ending_with(%r) failed; scanning the workspace instead", suffix, exc_info=True)
+            return self.fallback.ending_with(suffix)
 
     def sync_paths(self, paths: list[str]) -> None:
         """Best effort: the file is already written, so an index failure is logged, not raised."""

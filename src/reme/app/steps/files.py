@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from reme.app.components.index import link_source
+from reme.app.components.index import IndexComponent, index_service, link_source
 from reme.app.components.workspace import workspace_of
 from reme.app.jobs import JobContext, JobError
 from reme.app.registry import register_step
@@ -21,6 +21,17 @@ from reme.workspace.writing import ConflictError
 
 def _limits(settings: dict[str, Any]) -> Limits:
     return Limits(**settings)
+
+
+def _say_if_unindexed(ctx: JobContext, path: str) -> None:
+    """A note written where search never looks must not look as if it were remembered."""
+    if not isinstance(ctx.app.components.get("index"), IndexComponent):
+        return
+    reason = index_service(ctx.app).unindexed_reason(path)
+    ctx.response.metadata["indexed"] = reason is None
+    if reason is not None:
+        ctx.response.metadata["not_indexed_reason"] = reason
+        ctx.response.answer += f"; it will not be indexed (search will not find it): {reason}"
 
 
 @register_step("read", settings=Limits)
@@ -56,6 +67,7 @@ def write(ctx: JobContext, **settings: Any) -> None:
     )
     ctx.response.answer = f"{'Created' if result['created'] else 'Wrote'} {result['path']}"
     ctx.response.metadata.update(result)
+    _say_if_unindexed(ctx, result["path"])
 
 
 @register_step("edit", settings=Limits)
@@ -173,3 +185,4 @@ def save(ctx: JobContext, **settings: Any) -> None:
         raise JobError(str(exc), {"conflict": True, **exc.current}) from None
     ctx.response.answer = f"Saved {result['path']}"
     ctx.response.metadata.update(result)
+    _say_if_unindexed(ctx, result["path"])

@@ -142,7 +142,9 @@ async def traverse(ctx: JobContext, max_nodes: int = 1000, ready_wait_s: float =
     for edge in edges:
         predicate = f" [{edge['predicate']}]" if edge["predicate"] else ""
         anchor = f"#{edge['anchor']}" if edge["anchor"] else ""
-        lines.append(f"  {edge['source']} -> {edge['target']}{anchor}{predicate}")
+        resolved = edge["resolved"]
+        named = f" ({resolved})" if resolved and resolved != edge["target"] else ""
+        lines.append(f"  {edge['source']} -> {edge['target']}{anchor}{named}{predicate}")
     ctx.response.answer = _with_readiness(ctx, index, "\n".join(lines))
 
 
@@ -202,9 +204,10 @@ async def index_update_loop(ctx: JobContext, settle_s: float = 0.5, catch_up_s: 
     try:
         await watch_paths(
             index.root,
-            [source.folder for source in index.sources],
+            index.scope.watched_folders(),
             on_changes,
             debounce_ms=index.settings.debounce_ms,
+            ignore=index.scope.ignores,
         )
     finally:
         background.cancel()
