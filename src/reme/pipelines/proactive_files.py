@@ -8,6 +8,7 @@ truth source keeps the open topics and the resolved tombstones; it can be rebuil
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -19,6 +20,7 @@ from reme.pipelines.proactive_topics import Topic, topic_from
 
 TRUTH_VERSION = 1
 RESOLVED = "resolved"  # the reason code of a suppressed topic that was resolved
+_RESOLVED_ON = re.compile(rf"{RESOLVED} on (\d{{4}}-\d{{2}}-\d{{2}})")
 MAX_TOMBSTONES = 500  # newest kept; older resolutions no longer hold a topic back
 
 
@@ -121,7 +123,7 @@ def render_interests(
 
 @dataclass(frozen=True)
 class Tombstone:
-    """A resolved topic: not pushed again unless evidence dated on or after `resolved_at` names it."""
+    """A resolved topic: not pushed again unless evidence dated after `resolved_at` names it."""
 
     id: str
     title: str
@@ -206,7 +208,9 @@ def rebuild_truth(files: Iterable[tuple[str, Interests]]) -> TruthSource:
             truth.resolved.pop(topic.id, None)
         for raw in interests.suppressed:
             topic = topic_from(raw)
-            if topic is not None and str(raw.get("reason") or "").startswith(RESOLVED):
+            reason = str(raw.get("reason") or "")
+            if topic is not None and reason.startswith(RESOLVED):
+                when = _RESOLVED_ON.match(reason)
                 truth.topics.pop(topic.id, None)
-                truth.resolved[topic.id] = Tombstone(topic.id, topic.title, day, str(raw.get("reason")))
+                truth.resolved[topic.id] = Tombstone(topic.id, topic.title, when[1] if when else day, reason)
     return truth

@@ -2,7 +2,8 @@
 
 Found topics keep the id of the open topic they continue (named by the model, the same normalised
 title, or a lexically similar title over `lexical_threshold`); a resolved topic comes back only with
-evidence dated on or after its resolution; open topics are carried forward while their last
+evidence dated after the day it was resolved
+(the notes of that day may well be where it was settled); open topics are carried forward while their last
 evidence is within `carry_forward_days`; topics whose evidence files are all gone are dropped.
 Push candidates are the open topics with confidence ≥ `min_push_confidence`, at most `max_topics`.
 """
@@ -98,7 +99,7 @@ def apply_extraction(
             continue
         tombstone = truth.resolved.get(key)
         if tombstone is not None:
-            if not any((path_date(p) or "") >= tombstone.resolved_at for p in evidence):
+            if not any((path_date(p) or "") > tombstone.resolved_at for p in evidence):
                 selection.suppressed.append(held(tombstone, f"{RESOLVED} on {tombstone.resolved_at}"))
                 continue
             del truth.resolved[key]
@@ -149,6 +150,6 @@ def select(
 
 def _recent(tombstone: Tombstone, day: date, rules: TopicRules) -> bool:
     try:
-        return 0 <= (day - date.fromisoformat(tombstone.resolved_at)).days < rules.carry_forward_days
+        return (day - date.fromisoformat(tombstone.resolved_at)).days < rules.carry_forward_days
     except ValueError:
         return False
