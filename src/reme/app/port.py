@@ -90,9 +90,7 @@ class AppPort:
             params["extensions"] = list(extensions)
         entries = (await self._call("list", **params)).metadata.get("entries", [])
         files = [
-            FileEntry(str(e["path"]), int(e["size"]), float(e["mtime"]))
-            for e in entries
-            if e.get("type") == "file"
+            FileEntry(str(e["path"]), int(e["size"]), float(e["mtime"])) for e in entries if e.get("type") == "file"
         ]
         return sorted(files, key=lambda entry: entry.path)
 
