@@ -329,3 +329,28 @@ async def test_the_truth_source_is_rebuilt_from_the_interests_files(make_app: Ma
     truth = load_yaml(app.workspace_dir / "daily/_proactive.yaml")
     assert truth["topics"] == original["topics"]
     assert [t["id"] for t in truth["resolved"]] == [topic_id("Tax")]
+
+
+async def test_the_jobs_are_declared_as_the_spec_says(make_app: MakeApp) -> None:
+    app = await make_app()
+    one_shot, cron = app.jobs["proactive_refresh"], app.jobs["proactive_refresh_cron"]
+    assert one_shot.enable_serve is False and not one_shot.served
+    assert cron.kind == "cron" and cron.cron == "0 18 * * *" and cron.steps == one_shot.steps
+    assert [s.backend for s in cron.steps] == [
+        "proactive_extract_step",
+        "proactive_topics_step",
+        "proactive_plan_step",
+        "proactive_agenda_step",
+        "proactive_finish_step",
+    ]
+    extract = cron.steps[0].settings
+    assert extract == {
+        "file_catalog": "proactive",
+        "scan_days": 2,
+        "carry_forward_days": 14,
+        "max_carry_forward_topics": 20,
+        "llm_timeout_seconds": 300,
+        "max_chars_per_file": 60000,
+        "max_total_chars": 300000,
+    }
+    assert app.jobs["proactive_read"].served and app.jobs["proactive_resolve"].served

@@ -94,7 +94,7 @@ def call(job: str, assignments: dict[str, Any], as_json: bool) -> int:
 
             from reme.service.mcp_client import call_tool
 
-            return render(asyncio.run(call_tool(info, job, assignments, _token())), as_json)
+            return render(asyncio.run(call_tool(info, job, assignments, _token())), as_json, job)
         reply = call_job(info, job, assignments, _token())
     except ServiceUnreachable as exc:
         print(
@@ -108,7 +108,7 @@ def call(job: str, assignments: dict[str, Any], as_json: bool) -> int:
         print(f"reme: calling {job!r} on {info.url} failed: {exc}", file=sys.stderr)
         return 1
     if reply.chunks is None:
-        return render(reply.response or {}, as_json)
+        return render(reply.response or {}, as_json, job)
     try:
         return render_stream(reply.chunks, as_json)
     except OSError as exc:
@@ -164,7 +164,7 @@ async def run_once(config: dict[str, Any], job: str, params: dict[str, Any], as_
             async for chunk in app.stream(job, **params):
                 success = show_chunk(chunk, as_json)
             return 0 if success else 1
-        return render((await app.run(job, **params)).to_dict(), as_json)
+        return render((await app.run(job, **params)).to_dict(), as_json, job)
 
 
 # output ----------------------------------------------------------------------------------------
@@ -174,7 +174,7 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2, default=str)
 
 
-def render(response: dict[str, Any], as_json: bool) -> int:
+def render(response: dict[str, Any], as_json: bool, job: str | None = None) -> int:
     """Print a Response (the answer, or all of it with --json); return the exit status."""
     success = bool(response.get("success"))
     if as_json:
@@ -184,6 +184,10 @@ def render(response: dict[str, Any], as_json: bool) -> int:
     stream = sys.stdout if success else sys.stderr
     if stream.isatty():
         from rich.console import Console
+
+        from reme.service.readable import readable
+
+        answer = readable(job, answer) or answer
 
         console = Console(file=stream, highlight=False)
         if not success:
