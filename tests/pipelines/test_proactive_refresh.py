@@ -354,3 +354,58 @@ async def test_the_jobs_are_declared_as_the_spec_says(make_app: MakeApp) -> None
         "max_total_chars": 300000,
     }
     assert app.jobs["proactive_read"].served and app.jobs["proactive_resolve"].served
+
+
+async def test_material_is_packed_within_bounds_and_what_is_left_out_is_read_later(make_app: MakeApp) -> None:
+    from reme.app.port import AppPort
+    from reme.pipelines.proactive_material import checkpoint, gather
+
+    app = await make_app()
+    write_note(app.workspace_dir, "daily/2026-06-19/old.md", "o" * 50)
+    write_note(app.workspace_dir, "daily/2026-06-20/big.md", "b" * 500)
+    write_note(app.workspace_dir, "daily/2026-06-20/interests.yaml", "topics: []\n")  # never material
+    write_note(app.workspace_dir, "daily/2026-06-18/outside.md", "x")  # outside the window
+    port = AppPort(app)
+    day = date(2026, 6, 20)
+    material = await gather(
+        port, day, catalog="proactive", scan_days=2, max_chars_per_file=300, max_total_chars=300
+    )
+    assert material.window == ["2026-06-19", "2026-06-20"]
+    assert [e.path for e in material.changed] == ["daily/2026-06-19/old.md", "daily/2026-06-20/big.md"]
+    assert material.shown == ["daily/2026-06-20/big.md"] and material.cut == ["daily/2026-06-20/big.md"]
+    assert material.omitted == ["daily/2026-06-19/old.md"]
+    assert "[... cut: 200 more characters of this file not shown]" in material.text
+    assert "1 more changed file(s) not shown" in material.text and "o" * 50 not in material.text
+    checkpoint(port, "proactive", [e for e in material.changed if e.path in material.shown])
+    again = await gather(
+        port, day, catalog="proactive", scan_days=2, max_chars_per_file=300, max_total_chars=300
+    )
+    assert again.shown == ["daily/2026-06-19/old.md"] and again.cut == []
+
+
+async def test_a_resolve_during_the_run_wins(make_app: MakeApp, monkeypatch) -> None:
+    from reme.pipelines.proactive_llm import ModelCalls
+
+    app = await make_app(**scripted([{"output": reply([found("Kyoto trip", KYOTO)])}]))
+    write_note(app.workspace_dir, KYOTO, "Kyoto.\n")
+    assert (await refresh(app, "2026-06-20")).success
+    kyoto = topic_id("Kyoto trip")
+    later = "daily/2026-06-21/n.md"
+    write_note(app.workspace_dir, later, "Kyoto still.\n")
+    set_script(app, {"output": reply([found("Kyoto trip", later)])})
+    ask = ModelCalls.ask
+
+    async def ask_then_resolve(self, stage, *args, **kwargs):
+        answer = await ask(self, stage, *args, **kwargs)
+        if stage == "extract":  # the agent resolves it while the refresh is still asking the model
+            assert (await app.run("proactive_resolve", topic_id=kyoto, reason="booked")).success
+        return answer
+
+    monkeypatch.setattr(ModelCalls, "ask", ask_then_resolve)
+    response = await refresh(app, "2026-06-21")
+    assert response.success, response.answer
+    assert response.metadata["pushed"] == []
+    truth = load_yaml(app.workspace_dir / "daily/_proactive.yaml")
+    assert truth["topics"] == [] and [t["id"] for t in truth["resolved"]] == [kyoto]
+    interests = load_yaml(app.workspace_dir / "daily/2026-06-21/interests.yaml")
+    assert interests["topics"] == [] and interests["agenda"] == [] and interests["push"] is False
