@@ -409,3 +409,33 @@ async def test_a_resolve_during_the_run_wins(make_app: MakeApp, monkeypatch) -> 
     assert truth["topics"] == [] and [t["id"] for t in truth["resolved"]] == [kyoto]
     interests = load_yaml(app.workspace_dir / "daily/2026-06-21/interests.yaml")
     assert interests["topics"] == [] and interests["agenda"] == [] and interests["push"] is False
+
+
+async def test_resolve_waits_for_a_finishing_refresh_and_keeps_hand_added_keys(make_app: MakeApp) -> None:
+    import asyncio
+
+    from reme.app.port import AppPort
+
+    app = await make_app()
+    write_note(
+        app.workspace_dir,
+        "daily/_proactive.yaml",
+        "topics:\n- {title: Kyoto trip, last_evidence_at: 2026-06-20, paths: [daily/2026-06-20/a.md], owner: me}\n",
+    )
+    async with AppPort(app).exclusive("proactive"):  # a refresh is writing
+        pending = asyncio.create_task(app.run("proactive_resolve", topic_id=topic_id("Kyoto trip")))
+        await asyncio.sleep(0.2)
+        assert not pending.done()
+    response = await pending
+    assert response.success, response.answer
+    truth = load_yaml(app.workspace_dir / "daily/_proactive.yaml")
+    assert truth["topics"] == [] and truth["resolved"][0]["title"] == "Kyoto trip"
+    write_note(
+        app.workspace_dir,
+        "daily/_proactive.yaml",
+        "topics:\n- {title: Tax, last_evidence_at: 2026-06-20, paths: [daily/2026-06-20/a.md], owner: me}\n"
+        "- {title: Kyoto trip, paths: [daily/2026-06-20/a.md]}\n",
+    )
+    assert (await app.run("proactive_resolve", topic_id=topic_id("Kyoto trip"))).success
+    (kept,) = load_yaml(app.workspace_dir / "daily/_proactive.yaml")["topics"]
+    assert kept["title"] == "Tax" and kept["owner"] == "me"

@@ -7,7 +7,7 @@ from datetime import date
 import pytest
 
 from reme.pipelines.proactive_files import TruthSource, parse_interests, parse_truth, render_interests
-from reme.pipelines.proactive_merge import Selection, TopicRules, select
+from reme.pipelines.proactive_merge import MAX_OPEN_TOPICS, Selection, TopicRules, select
 from reme.pipelines.proactive_topics import Topic, normalise_title, similarity, topic_id
 
 
@@ -97,3 +97,16 @@ def test_render_then_parse_round_trips_in_the_spec_shape() -> None:
 def test_a_malformed_truth_source_is_refused(text: str) -> None:
     with pytest.raises(ValueError, match="_proactive.yaml"):
         parse_truth(text, "daily/_proactive.yaml")
+
+
+def test_the_truth_source_keeps_at_most_max_open_topics() -> None:
+    truth = TruthSource(
+        {t.id: t for t in (topic(f"topic {n}", n / 1000) for n in range(MAX_OPEN_TOPICS + 5))}
+    )
+    selection = Selection()
+    select(truth, day=date(2026, 6, 20), rules=TopicRules(), exists=lambda p: True, selection=selection)
+    assert len(truth.topics) == MAX_OPEN_TOPICS
+    assert (
+        topic_id("topic 0") not in truth.topics and topic_id(f"topic {MAX_OPEN_TOPICS + 4}") in truth.topics
+    )
+    assert len(selection.expired) == 5

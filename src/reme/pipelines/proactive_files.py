@@ -147,7 +147,7 @@ class TruthSource:
             {
                 "version": TRUTH_VERSION,
                 "updated_at": updated_at,
-                "topics": [t.to_exposure() for t in sorted(self.topics.values(), key=_order)],
+                "topics": [{**t.to_exposure(), **t.extra} for t in sorted(self.topics.values(), key=_order)],
                 "resolved": [t.to_dict() for t in tombstones[:MAX_TOMBSTONES]],
             }
         )

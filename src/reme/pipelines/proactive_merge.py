@@ -19,6 +19,8 @@ from reme.pipelines.proactive_files import RESOLVED, Tombstone, TruthSource
 from reme.pipelines.proactive_llm import ExtractReply, FoundTopic
 from reme.pipelines.proactive_topics import Topic, path_date, similarity, topic_id
 
+MAX_OPEN_TOPICS = 200
+
 
 @dataclass(frozen=True)
 class TopicRules:
@@ -133,6 +135,10 @@ def select(
             truth.topics[topic.id] = replace(topic, paths=paths)
     by_recency = sorted(truth.topics.values(), key=lambda t: (t.last_evidence_at, t.id), reverse=True)
     ranked = sorted(by_recency, key=lambda t: -t.confidence)  # stable: recency breaks ties
+    for topic in ranked[MAX_OPEN_TOPICS:]:  # the truth source stays small whatever the model says
+        del truth.topics[topic.id]
+        selection.expired.append(topic.id)
+    ranked = ranked[:MAX_OPEN_TOPICS]
     for topic in ranked:
         if topic.confidence < rules.min_push_confidence:
             reason = f"low confidence: {topic.confidence:.2f} < {rules.min_push_confidence:.2f}"

@@ -9,7 +9,10 @@ each atomically, holding the `proactive` lock; a resolve that landed during the 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
@@ -23,6 +26,7 @@ from reme.pipelines.proactive_merge import Selection, TopicRules, apply_extracti
 from reme.pipelines.proactive_topics import Topic
 
 TRUTH_NAME = "_proactive.yaml"
+LOCK_WAIT_SECONDS = 10.0
 DEFAULT_SCENARIO = {"follow_up": "resume_task", "interest_extend": "extend_interest"}
 
 
@@ -83,6 +87,25 @@ class Refresh:
             "omitted": self.material.omitted,
             "skipped": self.material.skipped,
         }
+
+
+@asynccontextmanager
+async def hold(port: MemoryPort, wait_seconds: float = LOCK_WAIT_SECONDS) -> AsyncIterator[None]:
+    """The `proactive` lock, waiting a little: the writes it guards take milliseconds.
+
+    A refresh finishing and a resolve meet here; waiting beats failing a run that already asked the model.
+    """
+    deadline = time.monotonic() + wait_seconds
+    async with AsyncExitStack() as stack:
+        while True:
+            try:
+                await stack.enter_async_context(port.exclusive("proactive"))
+                break
+            except ReMeError:
+                if time.monotonic() >= deadline:
+                    raise
+                await asyncio.sleep(0.05)
+        yield
 
 
 def truth_path(port: MemoryPort) -> str:
@@ -243,9 +266,9 @@ async def agenda(run: Refresh) -> None:
     reasons: dict[str, str] = {}
     order = list(run.pushed)
     if len(run.pushed) > 1:
+        drafts = [_agenda_item(run, t, "") for t in run.pushed]
         planned = "\n".join(
-            f"- {t.id} — {t.title}: {_agenda_item(run, t, '')['opener']}; {_agenda_item(run, t, '')['next_action']}"
-            for t in run.pushed
+            f"- {d['topic_id']} — {d['title']}: {d['opener']}; {d['next_action']}" for d in drafts
         )
         reply = await run.calls.ask(
             "agenda",
@@ -288,7 +311,7 @@ async def finish(run: Refresh, catalog: str = "proactive") -> None:
         return
     port = run.port
     day = run.day.isoformat()
-    async with port.exclusive("proactive"):
+    async with hold(port):
         fresh, fresh_file = await load_truth(port)
         if (fresh_file and fresh_file.sha256) != (run.truth_file and run.truth_file.sha256):
             _keep_resolutions(run, fresh)

@@ -1,6 +1,6 @@
 """Changes to the truth source outside a refresh: `proactive_resolve` and `proactive_rebuild`.
 
-Both hold the `proactive` lock, so they never interleave with a refresh's writes; resolve refuses a
+Both hold the `proactive` lock (waiting a little for it), so they never interleave with a refresh's writes; resolve refuses a
 malformed truth source (leaving it as it is), rebuild is the way to replace one.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 from reme.errors import ReMeError
 from reme.pipelines.port import MemoryPort
 from reme.pipelines.proactive_files import Interests, Tombstone, parse_interests, rebuild_truth
-from reme.pipelines.proactive_refresh import load_truth, truth_path
+from reme.pipelines.proactive_refresh import hold, load_truth, truth_path
 from reme.pipelines.proactive_topics import path_date
 
 MAX_REASON_CHARS = 500
@@ -28,7 +28,7 @@ class Outcome:
 async def resolve(port: MemoryPort, topic_id: str, reason: str = "") -> Outcome:
     """Mark an open topic resolved: it is not pushed again unless new evidence names it."""
     reason = " ".join(reason.split())[:MAX_REASON_CHARS]
-    async with port.exclusive("proactive"):
+    async with hold(port):
         truth, loaded = await load_truth(port)
         if topic_id in truth.resolved:
             done = truth.resolved[topic_id]
@@ -70,7 +70,7 @@ async def rebuild(port: MemoryPort) -> Outcome:
     sources.sort(key=lambda pair: pair[0])
     truth = rebuild_truth(sources)
     path = truth_path(port)
-    async with port.exclusive("proactive"):
+    async with hold(port):
         now = datetime.now(port.tz).isoformat(timespec="seconds")
         await port.save(path, truth.render(now))
     answer = (
