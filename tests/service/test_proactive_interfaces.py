@@ -101,3 +101,36 @@ async def test_mcp_tools_read_and_resolve(tmp_path):
             }
             again = await client.call_tool("proactive_read", {"date": DAY})
             assert again.structured_content["answer"]["topics"] == []
+
+
+def test_cli_resolves_a_topic_and_the_next_read_leaves_it_out(service, run_reme):
+    where = f"workspace_dir={service.workspace}"
+    done = run_reme(
+        "proactive_resolve", f"topic_id={topic_id('Tax return')}", "reason=filed", where, "--json"
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["metadata"] == {"topic_id": topic_id("Tax return"), "resolved": True}
+    read = run_reme("proactive_read", f"date={DAY}", "include_content=false", where, "--json")
+    answer = json.loads(read.stdout)["answer"]
+    assert [t["title"] for t in answer["topics"]] == ["Kyoto trip"]
+    assert [a["title"] for a in answer["agenda"]] == ["Kyoto trip"]
+    unknown = run_reme("proactive_resolve", "topic_id=0123456789ab", where)
+    assert unknown.returncode == 1 and "unknown topic id" in unknown.stderr
+
+
+def test_the_one_shot_refresh_over_an_openai_compatible_server(tmp_path, fake_server, run_reme):
+    workspace = tmp_path / "ws"
+    write_note(workspace, NOTE, "Kyoto booking.\n")
+    fake_server.set_script([{"output": reply([found("Kyoto trip", NOTE)])}])
+    llm = (
+        f"components.llm.base_url={fake_server.base_url}",
+        "components.llm.model=fake-model",
+        "components.llm.api_key=k",
+    )
+    result = run_reme(
+        "start", "job=proactive_refresh", f"date={DAY}", f"workspace_dir={workspace}", *llm, "--json"
+    )
+    assert result.returncode == 0, result.stderr
+    meta = json.loads(result.stdout)["metadata"]
+    assert meta["llm_calls"] == 2 == len(fake_server.requests) and meta["pushed"] == [topic_id("Kyoto trip")]
+    assert load_yaml(workspace / f"daily/{DAY}/interests.yaml")["topics"][0]["title"] == "Kyoto trip"
