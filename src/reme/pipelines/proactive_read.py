@@ -16,7 +16,7 @@ from typing import Any
 from reme.errors import ReMeError
 from reme.pipelines.port import MemoryPort
 from reme.pipelines.proactive_files import parse_interests, parse_truth
-from reme.pipelines.proactive_refresh import truth_path
+from reme.pipelines.proactive_store import truth_path
 from reme.pipelines.proactive_topics import DEFAULT_CONFIDENCE, normalise_title, topic_id
 
 _ID = re.compile(r"[0-9a-f]{12}")

@@ -9,24 +9,20 @@ each atomically, holding the `proactive` lock; a resolve that landed during the 
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
 from reme.errors import ReMeError
 from reme.pipelines.port import FileText, MemoryPort
-from reme.pipelines.proactive_files import RESOLVED, TruthSource, parse_truth, render_interests
+from reme.pipelines.proactive_files import RESOLVED, TruthSource, render_interests
 from reme.pipelines.proactive_llm import AgendaReply, ExtractReply, ModelCalls, PlanItem, PlanReply
 from reme.pipelines.proactive_material import Material, checkpoint, gather
 from reme.pipelines.proactive_merge import Selection, TopicRules, apply_extraction, carried, held, select
+from reme.pipelines.proactive_store import hold, load_truth, truth_path
 from reme.pipelines.proactive_topics import Topic
 
-TRUTH_NAME = "_proactive.yaml"
-LOCK_WAIT_SECONDS = 10.0
 DEFAULT_SCENARIO = {"follow_up": "resume_task", "interest_extend": "extend_interest"}
 
 
@@ -87,45 +83,6 @@ class Refresh:
             "omitted": self.material.omitted,
             "skipped": self.material.skipped,
         }
-
-
-@asynccontextmanager
-async def hold(port: MemoryPort, wait_seconds: float = LOCK_WAIT_SECONDS) -> AsyncIterator[None]:
-    """The `proactive` lock, waiting a little: the writes it guards take milliseconds.
-
-    A refresh finishing and a resolve meet here; waiting beats failing a run that already asked the model.
-    """
-    deadline = time.monotonic() + wait_seconds
-    async with AsyncExitStack() as stack:
-        while True:
-            try:
-                await stack.enter_async_context(port.exclusive("proactive"))
-                break
-            except ReMeError:
-                if time.monotonic() >= deadline:
-                    raise
-                await asyncio.sleep(0.05)
-        yield
-
-
-def truth_path(port: MemoryPort) -> str:
-    return f"{port.folder('daily')}/{TRUTH_NAME}"
-
-
-async def load_truth(port: MemoryPort) -> tuple[TruthSource, FileText | None]:
-    """The truth source and the version read; a ReMeError saying how to fix it when it is malformed."""
-    path = truth_path(port)
-    loaded = await port.load(path)
-    if loaded is None:
-        return TruthSource(), None
-    try:
-        return parse_truth(loaded.content, path), loaded
-    except ValueError as exc:
-        raise ReMeError(
-            f"{exc}; fix the file by hand or run proactive_rebuild to rebuild it from the interests.yaml files "
-            "(the file was left as it is)",
-            {"path": path},
-        ) from None
 
 
 # extract -------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from typing import Any
 from reme.errors import ReMeError
 from reme.pipelines.port import MemoryPort
 from reme.pipelines.proactive_files import Interests, Tombstone, parse_interests, rebuild_truth
-from reme.pipelines.proactive_refresh import hold, load_truth, truth_path
+from reme.pipelines.proactive_store import hold, load_truth, truth_path
 from reme.pipelines.proactive_topics import path_date
 
 MAX_REASON_CHARS = 500
@@ -38,9 +38,13 @@ async def resolve(port: MemoryPort, topic_id: str, reason: str = "") -> Outcome:
             )
         topic = truth.topics.pop(topic_id, None)
         if topic is None:
+            hint = (
+                "proactive_read lists the ids"
+                if loaded
+                else "there is no truth source yet; proactive_rebuild makes one from the interests.yaml files"
+            )
             raise ReMeError(
-                f"unknown topic id {topic_id!r}: it is not an open topic of {truth_path(port)} "
-                "(proactive_read lists the ids)",
+                f"unknown topic id {topic_id!r}: it is not an open topic of {truth_path(port)} ({hint})",
                 {"topic_id": topic_id, "resolved": False},
             )
         truth.resolved[topic_id] = Tombstone(topic_id, topic.title, port.today().isoformat(), reason)
