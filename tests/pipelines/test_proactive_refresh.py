@@ -439,3 +439,16 @@ async def test_resolve_waits_for_a_finishing_refresh_and_keeps_hand_added_keys(m
     assert (await app.run("proactive_resolve", topic_id=topic_id("Kyoto trip"))).success
     (kept,) = load_yaml(app.workspace_dir / "daily/_proactive.yaml")["topics"]
     assert kept["title"] == "Tax" and kept["owner"] == "me"
+
+
+async def test_linked_memory_keeps_only_existing_workspace_paths(make_app: MakeApp, tmp_path) -> None:
+    outside = tmp_path / "secret.md"
+    outside.write_text("outside the workspace", encoding="utf-8")
+    links = ["../secret.md", str(outside), "[[digest/wiki/kyoto.md]]", "digest/wiki/missing.md", KYOTO]
+    plans = [plan_for("Kyoto trip", linked_memory=links)]
+    app = await make_app(**scripted([{"output": reply([found("Kyoto trip", KYOTO)], plans=plans)}]))
+    write_note(app.workspace_dir, KYOTO, "Kyoto.\n")
+    write_note(app.workspace_dir, "digest/wiki/kyoto.md", "# Kyoto\n")
+    assert (await refresh(app, "2026-06-20")).success
+    interests = load_yaml(app.workspace_dir / "daily/2026-06-20/interests.yaml")
+    assert interests["agenda"][0]["linked_memory"] == ["digest/wiki/kyoto.md", KYOTO]

@@ -17,7 +17,7 @@ from typing import Any
 
 from reme.pipelines.proactive_files import RESOLVED, Tombstone, TruthSource
 from reme.pipelines.proactive_llm import ExtractReply, FoundTopic
-from reme.pipelines.proactive_topics import Topic, path_date, similarity, topic_id
+from reme.pipelines.proactive_topics import Topic, path_date, similarity, topic_id, workspace_path
 
 MAX_OPEN_TOPICS = 200
 
@@ -43,10 +43,6 @@ class Selection:
 
 def held(topic: Topic | Tombstone, reason: str) -> dict[str, Any]:
     return {"id": topic.id, "title": topic.title, "reason": reason}
-
-
-def _clean_path(path: str) -> str:
-    return path.strip().removeprefix("[[").removesuffix("]]").split("|")[0].split("#")[0].lstrip("/")
 
 
 def _match(found: FoundTopic, truth: TruthSource, threshold: float) -> str:
@@ -91,7 +87,7 @@ def apply_extraction(
     allowed = set(shown)
     seen: set[str] = set()  # two found topics that are one: the higher confidence wins
     for found in reply.topics:
-        evidence = [p for p in dict.fromkeys(_clean_path(p) for p in found.evidence_paths) if p in allowed]
+        evidence = [p for p in dict.fromkeys(map(workspace_path, found.evidence_paths)) if p in allowed]
         key = _match(found, truth, threshold)
         title = " ".join(found.title.split())
         if not evidence:
@@ -126,7 +122,7 @@ def select(
 ) -> None:
     """Drop expired and evidence-less topics from `truth`; choose the push candidates."""
     for topic in list(truth.topics.values()):
-        paths = tuple(p for p in topic.paths if exists(p))
+        paths = tuple(p for p in topic.paths if workspace_path(p) == p and exists(p))
         if not _alive(topic, day, rules) or not paths:
             del truth.topics[topic.id]
             selection.expired.append(topic.id)

@@ -21,7 +21,7 @@ from reme.pipelines.proactive_llm import AgendaReply, ExtractReply, ModelCalls, 
 from reme.pipelines.proactive_material import Material, checkpoint, gather
 from reme.pipelines.proactive_merge import Selection, TopicRules, apply_extraction, carried, held, select
 from reme.pipelines.proactive_store import hold, load_truth, truth_path
-from reme.pipelines.proactive_topics import Topic
+from reme.pipelines.proactive_topics import Topic, workspace_path
 
 DEFAULT_SCENARIO = {"follow_up": "resume_task", "interest_extend": "extend_interest"}
 
@@ -202,7 +202,8 @@ async def plan(run: Refresh) -> None:
 
 def _agenda_item(run: Refresh, topic: Topic, order_reason: str) -> dict[str, Any]:
     item = run.plans.get(topic.id)
-    linked = [p for p in (item.linked_memory if item else []) if run.port.exists(p)]
+    paths = (workspace_path(p) for p in (item.linked_memory if item else []))
+    linked = [p for p in dict.fromkeys(paths) if p and run.port.exists(p)]
     return {
         "topic_id": topic.id,
         "title": topic.title,

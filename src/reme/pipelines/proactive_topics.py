@@ -55,6 +55,19 @@ def similarity(a: str, b: str) -> float:
     return 2 * len(ta & tb) / (len(ta) + len(tb))
 
 
+def workspace_path(text: str) -> str | None:
+    """`text` as a workspace-relative POSIX path (`[[...]]`, alias and anchor stripped), or None.
+
+    Paths written into the proactive files come from a model or a hand-edited file: anything that
+    could point outside the workspace is not a path.
+    """
+    path = text.strip().removeprefix("[[").removesuffix("]]").split("|")[0].split("#")[0].strip()
+    parts = path.split("/")
+    if not path or path.startswith(("/", "~")) or "\\" in path or any(p in ("", ".", "..") for p in parts):
+        return None
+    return path
+
+
 def path_date(path: str) -> str | None:
     """The date a daily path belongs to (its second segment, or the day page's stem)."""
     parts = path.split("/")
