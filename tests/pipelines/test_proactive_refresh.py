@@ -452,3 +452,17 @@ async def test_linked_memory_keeps_only_existing_workspace_paths(make_app: MakeA
     assert (await refresh(app, "2026-06-20")).success
     interests = load_yaml(app.workspace_dir / "daily/2026-06-20/interests.yaml")
     assert interests["agenda"][0]["linked_memory"] == ["digest/wiki/kyoto.md", KYOTO]
+
+
+async def test_a_resolved_topic_reworded_stays_resolved(make_app: MakeApp) -> None:
+    app = await make_app(**scripted([{"output": reply([found("Release checklist for v2", KYOTO)])}]))
+    write_note(app.workspace_dir, KYOTO, "The v2 release checklist.\n")
+    assert (await refresh(app, "2026-06-20")).success
+    checklist = topic_id("Release checklist for v2")
+    assert (await app.run("proactive_resolve", topic_id=checklist)).success
+    old_day = "daily/2026-06-21/n.md"  # before the day it was resolved (the app's today)
+    write_note(app.workspace_dir, old_day, "v2 release checklist, again.\n")
+    set_script(app, {"output": reply([found("v2 release checklist", old_day)])})
+    response = await refresh(app, "2026-06-21")
+    assert response.success and response.metadata["pushed"] == []
+    assert {s["id"] for s in response.metadata["suppressed"]} == {checklist}

@@ -68,7 +68,6 @@ class Interests:
     """A parsed `interests.yaml`: its version, the raw topic mappings and agenda (None when absent)."""
 
     version: int
-    date: str
     topics: list[dict[str, Any]]
     agenda: list[dict[str, Any]] | None
     suppressed: list[dict[str, Any]]
@@ -90,7 +89,6 @@ def parse_interests(text: str, where: str) -> Interests:
     suppressed = data.get("suppressed")
     return Interests(
         version=version if isinstance(version, int) and not isinstance(version, bool) else 1,
-        date=str(data.get("date") or "")[:10],
         topics=[t for t in topics if isinstance(t, dict)] if isinstance(topics, list) else [],
         agenda=[a for a in agenda if isinstance(a, dict)] if isinstance(agenda, list) else None,
         suppressed=[s for s in suppressed if isinstance(s, dict)] if isinstance(suppressed, list) else [],

@@ -17,7 +17,6 @@ from reme.pipelines.port import FileEntry, MemoryPort
 from reme.pipelines.proactive_topics import path_date
 
 MAX_FILE_BYTES = 16 * 1024 * 1024  # a larger "note" is not material; it is reported and skipped
-SKIPPED_NAMES = ("interests.yaml", "_proactive.yaml")
 
 
 @dataclass
@@ -48,13 +47,13 @@ def window_days(day: date, scan_days: int) -> list[str]:
 
 
 async def daily_files(port: MemoryPort, days: list[str]) -> list[FileEntry]:
-    """The day pages and every Markdown file under the days' folders (not the proactive files)."""
+    """The day pages and every Markdown file under the days' folders (the proactive files are YAML)."""
     daily = port.folder("daily")
     wanted = {f"{daily}/{d}.md" for d in days}
     files = [e for e in await port.list_files(daily, extensions=("md",)) if e.path in wanted]
     for day in days:
         files += await port.list_files(f"{daily}/{day}", extensions=("md",), recursive=True)
-    return [e for e in files if e.path.rsplit("/", 1)[-1] not in SKIPPED_NAMES]
+    return files
 
 
 def changed_files(files: list[FileEntry], catalog: dict[str, Any]) -> list[FileEntry]:

@@ -46,13 +46,14 @@ def held(topic: Topic | Tombstone, reason: str) -> dict[str, Any]:
 
 
 def _match(found: FoundTopic, truth: TruthSource, threshold: float) -> str:
-    """The id a found topic takes: the open topic it continues, else its own title's id."""
+    """The id a found topic takes: the known (open or resolved) topic it continues, else its own title's id."""
     if found.known_id in truth.topics:
         return found.known_id
     own = topic_id(found.title)
     if own in truth.topics or own in truth.resolved:
         return own
-    scored = [(similarity(found.title, t.title), t.id) for t in truth.topics.values()]
+    known = [*truth.topics.values(), *truth.resolved.values()]  # a resolved topic reworded is still resolved
+    scored = [(similarity(found.title, t.title), t.id) for t in known]
     best = max(scored, default=(0.0, ""))
     return best[1] if best[0] >= threshold else own
 
