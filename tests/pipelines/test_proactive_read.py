@@ -202,3 +202,11 @@ async def test_bad_parameters_are_refused(make_app: MakeApp) -> None:
     ):
         response = await read(app, **params)
         assert not response.success and expected in response.answer, (params, response.answer)
+
+
+async def test_yaml_aliases_are_refused_not_expanded(make_app: MakeApp) -> None:
+    app = await make_app()
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\ntopics: [*b, *b, *b]\n"
+    write_note(app.workspace_dir, "daily/2026-06-20/interests.yaml", bomb)
+    response = await read(app, date="2026-06-20")
+    assert not response.success and "aliases (*name) are not allowed" in response.answer

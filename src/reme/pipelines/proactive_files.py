@@ -21,7 +21,8 @@ from reme.pipelines.proactive_topics import Topic, topic_from
 TRUTH_VERSION = 1
 RESOLVED = "resolved"  # the reason code of a suppressed topic that was resolved
 _RESOLVED_ON = re.compile(rf"{RESOLVED} on (\d{{4}}-\d{{2}}-\d{{2}})")
-MAX_TOMBSTONES = 500  # newest kept; older resolutions no longer hold a topic back
+MAX_TOMBSTONES = 500
+MAX_YAML_CHARS = 5_000_000  # newest kept; older resolutions no longer hold a topic back
 
 
 class _Dumper(yaml.SafeDumper):
@@ -38,10 +39,22 @@ def dump_yaml(data: Any) -> str:
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
 
 
+class _Loader(yaml.SafeLoader):
+    """Safe loading without aliases: an alias chain (`&a [*a, *a]` ...) would make copying it explode."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark
+            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not allowed here", mark)
+        return super().compose_node(parent, index)
+
+
 def load_yaml(text: str, where: str) -> Any:
     """Parsed YAML; a ValueError that names the file and the position of the problem."""
+    if len(text) > MAX_YAML_CHARS:
+        raise ValueError(f"{where} is larger than {MAX_YAML_CHARS} characters; it is not a proactive file")
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_Loader)  # a SafeLoader: no arbitrary objects
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
