@@ -466,3 +466,22 @@ async def test_a_resolved_topic_reworded_stays_resolved(make_app: MakeApp) -> No
     response = await refresh(app, "2026-06-21")
     assert response.success and response.metadata["pushed"] == []
     assert {s["id"] for s in response.metadata["suppressed"]} == {checklist}
+
+
+async def test_a_second_refresh_while_one_runs_answers_at_once_and_a_failed_run_lets_the_next_start(
+    make_app: MakeApp,
+) -> None:
+    from reme.app.port import AppPort
+
+    app = await make_app(**scripted([{"text": "unusable"}]))
+    write_note(app.workspace_dir, KYOTO, "Kyoto.\n")
+    before = snapshot(app.workspace_dir)
+    async with AppPort(app).exclusive("proactive_refresh"):  # another process is refreshing
+        busy = await refresh(app, "2026-06-20")
+    assert not busy.success and "a proactive_refresh run is in progress since" in busy.answer
+    assert busy.metadata["llm_calls"] == 0 and snapshot(app.workspace_dir) == before
+    failed = await refresh(app, "2026-06-20")
+    assert not failed.success and "unusable reply" in failed.answer
+    set_script(app, {"output": reply([found("Kyoto trip", KYOTO)])})
+    assert (await refresh(app, "2026-06-20")).success  # the failed run released its lock
+    assert (await refresh(app, "2026-06-20")).success  # and so did the finished one

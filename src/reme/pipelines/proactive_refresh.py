@@ -10,6 +10,7 @@ each atomically, holding the `proactive` lock; a resolve that landed during the 
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
@@ -54,6 +55,7 @@ class Refresh:
     truth: TruthSource
     truth_file: FileText | None
     material: Material
+    lock: AsyncExitStack
     extracted: ExtractReply | None = None
     selection: Selection = field(default_factory=Selection)
     pushed: list[Topic] = field(default_factory=list)
@@ -104,18 +106,33 @@ async def prepare(
     add_usage: Callable[[dict[str, Any]], None],
     catalog: str = "proactive",
 ) -> Refresh:
-    """Read the truth source (refusing a malformed one) and what changed since the catalog."""
-    truth, truth_file = await load_truth(port)
-    material = await gather(
-        port,
-        day,
-        catalog=catalog,
-        scan_days=int(settings.scan_days),
-        max_chars_per_file=int(settings.max_chars_per_file),
-        max_total_chars=int(settings.max_total_chars),
-    )
+    """Take the run's lock, read the truth source (refusing a malformed one) and what changed.
+
+    The `proactive_refresh` lock is held until `release`: a second refresh (the cron and a one-shot in
+    another process) answers at once that one is in progress, instead of asking the model twice.
+    """
+    lock = AsyncExitStack()
+    await lock.enter_async_context(port.exclusive("proactive_refresh"))
+    try:
+        truth, truth_file = await load_truth(port)
+        material = await gather(
+            port,
+            day,
+            catalog=catalog,
+            scan_days=int(settings.scan_days),
+            max_chars_per_file=int(settings.max_chars_per_file),
+            max_total_chars=int(settings.max_total_chars),
+        )
+    except BaseException:
+        await lock.aclose()
+        raise
     calls = ModelCalls(port, timeout=float(settings.llm_timeout_seconds), add_usage=add_usage)
-    return Refresh(port, day, settings, calls, truth, truth_file, material)
+    return Refresh(port, day, settings, calls, truth, truth_file, material, lock)
+
+
+async def release(run: Refresh) -> None:
+    """Let the next refresh start (after finish, or when a stage failed); safe to call twice."""
+    await run.lock.aclose()
 
 
 async def extract(run: Refresh) -> None:

@@ -29,11 +29,14 @@ def _day(ctx: JobContext) -> date:
 
 
 async def _stage(ctx: JobContext, stage: Awaitable[None]) -> None:
-    """Run one stage; on failure report the run so far (calls made, usage) with the error."""
+    """Run one stage; on failure release the run and report it so far (calls made, usage) with the error."""
     run: chain.Refresh = ctx.state[STATE]
     try:
         await stage
-    except ReMeError as exc:
+    except BaseException as exc:
+        await chain.release(run)
+        if not isinstance(exc, ReMeError):
+            raise
         metadata = {**run.metadata(), "path": None, **exc.metadata, "usage": dict(ctx.usage)}
         raise ReMeError(exc.message, metadata) from None
 
@@ -62,7 +65,11 @@ async def proactive_topics_step(
         min_push_confidence=float(min_push_confidence),
         max_topics=int(max_topics),
     )
-    chain.topics(ctx.state[STATE], rules)
+
+    async def stage() -> None:
+        chain.topics(ctx.state[STATE], rules)
+
+    await _stage(ctx, stage())
 
 
 @register_step("proactive_plan_step")
@@ -79,6 +86,7 @@ async def proactive_agenda_step(ctx: JobContext) -> None:
 async def proactive_finish_step(ctx: JobContext, file_catalog: str = "proactive") -> None:
     run: chain.Refresh = ctx.state[STATE]
     await _stage(ctx, chain.finish(run, file_catalog))
+    await chain.release(run)
     ctx.response.metadata.update({**run.metadata(), "usage": dict(ctx.usage)})
     ctx.response.answer = chain.summary(run)
 
