@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import date, timedelta
 from typing import Any
 
+import pytest
 from tests.pipelines.conftest import MakeApp, scripted
 from tests.pipelines.proactive_helpers import found, load_yaml, plan_for, reply, snapshot, write_note
 
@@ -485,3 +486,18 @@ async def test_a_second_refresh_while_one_runs_answers_at_once_and_a_failed_run_
     set_script(app, {"output": reply([found("Kyoto trip", KYOTO)])})
     assert (await refresh(app, "2026-06-20")).success  # the failed run released its lock
     assert (await refresh(app, "2026-06-20")).success  # and so did the finished one
+
+
+@pytest.mark.parametrize(
+    ("setting", "expected"),
+    [
+        ({"scan_days": 0}, "scan_days must be a number of at least 1"),
+        ({"scan_dayz": 3}, "unknown setting(s) scan_dayz"),
+    ],
+)
+async def test_bad_step_settings_are_named(make_app: MakeApp, setting: dict, expected: str) -> None:
+    steps = [{"backend": "proactive_extract_step", **setting}, {"backend": "proactive_finish_step"}]
+    app = await make_app(**{"jobs.proactive_refresh.steps": steps})
+    write_note(app.workspace_dir, KYOTO, "Kyoto.\n")
+    response = await refresh(app, "2026-06-20")
+    assert not response.success and expected in response.answer

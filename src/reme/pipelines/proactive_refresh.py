@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import Any
 
@@ -163,12 +163,7 @@ def topics(run: Refresh, rules: TopicRules) -> None:
     """Fold the extraction into the truth source (in memory) and choose the push candidates."""
     if run.done or run.extracted is None:
         return
-    rules = TopicRules(
-        carry_forward_days=int(run.settings.carry_forward_days),
-        lexical_threshold=rules.lexical_threshold,
-        min_push_confidence=rules.min_push_confidence,
-        max_topics=rules.max_topics,
-    )
+    rules = replace(rules, carry_forward_days=int(run.settings.carry_forward_days))  # one window for both
     apply_extraction(
         run.truth,
         run.extracted,

@@ -44,7 +44,11 @@ async def _stage(ctx: JobContext, stage: Awaitable[None]) -> None:
 @register_step("proactive_extract_step")
 async def proactive_extract_step(ctx: JobContext, file_catalog: str = "proactive", **settings: Any) -> None:
     day = _day(ctx)
-    options = chain.ExtractSettings(**{k: v for k, v in settings.items() if k in _EXTRACT_SETTINGS})
+    unknown = sorted(set(settings) - _EXTRACT_SETTINGS)
+    if unknown:
+        known = ", ".join(sorted(_EXTRACT_SETTINGS | {"file_catalog"}))
+        raise ReMeError(f"proactive_extract_step: unknown setting(s) {', '.join(unknown)} (known: {known})")
+    options = chain.ExtractSettings(**settings)
     try:
         ctx.state[STATE] = await chain.prepare(AppPort(ctx.app), day, options, ctx.add_usage, file_catalog)
     except ReMeError as exc:
