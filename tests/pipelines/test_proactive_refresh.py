@@ -501,3 +501,16 @@ async def test_bad_step_settings_are_named(make_app: MakeApp, setting: dict, exp
     write_note(app.workspace_dir, KYOTO, "Kyoto.\n")
     response = await refresh(app, "2026-06-20")
     assert not response.success and expected in response.answer
+
+
+async def test_a_known_topic_named_without_evidence_is_carried_not_suppressed(make_app: MakeApp) -> None:
+    app = await make_app(**scripted([{"output": reply([found("Kyoto trip", KYOTO)])}]))
+    write_note(app.workspace_dir, KYOTO, "Kyoto.\n")
+    assert (await refresh(app, "2026-06-20")).success
+    write_note(app.workspace_dir, "daily/2026-06-21/n.md", "Other things.\n")
+    set_script(app, {"output": reply([found("Kyoto trip", "daily/2026-06-30/invented.md")])})
+    response = await refresh(app, "2026-06-21")
+    assert response.success and response.metadata["pushed"] == [topic_id("Kyoto trip")]
+    assert response.metadata["suppressed"] == []
+    (topic,) = load_yaml(app.workspace_dir / "daily/_proactive.yaml")["topics"]
+    assert topic["paths"] == [KYOTO]

@@ -91,10 +91,10 @@ def apply_extraction(
         evidence = [p for p in dict.fromkeys(map(workspace_path, found.evidence_paths)) if p in allowed]
         key = _match(found, truth, threshold)
         title = " ".join(found.title.split())
-        if not evidence:
-            selection.suppressed.append(
-                {"id": key, "title": title, "reason": "no evidence: none of its paths is in the material"}
-            )
+        if not evidence:  # an open topic is still carried on its old evidence
+            if key not in truth.topics:
+                reason = "no evidence: none of its paths is in the material"
+                selection.suppressed.append({"id": key, "title": title, "reason": reason})
             continue
         tombstone = truth.resolved.get(key)
         if tombstone is not None:
