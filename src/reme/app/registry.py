@@ -74,7 +74,7 @@ def register_step(
     """Register `fn(ctx, **settings)` as the step backend `name`.
 
     The settings a step takes are its keyword parameters after `ctx`; a step that forwards
-    `**settings` declares them with `settings=<dataclass>` (its fields are the accepted keys).
+    `**settings` declares them with `settings=<dataclass>` (its fields are accepted keys too).
     """
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -87,12 +87,11 @@ def register_step(
 
 def step_settings(fn: Callable[..., Any]) -> tuple[str, ...]:
     """The setting names a step accepts; a `**settings` step without a declaration accepts none."""
-    declared = getattr(fn, _SETTINGS_ATTR, None)
-    if declared is not None:
-        return tuple(field.name for field in dataclasses.fields(declared))
     parameters = list(inspect.signature(fn).parameters.values())[1:]
     kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    return tuple(p.name for p in parameters if p.kind in kinds)
+    named = tuple(p.name for p in parameters if p.kind in kinds)
+    declared = getattr(fn, _SETTINGS_ATTR, None)
+    return named + tuple(field.name for field in dataclasses.fields(declared)) if declared else named
 
 
 def register_component(backend: str) -> Callable[[type[Component]], type[Component]]:

@@ -200,7 +200,7 @@ def call(job: str, assigned: dict[str, str], bare: list[str], as_json: bool) -> 
         print(f"reme: calling {job!r} on {info.url} failed: {exc}", file=sys.stderr)
         return 1
     if reply.chunks is None:
-        return render(reply.response or {}, as_json)
+        return render(reply.response or {}, as_json, job)
     try:
         return render_stream(reply.chunks, as_json)
     except BrokenPipeError:
@@ -261,7 +261,7 @@ async def run_once(config: dict[str, Any], job: str, raw: dict[str, Any], as_jso
             async for chunk in app.stream(job, **params):
                 success = show_chunk(chunk, as_json)
             return 0 if success else 1
-        return render((await app.run(job, **params)).to_dict(), as_json)
+        return render((await app.run(job, **params)).to_dict(), as_json, job)
 
 
 # output ----------------------------------------------------------------------------------------
@@ -271,7 +271,7 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2, default=str)
 
 
-def render(response: dict[str, Any], as_json: bool) -> int:
+def render(response: dict[str, Any], as_json: bool, job: str | None = None) -> int:
     """Print a Response (the answer, or all of it with --json); return the exit status."""
     success = bool(response.get("success"))
     if as_json:
@@ -282,6 +282,9 @@ def render(response: dict[str, Any], as_json: bool) -> int:
     if stream.isatty():
         from rich.console import Console
 
+        from reme.service.readable import readable
+
+        answer = readable(job, answer) or answer
         console = Console(file=stream, highlight=False)
         if not success:
             console.print("error:", style="bold red", end=" ")
