@@ -79,11 +79,15 @@ class Application:
         return self
 
     def start_background(self) -> None:
-        """Start supervised background jobs and cron schedules (the service does; one-shot runs don't)."""
+        """Start supervised background jobs and cron schedules (the service does; one-shot runs don't).
+
+        `scheduler.cron=false` starts no cron schedule (tests and one-shot runs control what fires).
+        """
+        cron = (self.config.get("scheduler") or {}).get("cron", True) is not False
         for job in self.jobs.values():
             if job.kind == "background":
                 self._tasks.append(asyncio.create_task(supervise(self, job), name=f"background:{job.name}"))
-            elif job.kind == "cron":
+            elif job.kind == "cron" and cron:
                 self._tasks.append(asyncio.create_task(run_on_schedule(self, job), name=f"cron:{job.name}"))
 
     async def close(self) -> None:

@@ -16,10 +16,23 @@ from typing import Any
 import yaml
 
 from reme.app.values import parse_value
+from reme.workspace.buckets import parse_buckets
 
 PACKAGED_DIR = Path(str(resources.files("reme") / "config"))
-TOP_LEVEL_KEYS = {"imports", "workspace_dir", "timezone", "service", "components", "jobs", "logging"}
+TOP_LEVEL_KEYS = {
+    "imports",
+    "workspace_dir",
+    "timezone",
+    "service",
+    "components",
+    "jobs",
+    "logging",
+    "scheduler",
+    "digest",
+}
 SERVICE_KEYS = {"backend", "host", "port", "auth_token", "transport", "path"}
+SCHEDULER_KEYS = {"cron"}
+DIGEST_KEYS = {"buckets"}
 # `token` only as the key's last word: `auth_token` is a secret, `max_tokens` and `tokenizer` are not.
 _SECRET_KEY = re.compile(r"api_?key|secret|password|authorization|token$", re.IGNORECASE)
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -181,6 +194,26 @@ def check_config(data: dict[str, Any]) -> None:
                 raise ConfigError(f"config key '{section}.{name}' must be a mapping")
     if not isinstance(data.get("workspace_dir", ".reme"), (str, Path)):
         raise ConfigError("config key 'workspace_dir' must be a path")
+    scheduler = _section(data, "scheduler", SCHEDULER_KEYS)
+    if not isinstance(scheduler.get("cron", True), bool):
+        raise ConfigError(f"config key 'scheduler.cron' must be true or false, got {scheduler['cron']!r}")
+    digest = _section(data, "digest", DIGEST_KEYS)
+    if "buckets" in digest:
+        try:
+            digest["buckets"] = [bucket.to_dict() for bucket in parse_buckets(digest["buckets"])]
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+
+
+def _section(data: dict[str, Any], key: str, known: set[str]) -> dict[str, Any]:
+    """An optional mapping section whose keys are all known; the error names the bad key."""
+    section = data.get(key) or {}
+    if not isinstance(section, dict):
+        raise ConfigError(f"config key {key!r} must be a mapping")
+    for name in section:
+        if name not in known:
+            raise ConfigError(f"unknown config key '{key}.{name}' (known: {', '.join(sorted(known))})")
+    return section
 
 
 def redact(value: Any, key: str = "") -> Any:

@@ -1,0 +1,57 @@
+"""Digest job steps (SPEC 12.1, 12.3): thin adapters over `reme.workspace.digest_writing` and buckets.
+
+Step settings set the caps (`max_text_bytes`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reme.app.components.digest import buckets_of
+from reme.app.components.workspace import link_source, workspace_of
+from reme.app.jobs import JobContext
+from reme.app.registry import register_step
+from reme.workspace import digest_writing
+from reme.workspace.buckets import buckets_page
+from reme.workspace.textio import Limits
+
+
+@register_step("digest_write")
+def digest_write(ctx: JobContext, **settings: Any) -> None:
+    p = ctx.params
+    result = digest_writing.digest_write(
+        workspace_of(ctx.app),
+        link_source(ctx.app),
+        [bucket.name for bucket in buckets_of(ctx.app)],
+        p["path"],
+        p["content"],
+        p.get("name"),
+        p.get("description"),
+        p.get("metadata"),
+        Limits(**settings),
+    )
+    ctx.response.answer = f"Created {result['path']}"
+    ctx.response.metadata.update(result)
+
+
+@register_step("digest_edit")
+def digest_edit(ctx: JobContext, **settings: Any) -> None:
+    p = ctx.params
+    result = digest_writing.digest_edit(
+        workspace_of(ctx.app),
+        link_source(ctx.app),
+        p["path"],
+        p["old"],
+        p["new"],
+        p.get("expected_sha256"),
+        Limits(**settings),
+    )
+    ctx.response.answer = f"Replaced {result['count']} occurrence(s) in {result['path']}"
+    ctx.response.metadata.update(result)
+
+
+@register_step("digest_buckets")
+def digest_buckets(ctx: JobContext) -> None:
+    buckets = buckets_of(ctx.app)
+    ctx.response.answer = buckets_page(buckets, workspace_of(ctx.app).folder("digest"))
+    ctx.response.metadata["buckets"] = [bucket.to_dict() for bucket in buckets]
