@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import io
+import sys
+
+import pytest
 from tests.pipelines.conftest import MakeApp, scripted
 from tests.pipelines.dream_support import (
     CARD,
@@ -42,3 +46,22 @@ async def test_creates_a_sourced_node_checkpoints_and_journals(make_app: MakeApp
     again = await app.run("auto_dream", date=DAY)  # nothing changed: no model call, no journal entry
     assert again.success and again.metadata["changed"] == [] and again.metadata["usage"]["requests"] == 0
     assert len(journal_runs(app.workspace_dir)) == 1
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+async def test_progress_per_unit_on_a_terminal_only(
+    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = await make_app(**scripted([extract_run(unit()), integrate_run(create_turns())]))
+    put(app.workspace_dir, CARD, CARD_TEXT)
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    response = await app.run("auto_dream", date=DAY)
+    assert response.success, response.answer
+    shown = terminal.getvalue()
+    assert "extracting from 1 changed file(s)" in shown
+    assert f"unit 1/1 'Weekly releases': CREATE {NODE}" in shown
