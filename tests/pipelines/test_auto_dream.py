@@ -65,3 +65,10 @@ async def test_progress_per_unit_on_a_terminal_only(
     shown = terminal.getvalue()
     assert "extracting from 1 changed file(s)" in shown
     assert f"unit 1/1 'Weekly releases': CREATE {NODE}" in shown
+
+
+async def test_dream_cron_runs_the_same_steps_nightly_in_the_app_timezone(make_app: MakeApp) -> None:
+    app = await make_app()
+    cron, job = app.jobs["dream_cron"], app.jobs["auto_dream"]
+    assert (cron.kind, cron.cron, cron.served) == ("cron", "0 23 * * *", False)
+    assert cron.steps == job.steps and job.served

@@ -117,4 +117,5 @@ async def test_without_a_model_the_run_says_what_to_set_and_checkpoints_nothing(
     put(app.workspace_dir, CARD, CARD_TEXT)
     response = await app.run("auto_dream", date=DAY)
     assert not response.success and "LLM_MODEL" in response.answer
-    assert catalog(app.workspace_dir) == {}
+    assert response.metadata["changed"] == [CARD] and response.metadata["checkpointed"] == []
+    assert catalog(app.workspace_dir) == {} and not (app.workspace_dir / "journal").exists()

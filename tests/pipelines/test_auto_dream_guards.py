@@ -81,7 +81,8 @@ async def test_a_dropped_link_is_refused_retried_once_then_the_unit_fails(make_a
     assert retry.metadata["changed"] == [CARD] and retry.metadata["checkpointed"] == [CARD]
     text = node.read_text(encoding="utf-8")
     assert f"[[{OTHER}]]" in text and f"derived_from:: [[{CARD}]]" in text
-    [_, run] = journal_runs(app.workspace_dir)
+    [failed, run] = journal_runs(app.workspace_dir)  # run ids sort by start time
+    assert failed["run_id"] == response.metadata["run_id"] and failed["modified"] == []
     [modified] = run["modified"]
     assert modified["content_before"].encode() == before and modified["sha256_after"] == sha(node)
 

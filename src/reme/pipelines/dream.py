@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from reme.errors import ReMeError
+from reme.errors import LLMUnavailable, ReMeError
 from reme.pipelines.dream_extract import ExtractionFailed, extract
 from reme.pipelines.dream_integrate import Recall, UnitResult, integrate
 from reme.pipelines.dream_journal import RunRecord, new_run_id, write_journal
@@ -82,7 +82,12 @@ async def auto_dream(
             return DreamOutcome(
                 True, f"nothing changed in daily/ from {found.window[0]} to {found.window[1]}", meta
             )
-        port.model("memory")  # a missing model fails here, before anything is read or written
+        try:
+            port.model("memory")  # a missing model fails here, before anything is read or written
+        except LLMUnavailable as missing:
+            raise ReMeError(
+                f"{missing.message}; {len(found.changed)} changed file(s) left for the next run", meta
+            ) from None
         record = RunRecord(run_id, kind, started.isoformat(timespec="seconds"), list(found.window))
         return await _dream(port, settings, found, record, meta, max_units, hint, add_usage, progress)
 

@@ -21,7 +21,8 @@ SAVE_ATTEMPTS = 5
 
 
 def new_run_id(now: datetime) -> str:
-    return f"{now:%Y%m%dT%H%M%S}-{secrets.token_hex(3)}"
+    """Sortable by start time (to the microsecond), unique across processes by its random tail."""
+    return f"{now:%Y%m%dT%H%M%S-%f}-{secrets.token_hex(3)}"
 
 
 @dataclass
