@@ -257,7 +257,12 @@ class Tally:
     actions: Counter[str] = field(default_factory=Counter)
     requests: int = 0
     tokens: int = 0
-    provenance: dict[str, bool] = field(default_factory=dict)  # node -> every update left a source
+    provenance: dict[str, bool] = field(
+        default_factory=dict
+    )  # node -> every update left a source (this conversation)
+    covered: int = 0
+    tracked: int = 0
+    failures: list[str] = field(default_factory=list)
     violations: int = 0
     snapshots: dict[str, set[tuple[str, str | None]]] = field(default_factory=dict)
     buckets: Counter[str] = field(default_factory=Counter)
@@ -269,7 +274,10 @@ class Tally:
         self.buckets.update(path.split("/")[1] for path in nodes)
         self.node_sizes.extend(len(_body(text)) for text in nodes.values())
         self.near_duplicates += near_duplicates(nodes)
+        self.covered += sum(self.provenance.values())
+        self.tracked += len(self.provenance)
         self.snapshots.clear()
+        self.provenance.clear()
 
 
 def _body(text: str) -> str:
@@ -292,6 +300,7 @@ def _observe(tally: Tally, ws: Path, meta: dict[str, Any]) -> None:
     tally.days += 1
     tally.units += len(meta.get("units") or [])
     tally.failed_units += len(meta.get("failed_units") or [])
+    tally.failures.extend(str(f["error"])[:300] for f in meta.get("failed_units") or [])
     usage = meta.get("usage") or {}
     tally.requests += int(usage.get("requests", 0))
     tally.tokens += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
@@ -395,7 +404,7 @@ async def prompt_at(size: int) -> int:
 
 
 def table(tally: Tally, prompts: list[int], scale: dict[int, int], mode: str) -> str:
-    covered = sum(tally.provenance.values())
+    covered, tracked = tally.covered, tally.tracked
     size = sum(tally.node_sizes) / len(tally.node_sizes) if tally.node_sizes else 0.0
     per = max(tally.units, 1)
     rows = [
@@ -406,8 +415,7 @@ def table(tally: Tally, prompts: list[int], scale: dict[int, int], mode: str) ->
         ("actions by kind", ", ".join(f"{a} {n}" for a, n in sorted(tally.actions.items())) or "none"),
         (
             "provenance coverage",
-            f"{covered}/{len(tally.provenance)}"
-            + (f" = {covered / len(tally.provenance):.2f}" if tally.provenance else ""),
+            f"{covered}/{tracked}" + (f" = {covered / tracked:.2f}" if tracked else ""),
         ),
         ("E-1 violations found on disk", tally.violations),
         (f"near-duplicate node pairs (Jaccard ≥ {NEAR_DUPLICATE})", tally.near_duplicates),
@@ -468,7 +476,8 @@ async def main(argv: list[str] | None = None) -> int:
             "failed_units": tally.failed_units,
             "actions": dict(tally.actions),
             "nodes": len(tally.node_sizes),
-            "provenance": [sum(tally.provenance.values()), len(tally.provenance)],
+            "provenance": [tally.covered, tally.tracked],
+            "failures": tally.failures,
             "violations": tally.violations,
             "scale": scale,
         }

@@ -119,3 +119,17 @@ async def test_without_a_model_the_run_says_what_to_set_and_checkpoints_nothing(
     assert not response.success and "LLM_MODEL" in response.answer
     assert response.metadata["changed"] == [CARD] and response.metadata["checkpointed"] == []
     assert catalog(app.workspace_dir) == {} and not (app.workspace_dir / "journal").exists()
+
+
+async def test_units_follow_the_configured_buckets(make_app: MakeApp) -> None:
+    buckets = [{"name": "recipes", "description": "how we cook"}]
+    script = [extract_run(unit("Soup", bucket="recipes"), unit("Weekly releases", bucket="wiki"))]
+    app = await make_app(**scripted(script), **{"digest.buckets": buckets})
+    put(app.workspace_dir, CARD, CARD_TEXT)
+    app.component("llm").script = [*script, integrate_run([])]  # type: ignore[attr-defined]
+    response = await app.run("auto_dream", date=DAY)
+    assert [(u["name"], u["bucket"]) for u in response.metadata["units"]] == [
+        ("Soup", "recipes"),
+        ("Weekly releases", "unknown"),
+    ]
+    assert "`recipes`: how we cook" in (app.workspace_dir / "digest/_buckets.md").read_text(encoding="utf-8")

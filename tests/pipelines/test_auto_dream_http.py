@@ -80,6 +80,9 @@ async def test_a_429_is_retried_by_the_client_and_the_run_succeeds(
     assert response.success, response.answer
     assert nodes(app.workspace_dir) == [NODE] and set(catalog(app.workspace_dir)) == {CARD}
     assert response.metadata["usage"]["integrate"]["input_tokens"] == 2 * 11
+    asked = len(server.requests)
+    again = await app.run("auto_dream", date=DAY)  # nothing changed since: no model request at all
+    assert again.success and again.metadata["changed"] == [] and len(server.requests) == asked
 
 
 async def test_a_timeout_in_a_unit_fails_it_and_leaves_its_source_unprocessed(

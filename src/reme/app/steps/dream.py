@@ -22,11 +22,12 @@ def _progress() -> Progress | None:
     if not sys.stderr.isatty():
         return None
     from rich.console import Console
+    from rich.markup import escape
 
     console = Console(stderr=True)
 
     async def show(line: str) -> None:
-        console.print(f"[dim]dream[/dim] {line}", markup=True, highlight=False)
+        console.print(f"[dim]dream[/dim] {escape(line)}", highlight=False)
 
     return show
 
