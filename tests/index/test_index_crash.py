@@ -242,4 +242,4 @@ async def test_a_busy_catalog_is_waited_for_never_deleted(tmp_path: Path, monkey
     finally:
         holder.execute("ROLLBACK")
         holder.close()
-    assert MetadataStore(root / "metadata" / "index.sqlite3").counts()["files"] == 30
+    assert MetadataStore(root / "metadata" / "index.sqlite3").counts()["files"] == 31  # + _buckets.md

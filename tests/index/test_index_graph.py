@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,8 @@ def test_inbound_of_a_file_and_of_a_folder(app, index) -> None:
 def test_sync_paths_is_a_cheap_no_op_when_unchanged_and_handles_folders(app, index) -> None:
     root = app.workspace_dir
     index.ensure_ready()  # the first call reconciles the whole workspace; later ones sync what they name
+    os.remove(root / "digest/_buckets.md")  # the generated bucket page; this test counts its own files
+    index.sync_paths(["digest/_buckets.md"])
     write(root, "digest/t/a.md", "alpha\n")
     write(root, "digest/t/b.md", "beta\n")
     assert index.sync_paths(["digest/t"])["indexed"] == 2
@@ -132,8 +135,8 @@ def test_reindex_reports_progress_and_rebuilds_everything(app, index) -> None:
     index.ensure_ready()
     calls: list[tuple[int, int]] = []
     report = index.reindex(lambda done, total: calls.append((done, total)))
-    assert sorted(report.indexed) == [f"digest/p{i}.md" for i in range(5)]
-    assert calls[-1] == (5, 5)
+    assert sorted(report.indexed) == ["digest/_buckets.md"] + [f"digest/p{i}.md" for i in range(5)]
+    assert calls[-1] == (6, 6)  # with the generated bucket page
     assert index.stats()["links"] == 5 and index.graph.pending_edges() == []
 
 
@@ -166,7 +169,7 @@ def test_searches_do_not_wait_for_a_reconcile_running_elsewhere(app, index) -> N
         assert index.ensure_ready(wait=False) is None and not index._ready
     finally:
         index._ready_lock.release()
-    assert index.ensure_ready(wait=False).indexed == ["digest/a.md"]
+    assert index.ensure_ready(wait=False).indexed == ["digest/_buckets.md", "digest/a.md"]
 
 
 def test_a_catalog_of_another_schema_version_is_started_afresh(tmp_path) -> None:
@@ -218,7 +221,7 @@ def test_a_linked_source_folder_is_not_walked(app, index, tmp_path) -> None:
     (outside / "a.md").write_text("zebra")
     digest = app.workspace_dir / "digest"
     if digest.exists():
-        digest.rmdir()
+        shutil.rmtree(digest)  # holds only the generated _buckets.md
     digest.symlink_to(outside, target_is_directory=True)
     index.ensure_ready()
     report = index.indexer.reconcile()

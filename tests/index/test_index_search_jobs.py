@@ -179,7 +179,7 @@ async def test_traverse_refuses_unsafe_paths(notes_app) -> None:
 async def test_reindex_rebuilds_the_same_index(notes_app) -> None:
     before = (await notes_app.run("search", query="solar", limit=50)).metadata["results"]
     response = await notes_app.run("reindex")
-    assert response.success and response.metadata["indexed"] == 6
+    assert response.success and response.metadata["indexed"] == 7  # 6 notes + digest/_buckets.md
     assert response.metadata["chunks"] >= 6
     after = (await notes_app.run("search", query="solar", limit=50)).metadata["results"]
     assert [(h["path"], h["start_line"]) for h in after] == [(h["path"], h["start_line"]) for h in before]
@@ -189,9 +189,9 @@ async def test_reindex_rebuilds_the_same_index(notes_app) -> None:
 async def test_status_and_health_show_index_figures(notes_app) -> None:
     await notes_app.run("search", query="solar")
     stats = notes_app.component("index").stats()
-    assert stats["files"] == 6 and stats["keyword_docs"] >= 6 and stats["pending_links"] == 1
+    assert stats["files"] == 7 and stats["keyword_docs"] >= 7 and stats["pending_links"] == 1  # + _buckets.md
     status = await notes_app.run("status")
-    assert status.metadata["components"]["index"]["files"] == 6
+    assert status.metadata["components"]["index"]["files"] == 7
     assert notes_app.component("index").health()["status"] == "ok"
 
 

@@ -297,6 +297,7 @@ async def test_move_of_a_folder_retargets_links_into_it(linked_app):
 
 async def test_list_hides_metadata_and_hidden_files_and_filters(app):
     root = app.workspace_dir
+    (root / "digest/_buckets.md").unlink()  # the generated bucket page; these tests list their own files
     (root / "digest/a.md").write_text("a")
     (root / "digest/b.txt").write_text("bb")
     (root / "digest/.hidden.md").write_text("h")
@@ -316,6 +317,7 @@ async def test_list_hides_metadata_and_hidden_files_and_filters(app):
 
 async def test_list_skips_a_dangling_symlink_instead_of_failing(app):
     root = app.workspace_dir
+    (root / "digest/_buckets.md").unlink()  # the generated bucket page; these tests list their own files
     (root / "digest/a.md").write_text("a")
     (root / "digest/dangling.md").symlink_to(root / "digest/gone.md")
     response = await app.run("list", path="digest")
@@ -327,6 +329,7 @@ async def test_list_sorts_by_mtime_newest_first(app):
     import os
 
     root = app.workspace_dir
+    (root / "digest/_buckets.md").unlink()  # the generated bucket page
     for name, when in (("old.md", 1_000_000), ("new.md", 2_000_000), ("mid.md", 1_500_000)):
         (root / "digest" / name).write_text(name)
         os.utime(root / "digest" / name, (when, when))
