@@ -164,3 +164,20 @@ async def test_a_failed_unit_keeps_only_its_sources_for_the_next_run(make_app: M
     assert not response.success
     assert response.metadata["checkpointed"] == [CARD] and set(catalog(app.workspace_dir)) == {CARD}
     assert (app.workspace_dir / NODE).exists()
+
+
+async def test_an_update_that_does_not_cite_the_units_evidence_fails_and_is_put_back(
+    make_app: MakeApp,
+) -> None:
+    edit = {
+        "tool": "digest_edit",
+        "args": {"path": NODE, "old": "releases weekly", "new": "releases every week"},
+    }
+    turns = [{"tool": "read", "args": {"path": NODE}}, edit, report("REFINE")]
+    app, node = await with_node(make_app, [extract_run(unit()), integrate_run(turns)])
+    before = node.read_bytes()
+    response = await app.run("auto_dream", date=DAY)
+    assert not response.success
+    [failure] = response.metadata["failed_units"]
+    assert failure["error"].startswith("ReportMismatch: ") and "derived_from" in failure["error"]
+    assert node.read_bytes() == before and catalog(app.workspace_dir) == {}

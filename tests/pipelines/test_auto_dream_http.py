@@ -146,7 +146,11 @@ async def test_a_node_edited_by_someone_else_between_read_and_write_is_re_read_n
     read = {"tool": "read", "args": {"path": NODE}}
     edit = {
         "tool": "digest_edit",
-        "args": {"path": NODE, "old": "releases weekly", "new": "releases every week"},
+        "args": {
+            "path": NODE,
+            "old": "## Sources\n",
+            "new": f"## Sources\n- derived_from:: [[{CARD}]] — confirmed.\n",
+        },
     }
     script = [EXTRACT, read, edit, read, edit, report("REFINE")]
     holder: dict[str, Any] = {}
@@ -170,7 +174,9 @@ async def test_a_node_edited_by_someone_else_between_read_and_write_is_re_read_n
         server.close()
     assert response.success, response.answer
     text = (app.workspace_dir / NODE).read_text(encoding="utf-8")
-    assert "Our team releases every week" in text  # both edits kept
+    assert (
+        "Our team releases weekly" in text and f"derived_from:: [[{CARD}]] — confirmed" in text
+    )  # both kept
     conflict = server.requests[3]["messages"][-1]["content"]
     assert "conflict" in conflict and "changed since you read it" in conflict
     [run] = journal_runs(app.workspace_dir)

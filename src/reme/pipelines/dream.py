@@ -128,25 +128,30 @@ async def _dream(
     results: list[UnitResult] = []
     for number, unit in enumerate(units, 1):
         await progress(f"unit {number}/{len(units)} {unit.name!r}: integrating")
-        result = await integrate(
-            port,
-            unit,
-            buckets=settings.buckets,
-            buckets_page=settings.buckets_page,
-            bounds=settings.bounds,
-            recall_settings=settings.recall,
-        )
+        try:
+            result = await integrate(
+                port,
+                unit,
+                buckets=settings.buckets,
+                buckets_page=settings.buckets_page,
+                bounds=settings.bounds,
+                recall_settings=settings.recall,
+            )
+        except Exception as exc:  # one unit's surprise must not lose the others' record
+            result = UnitResult(
+                unit, {}, error=f"{type(exc).__name__}: {getattr(exc, 'message', None) or exc}"
+            )
         add_usage(result.usage)
         results.append(result)
         done = result.action
         line = f"{done['action']} {done['target_path']}" if done else f"FAILED {result.error}"
         await progress(f"unit {number}/{len(units)} {unit.name!r}: {line}")
-    failed_paths = {path for result in results if result.error for path in result.unit.evidence_paths}
-    meta["checkpointed"] = checkpoint(port, found, set(material.shown) - failed_paths)
     _collect(record, meta, results)
     meta["usage"] = _usage(extracted.usage, _sum(r.usage for r in results), results)
-    if record.actions or record.failed_units:
+    if record.actions or record.failed_units:  # journal first: a revert must know what was written
         meta["journal_path"] = await _finish_journal(port, record)
+    failed_paths = {path for result in results if result.error for path in result.unit.evidence_paths}
+    meta["checkpointed"] = checkpoint(port, found, set(material.shown) - failed_paths)
     answer = summary(meta)
     if record.failed_units:
         raise ReMeError(answer, meta)

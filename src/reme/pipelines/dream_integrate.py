@@ -23,7 +23,8 @@ from reme.pipelines.dream_extract import Unit
 from reme.pipelines.dream_guard import Subject, UnitAborted, UnitGuard
 from reme.pipelines.dream_material import Bounds, pack
 from reme.pipelines.port import MemoryPort
-from reme.workspace.digest import node_parts
+from reme.workspace import frontmatter
+from reme.workspace.digest import node_parts, source_links
 
 TOOLS = (
     "node_search",
@@ -99,7 +100,18 @@ def _line(node: dict[str, Any]) -> str:
     return f"- {node['path']} — {node.get('name') or ''}: {description}"
 
 
-def check_report(report: Report, guard: UnitGuard, buckets: Sequence[str]) -> str | None:
+def cites(text: str, evidence: Sequence[str]) -> bool:
+    """Whether the node's `## Sources` holds a `derived_from::` edge to one of the unit's evidence files."""
+    wanted = set(evidence)
+    return any(
+        link.target in wanted or f"{link.target}.md" in wanted
+        for link in source_links(frontmatter.parse(text).body)
+    )
+
+
+def check_report(
+    report: Report, guard: UnitGuard, buckets: Sequence[str], evidence: Sequence[str]
+) -> str | None:
     """Why the report does not match what was written, or None."""
     target = report.target_path.strip()
     subject = guard.subject
@@ -108,6 +120,11 @@ def check_report(report: Report, guard: UnitGuard, buckets: Sequence[str]) -> st
     if target != subject.path:
         return f"the report names {target!r}, but the run changed {subject.path!r}"
     after = guard.last_written()
+    if after is not None and not cites(after.content, evidence):
+        return (
+            f"{target!r} has no `derived_from::` source for this unit's evidence ({', '.join(evidence)}) "
+            "in its ## Sources section; every change must cite what it comes from"
+        )
     if report.action == "CREATE":
         if subject.before is not None:
             return f"the report says CREATE, but {target!r} existed before and was updated"
@@ -193,7 +210,7 @@ async def integrate(
         result.error = cause.message if isinstance(cause, UnitAborted) else f"AgentFailed: {failure.message}"
     else:
         result.usage = run.usage
-        problem = check_report(run.output, guard, buckets)
+        problem = check_report(run.output, guard, buckets, unit.evidence_paths)
         if problem:
             result.error = f"ReportMismatch: {problem}"
         else:
