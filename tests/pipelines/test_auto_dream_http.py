@@ -181,3 +181,25 @@ async def test_a_node_edited_by_someone_else_between_read_and_write_is_re_read_n
     assert "conflict" in conflict and "changed since you read it" in conflict
     [run] = journal_runs(app.workspace_dir)
     assert "Our team releases weekly" in run["modified"][0]["content_before"]
+
+
+async def test_prompts_carry_material_cuts_buckets_and_the_language_rule(
+    make_app: MakeApp, server: FakeOpenAI
+) -> None:
+    chinese = f"daily/{DAY}/发布.md"
+    server.set_script([{"output": {"units": [unit("每周发布", chinese)]}}, WRITE, report("CREATE")])
+    overrides = served_by(server)
+    overrides["jobs.auto_dream.steps"] = [{"backend": "auto_dream", "max_chars_per_file": 300}]
+    app = await make_app(**overrides)
+    put(app.workspace_dir, chinese, "# 发布\n\n团队决定每周发布一次。\n" + "细节。" * 200)
+    await app.run("auto_dream", date=DAY)
+
+    def text(request: dict[str, Any]) -> str:
+        return "\n".join(str(m.get("content") or "") for m in request["messages"])
+
+    extract, integrate = text(server.requests[0]), text(server.requests[1])
+    assert f"=== {chinese} ===" in extract and "团队决定每周发布一次" in extract
+    assert "more characters of" in extract and "not shown" in extract  # the cut is said
+    assert "language of the material" in extract and "`procedure`: how to do X" in extract
+    assert "Unit: 每周发布" in integrate and "团队决定每周发布一次" in integrate
+    assert "language of the material" in integrate and "## Failure modes" in integrate
