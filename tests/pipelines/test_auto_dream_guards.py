@@ -115,6 +115,10 @@ async def test_unconfigured_bucket_outside_digest_and_a_second_node_are_refused(
     assert not (ws / "daily/2026-06-20/evil.md").exists() and card.read_text(encoding="utf-8") == CARD_TEXT
     [run] = journal_runs(ws)
     assert run["created"] == [NODE]
+    refused = [r["refusal"] for r in response.metadata["refusals"]]
+    assert (
+        len(refused) == 3 and "one subject per unit" in refused[-1]
+    )  # the policy refused daily/ before the guard
 
 
 async def test_a_report_that_lies_fails_the_unit_and_puts_the_digest_back(make_app: MakeApp) -> None:

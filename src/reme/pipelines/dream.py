@@ -36,7 +36,8 @@ class DreamSettings:
 
 @dataclass
 class DreamOutcome:
-    success: bool
+    """A run that succeeded (failures raise `ReMeError` carrying the same complete metadata)."""
+
     answer: str
     metadata: dict[str, Any] = field(default_factory=dict)
 
@@ -80,7 +81,7 @@ async def auto_dream(
         }
         if not found.changed:
             return DreamOutcome(
-                True, f"nothing changed in daily/ from {found.window[0]} to {found.window[1]}", meta
+                f"nothing changed in daily/ from {found.window[0]} to {found.window[1]}", meta
             )
         try:
             port.model("memory")  # a missing model fails here, before anything is read or written
@@ -155,7 +156,7 @@ async def _dream(
     answer = summary(meta)
     if record.failed_units:
         raise ReMeError(answer, meta)
-    return DreamOutcome(True, answer, meta)
+    return DreamOutcome(answer, meta)
 
 
 def _collect(record: RunRecord, meta: dict[str, Any], results: list[UnitResult]) -> None:
@@ -175,10 +176,12 @@ def _collect(record: RunRecord, meta: dict[str, Any], results: list[UnitResult])
         if result.modified:
             record.modified.append(result.modified)
         record.violations.extend(result.violations)
+        record.refusals.extend({"unit": result.unit.name, "refusal": text} for text in result.refusals)
     meta["actions"] = record.actions
     meta["failed_units"] = record.failed_units
     meta["modified_paths"] = sorted({*record.created, *(m.path for m in record.modified)})
     meta["violations"] = record.violations
+    meta["refusals"] = record.refusals
 
 
 async def _finish_journal(port: MemoryPort, record: RunRecord) -> str:

@@ -38,6 +38,7 @@ class RunRecord:
     created: list[str] = field(default_factory=list)
     modified: list[Modified] = field(default_factory=list)
     violations: list[dict[str, Any]] = field(default_factory=list)
+    refusals: list[dict[str, str]] = field(default_factory=list)  # tool calls the guard refused
     error: str | None = None  # a failure of the run itself (extraction)
 
     def to_dict(self) -> dict[str, Any]:
@@ -62,6 +63,7 @@ def day_entry(record: RunRecord, time_text: str) -> str:
         f"- FAILED unit {f['unit']!r}: {f['error']} (sources: {', '.join(f['paths'])})"
         for f in record.failed_units
     ]
+    lines += [f"- refused in unit {r['unit']!r}: {r['refusal']}" for r in record.refusals]
     for violation in record.violations:
         lost = ", ".join(_edge(edge) for edge in violation["missing_edges"])
         lines.append(f"- conservation violation on {violation['path']}: would drop {lost}")
