@@ -118,6 +118,19 @@ async def test_unconfigured_bucket_outside_digest_and_a_second_node_are_refused(
     refused = [r["refusal"] for r in response.metadata["refusals"]]
     # the bucket is refused by digest_write itself, daily/ by the path policy, the second node by the guard
     assert len(refused) == 1 and "one subject per unit" in refused[0]
+
+
+async def test_a_report_that_lies_fails_the_unit_and_puts_the_digest_back(make_app: MakeApp) -> None:
+    lie = [create_turns()[0], report("CREATE", "digest/wiki/something-else.md")]
+    app = await make_app(**scripted([extract_run(unit()), integrate_run(lie)]))
+    put(app.workspace_dir, CARD, CARD_TEXT)
+    response = await app.run("auto_dream", date=DAY)
+    assert not response.success
+    [failure] = response.metadata["failed_units"]
+    assert (
+        failure["error"].startswith("ReportMismatch: ")
+        and "digest/wiki/something-else.md" in failure["error"]
+    )
     assert not (app.workspace_dir / NODE).exists() and catalog(app.workspace_dir) == {}
     assert "FAILED Weekly releases: ReportMismatch" in response.answer
 
