@@ -15,6 +15,7 @@ from typing import Any
 from reme.workspace.atomic import atomic_write
 from reme.workspace.digest import check_slug
 from reme.workspace.layout import Workspace
+from reme.workspace.paths import check_segment
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +77,7 @@ def _bucket(where: str, item: Any) -> Bucket:
     if not isinstance(name, str):
         raise ValueError(f"config key '{where}.name' must be a string, the bucket's folder name")
     try:
-        check_slug(name, "bucket name")
+        check_segment(check_slug(name, "bucket name"), "bucket name")
     except ValueError as exc:
         raise ValueError(f"config key '{where}.name': {exc}") from None
     description = item.get("description")

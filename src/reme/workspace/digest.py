@@ -125,10 +125,13 @@ def check_sources(ws: Workspace, path: str, body: str) -> Link:
         )
     folders = tuple(ws.folder(role) for role in SOURCE_ROLES)
     problems: list[str] = []
-    for link in dict.fromkeys(links):
-        if _is_source_file(ws, link.target, folders):
+    first: dict[str, Link] = {}
+    for link in links:
+        first.setdefault(link.target, link)  # each target is looked up once
+    for target, link in first.items():
+        if _is_source_file(ws, target, folders):
             return link
-        problems.append(link.target)
+        problems.append(target)
     shown = ", ".join(repr(target) for target in problems[:10])
     raise DigestRuleError(
         f"no `{SOURCE_PREDICATE}::` link in the '## Sources' section of {path!r} names an existing file "

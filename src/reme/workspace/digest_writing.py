@@ -106,10 +106,15 @@ def digest_edit(
         count = document.body.count(old)
         if count == 0:
             raise DigestRuleError(f"{old!r} does not occur in the body of {relative!r}; nothing was changed")
-        body = document.body.replace(old, new)
-        check_conserved(relative, document.body, body)
-        check_sources(ws, relative, body)
-        result = document.head + body
+        result = document.head + document.body.replace(old, new)
+        edited = frontmatter.parse(result)
+        if edited.head != document.head:
+            raise DigestRuleError(
+                f"the edit would change the front matter of {relative!r}; digest_edit changes the body "
+                "only (use frontmatter_update for front matter)"
+            )
+        check_conserved(relative, document.body, edited.body)
+        check_sources(ws, relative, edited.body)
         check_text(result, "the resulting file", limits.max_text_bytes)
         atomic_write(target, result)
     links.sync_paths([relative])
