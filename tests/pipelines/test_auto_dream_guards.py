@@ -184,3 +184,17 @@ async def test_an_update_that_does_not_cite_the_units_evidence_fails_and_is_put_
     [failure] = response.metadata["failed_units"]
     assert failure["error"].startswith("ReportMismatch: ") and "derived_from" in failure["error"]
     assert node.read_bytes() == before and catalog(app.workspace_dir) == {}
+
+
+async def test_a_new_link_to_a_digest_section_is_refused(make_app: MakeApp) -> None:
+    anchored = body(CARD, text="Weekly, see [[digest/wiki/outage-review.md#timeline]].")
+    turns = [
+        {"tool": "digest_write", "args": {"path": NODE, "content": anchored, "description": "x"}},
+        *create_turns(),
+    ]
+    app = await make_app(**scripted([extract_run(unit()), integrate_run(turns)]))
+    put(app.workspace_dir, CARD, CARD_TEXT)
+    response = await app.run("auto_dream", date=DAY)
+    assert response.success, response.answer
+    assert "#timeline" not in (app.workspace_dir / NODE).read_text(encoding="utf-8")
+    assert "without '#anchor'" in response.metadata["refusals"][0]["refusal"]

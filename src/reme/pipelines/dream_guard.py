@@ -20,6 +20,7 @@ from reme.errors import Conflict, ReMeError
 from reme.pipelines.port import FileText, MemoryPort
 from reme.workspace import frontmatter
 from reme.workspace.digest import is_node, node_parts
+from reme.workspace.wikilinks import parse_body_links
 
 WRITE_JOBS = ("digest_write", "digest_edit", "frontmatter_update")
 MAX_VIOLATIONS = 2
@@ -90,6 +91,14 @@ class UnitGuard:
             return self._refuse(
                 f"this unit already changed {self.subject.path!r}; one subject per unit, so {path!r} "
                 "may not be written. Finish with your report"
+            )
+        added = str(params.get("content") or params.get("new") or "")
+        kept = set(_anchored_digest_links(str(params.get("old") or ""), self.digest_dir))
+        anchored = [link for link in _anchored_digest_links(added, self.digest_dir) if link not in kept]
+        if anchored:
+            return self._refuse(
+                f"link digest nodes by their full path without '#anchor' ({', '.join(anchored)}): a node is "
+                "one abstraction and its sections may change"
             )
         if job == "digest_write":
             response = await self.port.run_job(job, **params)
@@ -164,3 +173,12 @@ class UnitGuard:
     def last_written(self) -> FileText | None:
         """The subject as this unit left it."""
         return self.read_versions.get(self.subject.path) if self.subject else None
+
+
+def _anchored_digest_links(text: str, digest_dir: str) -> list[str]:
+    """Links to digest nodes with an `#anchor` (one a node already had may stay)."""
+    return [
+        f"[[{link.target}#{link.anchor}]]"
+        for link in parse_body_links(text)
+        if link.anchor and link.target.startswith(f"{digest_dir}/")
+    ]
