@@ -141,6 +141,15 @@ class AppPort:
     async def refresh_day(self, day: str) -> None:
         await self._call("daily_reindex", date=day)
 
+    # recall --------------------------------------------------------------------------------------
+
+    async def node_search(self, query: str, *, limit: int) -> list[dict[str, Any]]:
+        return list((await self._call("node_search", query=query, limit=limit)).metadata.get("results") or [])
+
+    async def traverse(self, paths: Sequence[str], *, depth: int, direction: str = "both") -> dict[str, Any]:
+        meta = (await self._call("traverse", path=list(paths), depth=depth, direction=direction)).metadata
+        return {"nodes": list(meta.get("nodes") or []), "edges": list(meta.get("edges") or [])}
+
     # state and concurrency -----------------------------------------------------------------------
 
     def keyed_lock(self, key: str) -> asyncio.Lock:

@@ -129,6 +129,16 @@ class MemoryPort(Protocol):
         """Regenerate the day index page `daily/<day>.md`."""
         ...
 
+    # recall --------------------------------------------------------------------------------------
+
+    async def node_search(self, query: str, *, limit: int) -> list[dict[str, Any]]:
+        """Digest nodes for a query, best first: `{path, score, name, description}` (no body text)."""
+        ...
+
+    async def traverse(self, paths: Sequence[str], *, depth: int, direction: str = "both") -> dict[str, Any]:
+        """The link neighbourhood of `paths`: `{nodes: [{path, name, description, exists}], edges: [...]}`."""
+        ...
+
     # state and concurrency -----------------------------------------------------------------------
 
     def keyed_lock(self, key: str) -> asyncio.Lock:

@@ -9,12 +9,17 @@ follows *n* earlier model responses, so a run is deterministic whatever the tool
 
 String values may use `$name` / `${name}` placeholders filled from the run's prompt variables
 (`card_path`, `date`, ...). Running past the end of the script fails the run loudly.
+
+A pipeline with several kinds of agent run (auto_dream: one extraction, one run per unit) is scripted
+per run: a script made of `{"run": <glob>, "turns": [...]}` entries plays the turns of the first
+entry whose glob matches the run's `run` variable (`extract`, `integrate:<unit name>`).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
+from fnmatch import fnmatchcase
 from string import Template
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +68,19 @@ def _text(turn: Mapping[str, Any]) -> str:
     raise ValueError(f"scripted turn has none of tool/tools/text/output: {dict(turn)!r}")
 
 
+def select_turns(
+    script: Sequence[Mapping[str, Any]], variables: Mapping[str, Any]
+) -> list[Mapping[str, Any]] | None:
+    """The turns this run plays: the whole script, or the first `run` entry matching `variables["run"]`."""
+    if not script or not all("run" in entry for entry in script):
+        return list(script)
+    run = str(variables.get("run", ""))
+    for entry in script:
+        if fnmatchcase(run, str(entry["run"])):
+            return list(entry.get("turns") or [])
+    return None
+
+
 def scripted_model(
     script: Sequence[Mapping[str, Any]], variables: Mapping[str, Any] | None = None
 ) -> FunctionModel:
@@ -70,9 +88,13 @@ def scripted_model(
     from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
     from pydantic_ai.models.function import DeltaToolCall, FunctionModel
 
-    turns = [fill(dict(t), variables or {}) for t in script]
+    variables = variables or {}
+    selected = select_turns(script, variables)
+    turns = [fill(dict(t), variables) for t in selected or ()]
 
     def next_turn(messages: list[ModelMessage]) -> Mapping[str, Any]:
+        if selected is None:
+            raise ScriptExhausted(f"scripted model: no scripted run matches run {variables.get('run', '')!r}")
         index = _turn_index(messages)
         if index >= len(turns):
             raise ScriptExhausted(

@@ -1,0 +1,66 @@
+"""Steps of `auto_dream` and `dream_cron`: thin adapters over `reme.pipelines.dream`.
+
+On a terminal (stderr a tty, as in a one-shot `reme start job=auto_dream`) each unit's progress is
+printed as it happens; the service and pipes stay quiet.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from reme.app.components.digest import buckets_of
+from reme.app.jobs import JobContext
+from reme.app.port import AppPort
+from reme.app.registry import register_step
+from reme.pipelines.dream import DreamSettings, Progress, auto_dream
+from reme.pipelines.dream_integrate import Recall
+from reme.pipelines.dream_material import Bounds
+from reme.workspace.buckets import buckets_page
+
+
+def _progress() -> Progress | None:
+    if not sys.stderr.isatty():
+        return None
+    from rich.console import Console
+    from rich.markup import escape
+
+    console = Console(stderr=True)
+
+    async def show(line: str) -> None:
+        console.print(f"[dim]dream[/dim] {escape(line)}", highlight=False)
+
+    return show
+
+
+@register_step("auto_dream")
+async def auto_dream_step(
+    ctx: JobContext,
+    max_chars_per_file: int = 60_000,
+    max_total_chars: int = 300_000,
+    recall_limit: int = 20,
+    traverse_depth: int = 2,
+    max_recall_nodes: int = 30,
+) -> None:
+    port = AppPort(ctx.app)
+    buckets = buckets_of(ctx.app)
+    settings = DreamSettings(
+        buckets=[bucket.name for bucket in buckets],
+        buckets_page=buckets_page(buckets, port.folder("digest")),
+        bounds=Bounds(int(max_chars_per_file), int(max_total_chars)),
+        recall=Recall(int(recall_limit), int(traverse_depth), int(max_recall_nodes)),
+    )
+    params = ctx.params
+    progress = _progress()
+    outcome = await auto_dream(
+        port,
+        settings,
+        date_text=params.get("date"),
+        scan_days=int(params.get("scan_days") or 2),
+        max_units=int(params.get("max_units") or 5),
+        hint=params.get("hint") or "",
+        add_usage=ctx.add_usage,
+        kind=ctx.job.name,
+        **({"progress": progress} if progress else {}),
+    )
+    ctx.response.answer = outcome.answer
+    ctx.response.metadata.update(outcome.metadata)
