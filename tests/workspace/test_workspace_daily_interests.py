@@ -17,7 +17,7 @@ async def test_the_day_page_links_interests_yaml_only_while_it_exists(app):
         "- proactive:: [[daily/2026-06-20/interests.yaml]]\n"
         "<!-- /notes:auto -->\n"
     )
-    assert "description: 1 note(s) today." in page
+    assert "description: 1 note(s)." in page
     (app.workspace_dir / "daily/2026-06-20/interests.yaml").unlink()
     assert (await app.run("daily_reindex", date="2026-06-20")).metadata["changed"] is True
     assert "interests.yaml" not in (app.workspace_dir / "daily/2026-06-20.md").read_text(encoding="utf-8")

@@ -33,7 +33,7 @@ async def test_daily_create_day_page_defaults_to_today_in_the_app_timezone(app):
     response = await app.run("daily_create")
     assert response.metadata == {"path": f"daily/{today}.md", "created": True}
     assert disk(app, f"daily/{today}.md") == (
-        f"---\nname: '{today}'\ndescription: 0 note(s) today.\n---\n<!-- notes:auto -->\n<!-- /notes:auto -->\n"
+        f"---\nname: '{today}'\ndescription: 0 note(s).\n---\n<!-- notes:auto -->\n<!-- /notes:auto -->\n"
     )
     assert (await app.run("daily_create")).metadata["created"] is False
 
@@ -45,7 +45,7 @@ async def test_daily_reindex_writes_the_sorted_block_and_quotes_the_date(app):
     response = await app.run("daily_reindex", date="2026-06-01")
     assert response.success and response.metadata["changed"] is True and response.metadata["count"] == 3
     assert disk(app, "daily/2026-06-01.md") == (
-        "---\nname: '2026-06-01'\ndescription: 3 note(s) today.\n---\n"
+        "---\nname: '2026-06-01'\ndescription: 3 note(s).\n---\n"
         "<!-- notes:auto -->\n"
         "- [[daily/2026-06-01/alpha.md]] name: alpha description: First line two\n"
         "- [[daily/2026-06-01/plain.md]] name: plain description:\n"
@@ -64,7 +64,7 @@ async def test_daily_reindex_preserves_user_text_and_rewrites_only_on_change(app
     first = await app.run("daily_reindex", date="2026-06-01")
     assert first.metadata["changed"] is True
     expected = (
-        "---\nname: '2026-06-01'\nmood: good  # mine\ndescription: 1 note(s) today.\n---\n# My day\nbefore\n"
+        "---\nname: '2026-06-01'\nmood: good  # mine\ndescription: 1 note(s).\n---\n# My day\nbefore\n"
         "<!-- notes:auto -->\n- [[daily/2026-06-01/a.md]] name: a description: A\n<!-- /notes:auto -->\nafter\n"
     )
     assert page.read_text() == expected
@@ -82,7 +82,7 @@ async def test_daily_reindex_appends_the_block_to_a_page_without_markers(app):
     page.write_text("Notes written by hand.\n")
     await app.run("daily_reindex", date="2026-06-01")
     assert page.read_text() == (
-        "---\nname: '2026-06-01'\ndescription: 0 note(s) today.\n---\nNotes written by hand.\n\n"
+        "---\nname: '2026-06-01'\ndescription: 0 note(s).\n---\nNotes written by hand.\n\n"
         "<!-- notes:auto -->\n<!-- /notes:auto -->\n"
     )
 
@@ -108,3 +108,16 @@ async def test_invalid_dates_are_refused_and_nothing_is_written(app):
             response = await app.run(job, date=day)
             assert not response.success and "date" in response.answer
     assert list((app.workspace_dir / "daily").iterdir()) == []
+
+
+async def test_a_past_days_page_does_not_say_today_but_a_reme04_page_keeps_its_words(app) -> None:
+    root = app.workspace_dir
+    assert (await app.run("daily_create", date="2020-01-02", name="old")).success
+    await app.run("daily_reindex", date="2020-01-02")
+    assert "description: 1 note(s).\n" in (root / "daily/2020-01-02.md").read_text()
+    page = root / "daily/2020-01-03.md"
+    (root / "daily/2020-01-03").mkdir()
+    (root / "daily/2020-01-03/a.md").write_text("---\nname: a\ndescription: d\n---\nx\n")
+    page.write_text("---\nname: '2020-01-03'\ndescription: 1 note(s) today.\n---\n")  # as ReMe 0.4 wrote it
+    await app.run("daily_reindex", date="2020-01-03")
+    assert "description: 1 note(s) today.\n" in page.read_text()  # same count: read as it is

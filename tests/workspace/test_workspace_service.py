@@ -96,7 +96,7 @@ def test_cli_daily_jobs(workspace_service):
     assert json.loads(card.stdout)["metadata"] == {"path": "daily/2026-06-01/s42.md", "created": True}
     assert workspace_service.cli("daily_reindex", "date=2026-06-01").returncode == 0
     assert (root / "daily/2026-06-01.md").read_text() == (
-        "---\nname: '2026-06-01'\ndescription: 1 note(s) today.\n---\n<!-- notes:auto -->\n"
+        "---\nname: '2026-06-01'\ndescription: 1 note(s).\n---\n<!-- notes:auto -->\n"
         "- [[daily/2026-06-01/s42.md]] name: s42 description: From the CLI\n<!-- /notes:auto -->\n"
     )
     listed = workspace_service.cli("--json", "daily_list", "date=2026-06-01")

@@ -127,10 +127,13 @@ def _day_text(old: str, day: str, notes: list[dict[str, str]], interests: str | 
             BLOCK_END,
         ]
     )
-    metadata = {"name": day, "description": f"{len(notes)} note(s) today."}
     document = frontmatter.parse(old)
     if document.error:
         raise ValueError(f"the day page has broken front matter ({document.error}); fix it by hand first")
+    description = f"{len(notes)} note(s)."
+    if document.metadata.get("description") == f"{len(notes)} note(s) today.":
+        description = f"{len(notes)} note(s) today."  # a ReMe 0.4 page is read as it is
+    metadata = {"name": day, "description": description}
     body = document.body
     if _BLOCK.search(body):
         body = _BLOCK.sub(lambda _: block, body, count=1)
