@@ -359,7 +359,8 @@ async def test_the_jobs_are_declared_as_the_spec_says(make_app: MakeApp) -> None
 
 async def test_material_is_packed_within_bounds_and_what_is_left_out_is_read_later(make_app: MakeApp) -> None:
     from reme.app.port import AppPort
-    from reme.pipelines.proactive_material import checkpoint, gather
+    from reme.pipelines.daily_changes import checkpoint
+    from reme.pipelines.proactive_material import gather
 
     app = await make_app()
     write_note(app.workspace_dir, "daily/2026-06-19/old.md", "o" * 50)

@@ -9,10 +9,10 @@ so a later run reads it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date, timedelta
-from typing import Any
+from datetime import date
 
 from reme.errors import ReMeError
+from reme.pipelines.daily_changes import changed, daily_markdown, window_days
 from reme.pipelines.port import FileEntry, MemoryPort
 from reme.pipelines.proactive_topics import path_date
 
@@ -42,26 +42,6 @@ class Material:
         return "\n\n".join(block for path, block in self.blocks.items() if path in paths)
 
 
-def window_days(day: date, scan_days: int) -> list[str]:
-    return [(day - timedelta(days=n)).isoformat() for n in range(scan_days - 1, -1, -1)]
-
-
-async def daily_files(port: MemoryPort, days: list[str]) -> list[FileEntry]:
-    """The day pages and every Markdown file under the days' folders (the proactive files are YAML)."""
-    daily = port.folder("daily")
-    wanted = {f"{daily}/{d}.md" for d in days}
-    files = [e for e in await port.list_files(daily, extensions=("md",)) if e.path in wanted]
-    for day in days:
-        files += await port.list_files(f"{daily}/{day}", extensions=("md",), recursive=True)
-    return files
-
-
-def changed_files(files: list[FileEntry], catalog: dict[str, Any]) -> list[FileEntry]:
-    listed = catalog.get("files")
-    seen: dict[str, Any] = listed if isinstance(listed, dict) else {}
-    return [e for e in files if seen.get(e.path) != {"mtime": e.mtime, "size": e.size}]
-
-
 async def gather(
     port: MemoryPort,
     day: date,
@@ -73,7 +53,7 @@ async def gather(
 ) -> Material:
     days = window_days(day, scan_days)
     material = Material(window=days)
-    material.changed = changed_files(await daily_files(port, days), port.read_state(catalog))
+    material.changed = changed(port, catalog, await daily_markdown(port, days))
     budget = max_total_chars
     newest_first = sorted(material.changed, key=lambda e: (path_date(e.path) or "", e.path), reverse=True)
     for entry in newest_first:
@@ -100,12 +80,3 @@ async def gather(
         material.shown.append(entry.path)
         material.blocks[entry.path] = f'<file path="{entry.path}">\n{text}{note}\n</file>'
     return material
-
-
-def checkpoint(port: MemoryPort, name: str, entries: list[FileEntry]) -> None:
-    """Record these files as read (their mtime and size), dropping entries of vanished files."""
-    catalog = port.read_state(name)
-    files = dict(catalog.get("files") or {}) if isinstance(catalog.get("files"), dict) else {}
-    files = {path: stamp for path, stamp in files.items() if port.exists(path)}
-    files.update({e.path: {"mtime": e.mtime, "size": e.size} for e in entries})
-    port.write_state(name, {**catalog, "files": files})

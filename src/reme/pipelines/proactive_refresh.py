@@ -16,10 +16,11 @@ from datetime import date, datetime
 from typing import Any
 
 from reme.errors import ReMeError
+from reme.pipelines.daily_changes import checkpoint
 from reme.pipelines.port import FileText, MemoryPort
 from reme.pipelines.proactive_files import RESOLVED, TruthSource, render_interests
 from reme.pipelines.proactive_llm import AgendaReply, ExtractReply, ModelCalls, PlanItem, PlanReply
-from reme.pipelines.proactive_material import Material, checkpoint, gather
+from reme.pipelines.proactive_material import Material, gather
 from reme.pipelines.proactive_merge import Selection, TopicRules, apply_extraction, carried, held, select
 from reme.pipelines.proactive_store import hold, load_truth, truth_path
 from reme.pipelines.proactive_topics import Topic, workspace_path
