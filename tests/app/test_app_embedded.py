@@ -15,6 +15,7 @@ import pytest
 import reme
 from reme import ReMe, ReMeSync
 from reme.app.application import ComponentError
+from reme.app.config import ConfigError
 from reme.errors import ReMeError
 
 
@@ -132,3 +133,21 @@ def test_readme_python_examples_run_as_scripts(tmp_path, index):
     )
     assert result.returncode == 0, result.stderr
     assert "True" in result.stdout
+
+
+async def test_a_job_switched_off_in_config_is_gone_everywhere(workspace_dir):
+    async with ReMe(
+        workspace_dir=workspace_dir, **{"jobs.dream_cron.enabled": False, "jobs.traverse.enabled": False}
+    ) as app:
+        assert "traverse" not in app.jobs and "dream_cron" not in app.jobs
+        response = await app.run("traverse", path="daily/x.md")
+        assert not response.success and "unknown job 'traverse'" in response.answer
+        listed = await app.run("help")
+        assert "traverse" not in {job["name"] for job in listed.metadata["jobs"]}
+        assert (await app.run("search", query="anything")).success
+
+
+async def test_a_job_enabled_flag_must_be_a_boolean(workspace_dir):
+    with pytest.raises(ConfigError, match=r"jobs\.traverse\.enabled: expected true or false"):
+        async with ReMe(workspace_dir=workspace_dir, **{"jobs.traverse.enabled": "sometimes"}):
+            pass

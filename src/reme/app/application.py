@@ -15,7 +15,7 @@ from typing import Any
 
 from reme.app.component import Component
 from reme.app.config import ConfigError, load_config
-from reme.app.jobs import JobSpec, Response, build_job, execute
+from reme.app.jobs import JobSpec, Response, build_jobs, execute
 from reme.app.registry import COMPONENTS, load_plugins
 from reme.app.scheduling import run_on_schedule, supervise
 from reme.app.timezones import resolve_timezone
@@ -52,7 +52,7 @@ class Application:
         if self._started:
             return self
         load_plugins()
-        self.jobs = {name: build_job(name, raw) for name, raw in self.config.get("jobs", {}).items()}
+        self.jobs = build_jobs(self.config.get("jobs", {}))
         try:
             self.workspace_dir.mkdir(parents=True, exist_ok=True)
         except FileExistsError:

@@ -38,6 +38,7 @@ _JOB_KEYS = {
     "restart_delay",
     "max_restart_delay",
     "agent",
+    "enabled",
 }
 _AGENT_KEYS = {"writes", "paths", "hide"}
 # Exceptions whose message is already meant for the user: no type name, no traceback in the log.
@@ -117,6 +118,18 @@ class JobContext:
         for key, value in usage.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 self.usage[key] = self.usage.get(key, 0) + value
+
+
+def build_jobs(raw_jobs: dict[str, Any]) -> dict[str, JobSpec]:
+    """Every configured job except those switched off with `jobs.<name>.enabled: false`."""
+    jobs = {}
+    for name, raw in raw_jobs.items():
+        enabled = (raw or {}).get("enabled", True)
+        if not isinstance(enabled, bool):
+            raise ConfigError(f"jobs.{name}.enabled: expected true or false, got {enabled!r}")
+        if enabled:
+            jobs[name] = build_job(name, raw)
+    return jobs
 
 
 def build_job(name: str, raw: dict[str, Any] | None) -> JobSpec:
