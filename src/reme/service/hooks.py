@@ -1,0 +1,372 @@
+"""`reme hook <event>`: Claude Code's hooks (and a generic capture for Codex CLI), fast and never in the way.
+
+Claude Code runs a hook with the event's JSON on stdin (`session_id`, `transcript_path`, `cwd`,
+`hook_event_name`, plus `source` / `prompt` / `trigger` / `reason` by event) and waits for it. So:
+
+- every hook exits 0, whatever happens (exit 2 would block the user's prompt or stop), and prints
+  problems to stderr only;
+- no model is called; capture hooks (`Stop`, `PreCompact`, `SessionEnd`, `capture`) first leave a
+  marker `metadata/agent/captures/<session_id>.json` naming the transcript, then send the transcript
+  to the running service with a short timeout; with no service they start a detached `drain`
+  process and return. A marker is removed only once its transcript is saved, so a capture missed
+  while reme was down is picked up by the next one (append is idempotent: re-sending is safe);
+- `SessionStart` (and `UserPromptSubmit`, off unless `prompt_recall=true` or
+  `REME_HOOK_PROMPT_RECALL=1`) print `hookSpecificOutput.additionalContext` with the recall block.
+
+Only the standard library and the small client modules load unless the hook must run a job in-process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Any
+
+CAPTURE_EVENTS = ("Stop", "SubagentStop", "PreCompact", "SessionEnd", "capture")
+RECALL_EVENTS = ("SessionStart", "UserPromptSubmit")
+EVENTS = (*RECALL_EVENTS, *CAPTURE_EVENTS, "drain")
+MAX_STDIN_BYTES = 1 << 20
+MAX_TRANSCRIPT_BYTES = 16 << 20  # the tail of a longer transcript: earlier turns were captured before
+MAX_ENTRIES = 50000  # = agent_session_append's maxItems
+CAPTURE_BUDGET = 0.8  # seconds a capture hook may spend talking to the service
+RECALL_TIMEOUT = 5.0
+PROMPT_RECALL = {"limit": 3, "max_chars": 1500}
+SESSION_RECALL = {"limit": 5, "max_chars": 4000}
+CAPTURES = os.path.join("metadata", "agent", "captures")
+USAGE = "usage: reme hook SessionStart|UserPromptSubmit|Stop|PreCompact|SessionEnd|capture [workspace_dir=DIR]"
+
+
+def _note(message: str) -> None:
+    print(f"reme hook: {message}", file=sys.stderr)
+
+
+def workspace_of(assigned: dict[str, str]) -> str:
+    """The workspace as an absolute path: `workspace_dir=`, else `$REME_WORKSPACE_DIR`, else `./.reme`."""
+    from reme.service.service_info import default_workspace
+
+    return os.path.abspath(os.path.expanduser(assigned.get("workspace_dir") or default_workspace()))
+
+
+def read_payload(stream: Any) -> dict[str, Any]:
+    """The hook's JSON object from stdin (at most 1 MiB); empty when there is none."""
+    raw = stream.read(MAX_STDIN_BYTES + 1) if stream is not None and not stream.isatty() else ""
+    if len(raw) > MAX_STDIN_BYTES:
+        raise ValueError(f"hook input is larger than {MAX_STDIN_BYTES} bytes")
+    data = json.loads(raw) if raw.strip() else {}
+    if not isinstance(data, dict):
+        raise ValueError("hook input must be a JSON object")
+    return data
+
+
+def read_transcript(path: str) -> list[Any]:
+    """The JSON lines of a transcript file (its last 16 MiB); lines that are not JSON are left out."""
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > MAX_TRANSCRIPT_BYTES:
+            handle.seek(size - MAX_TRANSCRIPT_BYTES)
+            handle.readline()  # a partial line
+        data = handle.read(MAX_TRANSCRIPT_BYTES)
+    entries = []
+    for line in data.splitlines():
+        try:
+            entries.append(json.loads(line))
+        except ValueError:
+            continue
+    return entries[-MAX_ENTRIES:]
+
+
+# markers --------------------------------------------------------------------------------------
+
+
+def _marker_dir(workspace: str) -> str:
+    return os.path.join(workspace, CAPTURES)
+
+
+def write_marker(workspace: str, capture: dict[str, Any]) -> str:
+    """Record a capture to do (atomically); a newer capture of the session replaces the older one."""
+    folder = _marker_dir(workspace)
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"{capture['session_id']}.json")
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(capture, handle)
+    os.replace(tmp, path)
+    return path
+
+
+def markers(workspace: str) -> list[tuple[str, str]]:
+    """(path, raw text) of every capture still to do, oldest first."""
+    folder = _marker_dir(workspace)
+    try:
+        names = [n for n in os.listdir(folder) if n.endswith(".json")]
+    except FileNotFoundError:
+        return []
+    found = []
+    for name in names:
+        path = os.path.join(folder, name)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                found.append((os.path.getmtime(path), path, handle.read()))
+        except OSError:
+            continue
+    return [(path, raw) for _, path, raw in sorted(found)]
+
+
+def _done(path: str, raw: str) -> None:
+    """Remove a marker unless a newer capture rewrote it meanwhile (its transcript has grown since)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            if handle.read() == raw:
+                os.unlink(path)
+    except OSError:
+        pass
+
+
+def append_params(capture: dict[str, Any]) -> dict[str, Any]:
+    """The `agent_session_append` parameters for a capture: its transcript file, read now."""
+    return {
+        "session_id": capture["session_id"],
+        "source": capture["source"],
+        "messages": read_transcript(capture["transcript_path"]),
+    }
+
+
+# talking to the service ----------------------------------------------------------------------
+
+
+def http_service(workspace: str) -> Any:
+    """The HTTP service recorded for this workspace, or None (none runs, or it speaks only MCP)."""
+    from reme.service.service_info import NoService, discover
+
+    try:
+        info = discover(workspace_dir=workspace)
+    except (NoService, ValueError):
+        return None
+    return info if info.backend == "http" else None
+
+
+def call_service(info: Any, workspace: str, job: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """A job's Response from the service; raises OSError/ServiceUnreachable when it does not answer in time."""
+    from reme.service.cli import _token
+    from reme.service.client import call_job
+
+    reply = call_job(info, job, params, _token(), workspace, timeout=max(timeout, 0.05))
+    return reply.response or {"success": False, "answer": f"HTTP {reply.status}"}
+
+
+def _send(info: Any, workspace: str, path: str, raw: str, timeout: float) -> None:
+    try:
+        capture = json.loads(raw)
+        params = append_params(capture)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        _note(f"dropping capture {path}: {exc}")  # its transcript is gone or the marker is damaged
+        _done(path, raw)
+        return
+    response = call_service(info, workspace, "agent_session_append", params, timeout)
+    if response.get("success"):
+        _done(path, raw)
+    else:
+        _note(f"capture of {capture['session_id']} refused: {response.get('answer')}")
+
+
+def drain_through(info: Any, workspace: str, budget: float) -> bool:
+    """Send the waiting captures to the service within `budget` seconds; True when none is left."""
+    from reme.service.client import ServiceUnreachable
+
+    deadline = time.monotonic() + budget
+    for path, raw in markers(workspace):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        try:
+            _send(info, workspace, path, raw, left)
+        except (ServiceUnreachable, OSError) as exc:
+            _note(f"the service did not take the capture in time ({exc}); it stays queued")
+            return False
+    return True
+
+
+def spawn_drain(workspace: str) -> None:
+    """Start `reme hook drain` detached (its own session, no terminal); `REME_HOOK_SPAWN=0` turns it off."""
+    if os.environ.get("REME_HOOK_SPAWN", "1") == "0":
+        return
+    import subprocess
+
+    log_dir = os.path.join(workspace, "metadata", "agent")
+    os.makedirs(log_dir, exist_ok=True)
+    with open(os.path.join(log_dir, "drain.log"), "ab") as log:
+        subprocess.Popen(
+            [sys.executable, "-m", "reme.service.hooks", "drain", f"workspace_dir={workspace}"],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            close_fds=True,
+        )
+
+
+# events ----------------------------------------------------------------------------------------
+
+
+def _capture_of(event: str, payload: dict[str, Any], assigned: dict[str, str]) -> dict[str, Any] | None:
+    source = (assigned.get("source") or payload.get("source")) if event == "capture" else "claude_code"
+    transcript = payload.get("transcript_path") or assigned.get("transcript_path")
+    session_id = payload.get("session_id") or assigned.get("session_id")
+    if not isinstance(transcript, str) or not transcript:
+        _note(f"{event}: no transcript_path in the hook input; nothing captured")
+        return None
+    if not session_id and source == "codex":
+        from reme.pipelines.agent_transcripts import codex_session_id
+
+        session_id = codex_session_id(read_transcript(transcript)[:5])
+    if not isinstance(session_id, str) or not session_id:
+        _note(f"{event}: no session_id in the hook input; nothing captured")
+        return None
+    return {
+        "session_id": session_id,
+        "transcript_path": os.path.abspath(transcript),
+        "source": source or "claude_code",
+        "event": event,
+        "cwd": payload.get("cwd"),
+        "at": time.time(),
+    }
+
+
+def capture(event: str, payload: dict[str, Any], assigned: dict[str, str], workspace: str) -> None:
+    found = _capture_of(event, payload, assigned)
+    if found is None:
+        return
+    write_marker(workspace, found)
+    info = http_service(workspace)
+    if info is None or not drain_through(info, workspace, CAPTURE_BUDGET):
+        spawn_drain(workspace)
+
+
+def recall(event: str, payload: dict[str, Any], assigned: dict[str, str], workspace: str) -> None:
+    """Print the recall block as Claude Code's `additionalContext` (nothing when there is none)."""
+    if event == "UserPromptSubmit":
+        wanted = assigned.get("prompt_recall") or os.environ.get("REME_HOOK_PROMPT_RECALL") or ""
+        prompt = payload.get("prompt")
+        if wanted.lower() not in ("1", "true", "yes", "on") or not isinstance(prompt, str) or not prompt.strip():
+            return
+        params: dict[str, Any] = {"query": prompt[:2000], **PROMPT_RECALL}
+    else:
+        params = {"cwd": str(payload.get("cwd") or os.getcwd()), **SESSION_RECALL}
+    info = http_service(workspace)
+    if markers(workspace):  # captures missed while reme was down: pick them up now
+        if info is None or not drain_through(info, workspace, CAPTURE_BUDGET):
+            spawn_drain(workspace)
+    if info is not None:
+        response = call_service(info, workspace, "agent_memory_recall", params, RECALL_TIMEOUT)
+    elif event == "SessionStart":  # once per session: worth starting reme in-process
+        response = run_in_process(workspace, "agent_memory_recall", params)
+    else:
+        return
+    block = response.get("answer") if response.get("success") else None
+    if not isinstance(block, str) or not block:
+        if not response.get("success"):
+            _note(f"recall failed: {response.get('answer')}")
+        return
+    output = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": block}}
+    print(json.dumps(output, ensure_ascii=False))
+
+
+# in-process runs ------------------------------------------------------------------------------
+
+
+def run_in_process(workspace: str, job: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Run one job in this process on the workspace (no cron, no background loops)."""
+    import asyncio
+
+    from reme.app.application import Application
+    from reme.app.config import load_config
+
+    async def run() -> dict[str, Any]:
+        config = load_config(None, {"workspace_dir": workspace, "scheduler.cron": False})
+        async with Application(config) as app:
+            return (await app.run(job, **params)).to_dict()
+
+    return asyncio.run(run())
+
+
+def drain(workspace: str) -> None:
+    """Save every waiting capture: through the service when one runs now, else in this process.
+
+    One drain at a time per workspace (a lock file); a drain that finds the lock taken leaves the
+    work to the running one, which looks for new markers before it ends.
+    """
+    import asyncio
+
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(os.path.join(_marker_dir(workspace), ".drain.lock"), timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        return
+    try:
+        info = http_service(workspace)
+        if info is not None and drain_through(info, workspace, 600):
+            return
+        asyncio.run(_drain_in_process(workspace))
+    finally:
+        lock.release()
+
+
+async def _drain_in_process(workspace: str) -> None:
+    from reme.app.application import Application
+    from reme.app.config import load_config
+
+    config = load_config(None, {"workspace_dir": workspace, "scheduler.cron": False})
+    async with Application(config) as app:
+        failed: set[str] = set()
+        while pending := [(p, r) for p, r in markers(workspace) if p not in failed]:
+            for path, raw in pending:
+                try:
+                    params = append_params(json.loads(raw))
+                except (OSError, ValueError, KeyError, TypeError) as exc:
+                    _note(f"dropping capture {path}: {exc}")
+                    _done(path, raw)
+                    continue
+                response = await app.run("agent_session_append", **params)
+                if response.success:
+                    _done(path, raw)
+                else:
+                    _note(f"capture {path} refused: {response.answer}")
+                    failed.add(path)
+
+
+# entry -----------------------------------------------------------------------------------------
+
+
+def main(args: list[str], stdin: Any = None) -> int:
+    """Run one hook; always 0 (a hook must never block Claude Code), usage errors aside."""
+    from reme.service.cli_values import split_words
+
+    assigned, bare = split_words(args)
+    if not bare or bare[0] not in EVENTS:
+        print(USAGE, file=sys.stderr)
+        return 1  # never 2: Claude Code reads 2 as "block"
+    event = bare[0]
+    try:
+        workspace = workspace_of(assigned)
+        if event == "drain":
+            drain(workspace)
+            return 0
+        payload = read_payload(sys.stdin if stdin is None else stdin)
+        event_name = payload.get("hook_event_name")
+        if event != "capture" and isinstance(event_name, str) and event_name != event:
+            _note(f"installed for {event} but called for {event_name}; answering as {event}")
+        if event in CAPTURE_EVENTS:
+            capture(event, payload, assigned, workspace)
+        else:
+            recall(event, payload, assigned, workspace)
+    except Exception as exc:  # whatever it is, the user's session goes on
+        _note(f"{event}: {type(exc).__name__}: {exc}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
