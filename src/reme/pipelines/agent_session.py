@@ -105,7 +105,9 @@ async def agent_session_append(
             "queued": False,
         }
         if not changed:
-            return MemoryOutcome(f"nothing new: {session_path(port, session_id)} has these messages", metadata)
+            return MemoryOutcome(
+                f"nothing new: {session_path(port, session_id)} has these messages", metadata
+            )
         days = sorted({d.isoformat() for r in added if (d := local_date(r.get("created_at"), port.tz))})
         for day in days or [port.today().isoformat()]:
             card, _front, _created = await ensure_card(port, session_id, day)
@@ -154,7 +156,9 @@ async def distil_queue(
     try:
         port.model("memory")
     except LLMUnavailable as missing:
-        return MemoryOutcome(f"{len(sessions)} session(s) wait, their cards pending: {missing}", {"distilled": []})
+        return MemoryOutcome(
+            f"{len(sessions)} session(s) wait, their cards pending: {missing}", {"distilled": []}
+        )
     cutoff = datetime.now(UTC) - timedelta(seconds=idle_seconds)
     due = sorted(
         (entry.get("appended_at", ""), session_id)

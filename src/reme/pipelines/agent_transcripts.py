@@ -19,7 +19,12 @@ from reme.pipelines.messages import content_text, strip_base64
 
 TOOL_RESULT_CHARS = 400
 SOURCES = ("reme", "claude_code", "codex")
-_CODEX_PREAMBLES = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<permissions")
+_CODEX_PREAMBLES = (
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions",
+    "<permissions",
+)
 
 
 @dataclass
@@ -94,7 +99,9 @@ def _claude_entry(entry: Mapping[str, Any], session_id: str | None, out: Reading
     if kind == "user":
         text, only_results = _claude_user_text(message.get("content"))
         extra = {"kind": "tool_result"} if only_results else {}
-        record = _claude_message(entry, "user", text, session_id, extra, name="tool" if only_results else None)
+        record = _claude_message(
+            entry, "user", text, session_id, extra, name="tool" if only_results else None
+        )
     else:
         record = _claude_message(entry, "assistant", content_text(message), session_id, {})
     if record["content"].strip():
@@ -197,11 +204,22 @@ def _codex_line(line: Mapping[str, Any], out: Reading) -> None:
     elif kind in ("function_call_output", "custom_tool_call_output"):
         note = tool_result_note(_output_text(item.get("output")))
         out.messages.append(
-            {"role": "user", "name": "tool", "content": note, "created_at": when, "metadata": {"kind": "tool_result"}}
+            {
+                "role": "user",
+                "name": "tool",
+                "content": note,
+                "created_at": when,
+                "metadata": {"kind": "tool_result"},
+            }
         )
     elif kind == "compacted":
         out.messages.append(
-            {"role": "system", "content": "[conversation compacted]", "created_at": when, "metadata": {"kind": "compaction"}}
+            {
+                "role": "system",
+                "content": "[conversation compacted]",
+                "created_at": when,
+                "metadata": {"kind": "compaction"},
+            }
         )
     else:
         out.skip(str(kind or "unknown"))

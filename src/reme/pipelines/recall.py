@@ -59,7 +59,9 @@ async def _agenda(port: MemoryPort) -> list[str]:
     """Lines for today's agenda (else yesterday's: the refresh runs in the evening)."""
     today = port.today()
     for day in (today, today - timedelta(days=1)):
-        outcome = await read_proactive(port, day=day, include_content=False, horizon_days=1, min_confidence=0.4)
+        outcome = await read_proactive(
+            port, day=day, include_content=False, horizon_days=1, min_confidence=0.4
+        )
         if not outcome.success or not isinstance(outcome.answer, dict):
             continue
         path = outcome.answer["path"]

@@ -35,7 +35,9 @@ RECALL_TIMEOUT = 5.0
 PROMPT_RECALL = {"limit": 3, "max_chars": 1500}
 SESSION_RECALL = {"limit": 5, "max_chars": 4000}
 CAPTURES = os.path.join("metadata", "agent", "captures")
-USAGE = "usage: reme hook SessionStart|UserPromptSubmit|Stop|PreCompact|SessionEnd|capture [workspace_dir=DIR]"
+USAGE = (
+    "usage: reme hook SessionStart|UserPromptSubmit|Stop|PreCompact|SessionEnd|capture [workspace_dir=DIR]"
+)
 
 
 def _note(message: str) -> None:
@@ -147,7 +149,9 @@ def http_service(workspace: str) -> Any:
     return info if info.backend == "http" else None
 
 
-def call_service(info: Any, workspace: str, job: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
+def call_service(
+    info: Any, workspace: str, job: str, params: dict[str, Any], timeout: float
+) -> dict[str, Any]:
     """A job's Response from the service; raises OSError/ServiceUnreachable when it does not answer in time."""
     from reme.service.cli import _token
     from reme.service.client import call_job
@@ -249,15 +253,19 @@ def recall(event: str, payload: dict[str, Any], assigned: dict[str, str], worksp
     if event == "UserPromptSubmit":
         wanted = assigned.get("prompt_recall") or os.environ.get("REME_HOOK_PROMPT_RECALL") or ""
         prompt = payload.get("prompt")
-        if wanted.lower() not in ("1", "true", "yes", "on") or not isinstance(prompt, str) or not prompt.strip():
+        if (
+            wanted.lower() not in ("1", "true", "yes", "on")
+            or not isinstance(prompt, str)
+            or not prompt.strip()
+        ):
             return
         params: dict[str, Any] = {"query": prompt[:2000], **PROMPT_RECALL}
     else:
         params = {"cwd": str(payload.get("cwd") or os.getcwd()), **SESSION_RECALL}
     info = http_service(workspace)
-    if markers(workspace):  # captures missed while reme was down: pick them up now
-        if info is None or not drain_through(info, workspace, CAPTURE_BUDGET):
-            spawn_drain(workspace)
+    pending = markers(workspace)  # captures missed while reme was down: pick them up now
+    if pending and (info is None or not drain_through(info, workspace, CAPTURE_BUDGET)):
+        spawn_drain(workspace)
     if info is not None:
         response = call_service(info, workspace, "agent_memory_recall", params, RECALL_TIMEOUT)
     elif event == "SessionStart":  # once per session: worth starting reme in-process

@@ -28,6 +28,9 @@ def service_settings(config: dict[str, Any]) -> ServiceSettings:
     service = config.get("service") or {}
     backend = service.get("backend") or "http"
     transport = service.get("transport") or "stdio"
+    profile = service.get("mcp_profile") or "full"
+    if profile not in ("full", "read_only"):
+        raise ServiceConfigError(f"service.mcp_profile must be full or read_only, got {profile!r}")
     if backend not in BACKENDS:
         raise ServiceConfigError(f"service.backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     if backend == "mcp" and transport not in TRANSPORTS:
