@@ -190,11 +190,10 @@ def _annotations(where: str, raw: Any) -> dict[str, bool]:
         return {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}.annotations must be a mapping of {', '.join(ANNOTATION_KEYS)}")
+    known = ", ".join(ANNOTATION_KEYS)
     for key, value in raw.items():
         if key not in ANNOTATION_KEYS:
-            raise ConfigError(
-                f"unknown config key '{where}.annotations.{key}' (known: {', '.join(ANNOTATION_KEYS)})"
-            )
+            raise ConfigError(f"unknown config key '{where}.annotations.{key}' (known: {known})")
         if not isinstance(value, bool):
             raise ConfigError(f"{where}.annotations.{key} must be true or false, got {value!r}")
     return dict(raw)
@@ -210,24 +209,15 @@ def _agent_tool(
         raise ConfigError(f"{where}.agent must be a mapping with keys {', '.join(sorted(_AGENT_KEYS))}")
     for key in raw:
         if key not in _AGENT_KEYS:
-            raise ConfigError(
-                f"unknown config key '{where}.agent.{key}' (known: {', '.join(sorted(_AGENT_KEYS))})"
-            )
+            raise ConfigError(f"unknown config key '{where}.agent.{key}' (known: {', '.join(sorted(_AGENT_KEYS))})")
     properties = parameters.get("properties", {})
     default_paths = ["path"] if "path" in properties else []
     lists = {key: raw.get(key, default_paths if key == "paths" else []) for key in ("paths", "hide")}
     for key, names in lists.items():
         if not isinstance(names, list) or any(n not in properties for n in names):
-            raise ConfigError(
-                f"{where}.agent.{key}: must list parameters of the job (known: {', '.join(properties)})"
-            )
+            raise ConfigError(f"{where}.agent.{key}: must list parameters of the job (known: {', '.join(properties)})")
     return ToolSpec.of_job(
-        name,
-        description,
-        parameters,
-        hide=lists["hide"],
-        paths=lists["paths"],
-        writes=bool(raw.get("writes")),
+        name, description, parameters, hide=lists["hide"], paths=lists["paths"], writes=bool(raw.get("writes"))
     )
 
 

@@ -126,9 +126,7 @@ def call_job(
         sock = socket.create_connection((info.host, info.port), timeout=timeout or CONNECT_TIMEOUT)
     except OSError as exc:
         raise ServiceUnreachable(f"no reme service reachable at {info.url} ({info.source}): {exc}") from None
-    sock.settimeout(
-        timeout
-    )  # by default jobs may run for minutes (LLM pipelines): only connecting is bounded
+    sock.settimeout(timeout)  # None: jobs may run for minutes (LLM pipelines), only connecting is bounded
     stream = sock.makefile("rb")
     try:
         sock.sendall(_request_bytes(info, job, params, token, workspace))

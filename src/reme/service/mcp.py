@@ -30,9 +30,6 @@ SSE_MESSAGE_PATH = "/messages/"
 WORKSPACE_META = "reme/workspace"  # `_meta` key of every tool result: the workspace that served it
 
 
-PROFILES = ("full", "read_only")
-
-
 def mcp_profile(app: Application) -> str:
     return str((app.config.get("service") or {}).get("mcp_profile") or "full")
 
