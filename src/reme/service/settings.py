@@ -31,7 +31,9 @@ def service_settings(config: dict[str, Any]) -> ServiceSettings:
     transport = service.get("transport") or "stdio"
     profile = service.get("mcp_profile") or "full"
     if profile not in MCP_PROFILES:
-        raise ServiceConfigError(f"service.mcp_profile must be one of {', '.join(MCP_PROFILES)}, got {profile!r}")
+        raise ServiceConfigError(
+            f"service.mcp_profile must be one of {', '.join(MCP_PROFILES)}, got {profile!r}"
+        )
     if backend not in BACKENDS:
         raise ServiceConfigError(f"service.backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     if backend == "mcp" and transport not in TRANSPORTS:
