@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import timedelta
-from pathlib import PurePath
 from typing import Any
 
 from reme.errors import ReMeError
@@ -47,12 +46,18 @@ def neutralise(text: str) -> str:
 
 def project_query(cwd: str) -> str:
     """Search words from a project folder's name: `/home/u/solar-panel_api` → `solar panel api`."""
-    name = PurePath(cwd.rstrip("/\\") or "/").name
+    name = re.split(r"[\\/]", cwd.rstrip("/\\"))[-1]  # a Windows path too
     return " ".join(w.lower() for w in _WORDS.findall(name))
 
 
 def _line(text: str) -> str:
     return neutralise(" ".join(str(text).split()))
+
+
+def _item(path: str, name: Any, description: Any) -> str:
+    """`- <path> — <name>: <description>`, leaving out what the note does not have."""
+    label = ": ".join(str(part) for part in (name, description) if part)
+    return _line(f"- {path} — {label}" if label else f"- {path}")
 
 
 async def _agenda(port: MemoryPort) -> list[str]:
@@ -76,7 +81,7 @@ async def _agenda(port: MemoryPort) -> list[str]:
 
 async def _digest(port: MemoryPort, query: str, limit: int) -> list[str]:
     nodes = await port.node_search(query, limit=limit)
-    return [_line(f"- {n['path']} — {n.get('name') or ''}: {n.get('description') or ''}") for n in nodes]
+    return [_item(n["path"], n.get("name"), n.get("description")) for n in nodes]
 
 
 async def _daily(port: MemoryPort, query: str, limit: int) -> tuple[list[str], set[str]]:
@@ -87,8 +92,8 @@ async def _daily(port: MemoryPort, query: str, limit: int) -> tuple[list[str], s
             continue
         seen.add(hit["path"])
         snippet = " ".join(str(hit.get("text") or "").split())[:SNIPPET_CHARS]
-        head = f"- {hit['path']} — {hit.get('name') or ''}: {hit.get('description') or ''}"
-        lines.append(_line(head) + (f"\n  > {_line(snippet)}" if snippet else ""))
+        head = _item(hit["path"], hit.get("name"), hit.get("description"))
+        lines.append(head + (f"\n  > {_line(snippet)}" if snippet else ""))
         if len(lines) >= limit:
             break
     return lines, seen
@@ -100,7 +105,8 @@ async def _recent(port: MemoryPort, limit: int, skip: set[str]) -> list[str]:
         for path, front in await cards_of_day(port, day):
             if path in skip or len(lines) >= limit:
                 continue
-            lines.append(_line(f"- {path} — {front.get('name') or ''}: {front.get('description') or ''}"))
+            pending = " (not distilled yet)" if front.get("pending") else ""
+            lines.append(_item(path, front.get("name"), front.get("description")) + pending)
     return lines
 
 
