@@ -30,7 +30,7 @@ EVENTS = (*RECALL_EVENTS, *CAPTURE_EVENTS, "drain")
 MAX_STDIN_BYTES = 1 << 20
 MAX_TRANSCRIPT_BYTES = 16 << 20  # the tail of a longer transcript: earlier turns were captured before
 MAX_ENTRIES = 50000  # = agent_session_append's maxItems
-CAPTURE_BUDGET = 0.8  # seconds a capture hook may spend talking to the service
+CAPTURE_BUDGET = 0.8  # seconds a capture hook may spend talking to the service (`REME_HOOK_BUDGET`)
 RECALL_TIMEOUT = 5.0
 PROMPT_RECALL = {"limit": 3, "max_chars": 1500}
 SESSION_RECALL = {"limit": 5, "max_chars": 4000}
@@ -98,8 +98,15 @@ def write_marker(workspace: str, capture: dict[str, Any]) -> str:
     return path
 
 
-def markers(workspace: str) -> list[tuple[str, str]]:
-    """(path, raw text) of every capture still to do, oldest first."""
+def capture_budget() -> float:
+    try:
+        return float(os.environ.get("REME_HOOK_BUDGET") or CAPTURE_BUDGET)
+    except ValueError:
+        return CAPTURE_BUDGET
+
+
+def markers(workspace: str, first: str | None = None) -> list[tuple[str, str]]:
+    """(path, raw text) of every capture still to do: `first` (a session id) first, then oldest first."""
     folder = _marker_dir(workspace)
     try:
         names = [n for n in os.listdir(folder) if n.endswith(".json")]
@@ -113,7 +120,9 @@ def markers(workspace: str) -> list[tuple[str, str]]:
                 found.append((os.path.getmtime(path), path, handle.read()))
         except OSError:
             continue
-    return [(path, raw) for _, path, raw in sorted(found)]
+    ordered = [(path, raw) for _, path, raw in sorted(found)]
+    lead = os.path.join(folder, f"{first}.json")
+    return sorted(ordered, key=lambda item: item[0] != lead)
 
 
 def _done(path: str, raw: str) -> None:
@@ -175,12 +184,12 @@ def _send(info: Any, workspace: str, path: str, raw: str, timeout: float) -> Non
         _note(f"capture of {capture['session_id']} refused: {response.get('answer')}")
 
 
-def drain_through(info: Any, workspace: str, budget: float) -> bool:
-    """Send the waiting captures to the service within `budget` seconds; True when none is left."""
+def drain_through(info: Any, workspace: str, budget: float, first: str | None = None) -> bool:
+    """Send the waiting captures (`first` first) to the service within `budget` seconds; True when none is left."""
     from reme.service.client import ServiceUnreachable
 
     deadline = time.monotonic() + budget
-    for path, raw in markers(workspace):
+    for path, raw in markers(workspace, first):
         left = deadline - time.monotonic()
         if left <= 0:
             return False
@@ -244,7 +253,7 @@ def capture(event: str, payload: dict[str, Any], assigned: dict[str, str], works
         return
     write_marker(workspace, found)
     info = http_service(workspace)
-    if info is None or not drain_through(info, workspace, CAPTURE_BUDGET):
+    if info is None or not drain_through(info, workspace, capture_budget(), found["session_id"]):
         spawn_drain(workspace)
 
 
@@ -264,7 +273,7 @@ def recall(event: str, payload: dict[str, Any], assigned: dict[str, str], worksp
         params = {"cwd": str(payload.get("cwd") or os.getcwd()), **SESSION_RECALL}
     info = http_service(workspace)
     pending = markers(workspace)  # captures missed while reme was down: pick them up now
-    if pending and (info is None or not drain_through(info, workspace, CAPTURE_BUDGET)):
+    if pending and (info is None or not drain_through(info, workspace, capture_budget())):
         spawn_drain(workspace)
     if info is not None:
         response = call_service(info, workspace, "agent_memory_recall", params, RECALL_TIMEOUT)
