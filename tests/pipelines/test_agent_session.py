@@ -265,3 +265,22 @@ async def test_the_queue_run_without_a_model_moves_nothing(make_app: MakeApp) ->
     assert "1 session(s) wait" in outcome.answer
     queue = json.loads((app.workspace_dir / "metadata/agent_sessions.json").read_text(encoding="utf-8"))
     assert set(queue["sessions"]) == {S1}
+
+
+async def test_a_session_that_keeps_failing_is_left_alone_until_it_grows(make_app: MakeApp) -> None:
+    from reme.app.port import AppPort
+    from reme.pipelines.agent_session import MAX_FAILURES, distil_queue
+
+    app = await make_app(**scripted([{"tool": "no_such_tool", "args": {}}] * 200))
+    lines = entries("claude_session.jsonl")
+    await app.run("agent_session_append", session_id=S1, messages=lines[:5], source="claude_code")
+    port = AppPort(app)
+    for _ in range(MAX_FAILURES):
+        outcome = await distil_queue(port, idle_seconds=0, limit=10, add_usage=lambda usage: None)
+        assert [f["session_id"] for f in outcome.metadata["failed"]] == [S1]
+    rested = await distil_queue(port, idle_seconds=0, limit=10, add_usage=lambda usage: None)
+    assert rested.metadata == {"distilled": [], "failed": []}
+    await app.run("agent_session_append", session_id=S1, messages=lines, source="claude_code")
+    retried = await distil_queue(port, idle_seconds=0, limit=10, add_usage=lambda usage: None)
+    assert [f["session_id"] for f in retried.metadata["failed"]] == [S1]
+    assert front_matter(app.workspace_dir / f"daily/2026-06-01/{S1}.md")["pending"] is True

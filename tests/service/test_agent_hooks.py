@@ -17,6 +17,7 @@ from tests.support import REME, reme_env
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "agents"
 S1 = "4f1c2a9e-8b7d-4c3e-9a10-2b6f0d5e7a11"
 S2 = "9d3e5b71-2c4a-4f8e-b6d0-7a1c3e9f2b44"
+CODEX = "0199a2b3-c4d5-7e6f-8a9b-0c1d2e3f4a5b"
 HOOK_TIMEOUT = 10  # what `reme install claude-code` gives capture hooks
 
 
@@ -202,3 +203,39 @@ def test_a_capture_hook_imports_neither_the_app_nor_the_web_stack(tmp_path: Path
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout.splitlines()[-1]) == []
+
+
+# Codex CLI -----------------------------------------------------------------------------------
+
+
+def test_codex_notify_and_capture_save_the_rollout(tmp_path: Path, reme_service) -> None:
+    workspace = tmp_path / "ws"
+    reme_service(workspace, "service.port=0", "scheduler.cron=false")
+    codex_home = tmp_path / "codex"
+    day = codex_home / "sessions" / "2026" / "06" / "03"
+    day.mkdir(parents=True)
+    rollout = Path(shutil.copy(next(FIXTURES.glob("rollout-*.jsonl")), day))
+    notice = {
+        "type": "agent-turn-complete",
+        "thread-id": CODEX,
+        "turn-id": "1",
+        "cwd": "/home/dev/solar-api",
+        "input-messages": ["Why does make build fail?"],
+        "last-assistant-message": "The build needs the OpenSSL headers",
+    }
+    result = subprocess.run(
+        [REME, "hook", "codex-notify", f"workspace_dir={workspace}", json.dumps(notice)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=reme_env(CODEX_HOME=str(codex_home), REME_HOOK_BUDGET="60"),
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 0 and result.stdout == "", result.stderr
+    records = saved(workspace, CODEX)
+    assert len(records) == 4 and "AKIAIOSFODNN7EXAMPLE" not in json.dumps(records)
+    before = (workspace / "session" / "dialog" / f"{CODEX}.jsonl").read_bytes()
+    again = hook("capture", "", workspace, "source=codex", f"transcript_path={rollout}")
+    assert again.returncode == 0, again.stderr
+    assert (workspace / "session" / "dialog" / f"{CODEX}.jsonl").read_bytes() == before
+    assert markers(workspace) == []

@@ -35,6 +35,7 @@ from reme.pipelines.redaction import redact, redact_value
 from reme.pipelines.transcript import parse_transcript
 
 QUEUE_STATE = "agent_sessions"
+MAX_FAILURES = 3  # a session that failed this often waits until it grows again (or a flush)
 CONTEXT_TAG = "reme-context"
 _CONTEXT_BLOCK = re.compile(rf"<{CONTEXT_TAG}\b[^>]*>.*?(?:</{CONTEXT_TAG}\s*>|\Z)", re.S | re.I)
 _READ_CHARS = 1_000_000  # a message is cleaned whole (a secret cut in half would survive), then truncated
@@ -68,6 +69,15 @@ def _enqueue(port: MemoryPort, session_id: str, source: str) -> None:
     sessions = _queue(port)
     sessions[session_id] = {"appended_at": datetime.now(UTC).isoformat(timespec="seconds"), "source": source}
     port.write_state(QUEUE_STATE, {"sessions": sessions})
+
+
+def _failed(port: MemoryPort, session_id: str, error: str) -> None:
+    sessions = _queue(port)
+    entry = sessions.get(session_id)
+    if isinstance(entry, dict):
+        entry["failures"] = int(entry.get("failures") or 0) + 1
+        entry["error"] = error
+        port.write_state(QUEUE_STATE, {"sessions": sessions})
 
 
 def _dequeue(port: MemoryPort, session_id: str, appended_at: str | None) -> None:
@@ -151,7 +161,11 @@ async def agent_session_flush(
 async def distil_queue(
     port: MemoryPort, *, idle_seconds: float, limit: int, add_usage: Callable[[dict[str, Any]], None]
 ) -> MemoryOutcome:
-    """Flush the queued sessions idle for `idle_seconds`, oldest first; without a model nothing moves."""
+    """Flush the queued sessions idle for `idle_seconds`, oldest first; without a model nothing moves.
+
+    A session whose distillation failed `MAX_FAILURES` times is left alone until it grows again, so
+    a broken model is not called every minute; its card stays pending for `auto_memory_pending`.
+    """
     sessions = _queue(port)
     try:
         port.model("memory")
@@ -163,7 +177,9 @@ async def distil_queue(
     due = sorted(
         (entry.get("appended_at", ""), session_id)
         for session_id, entry in sessions.items()
-        if isinstance(entry, dict) and _parse(entry.get("appended_at")) <= cutoff
+        if isinstance(entry, dict)
+        and _parse(entry.get("appended_at")) <= cutoff
+        and int(entry.get("failures") or 0) < MAX_FAILURES
     )
     distilled: list[str] = []
     failed: list[dict[str, str]] = []
@@ -171,7 +187,9 @@ async def distil_queue(
         try:
             await agent_session_flush(port, session_id=session_id, add_usage=add_usage)
         except (ReMeError, ValueError) as exc:
-            failed.append({"session_id": session_id, "error": getattr(exc, "message", None) or str(exc)})
+            error = getattr(exc, "message", None) or str(exc)
+            failed.append({"session_id": session_id, "error": error})
+            _failed(port, session_id, error)
         else:
             distilled.append(session_id)
     answer = f"distilled {len(distilled)} queued session(s)" + (f", {len(failed)} failed" if failed else "")

@@ -18,13 +18,15 @@ Only the standard library and the small client modules load unless the hook must
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
 import sys
 import time
 from typing import Any
 
-CAPTURE_EVENTS = ("Stop", "SubagentStop", "PreCompact", "SessionEnd", "capture")
+CAPTURE_EVENTS = ("Stop", "PreCompact", "SessionEnd", "capture", "codex-notify")
 RECALL_EVENTS = ("SessionStart", "UserPromptSubmit")
 EVENTS = (*RECALL_EVENTS, *CAPTURE_EVENTS, "drain")
 MAX_STDIN_BYTES = 1 << 20
@@ -36,8 +38,11 @@ PROMPT_RECALL = {"limit": 3, "max_chars": 1500}
 SESSION_RECALL = {"limit": 5, "max_chars": 4000}
 CAPTURES = os.path.join("metadata", "agent", "captures")
 USAGE = (
-    "usage: reme hook SessionStart|UserPromptSubmit|Stop|PreCompact|SessionEnd|capture [workspace_dir=DIR]"
+    "usage: reme hook SessionStart|UserPromptSubmit|Stop|PreCompact|SessionEnd [workspace_dir=DIR]  (JSON on stdin)\n"
+    "       reme hook capture source=codex|claude_code transcript_path=FILE [session_id=ID] [workspace_dir=DIR]\n"
+    "       reme hook codex-notify [workspace_dir=DIR] JSON  (Codex CLI's `notify` program)"
 )
+ROLLOUT_ID = re.compile(r"rollout-.*-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$")
 
 
 def _note(message: str) -> None:
@@ -224,7 +229,18 @@ def spawn_drain(workspace: str) -> None:
 
 
 def _capture_of(event: str, payload: dict[str, Any], assigned: dict[str, str]) -> dict[str, Any] | None:
-    source = (assigned.get("source") or payload.get("source")) if event == "capture" else "claude_code"
+    if event == "codex-notify":
+        rollout = codex_rollout(payload)
+        if rollout is None:
+            _note("codex-notify: no Codex rollout file found under $CODEX_HOME/sessions; nothing captured")
+            return None
+        payload = {**payload, "session_id": rollout[0], "transcript_path": rollout[1]}
+        assigned = {**assigned, "source": "codex"}
+    source = (
+        (assigned.get("source") or payload.get("source"))
+        if event in ("capture", "codex-notify")
+        else "claude_code"
+    )
     transcript = payload.get("transcript_path") or assigned.get("transcript_path")
     session_id = payload.get("session_id") or assigned.get("session_id")
     if not isinstance(transcript, str) or not transcript:
@@ -245,6 +261,33 @@ def _capture_of(event: str, payload: dict[str, Any], assigned: dict[str, str]) -
         "cwd": payload.get("cwd"),
         "at": time.time(),
     }
+
+
+def codex_rollout(payload: dict[str, Any], codex_home: str | None = None) -> tuple[str, str] | None:
+    """(session id, rollout file) for a Codex `notify` payload: the rollout named by its thread id,
+    else the newest rollout of the last two days (Codex writes `sessions/YYYY/MM/DD/rollout-…-<id>.jsonl`)."""
+    home = codex_home or os.environ.get("CODEX_HOME") or os.path.expanduser("~/.codex")
+    wanted = next(
+        (
+            str(payload[k])
+            for k in ("thread-id", "thread_id", "session_id", "conversation_id")
+            if payload.get(k)
+        ),
+        None,
+    )
+    days = sorted(
+        os.path.join(root, "") for root, dirs, _ in os.walk(os.path.join(home, "sessions")) if not dirs
+    )
+    found = []
+    for folder in days[-2:] if wanted is None else days[-7:]:
+        for name in os.listdir(folder):
+            match = ROLLOUT_ID.search(name)
+            if match and (wanted is None or match.group(1) == wanted):
+                found.append((os.path.getmtime(folder + name), match.group(1), folder + name))
+    if not found:
+        return None
+    _, session_id, path = max(found)
+    return session_id, path
 
 
 def capture(event: str, payload: dict[str, Any], assigned: dict[str, str], workspace: str) -> None:
@@ -362,7 +405,8 @@ def main(args: list[str], stdin: Any = None) -> int:
     """Run one hook; always 0 (a hook must never block Claude Code), usage errors aside."""
     from reme.service.cli_values import split_words
 
-    assigned, bare = split_words(args)
+    notice = args[-1] if args and args[-1].lstrip().startswith("{") else None  # codex-notify's JSON argument
+    assigned, bare = split_words(args[:-1] if notice is not None else args)
     if not bare or bare[0] not in EVENTS:
         print(USAGE, file=sys.stderr)
         return 1  # never 2: Claude Code reads 2 as "block"
@@ -372,9 +416,12 @@ def main(args: list[str], stdin: Any = None) -> int:
         if event == "drain":
             drain(workspace)
             return 0
-        payload = read_payload(sys.stdin if stdin is None else stdin)
+        if event == "codex-notify":
+            payload = read_payload(io.StringIO(notice or "{}"))
+        else:
+            payload = read_payload(sys.stdin if stdin is None else stdin)
         event_name = payload.get("hook_event_name")
-        if event != "capture" and isinstance(event_name, str) and event_name != event:
+        if event[0].isupper() and isinstance(event_name, str) and event_name != event:
             _note(f"installed for {event} but called for {event_name}; answering as {event}")
         if event in CAPTURE_EVENTS:
             capture(event, payload, assigned, workspace)
