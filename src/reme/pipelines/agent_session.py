@@ -29,7 +29,7 @@ from reme.pipelines.auto_memory import (
     session_path,
 )
 from reme.pipelines.distil import mark_pending
-from reme.pipelines.messages import _truncate, local_date, normalise_messages
+from reme.pipelines.messages import local_date, normalise_messages, truncate
 from reme.pipelines.port import MemoryPort
 from reme.pipelines.redaction import redact, redact_value
 from reme.pipelines.transcript import parse_transcript
@@ -53,7 +53,7 @@ def clean_records(records: Sequence[dict[str, Any]], max_chars: int) -> list[dic
         text = redact(strip_context(record["content"]))
         if not text:
             continue
-        out = {**record, "content": _truncate(text, max_chars)}
+        out = {**record, "content": truncate(text, max_chars)}
         if "metadata" in out:
             out["metadata"] = redact_value(out["metadata"])
         cleaned.append(out)
