@@ -239,3 +239,39 @@ def test_codex_notify_and_capture_save_the_rollout(tmp_path: Path, reme_service)
     assert again.returncode == 0, again.stderr
     assert (workspace / "session" / "dialog" / f"{CODEX}.jsonl").read_bytes() == before
     assert markers(workspace) == []
+
+
+def test_a_session_id_that_is_not_a_plain_name_writes_nothing_anywhere(tmp_path: Path, transcripts) -> None:
+    workspace = tmp_path / "ws"
+    for bad in ("../../escape", "a/b", ".hidden", "x" * 200):
+        result = hook("Stop", event("Stop", transcripts[S1], bad), workspace, REME_HOOK_SPAWN="0")
+        assert result.returncode == 0 and "not a plain name" in result.stderr
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.json")) == []
+
+
+def test_each_capture_sends_only_the_lines_added_since_the_last_saved_one(tmp_path: Path) -> None:
+    from reme.service.hooks import append_params, saved_up_to
+
+    workspace, transcript = tmp_path / "ws", tmp_path / "t.jsonl"
+    lines = (FIXTURES / "claude_session.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    transcript.write_text(
+        "".join(lines[:10]) + lines[10].rstrip("\n"), encoding="utf-8"
+    )  # the last one half-written
+    capture = {"session_id": S1, "source": "claude_code", "transcript_path": str(transcript)}
+    (workspace / "metadata" / "agent" / "captures").mkdir(parents=True)
+    params, end = append_params(str(workspace), capture)
+    assert len(params["messages"]) == 10 and end == len("".join(lines[:10]).encode())
+    assert (
+        append_params(str(workspace), capture)[0]["messages"] == params["messages"]
+    )  # not saved yet: all again
+    saved_up_to(str(workspace), capture, end)
+    with transcript.open("a", encoding="utf-8") as handle:
+        handle.write("\n" + "".join(lines[11:]))
+    params, end = append_params(str(workspace), capture)
+    assert [e.get("uuid") for e in params["messages"]] == [
+        json.loads(line).get("uuid") for line in lines[10:]
+    ]
+    saved_up_to(str(workspace), capture, end)
+    assert append_params(str(workspace), capture)[0]["messages"] == []
+    transcript.write_text(lines[0], encoding="utf-8")  # rewritten shorter: read from the start
+    assert len(append_params(str(workspace), capture)[0]["messages"]) == 1

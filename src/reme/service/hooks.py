@@ -42,6 +42,7 @@ USAGE = (
     "       reme hook capture source=codex|claude_code transcript_path=FILE [session_id=ID] [workspace_dir=DIR]\n"
     "       reme hook codex-notify [workspace_dir=DIR] JSON  (Codex CLI's `notify` program)"
 )
+SESSION_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,127}")  # names files here; the job checks it again
 ROLLOUT_ID = re.compile(r"rollout-.*-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$")
 
 
@@ -67,21 +68,25 @@ def read_payload(stream: Any) -> dict[str, Any]:
     return data
 
 
-def read_transcript(path: str) -> list[Any]:
-    """The JSON lines of a transcript file (its last 16 MiB); lines that are not JSON are left out."""
+def read_transcript(path: str, start: int = 0) -> tuple[list[Any], int]:
+    """The JSON lines of a transcript file from byte `start` (at most its last 16 MiB), and where
+    the last complete line ends; a line still being written and lines that are not JSON are left out."""
     with open(path, "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
-        if size > MAX_TRANSCRIPT_BYTES:
-            handle.seek(size - MAX_TRANSCRIPT_BYTES)
+        start = start if 0 <= start <= size else 0  # a shorter file was rewritten: read it all
+        handle.seek(max(start, size - MAX_TRANSCRIPT_BYTES))
+        if handle.tell() > start:
             handle.readline()  # a partial line
-        data = handle.read(MAX_TRANSCRIPT_BYTES)
+        begin = handle.tell()
+        data = handle.read(size - begin)
+    complete = data[: data.rfind(b"\n") + 1]
     entries = []
-    for line in data.splitlines():
+    for line in complete.splitlines():
         try:
             entries.append(json.loads(line))
         except ValueError:
             continue
-    return entries[-MAX_ENTRIES:]
+    return entries[-MAX_ENTRIES:], begin + len(complete)
 
 
 # markers --------------------------------------------------------------------------------------
@@ -140,13 +145,33 @@ def _done(path: str, raw: str) -> None:
         pass
 
 
-def append_params(capture: dict[str, Any]) -> dict[str, Any]:
-    """The `agent_session_append` parameters for a capture: its transcript file, read now."""
-    return {
-        "session_id": capture["session_id"],
-        "source": capture["source"],
-        "messages": read_transcript(capture["transcript_path"]),
-    }
+def _sent_path(workspace: str, session_id: str) -> str:
+    return os.path.join(_marker_dir(workspace), f"{session_id}.sent")
+
+
+def append_params(workspace: str, capture: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """The `agent_session_append` parameters for a capture: the lines its transcript gained since
+    the last capture that was saved (all of it for a new file), and the offset they end at."""
+    start = 0
+    try:
+        with open(_sent_path(workspace, capture["session_id"]), encoding="utf-8") as handle:
+            sent = json.load(handle)
+        if sent.get("transcript_path") == capture["transcript_path"]:
+            start = int(sent.get("offset") or 0)
+    except (OSError, ValueError, TypeError, AttributeError):
+        pass
+    entries, end = read_transcript(capture["transcript_path"], start)
+    params = {"session_id": capture["session_id"], "source": capture["source"], "messages": entries}
+    return params, end
+
+
+def saved_up_to(workspace: str, capture: dict[str, Any], offset: int) -> None:
+    """Remember how far a transcript is saved, so the next capture sends only what follows."""
+    path = _sent_path(workspace, capture["session_id"])
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump({"transcript_path": capture["transcript_path"], "offset": offset}, handle)
+    os.replace(tmp, path)
 
 
 # talking to the service ----------------------------------------------------------------------
@@ -177,16 +202,21 @@ def call_service(
 def _send(info: Any, workspace: str, path: str, raw: str, timeout: float) -> None:
     try:
         capture = json.loads(raw)
-        params = append_params(capture)
+        params, end = append_params(workspace, capture)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         _note(f"dropping capture {path}: {exc}")  # its transcript is gone or the marker is damaged
         _done(path, raw)
         return
-    response = call_service(info, workspace, "agent_session_append", params, timeout)
+    response = (
+        call_service(info, workspace, "agent_session_append", params, timeout)
+        if params["messages"]
+        else {"success": True}  # nothing new since the last capture
+    )
     if response.get("success"):
-        _done(path, raw)
-    else:
+        saved_up_to(workspace, capture, end)
+    else:  # a refusal is about the input: retrying it would fail again (the next capture re-marks it)
         _note(f"capture of {capture['session_id']} refused: {response.get('answer')}")
+    _done(path, raw)
 
 
 def drain_through(info: Any, workspace: str, budget: float, first: str | None = None) -> bool:
@@ -249,9 +279,9 @@ def _capture_of(event: str, payload: dict[str, Any], assigned: dict[str, str]) -
     if not session_id and source == "codex":
         from reme.pipelines.agent_transcripts import codex_session_id
 
-        session_id = codex_session_id(read_transcript(transcript)[:5])
-    if not isinstance(session_id, str) or not session_id:
-        _note(f"{event}: no session_id in the hook input; nothing captured")
+        session_id = codex_session_id(read_transcript(transcript)[0][:5])
+    if not isinstance(session_id, str) or not SESSION_ID.fullmatch(session_id) or ".." in session_id:
+        _note(f"{event}: session_id {session_id!r} is missing or not a plain name; nothing captured")
         return None
     return {
         "session_id": session_id,
@@ -381,21 +411,23 @@ async def _drain_in_process(workspace: str) -> None:
 
     config = load_config(None, {"workspace_dir": workspace, "scheduler.cron": False})
     async with Application(config) as app:
-        failed: set[str] = set()
-        while pending := [(p, r) for p, r in markers(workspace) if p not in failed]:
+        handled: set[tuple[str, str]] = set()  # a marker rewritten meanwhile is a new capture
+        while pending := [item for item in markers(workspace) if item not in handled]:
             for path, raw in pending:
                 try:
-                    params = append_params(json.loads(raw))
+                    capture = json.loads(raw)
+                    params, end = append_params(workspace, capture)
                 except (OSError, ValueError, KeyError, TypeError) as exc:
                     _note(f"dropping capture {path}: {exc}")
                     _done(path, raw)
                     continue
                 response = await app.run("agent_session_append", **params)
                 if response.success:
-                    _done(path, raw)
+                    saved_up_to(workspace, capture, end)
                 else:
                     _note(f"capture {path} refused: {response.answer}")
-                    failed.add(path)
+                _done(path, raw)
+                handled.add((path, raw))
 
 
 # entry -----------------------------------------------------------------------------------------
