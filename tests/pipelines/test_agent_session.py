@@ -284,3 +284,27 @@ async def test_a_session_that_keeps_failing_is_left_alone_until_it_grows(make_ap
     retried = await distil_queue(port, idle_seconds=0, limit=10, add_usage=lambda usage: None)
     assert [f["session_id"] for f in retried.metadata["failed"]] == [S1]
     assert front_matter(app.workspace_dir / f"daily/2026-06-01/{S1}.md")["pending"] is True
+
+
+def test_a_failed_tool_call_and_unknown_entries_read_as_such() -> None:
+    failed = {
+        "type": "user",
+        "uuid": "u-err",
+        "timestamp": "2026-06-01T10:00:00Z",
+        "message": {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "t",
+                    "is_error": True,
+                    "content": "Exit code 1\nmake: *** [build] Error 1",
+                }
+            ],
+        },
+    }
+    reading = read_claude_code([failed, {"type": "file-history-snapshot", "messageId": "x"}, "junk"], "s")
+    assert [m["content"] for m in reading.messages] == [
+        "[tool result (error): Exit code 1 make: *** [build] Error 1]"
+    ]
+    assert reading.skipped == {"file-history-snapshot": 1, "not_an_object": 1}

@@ -43,13 +43,13 @@ def _trimmed(text: str, limit: int = TOOL_RESULT_CHARS) -> str:
     return text if len(text) <= limit else f"{text[:limit]}… [{len(text) - limit} more characters]"
 
 
-def tool_result_note(content: Any, *, error: bool = False, name: str = "") -> str:
+def tool_result_note(content: Any, *, error: bool = False) -> str:
     """`[tool result …: <start of the output>]`: enough to know what came back, never the whole output."""
     if isinstance(content, list):
         text = content_text({"content": [b for b in content if isinstance(b, Mapping | str)]})
     else:
         text = "" if content is None else str(content)
-    label = f"tool result{f' {name}' if name else ''}{' (error)' if error else ''}"
+    label = f"tool result{' (error)' if error else ''}"
     return f"[{label}: {_trimmed(text)}]" if text.strip() else f"[{label}]"
 
 

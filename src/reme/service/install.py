@@ -264,8 +264,12 @@ def uninstall(target: Target) -> list[str]:
     raw = _read(target.manifest)
     if raw is None:
         raise InstallError(f"no reme install recorded at {target.manifest}; nothing to remove")
-    manifest = json.loads(raw)
-    lines = [_restore(entry) for entry in manifest["files"]]
+    try:
+        manifest = json.loads(raw)
+        entries = list(manifest["files"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InstallError(f"{target.manifest} is damaged ({exc}); nothing was removed") from None
+    lines = [_restore(entry) for entry in entries]
     target.manifest.unlink()
     for folder in sorted(manifest.get("created_dirs", []), key=len, reverse=True):
         try:
