@@ -308,3 +308,36 @@ def test_a_failed_tool_call_and_unknown_entries_read_as_such() -> None:
         "[tool result (error): Exit code 1 make: *** [build] Error 1]"
     ]
     assert reading.skipped == {"file-history-snapshot": 1, "not_an_object": 1}
+
+
+def test_the_older_codex_rollout_form_reads_the_same() -> None:
+    """Early Codex CLI rollouts: a first `{id, timestamp, instructions}` line, then bare items."""
+    lines = [
+        {"id": CODEX, "timestamp": "2026-03-01T10:00:00Z", "instructions": None},
+        {"record_type": "state"},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "List the tests"}]},
+        {
+            "type": "function_call",
+            "name": "shell",
+            "arguments": '{"command": ["ls", "tests"]}',
+            "call_id": "c1",
+        },
+        {
+            "type": "function_call_output",
+            "call_id": "c1",
+            "output": '{"output": "test_a.py\\n", "metadata": {}}',
+        },
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "One test file."}],
+        },
+    ]
+    reading = read_codex(lines)
+    assert codex_session_id(lines) == CODEX
+    assert [m["content"] for m in reading.messages] == [
+        "List the tests",
+        '[tool call shell: {"command": ["ls", "tests"]}]',
+        "[tool result: test_a.py]",
+        "One test file.",
+    ]

@@ -244,7 +244,9 @@ def spawn_drain(workspace: str) -> None:
 
     log_dir = os.path.join(workspace, "metadata", "agent")
     os.makedirs(log_dir, exist_ok=True)
-    with open(os.path.join(log_dir, "drain.log"), "ab") as log:
+    log_path = os.path.join(log_dir, "drain.log")
+    too_long = os.path.exists(log_path) and os.path.getsize(log_path) > MAX_STDIN_BYTES
+    with open(log_path, "wb" if too_long else "ab") as log:  # a log that keeps only recent runs
         subprocess.Popen(
             [sys.executable, "-m", "reme.service.hooks", "drain", f"workspace_dir={workspace}"],
             stdin=subprocess.DEVNULL,
