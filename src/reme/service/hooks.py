@@ -5,10 +5,10 @@ Claude Code runs a hook with the event's JSON on stdin (`session_id`, `transcrip
 
 - every hook exits 0, whatever happens (exit 2 would block the user's prompt or stop), and prints
   problems to stderr only;
-- no model is called; capture hooks (`Stop`, `PreCompact`, `SessionEnd`, `capture`) first leave a
-  marker `metadata/agent/captures/<session_id>.json` naming the transcript, then send the lines it
-  gained since the last saved capture to the running service with a short timeout; with no service they start a detached `drain`
-  process and return. A marker is removed only once its transcript is saved, so a capture missed
+- no model is called; capture hooks (`Stop`, `PreCompact`, `SessionEnd`, `capture`,
+  `codex-notify`) first leave a marker `metadata/agent/captures/<session_id>.json` naming the
+  transcript, then send the lines it gained since the last saved capture to the running service
+  with a short timeout; with no service they start a detached `drain` process and return. A marker is removed only once its transcript is saved, so a capture missed
   while reme was down is picked up by the next one (append is idempotent: re-sending is safe);
 - `SessionStart` (and `UserPromptSubmit`, off unless `prompt_recall=true` or
   `REME_HOOK_PROMPT_RECALL=1`) print `hookSpecificOutput.additionalContext` with the recall block.
