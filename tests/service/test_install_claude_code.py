@@ -272,3 +272,12 @@ async def test_the_installed_server_runs_with_annotations_and_a_read_only_profil
     assert {"search", "read", "traverse", "agent_memory_recall"} <= set(limited)
     assert not {"write", "delete", "digest_write", "agent_session_append"} & set(limited)
     assert refused.is_error and "read_only" in refused.content[0].text
+
+
+def test_a_reinstall_refused_for_a_broken_file_keeps_the_earlier_install(home: Path) -> None:
+    assert install(home=home).returncode == 0
+    installed = snapshot(home)
+    (home / ".claude.json").write_text("{broken")
+    result = install("--read-only", home=home)
+    assert result.returncode == 1 and "not valid JSON" in result.stderr
+    assert snapshot(home) == {**installed, ".claude.json": b"{broken"}

@@ -195,8 +195,10 @@ def plan(
 
 def install(target: Target, prompt_recall: bool, read_only: bool) -> list[str]:
     """Write everything (after uninstalling an earlier install); the lines to print."""
+    reme = reme_executable()
+    plan(target, reme, prompt_recall, read_only)  # refuse a broken file before undoing an earlier install
     lines = uninstall(target) if target.manifest.exists() else []
-    steps = plan(target, reme_executable(), prompt_recall, read_only)
+    steps = plan(target, reme, prompt_recall, read_only)
     files = [
         {"path": str(path), "before": _encode(_read(path)), "after_sha256": _sha(raw), "added": added}
         for path, raw, added in steps
