@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 
 JOB_KINDS = ("base", "stream", "background", "cron")
 _JOB_KEYS = {
+    "annotations",
     "kind",
     "description",
     "parameters",
@@ -38,7 +39,6 @@ _JOB_KEYS = {
     "restart_delay",
     "max_restart_delay",
     "agent",
-    "annotations",
 }
 ANNOTATION_KEYS = ("read_only", "destructive", "idempotent", "open_world")
 _AGENT_KEYS = {"writes", "paths", "hide"}
