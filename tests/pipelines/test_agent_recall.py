@@ -6,7 +6,7 @@ import pytest
 from tests.pipelines.conftest import MakeApp
 
 from reme import ReMe
-from reme.pipelines.recall import CLOSE, OPEN, neutralise, project_query
+from reme.pipelines.recall import CLOSE, OPEN, PREAMBLE, neutralise, project_query
 
 CARD = "daily/2026-06-01/solar-retries.md"
 NODE = "digest/wiki/solar-api.md"
@@ -100,7 +100,7 @@ async def test_with_nothing_to_recall_the_answer_is_empty(make_app: MakeApp) -> 
     assert response.success and response.answer == "" and response.metadata["items"] == 0
 
 
-@pytest.mark.parametrize("max_chars", [300, 1000, 4000])
+@pytest.mark.parametrize("max_chars", [500, 1000, 4000])
 async def test_the_block_stays_within_max_chars_with_huge_notes(make_app: MakeApp, max_chars: int) -> None:
     app = await make_app()
     huge = "solar " * 40000
@@ -108,7 +108,7 @@ async def test_the_block_stays_within_max_chars_with_huge_notes(make_app: MakeAp
     response = await app.run("agent_memory_recall", query="solar", max_chars=max_chars, limit=20)
     block = response.answer
     assert len(block) <= max_chars and response.metadata["truncated"] is True
-    assert block.startswith(OPEN) and block.endswith(CLOSE)
+    assert block.startswith(f"{OPEN}\n{PREAMBLE}\n") and block.endswith(CLOSE)  # the warning is never cut
     assert block.count(CLOSE) == 1
 
 
@@ -129,6 +129,6 @@ def test_neutralise_defuses_every_spelling_of_the_tag() -> None:
 
 async def test_parameters_are_bounded(make_app: MakeApp) -> None:
     app = await make_app()
-    for params in ({"max_chars": 10}, {"limit": 0}, {"limit": 1000}, {"query": "x" * 9000}, {"path": "x"}):
+    for params in ({"max_chars": 499}, {"limit": 0}, {"limit": 1000}, {"query": "x" * 9000}, {"path": "x"}):
         response = await app.run("agent_memory_recall", **params)
         assert response.success is False, params
