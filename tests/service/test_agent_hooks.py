@@ -275,3 +275,30 @@ def test_each_capture_sends_only_the_lines_added_since_the_last_saved_one(tmp_pa
     assert append_params(str(workspace), capture)[0]["messages"] == []
     transcript.write_text(lines[0], encoding="utf-8")  # rewritten shorter: read from the start
     assert len(append_params(str(workspace), capture)[0]["messages"]) == 1
+
+
+def test_doctor_names_captures_that_waited_too_long(tmp_path: Path, transcripts) -> None:
+    import os
+
+    workspace = tmp_path / "ws"
+    assert hook("Stop", event("Stop", transcripts[S1]), workspace, REME_HOOK_SPAWN="0").returncode == 0
+    (marker,) = (workspace / "metadata" / "agent" / "captures").glob("*.json")
+
+    def agents_checks() -> list[dict[str, Any]]:
+        result = subprocess.run(
+            [REME, "doctor", f"workspace_dir={workspace}", "probe=false", "--json"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=reme_env(),
+        )
+        return [c for c in json.loads(result.stdout) if c["area"] == "agents"]
+
+    assert agents_checks() == []  # a fresh marker is a hook at work
+    old = time.time() - 3600
+    os.utime(marker, (old, old))
+    (check,) = agents_checks()
+    assert check["status"] == "warn" and "1 agent session capture(s) not saved yet" in check["detail"]
+    assert "reme hook drain" in check["fix"]
+    assert hook("drain", "", workspace).returncode == 0  # the fix it names works
+    assert len(saved(workspace, S1)) == 10 and agents_checks() == []
