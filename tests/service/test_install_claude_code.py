@@ -160,7 +160,7 @@ def test_project_install_into_an_empty_project_leaves_nothing_behind(tmp_path: P
     assert result.returncode == 0, result.stderr
     server = json.loads((project / ".mcp.json").read_text())["mcpServers"]["reme"]
     assert f"workspace_dir={project / '.reme'}" in server["args"]  # absolute, inside the project
-    ours = reme_groups(json.loads((project / ".claude" / "settings.json").read_text()))
+    ours = reme_groups(json.loads((project / ".claude" / "settings.local.json").read_text()))
     assert set(ours) == EVENTS | {"UserPromptSubmit"}
     assert shlex.split(ours["UserPromptSubmit"]["hooks"][0]["command"])[-1] == "prompt_recall=true"
     assert (project / ".claude/skills/reme-memory/SKILL.md").exists()

@@ -6,11 +6,12 @@ Claude Code starts servers and hooks from folders of its own choosing:
 | scope | MCP server (`mcpServers.reme`) | hooks | skill |
 |---|---|---|---|
 | user (default) | `~/.claude.json` | `~/.claude/settings.json` | `~/.claude/skills/reme-memory/SKILL.md` |
-| `--project` | `<project>/.mcp.json` | `<project>/.claude/settings.json` | `<project>/.claude/skills/reme-memory/SKILL.md` |
+| `--project` | `<project>/.mcp.json` | `<project>/.claude/settings.local.json` | `<project>/.claude/skills/reme-memory/SKILL.md` |
 
 `~/.claude` is `$CLAUDE_CONFIG_DIR` when set (then `.claude.json` lives there too); `home=` and
 `project_dir=` point elsewhere (tests, scripted setups). JSON files are merged: other keys and
-other hooks stay as they were.
+other hooks stay as they were. A project's hooks go to `settings.local.json`, Claude Code's
+personal (git-ignored) settings, since they hold this machine's absolute paths.
 
 Uninstall must put back exactly what was there, so the manifest `reme-install.json` sits beside
 the settings file (not in the workspace's `metadata/`, which is derived and may be deleted): for
@@ -64,7 +65,7 @@ class Target:
         if project:
             root = Path(assigned.get("project_dir") or os.getcwd()).expanduser().absolute()
             self.mcp = root / ".mcp.json"
-            self.settings = root / ".claude" / "settings.json"
+            self.settings = root / ".claude" / "settings.local.json"
             self.skill = root / ".claude" / "skills" / SKILL_NAME / "SKILL.md"
             self.manifest = root / ".claude" / MANIFEST
             default_workspace = root / ".reme"
@@ -213,6 +214,11 @@ def install(target: Target, prompt_recall: bool, read_only: bool) -> list[str]:
         )
         lines.append(f"wrote {path}: {what}")
     lines.append(f"workspace: {target.workspace}")
+    if target.project:
+        lines.append(
+            f"note: {target.mcp.name} holds this machine's absolute paths; keep it out of git "
+            "(and the workspace too, unless the team shares it)"
+        )
     lines.append(f"undo with: reme install claude-code{' --project' if target.project else ''} --uninstall")
     return lines
 
