@@ -30,7 +30,7 @@ TOP_LEVEL_KEYS = {
     "scheduler",
     "digest",
 }
-SERVICE_KEYS = {"backend", "host", "port", "auth_token", "transport", "path"}
+SERVICE_KEYS = {"backend", "host", "port", "auth_token", "transport", "path", "mcp_profile"}
 SCHEDULER_KEYS = {"cron"}
 DIGEST_KEYS = {"buckets"}
 # `token` only as the key's last word: `auth_token` is a secret, `max_tokens` and `tokenizer` are not.

@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 
 JOB_KINDS = ("base", "stream", "background", "cron")
 _JOB_KEYS = {
+    "annotations",
     "kind",
     "description",
     "parameters",
@@ -40,6 +41,7 @@ _JOB_KEYS = {
     "agent",
     "enabled",
 }
+ANNOTATION_KEYS = ("read_only", "destructive", "idempotent", "open_world")
 _AGENT_KEYS = {"writes", "paths", "hide"}
 # Exceptions whose message is already meant for the user: no type name, no traceback in the log.
 USER_ERRORS = (
@@ -84,6 +86,15 @@ class JobSpec:
     restart_delay: float = 1.0
     max_restart_delay: float = 60.0
     agent: ToolSpec | None = None  # the agent's view of this job, when agents may call it
+    annotations: dict[str, bool] = field(default_factory=dict)  # behaviour hints for MCP clients
+
+    @property
+    def read_only(self) -> bool:
+        """Declared read-only, or an agent tool that does not write."""
+        declared = self.annotations.get("read_only")
+        if declared is not None:
+            return declared
+        return self.agent is not None and not self.agent.writes
 
     @cached_property
     def validator(self) -> Any:
@@ -182,7 +193,23 @@ def build_job(name: str, raw: dict[str, Any] | None) -> JobSpec:
         restart_delay=float(raw.get("restart_delay", 1.0)),
         max_restart_delay=float(raw.get("max_restart_delay", 60.0)),
         agent=agent,
+        annotations=_annotations(where, raw.get("annotations")),
     )
+
+
+def _annotations(where: str, raw: Any) -> dict[str, bool]:
+    """`annotations: {read_only, destructive, idempotent, open_world}`, each a boolean."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}.annotations must be a mapping of {', '.join(ANNOTATION_KEYS)}")
+    known = ", ".join(ANNOTATION_KEYS)
+    for key, value in raw.items():
+        if key not in ANNOTATION_KEYS:
+            raise ConfigError(f"unknown config key '{where}.annotations.{key}' (known: {known})")
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}.annotations.{key} must be true or false, got {value!r}")
+    return dict(raw)
 
 
 def _agent_tool(

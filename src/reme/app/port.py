@@ -146,6 +146,12 @@ class AppPort:
     async def node_search(self, query: str, *, limit: int) -> list[dict[str, Any]]:
         return list((await self._call("node_search", query=query, limit=limit)).metadata.get("results") or [])
 
+    async def search(self, query: str, *, limit: int, path_prefix: str = "") -> list[dict[str, Any]]:
+        params: dict[str, Any] = {"query": query, "limit": limit, "expand_links": False}
+        if path_prefix:
+            params["path_prefix"] = path_prefix
+        return list((await self._call("search", **params)).metadata.get("results") or [])
+
     async def traverse(self, paths: Sequence[str], *, depth: int, direction: str = "both") -> dict[str, Any]:
         meta = (await self._call("traverse", path=list(paths), depth=depth, direction=direction)).metadata
         return {"nodes": list(meta.get("nodes") or []), "edges": list(meta.get("edges") or [])}

@@ -120,7 +120,7 @@ def _stable_id(role: str, moment: datetime | None, content: str, occurrence: int
     return f"m-{digest[:16]}"
 
 
-def _truncate(text: str, max_chars: int) -> str:
+def truncate(text: str, max_chars: int) -> str:
     if len(text) <= max_chars:
         return text
     return f"{text[:max_chars]}\n[truncated {len(text) - max_chars} characters]"
@@ -144,7 +144,7 @@ def normalise_messages(raw: Sequence[Any], tz: tzinfo, max_chars: int = 8000) ->
             raise ValueError(f"{where}: {exc}") from None
         if role in DROPPED_ROLES or not text:
             continue
-        text = _truncate(text, max_chars)
+        text = truncate(text, max_chars)
         created_at = moment.astimezone(tz).isoformat() if moment else None
         given_id = message.get("id")
         if given_id not in (None, ""):

@@ -135,6 +135,10 @@ class MemoryPort(Protocol):
         """Digest nodes for a query, best first: `{path, score, name, description}` (no body text)."""
         ...
 
+    async def search(self, query: str, *, limit: int, path_prefix: str = "") -> list[dict[str, Any]]:
+        """Passages for a query, best first: `{path, start_line, end_line, score, text, name, description}`."""
+        ...
+
     async def traverse(self, paths: Sequence[str], *, depth: int, direction: str = "both") -> dict[str, Any]:
         """The link neighbourhood of `paths`: `{nodes: [{path, name, description, exists}], edges: [...]}`."""
         ...

@@ -25,6 +25,11 @@ usage:
   reme JOB [VALUE] [param=VALUE ...] [--json] [host=H port=P | workspace_dir=DIR]
         call JOB on the running service (`reme help` lists the jobs, `reme JOB --help` shows one);
         a bare VALUE fills the job's first required parameter (`reme search solar`)
+  reme hook EVENT [workspace_dir=DIR]
+        a Claude Code hook (SessionStart, UserPromptSubmit, Stop, PreCompact, SessionEnd) reading its JSON on
+        stdin, or `capture source=codex transcript_path=FILE`; see docs/integrations.md
+  reme install claude-code [--project] [--uninstall] [--prompt-recall] [workspace_dir=DIR]
+        write (or remove) reme's MCP server, hooks and skill into Claude Code's settings
   reme doctor [config=...] [workspace_dir=DIR]
         check the install, workspace, service, index and LLM, and say what to do about each problem
 
@@ -59,6 +64,14 @@ def _main(args: list[str]) -> int:
         print(USAGE, file=sys.stdout if asks_help else sys.stderr, end="")
         return 0 if asks_help else 2
     command, rest = words[0], words[1:]
+    if command == "hook":  # Claude Code's hooks: JSON on stdin, always fast, never blocking
+        from reme.service.hooks import main as hook_main
+
+        return hook_main(args[args.index(command) + 1 :])
+    if command == "install":
+        from reme.service.install import main as install_main
+
+        return install_main(args[args.index(command) + 1 :])
     if command in ("--version", "-V"):
         from reme import __version__
 

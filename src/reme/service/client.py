@@ -115,16 +115,18 @@ def call_job(
     params: dict[str, Any],
     token: str | None = None,
     workspace: str | None = None,
+    timeout: float | None = None,
 ) -> Reply:
     """POST `params` to `/<job>`; raise ServiceUnreachable when nothing answers there.
 
     With `workspace` (an absolute path) the service runs the job only if it serves that folder.
+    `timeout` bounds connecting and each read (hooks must not wait); None waits for the job.
     """
     try:
-        sock = socket.create_connection((info.host, info.port), timeout=CONNECT_TIMEOUT)
+        sock = socket.create_connection((info.host, info.port), timeout=timeout or CONNECT_TIMEOUT)
     except OSError as exc:
         raise ServiceUnreachable(f"no reme service reachable at {info.url} ({info.source}): {exc}") from None
-    sock.settimeout(None)  # jobs may run for minutes (LLM pipelines): only connecting is bounded
+    sock.settimeout(timeout)  # None: jobs may run for minutes (LLM pipelines), only connecting is bounded
     stream = sock.makefile("rb")
     try:
         sock.sendall(_request_bytes(info, job, params, token, workspace))

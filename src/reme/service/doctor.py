@@ -70,6 +70,7 @@ async def run_checks(assigned: dict[str, Any]) -> list[Check]:
     workspace = Path(str(config.get("workspace_dir") or ".reme")).expanduser().resolve()
     checks += workspace_checks(workspace, config)
     checks += service_checks(workspace)
+    checks += capture_checks(workspace)
     if workspace.is_dir():
         checks += await index_checks(config)
     else:
@@ -161,6 +162,34 @@ def _writable(folder: Path) -> bool:
             return True
     except OSError:
         return False
+
+
+# agent captures --------------------------------------------------------------------------------
+
+STALE_CAPTURE_SECONDS = 120  # a hook's marker lives for a moment; older ones were not picked up
+
+
+def capture_checks(workspace: Path) -> list[Check]:
+    """Agent session captures (Claude Code / Codex hooks) that have waited too long to be saved."""
+    import time
+
+    from reme.service.hooks import markers
+
+    ages = []
+    for path, _raw in markers(str(workspace)):
+        try:
+            ages.append(time.time() - os.path.getmtime(path))
+        except OSError:
+            continue
+    stale = [age for age in ages if age > STALE_CAPTURE_SECONDS]
+    if not stale:
+        return []
+    detail = (
+        f"{len(stale)} agent session capture(s) not saved yet, the oldest {int(max(stale) // 60)} min "
+        "old (metadata/agent/captures; why: metadata/agent/drain.log)"
+    )
+    fix = f"run `reme hook drain workspace_dir={workspace}`, or start a service for the workspace"
+    return [Check("agents", "warn", detail, fix)]
 
 
 # service ---------------------------------------------------------------------------------------

@@ -1,5 +1,9 @@
 """MCP interface: every servable non-stream job is a tool whose input schema is the job's parameters.
 
+Each tool carries the hints of its job's declaration (`readOnlyHint`, `destructiveHint`,
+`idempotentHint`; see `JobSpec.read_only`), and `service.mcp_profile: read_only` serves only the
+read-only tools, for a client that must not change the memory.
+
 Built on the SDK's low-level `Server` because reme's tools are declared as JSON Schemas in config,
 not as Python signatures. A tool result carries the answer as text and the whole Response as
 structured content, and `is_error` mirrors `success=false`.
@@ -26,8 +30,31 @@ SSE_MESSAGE_PATH = "/messages/"
 WORKSPACE_META = "reme/workspace"  # `_meta` key of every tool result: the workspace that served it
 
 
+def mcp_profile(app: Application) -> str:
+    return str((app.config.get("service") or {}).get("mcp_profile") or "full")
+
+
 def tool_jobs(app: Application) -> dict[str, JobSpec]:
-    return {job.name: job for job in app.served_jobs() if job.kind != "stream"}
+    """The jobs served as tools under the configured profile."""
+    read_only = mcp_profile(app) == "read_only"
+    return {
+        job.name: job
+        for job in app.served_jobs()
+        if job.kind != "stream" and (job.read_only or not read_only)
+    }
+
+
+def tool_annotations(job: JobSpec) -> types.ToolAnnotations:
+    """MCP behaviour hints from the job's declaration; a job that writes is destructive unless it says not."""
+    declared = job.annotations
+    if job.read_only:
+        return types.ToolAnnotations(read_only_hint=True, open_world_hint=declared.get("open_world", False))
+    return types.ToolAnnotations(
+        read_only_hint=False,
+        destructive_hint=declared.get("destructive", True),
+        idempotent_hint=declared.get("idempotent", False),
+        open_world_hint=declared.get("open_world", False),
+    )
 
 
 def tool_result(response: Response) -> types.CallToolResult:
@@ -67,7 +94,10 @@ def build_mcp_server(app: Application) -> Server[Any]:
         return types.ListToolsResult(
             tools=[
                 types.Tool(
-                    name=job.name, description=job.description or job.name, input_schema=job.parameters
+                    name=job.name,
+                    description=job.description or job.name,
+                    input_schema=job.parameters,
+                    annotations=tool_annotations(job),
                 )
                 for job in sorted(tool_jobs(app).values(), key=lambda j: j.name)
             ]
@@ -76,6 +106,8 @@ def build_mcp_server(app: Application) -> Server[Any]:
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         if params.name not in tool_jobs(app):
             message = f"unknown tool {params.name!r}; available: {', '.join(sorted(tool_jobs(app)))}"
+            if params.name in {job.name for job in app.served_jobs()}:
+                message = f"tool {params.name!r} changes the memory and this server's profile is read_only"
             return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
         result = tool_result(await app.run(params.name, **(params.arguments or {})))
         result.meta = {WORKSPACE_META: str(app.workspace_dir)}  # names the workspace on stdio too

@@ -8,6 +8,7 @@ from reme.service.security import ServiceConfigError, check_bind, resolve_token
 
 BACKENDS = ("http", "mcp")
 TRANSPORTS = ("stdio", "sse", "streamable-http")
+MCP_PROFILES = ("full", "read_only")  # read_only: only the tools of jobs that change nothing
 
 
 class ServiceSettings(NamedTuple):
@@ -28,6 +29,11 @@ def service_settings(config: dict[str, Any]) -> ServiceSettings:
     service = config.get("service") or {}
     backend = service.get("backend") or "http"
     transport = service.get("transport") or "stdio"
+    profile = service.get("mcp_profile") or "full"
+    if profile not in MCP_PROFILES:
+        raise ServiceConfigError(
+            f"service.mcp_profile must be one of {', '.join(MCP_PROFILES)}, got {profile!r}"
+        )
     if backend not in BACKENDS:
         raise ServiceConfigError(f"service.backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     if backend == "mcp" and transport not in TRANSPORTS:

@@ -1,0 +1,121 @@
+"""Claude Code hooks as Claude Code runs them: wall time of `reme hook <event>` with and without a service.
+
+    .venv/bin/python benchmarks/speed_hooks.py [--runs 11]
+
+Each hook gets its JSON on stdin over the hand-written fixture transcript (tests/fixtures/agents).
+Rows side by side: bare `python -c pass` and `reme version` (the CLI's floor), a capture hook with
+no service (marker only, `REME_HOOK_SPAWN=0`), the same capture answered by a running service (the
+transcript re-sent: idempotent, nothing new to write), SessionStart recall through the service, and
+SessionStart with no service (reme started in-process once per session). Prints medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REME = str(Path(sys.executable).with_name("reme"))
+FIXTURE = Path(__file__).parents[1] / "tests" / "fixtures" / "agents" / "claude_session.jsonl"
+
+
+def median_ms(command: list[str], runs: int, stdin: str = "", **env: str) -> float:
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        done = subprocess.run(command, input=stdin, capture_output=True, text=True, env={**os.environ, **env})
+        times.append(time.perf_counter() - started)
+        if done.returncode:
+            raise SystemExit(f"{' '.join(command)} failed: {done.stderr}")
+    return 1000 * statistics.median(times)
+
+
+def wait_for_service(workspace: Path, service: subprocess.Popen[bytes]) -> None:
+    info = workspace / "metadata" / "service.json"
+    deadline = time.monotonic() + 60
+    while not (info.exists() and json.loads(info.read_text()).get("pid") == service.pid):
+        if time.monotonic() > deadline or service.poll() is not None:
+            raise SystemExit("the service did not start")
+        time.sleep(0.1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=11)
+    runs = parser.parse_args().runs
+    with tempfile.TemporaryDirectory() as tmp:
+        transcript = Path(shutil.copy(FIXTURE, Path(tmp) / "session.jsonl"))
+        down, up = Path(tmp) / "down", Path(tmp) / "up"
+        stop = json.dumps(
+            {"session_id": "bench", "transcript_path": str(transcript), "hook_event_name": "Stop"}
+        )
+        start = json.dumps(
+            {"session_id": "bench", "cwd": "/home/dev/solar-api", "hook_event_name": "SessionStart"}
+        )
+        rows = [
+            ("python -c pass", [sys.executable, "-c", "pass"], "", {}),
+            (
+                "reme version (no service: in-process)",
+                [REME, "start", "job=version", f"workspace_dir={down}"],
+                "",
+                {},
+            ),
+            (
+                "Stop, no service (marker only)",
+                [REME, "hook", "Stop", f"workspace_dir={down}"],
+                stop,
+                {"REME_HOOK_SPAWN": "0"},
+            ),
+            (
+                "SessionStart, no service (in-process recall)",
+                [REME, "hook", "SessionStart", f"workspace_dir={down}"],
+                start,
+                {},
+            ),
+        ]
+        service = subprocess.Popen(
+            [REME, "start", f"workspace_dir={up}", "service.port=0", "scheduler.cron=false"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            wait_for_service(up, service)
+            subprocess.run(
+                [REME, "hook", "Stop", f"workspace_dir={up}"],
+                input=stop,
+                text=True,
+                check=True,
+                env={**os.environ, "REME_HOOK_BUDGET": "60"},
+            )  # the first capture saves it
+            rows += [
+                ("reme version (service)", [REME, "version", f"workspace_dir={up}"], "", {}),
+                (
+                    "Stop, service (transcript re-sent)",
+                    [REME, "hook", "Stop", f"workspace_dir={up}"],
+                    stop,
+                    {},
+                ),
+                (
+                    "SessionStart, service (recall)",
+                    [REME, "hook", "SessionStart", f"workspace_dir={up}"],
+                    start,
+                    {},
+                ),
+            ]
+            print(f"| hook | median of {runs} (ms) |\n|---|---|")
+            for label, command, stdin, env in rows:
+                print(f"| {label} | {median_ms(command, runs, stdin, **env):.0f} |")
+        finally:
+            service.terminate()
+            service.wait(30)
+
+
+if __name__ == "__main__":
+    main()

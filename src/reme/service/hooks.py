@@ -1,0 +1,470 @@
+"""`reme hook <event>`: Claude Code's hooks (and a generic capture for Codex CLI), fast and never in the way.
+
+Claude Code runs a hook with the event's JSON on stdin (`session_id`, `transcript_path`, `cwd`,
+`hook_event_name`, plus `source` / `prompt` / `trigger` / `reason` by event) and waits for it. So:
+
+- every hook exits 0, whatever happens (exit 2 would block the user's prompt or stop), and prints
+  problems to stderr only;
+- no model is called; capture hooks (`Stop`, `PreCompact`, `SessionEnd`, `capture`,
+  `codex-notify`) first leave a marker `metadata/agent/captures/<session_id>.json` naming the
+  transcript, then send the lines it gained since the last saved capture to the running service
+  with a short timeout; with no service they start a detached `drain` process and return. A marker is removed only once its transcript is saved, so a capture missed
+  while reme was down is picked up by the next one (append is idempotent: re-sending is safe);
+- `SessionStart` (and `UserPromptSubmit`, off unless `prompt_recall=true` or
+  `REME_HOOK_PROMPT_RECALL=1`) print `hookSpecificOutput.additionalContext` with the recall block.
+
+Only the standard library and the small client modules load unless the hook must run a job in-process.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import sys
+import time
+from typing import Any
+
+CAPTURE_EVENTS = ("Stop", "PreCompact", "SessionEnd", "capture", "codex-notify")
+RECALL_EVENTS = ("SessionStart", "UserPromptSubmit")
+EVENTS = (*RECALL_EVENTS, *CAPTURE_EVENTS, "drain")
+MAX_STDIN_BYTES = 1 << 20
+MAX_TRANSCRIPT_BYTES = 16 << 20  # the tail of a longer transcript: earlier turns were captured before
+MAX_ENTRIES = 50000  # = agent_session_append's maxItems
+CAPTURE_BUDGET = 0.8  # seconds a capture hook may spend talking to the service (`REME_HOOK_BUDGET`)
+RECALL_TIMEOUT = 5.0
+PROMPT_RECALL = {"limit": 3, "max_chars": 1500}
+SESSION_RECALL = {"limit": 5, "max_chars": 4000}
+CAPTURES = os.path.join("metadata", "agent", "captures")
+USAGE = (
+    "usage: reme hook SessionStart|UserPromptSubmit|Stop|PreCompact|SessionEnd [workspace_dir=DIR]  (JSON on stdin)\n"
+    "       reme hook capture source=codex|claude_code transcript_path=FILE [session_id=ID] [workspace_dir=DIR]\n"
+    "       reme hook codex-notify [workspace_dir=DIR] JSON  (Codex CLI's `notify` program)"
+)
+SESSION_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,127}")  # names files here; the job checks it again
+ROLLOUT_ID = re.compile(r"rollout-.*-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$")
+
+
+def _note(message: str) -> None:
+    print(f"reme hook: {message}", file=sys.stderr)
+
+
+def workspace_of(assigned: dict[str, str]) -> str:
+    """The workspace as an absolute path: `workspace_dir=`, else `$REME_WORKSPACE_DIR`, else `./.reme`."""
+    from reme.service.service_info import default_workspace
+
+    return os.path.abspath(os.path.expanduser(assigned.get("workspace_dir") or default_workspace()))
+
+
+def read_payload(stream: Any) -> dict[str, Any]:
+    """The hook's JSON object from stdin (at most 1 MiB); empty when there is none."""
+    raw = stream.read(MAX_STDIN_BYTES + 1) if stream is not None and not stream.isatty() else ""
+    if len(raw) > MAX_STDIN_BYTES:
+        raise ValueError(f"hook input is larger than {MAX_STDIN_BYTES} bytes")
+    data = json.loads(raw) if raw.strip() else {}
+    if not isinstance(data, dict):
+        raise ValueError("hook input must be a JSON object")
+    return data
+
+
+def read_transcript(path: str, start: int = 0) -> tuple[list[Any], int]:
+    """The JSON lines of a transcript file from byte `start` (at most its last 16 MiB), and where
+    the last complete line ends; a line still being written and lines that are not JSON are left out."""
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        start = start if 0 <= start <= size else 0  # a shorter file was rewritten: read it all
+        handle.seek(max(start, size - MAX_TRANSCRIPT_BYTES))
+        if handle.tell() > start:
+            handle.readline()  # a partial line
+        begin = handle.tell()
+        data = handle.read(size - begin)
+    complete = data[: data.rfind(b"\n") + 1]
+    entries = []
+    for line in complete.splitlines():
+        try:
+            entries.append(json.loads(line))
+        except ValueError:
+            continue
+    return entries[-MAX_ENTRIES:], begin + len(complete)
+
+
+# markers --------------------------------------------------------------------------------------
+
+
+def _marker_dir(workspace: str) -> str:
+    return os.path.join(workspace, CAPTURES)
+
+
+def write_marker(workspace: str, capture: dict[str, Any]) -> str:
+    """Record a capture to do (atomically); a newer capture of the session replaces the older one."""
+    folder = _marker_dir(workspace)
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"{capture['session_id']}.json")
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(capture, handle)
+    os.replace(tmp, path)
+    return path
+
+
+def capture_budget() -> float:
+    try:
+        return float(os.environ.get("REME_HOOK_BUDGET") or CAPTURE_BUDGET)
+    except ValueError:
+        return CAPTURE_BUDGET
+
+
+def markers(workspace: str, first: str | None = None) -> list[tuple[str, str]]:
+    """(path, raw text) of every capture still to do: `first` (a session id) first, then oldest first."""
+    folder = _marker_dir(workspace)
+    try:
+        names = [n for n in os.listdir(folder) if n.endswith(".json")]
+    except FileNotFoundError:
+        return []
+    found = []
+    for name in names:
+        path = os.path.join(folder, name)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                found.append((os.path.getmtime(path), path, handle.read()))
+        except OSError:
+            continue
+    ordered = [(path, raw) for _, path, raw in sorted(found)]
+    lead = os.path.join(folder, f"{first}.json")
+    return sorted(ordered, key=lambda item: item[0] != lead)
+
+
+def _done(path: str, raw: str) -> None:
+    """Remove a marker unless a newer capture rewrote it meanwhile (its transcript has grown since)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            if handle.read() == raw:
+                os.unlink(path)
+    except OSError:
+        pass
+
+
+def _sent_path(workspace: str, session_id: str) -> str:
+    return os.path.join(_marker_dir(workspace), f"{session_id}.sent")
+
+
+def append_params(workspace: str, capture: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """The `agent_session_append` parameters for a capture: the lines its transcript gained since
+    the last capture that was saved (all of it for a new file), and the offset they end at."""
+    start = 0
+    try:
+        with open(_sent_path(workspace, capture["session_id"]), encoding="utf-8") as handle:
+            sent = json.load(handle)
+        if sent.get("transcript_path") == capture["transcript_path"]:
+            start = int(sent.get("offset") or 0)
+    except (OSError, ValueError, TypeError, AttributeError):
+        pass
+    entries, end = read_transcript(capture["transcript_path"], start)
+    params = {"session_id": capture["session_id"], "source": capture["source"], "messages": entries}
+    return params, end
+
+
+def saved_up_to(workspace: str, capture: dict[str, Any], offset: int) -> None:
+    """Remember how far a transcript is saved, so the next capture sends only what follows."""
+    path = _sent_path(workspace, capture["session_id"])
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump({"transcript_path": capture["transcript_path"], "offset": offset}, handle)
+    os.replace(tmp, path)
+
+
+# talking to the service ----------------------------------------------------------------------
+
+
+def http_service(workspace: str) -> Any:
+    """The HTTP service recorded for this workspace, or None (none runs, or it speaks only MCP)."""
+    from reme.service.service_info import NoService, discover
+
+    try:
+        info = discover(workspace_dir=workspace)
+    except (NoService, ValueError):
+        return None
+    return info if info.backend == "http" else None
+
+
+def call_service(
+    info: Any, workspace: str, job: str, params: dict[str, Any], timeout: float
+) -> dict[str, Any]:
+    """A job's Response from the service; raises OSError/ServiceUnreachable when it does not answer in time."""
+    from reme.service.cli import _token
+    from reme.service.client import call_job
+
+    reply = call_job(info, job, params, _token(), workspace, timeout=max(timeout, 0.05))
+    return reply.response or {"success": False, "answer": f"HTTP {reply.status}"}
+
+
+def _send(info: Any, workspace: str, path: str, raw: str, timeout: float) -> None:
+    try:
+        capture = json.loads(raw)
+        params, end = append_params(workspace, capture)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        _note(f"dropping capture {path}: {exc}")  # its transcript is gone or the marker is damaged
+        _done(path, raw)
+        return
+    response = (
+        call_service(info, workspace, "agent_session_append", params, timeout)
+        if params["messages"]
+        else {"success": True}  # nothing new since the last capture
+    )
+    if response.get("success"):
+        saved_up_to(workspace, capture, end)
+    else:  # a refusal is about the input: retrying it would fail again (the next capture re-marks it)
+        _note(f"capture of {capture['session_id']} refused: {response.get('answer')}")
+    _done(path, raw)
+
+
+def drain_through(info: Any, workspace: str, budget: float, first: str | None = None) -> bool:
+    """Send the waiting captures (`first` first) to the service within `budget` seconds; True when none is left."""
+    from reme.service.client import ServiceUnreachable
+
+    deadline = time.monotonic() + budget
+    for path, raw in markers(workspace, first):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        try:
+            _send(info, workspace, path, raw, left)
+        except (ServiceUnreachable, OSError) as exc:
+            _note(f"the service did not take the capture in time ({exc}); it stays queued")
+            return False
+    return True
+
+
+def spawn_drain(workspace: str) -> None:
+    """Start `reme hook drain` detached (its own session, no terminal); `REME_HOOK_SPAWN=0` turns it off."""
+    if os.environ.get("REME_HOOK_SPAWN", "1") == "0":
+        return
+    import subprocess
+
+    log_dir = os.path.join(workspace, "metadata", "agent")
+    os.makedirs(log_dir, exist_ok=True)
+    log_path = os.path.join(log_dir, "drain.log")
+    too_long = os.path.exists(log_path) and os.path.getsize(log_path) > MAX_STDIN_BYTES
+    with open(log_path, "wb" if too_long else "ab") as log:  # a log that keeps only recent runs
+        subprocess.Popen(
+            [sys.executable, "-m", "reme.service.hooks", "drain", f"workspace_dir={workspace}"],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            close_fds=True,
+        )
+
+
+# events ----------------------------------------------------------------------------------------
+
+
+def _capture_of(event: str, payload: dict[str, Any], assigned: dict[str, str]) -> dict[str, Any] | None:
+    if event == "codex-notify":
+        rollout = codex_rollout(payload)
+        if rollout is None:
+            _note("codex-notify: no Codex rollout file found under $CODEX_HOME/sessions; nothing captured")
+            return None
+        payload = {**payload, "session_id": rollout[0], "transcript_path": rollout[1]}
+        assigned = {**assigned, "source": "codex"}
+    source = (
+        (assigned.get("source") or payload.get("source"))
+        if event in ("capture", "codex-notify")
+        else "claude_code"
+    )
+    transcript = payload.get("transcript_path") or assigned.get("transcript_path")
+    session_id = payload.get("session_id") or assigned.get("session_id")
+    if not isinstance(transcript, str) or not transcript:
+        _note(f"{event}: no transcript_path in the hook input; nothing captured")
+        return None
+    if not session_id and source == "codex":
+        from reme.pipelines.agent_transcripts import codex_session_id
+
+        session_id = codex_session_id(read_transcript(transcript)[0][:5])
+    if not isinstance(session_id, str) or not SESSION_ID.fullmatch(session_id) or ".." in session_id:
+        _note(f"{event}: session_id {session_id!r} is missing or not a plain name; nothing captured")
+        return None
+    return {
+        "session_id": session_id,
+        "transcript_path": os.path.abspath(transcript),
+        "source": source or "claude_code",
+        "event": event,
+        "cwd": payload.get("cwd"),
+        "at": time.time(),
+    }
+
+
+def codex_rollout(payload: dict[str, Any], codex_home: str | None = None) -> tuple[str, str] | None:
+    """(session id, rollout file) for a Codex `notify` payload: the rollout named by its thread id,
+    else the newest rollout of the last two days (Codex writes `sessions/YYYY/MM/DD/rollout-…-<id>.jsonl`)."""
+    home = codex_home or os.environ.get("CODEX_HOME") or os.path.expanduser("~/.codex")
+    wanted = next(
+        (
+            str(payload[k])
+            for k in ("thread-id", "thread_id", "session_id", "conversation_id")
+            if payload.get(k)
+        ),
+        None,
+    )
+    days = sorted(
+        os.path.join(root, "") for root, dirs, _ in os.walk(os.path.join(home, "sessions")) if not dirs
+    )
+    found = []
+    for folder in days[-2:] if wanted is None else days[-7:]:
+        for name in os.listdir(folder):
+            match = ROLLOUT_ID.search(name)
+            if match and (wanted is None or match.group(1) == wanted):
+                found.append((os.path.getmtime(folder + name), match.group(1), folder + name))
+    if not found:
+        return None
+    _, session_id, path = max(found)
+    return session_id, path
+
+
+def capture(event: str, payload: dict[str, Any], assigned: dict[str, str], workspace: str) -> None:
+    found = _capture_of(event, payload, assigned)
+    if found is None:
+        return
+    write_marker(workspace, found)
+    info = http_service(workspace)
+    if info is None or not drain_through(info, workspace, capture_budget(), found["session_id"]):
+        spawn_drain(workspace)
+
+
+def recall(event: str, payload: dict[str, Any], assigned: dict[str, str], workspace: str) -> None:
+    """Print the recall block as Claude Code's `additionalContext` (nothing when there is none)."""
+    if event == "UserPromptSubmit":
+        wanted = assigned.get("prompt_recall") or os.environ.get("REME_HOOK_PROMPT_RECALL") or ""
+        prompt = payload.get("prompt")
+        if (
+            wanted.lower() not in ("1", "true", "yes", "on")
+            or not isinstance(prompt, str)
+            or not prompt.strip()
+        ):
+            return
+        params: dict[str, Any] = {"query": prompt[:2000], **PROMPT_RECALL}
+    else:
+        params = {"cwd": str(payload.get("cwd") or os.getcwd()), **SESSION_RECALL}
+    info = http_service(workspace)
+    pending = markers(workspace)  # captures missed while reme was down: pick them up now
+    if pending and (info is None or not drain_through(info, workspace, capture_budget())):
+        spawn_drain(workspace)
+    if info is not None:
+        response = call_service(info, workspace, "agent_memory_recall", params, RECALL_TIMEOUT)
+    elif event == "SessionStart":  # once per session: worth starting reme in-process
+        response = run_in_process(workspace, "agent_memory_recall", params)
+    else:
+        return
+    block = response.get("answer") if response.get("success") else None
+    if not isinstance(block, str) or not block:
+        if not response.get("success"):
+            _note(f"recall failed: {response.get('answer')}")
+        return
+    output = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": block}}
+    print(json.dumps(output, ensure_ascii=False))
+
+
+# in-process runs ------------------------------------------------------------------------------
+
+
+def run_in_process(workspace: str, job: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Run one job in this process on the workspace (no cron, no background loops)."""
+    import asyncio
+
+    from reme.app.application import Application
+    from reme.app.config import load_config
+
+    async def run() -> dict[str, Any]:
+        config = load_config(None, {"workspace_dir": workspace, "scheduler.cron": False})
+        async with Application(config) as app:
+            return (await app.run(job, **params)).to_dict()
+
+    return asyncio.run(run())
+
+
+def drain(workspace: str) -> None:
+    """Save every waiting capture: through the service when one runs now, else in this process.
+
+    One drain at a time per workspace (a lock file); a drain that finds the lock taken leaves the
+    work to the running one, which looks for new markers before it ends.
+    """
+    import asyncio
+
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(os.path.join(_marker_dir(workspace), ".drain.lock"), timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        return
+    try:
+        info = http_service(workspace)
+        if info is not None and drain_through(info, workspace, 600):
+            return
+        asyncio.run(_drain_in_process(workspace))
+    finally:
+        lock.release()
+
+
+async def _drain_in_process(workspace: str) -> None:
+    from reme.app.application import Application
+    from reme.app.config import load_config
+
+    config = load_config(None, {"workspace_dir": workspace, "scheduler.cron": False})
+    async with Application(config) as app:
+        handled: set[tuple[str, str]] = set()  # a marker rewritten meanwhile is a new capture
+        while pending := [item for item in markers(workspace) if item not in handled]:
+            for path, raw in pending:
+                try:
+                    capture = json.loads(raw)
+                    params, end = append_params(workspace, capture)
+                except (OSError, ValueError, KeyError, TypeError) as exc:
+                    _note(f"dropping capture {path}: {exc}")
+                    _done(path, raw)
+                    continue
+                response = await app.run("agent_session_append", **params)
+                if response.success:
+                    saved_up_to(workspace, capture, end)
+                else:
+                    _note(f"capture {path} refused: {response.answer}")
+                _done(path, raw)
+                handled.add((path, raw))
+
+
+# entry -----------------------------------------------------------------------------------------
+
+
+def main(args: list[str], stdin: Any = None) -> int:
+    """Run one hook; always 0 (a hook must never block Claude Code), usage errors aside."""
+    from reme.service.cli_values import split_words
+
+    notice = args[-1] if args and args[-1].lstrip().startswith("{") else None  # codex-notify's JSON argument
+    assigned, bare = split_words(args[:-1] if notice is not None else args)
+    if not bare or bare[0] not in EVENTS:
+        print(USAGE, file=sys.stderr)
+        return 1  # never 2: Claude Code reads 2 as "block"
+    event = bare[0]
+    try:
+        workspace = workspace_of(assigned)
+        if event == "drain":
+            drain(workspace)
+            return 0
+        if event == "codex-notify":
+            payload = read_payload(io.StringIO(notice or "{}"))
+        else:
+            payload = read_payload(sys.stdin if stdin is None else stdin)
+        event_name = payload.get("hook_event_name")
+        if event[0].isupper() and isinstance(event_name, str) and event_name != event:
+            _note(f"installed for {event} but called for {event_name}; answering as {event}")
+        if event in CAPTURE_EVENTS:
+            capture(event, payload, assigned, workspace)
+        else:
+            recall(event, payload, assigned, workspace)
+    except Exception as exc:  # whatever it is, the user's session goes on
+        _note(f"{event}: {type(exc).__name__}: {exc}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,309 @@
+"""`reme install claude-code [--project] [--uninstall]`: reme's MCP server, hooks and skill in Claude Code.
+
+What it writes (and prints), with absolute paths for the `reme` executable and the workspace, since
+Claude Code starts servers and hooks from folders of its own choosing:
+
+| scope | MCP server (`mcpServers.reme`) | hooks | skill |
+|---|---|---|---|
+| user (default) | `~/.claude.json` | `~/.claude/settings.json` | `~/.claude/skills/reme-memory/SKILL.md` |
+| `--project` | `<project>/.mcp.json` | `<project>/.claude/settings.local.json` | `<project>/.claude/skills/reme-memory/SKILL.md` |
+
+`~/.claude` is `$CLAUDE_CONFIG_DIR` when set (then `.claude.json` lives there too); `home=` and
+`project_dir=` point elsewhere (tests, scripted setups). JSON files are merged: other keys and
+other hooks stay as they were. A project's hooks go to `settings.local.json`, Claude Code's
+personal (git-ignored) settings, since they hold this machine's absolute paths.
+
+Uninstall must put back exactly what was there, so the manifest `reme-install.json` sits beside
+the settings file (not in the workspace's `metadata/`, which is derived and may be deleted): for
+each file, its bytes before the install (or that it did not exist) and the sha256 after. A file
+still as reme left it gets its old bytes back; one edited since (Claude Code rewrites
+`~/.claude.json` often) loses only reme's entries.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+PLUGIN = Path(__file__).with_name("claude_code")
+SKILL_NAME = "reme-memory"
+MANIFEST = "reme-install.json"
+SERVER = "reme"
+# event → (matcher or None, timeout seconds)
+HOOKS: dict[str, tuple[str | None, int]] = {
+    "SessionStart": ("startup|resume|clear|compact", 30),
+    "Stop": (None, 10),
+    "PreCompact": ("manual|auto", 10),
+    "SessionEnd": (None, 10),
+}
+PROMPT_HOOK = ("UserPromptSubmit", (None, 10))
+USAGE = (
+    "usage: reme install claude-code [--project] [--uninstall] [--prompt-recall] [--read-only]\n"
+    "                                [workspace_dir=DIR] [project_dir=DIR] [home=DIR]"
+)
+
+
+class InstallError(Exception):
+    """Nothing was written; the message says why."""
+
+
+class Target:
+    """Where one scope's files are."""
+
+    def __init__(self, project: bool, assigned: dict[str, str]) -> None:
+        home = Path(assigned.get("home") or os.environ.get("HOME") or Path.home()).expanduser().absolute()
+        config_env = None if "home" in assigned else os.environ.get("CLAUDE_CONFIG_DIR")
+        config = Path(config_env).expanduser().absolute() if config_env else home / ".claude"
+        self.project = project
+        if project:
+            root = Path(assigned.get("project_dir") or os.getcwd()).expanduser().absolute()
+            self.mcp = root / ".mcp.json"
+            self.settings = root / ".claude" / "settings.local.json"
+            self.skill = root / ".claude" / "skills" / SKILL_NAME / "SKILL.md"
+            self.manifest = root / ".claude" / MANIFEST
+            default_workspace = root / ".reme"
+        else:
+            self.mcp = (config if config_env else home) / ".claude.json"
+            self.settings = config / "settings.json"
+            self.skill = config / "skills" / SKILL_NAME / "SKILL.md"
+            self.manifest = config / MANIFEST
+            default_workspace = home / ".reme"
+        chosen = assigned.get("workspace_dir") or os.environ.get("REME_WORKSPACE_DIR")
+        self.workspace = Path(chosen).expanduser().absolute() if chosen else default_workspace
+
+
+def reme_executable() -> str:
+    """The absolute path of this installation's `reme` script."""
+    beside = Path(sys.executable).with_name("reme")
+    found = str(beside) if beside.is_file() else shutil.which("reme")
+    if not found:
+        raise InstallError("cannot find the `reme` executable (not beside this Python, not on PATH)")
+    return str(Path(found).absolute())
+
+
+def server_entry(reme: str, workspace: Path, read_only: bool) -> dict[str, Any]:
+    args = ["start", "service.backend=mcp", "service.transport=stdio", f"workspace_dir={workspace}"]
+    if read_only:
+        args.append("service.mcp_profile=read_only")
+    return {"type": "stdio", "command": reme, "args": args, "env": {}}
+
+
+def hook_groups(reme: str, workspace: Path, prompt_recall: bool) -> dict[str, dict[str, Any]]:
+    """One matcher group per event, each running `reme hook <event> workspace_dir=<abs>`."""
+    events = dict(HOOKS)
+    if prompt_recall:
+        events[PROMPT_HOOK[0]] = PROMPT_HOOK[1]
+    groups = {}
+    for event, (matcher, timeout) in events.items():
+        words = [reme, "hook", event, f"workspace_dir={workspace}"]
+        if event == PROMPT_HOOK[0]:
+            words.append("prompt_recall=true")
+        group: dict[str, Any] = {"matcher": matcher} if matcher else {}
+        group["hooks"] = [{"type": "command", "command": shlex.join(words), "timeout": timeout}]
+        groups[event] = group
+    return groups
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _json_of(path: Path, raw: bytes | None) -> dict[str, Any]:
+    if raw is None or not raw.strip():
+        return {}
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise InstallError(f"{path} is not valid JSON ({exc}); fix it first, nothing was written") from None
+    if not isinstance(data, dict):
+        raise InstallError(f"{path} does not hold a JSON object; nothing was written")
+    return data
+
+
+def _dump(data: dict[str, Any]) -> bytes:
+    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def _sha(raw: bytes | None) -> str | None:
+    return None if raw is None else hashlib.sha256(raw).hexdigest()
+
+
+def _write(path: Path, raw: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(raw)
+    os.replace(tmp, path)
+
+
+def _missing_dirs(paths: list[Path]) -> list[str]:
+    """The folders the install will create (so uninstall can remove them again when empty)."""
+    return sorted({str(p) for path in paths for p in path.parents if not p.exists()})
+
+
+def _encode(raw: bytes | None) -> str | None:
+    return None if raw is None else base64.b64encode(raw).decode("ascii")
+
+
+def _decode(text: str | None) -> bytes | None:
+    return None if text is None else base64.b64decode(text)
+
+
+def _with_server(data: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
+    servers = data.get("mcpServers")
+    if servers is not None and not isinstance(servers, dict):
+        raise InstallError("mcpServers is not a JSON object; nothing was written")
+    return {**data, "mcpServers": {**(servers or {}), SERVER: entry}}
+
+
+def _with_hooks(data: dict[str, Any], groups: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    hooks = data.get("hooks")
+    if hooks is not None and not isinstance(hooks, dict):
+        raise InstallError("hooks is not a JSON object; nothing was written")
+    merged = dict(hooks or {})
+    for event, group in groups.items():
+        existing = merged.get(event) or []
+        if not isinstance(existing, list):
+            raise InstallError(f"hooks.{event} is not a list; nothing was written")
+        merged[event] = [*existing, group]
+    return {**data, "hooks": merged}
+
+
+def plan(
+    target: Target, reme: str, prompt_recall: bool, read_only: bool
+) -> list[tuple[Path, bytes, dict[str, Any]]]:
+    """(file, new bytes, what reme adds there) for every file; raises InstallError before any write."""
+    entry = server_entry(reme, target.workspace, read_only)
+    groups = hook_groups(reme, target.workspace, prompt_recall)
+    mcp = _with_server(_json_of(target.mcp, _read(target.mcp)), entry)
+    settings = _with_hooks(_json_of(target.settings, _read(target.settings)), groups)
+    skill = (PLUGIN / "skills" / SKILL_NAME / "SKILL.md").read_bytes()
+    return [
+        (target.mcp, _dump(mcp), {"mcpServers": {SERVER: entry}}),
+        (target.settings, _dump(settings), {"hooks": groups}),
+        (target.skill, skill, {}),
+    ]
+
+
+def install(target: Target, prompt_recall: bool, read_only: bool) -> list[str]:
+    """Write everything (after uninstalling an earlier install); the lines to print."""
+    reme = reme_executable()
+    plan(target, reme, prompt_recall, read_only)  # refuse a broken file before undoing an earlier install
+    lines = uninstall(target) if target.manifest.exists() else []
+    steps = plan(target, reme, prompt_recall, read_only)
+    files = [
+        {"path": str(path), "before": _encode(_read(path)), "after_sha256": _sha(raw), "added": added}
+        for path, raw, added in steps
+    ]
+    created = _missing_dirs([target.manifest, *(path for path, _, _ in steps)])
+    manifest = {"version": 1, "files": files, "created_dirs": created}
+    _write(target.manifest, _dump(manifest))  # first: a crash mid-install can still be undone
+    for path, raw, added in steps:
+        _write(path, raw)
+        what = ", ".join(f"hooks.{e}" for e in added.get("hooks", {})) or (
+            "mcpServers.reme (stdio)" if "mcpServers" in added else "the reme-memory skill"
+        )
+        lines.append(f"wrote {path}: {what}")
+    lines.append(f"workspace: {target.workspace}")
+    if target.project:
+        lines.append(
+            f"note: {target.mcp.name} holds this machine's absolute paths; keep it out of git "
+            "(and the workspace too, unless the team shares it)"
+        )
+    lines.append(f"undo with: reme install claude-code{' --project' if target.project else ''} --uninstall")
+    return lines
+
+
+def _without(data: dict[str, Any], added: dict[str, Any]) -> dict[str, Any]:
+    """`data` minus the entries reme added (only where they are still exactly as written)."""
+    out = dict(data)
+    servers = out.get("mcpServers")
+    for name, entry in (added.get("mcpServers") or {}).items():
+        if isinstance(servers, dict) and servers.get(name) == entry:
+            servers = {k: v for k, v in servers.items() if k != name}
+            out["mcpServers"] = servers
+            if not servers:
+                del out["mcpServers"]
+    hooks = out.get("hooks")
+    for event, group in (added.get("hooks") or {}).items():
+        if isinstance(hooks, dict) and isinstance(hooks.get(event), list):
+            kept = [g for g in hooks[event] if g != group]
+            hooks = {**hooks, event: kept} if kept else {k: v for k, v in hooks.items() if k != event}
+            out["hooks"] = hooks
+            if not hooks:
+                del out["hooks"]
+    return out
+
+
+def _restore(entry: dict[str, Any]) -> str:
+    path = Path(entry["path"])
+    now = _read(path)
+    before = _decode(entry["before"])
+    if _sha(now) == entry["after_sha256"] or now == before:
+        if before is None:
+            if now is not None:
+                path.unlink()
+            return f"removed {path}"
+        if now != before:
+            _write(path, before)
+        return f"restored {path}"
+    if now is None:
+        return f"{path} is gone already"
+    if not entry["added"]:
+        return f"left {path}: edited since the install"
+    try:
+        data = _json_of(path, now)
+    except InstallError as exc:
+        return f"left {path}: {exc}"
+    _write(path, _dump(_without(data, entry["added"])))
+    return f"removed reme's entries from {path} (edited since the install, the rest kept)"
+
+
+def uninstall(target: Target) -> list[str]:
+    raw = _read(target.manifest)
+    if raw is None:
+        raise InstallError(f"no reme install recorded at {target.manifest}; nothing to remove")
+    try:
+        manifest = json.loads(raw)
+        entries = list(manifest["files"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InstallError(f"{target.manifest} is damaged ({exc}); nothing was removed") from None
+    lines = [_restore(entry) for entry in entries]
+    target.manifest.unlink()
+    for folder in sorted(manifest.get("created_dirs", []), key=len, reverse=True):
+        try:
+            os.rmdir(folder)  # only when empty: nothing of anyone else's goes
+        except OSError:
+            continue
+    return lines
+
+
+def main(args: list[str]) -> int:
+    from reme.service.cli_values import split_words
+
+    flags = {a for a in args if a.startswith("--")}
+    assigned, bare = split_words([a for a in args if not a.startswith("--")])
+    unknown = flags - {"--project", "--uninstall", "--prompt-recall", "--read-only"}
+    if bare != ["claude-code"] or unknown or set(assigned) - {"workspace_dir", "project_dir", "home"}:
+        print(USAGE, file=sys.stderr)
+        return 2
+    target = Target("--project" in flags, assigned)
+    try:
+        if "--uninstall" in flags:
+            lines = uninstall(target)
+        else:
+            lines = install(target, "--prompt-recall" in flags, "--read-only" in flags)
+    except InstallError as exc:
+        print(f"reme: {exc}", file=sys.stderr)
+        return 1
+    print("\n".join(lines))
+    return 0

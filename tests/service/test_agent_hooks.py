@@ -1,0 +1,304 @@
+"""`reme hook <event>` driven exactly as Claude Code drives it: a subprocess, the event's JSON on stdin,
+stdout (`hookSpecificOutput.additionalContext`) as the context channel, exit status 0 whatever happens."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.support import REME, reme_env
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "agents"
+S1 = "4f1c2a9e-8b7d-4c3e-9a10-2b6f0d5e7a11"
+S2 = "9d3e5b71-2c4a-4f8e-b6d0-7a1c3e9f2b44"
+CODEX = "0199a2b3-c4d5-7e6f-8a9b-0c1d2e3f4a5b"
+HOOK_TIMEOUT = 10  # what `reme install claude-code` gives capture hooks
+
+
+def hook(
+    event: str, payload: dict[str, Any] | str, workspace: Path, *extra: str, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """Run one hook; a generous service budget unless the test sets one (this machine is shared)."""
+    env = {"REME_HOOK_BUDGET": "60", **env}
+    return subprocess.run(
+        [REME, "hook", event, f"workspace_dir={workspace}", *extra],
+        input=payload if isinstance(payload, str) else json.dumps(payload),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=reme_env(**env),
+        cwd=workspace.parent,
+    )
+
+
+def event(name: str, transcript: Path, session_id: str = S1, **fields: Any) -> dict[str, Any]:
+    """The common input fields of every Claude Code hook, plus the event's own."""
+    return {
+        "session_id": session_id,
+        "transcript_path": str(transcript),
+        "cwd": "/home/dev/solar-api",
+        "permission_mode": "default",
+        "hook_event_name": name,
+        **fields,
+    }
+
+
+@pytest.fixture
+def transcripts(tmp_path: Path) -> dict[str, Path]:
+    """Copies of the fixture transcripts where Claude Code keeps them."""
+    folder = tmp_path / "home" / ".claude" / "projects" / "-home-dev-solar-api"
+    folder.mkdir(parents=True)
+    return {
+        S1: Path(shutil.copy(FIXTURES / "claude_session.jsonl", folder / f"{S1}.jsonl")),
+        S2: Path(shutil.copy(FIXTURES / "claude_resumed.jsonl", folder / f"{S2}.jsonl")),
+    }
+
+
+def saved(workspace: Path, session_id: str) -> list[dict[str, Any]]:
+    path = workspace / "session" / "dialog" / f"{session_id}.jsonl"
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def markers(workspace: Path) -> list[str]:
+    folder = workspace / "metadata" / "agent" / "captures"
+    return sorted(p.name for p in folder.glob("*.json")) if folder.is_dir() else []
+
+
+def context_of(result: subprocess.CompletedProcess[str], name: str) -> str:
+    assert result.returncode == 0, result.stderr
+    output = json.loads(result.stdout)
+    assert output["hookSpecificOutput"]["hookEventName"] == name
+    return str(output["hookSpecificOutput"]["additionalContext"])
+
+
+# with the service running ----------------------------------------------------------------------
+
+
+def test_capture_recall_and_prompt_hooks_with_the_service(tmp_path: Path, reme_service, transcripts) -> None:
+    workspace = tmp_path / "ws"
+    reme_service(workspace, "service.port=0", "scheduler.cron=false")
+    stop = hook("Stop", event("Stop", transcripts[S1], stop_hook_active=False), workspace)
+    assert stop.returncode == 0 and stop.stdout == "", stop.stderr
+    records = saved(workspace, S1)
+    assert len(records) == 10 and "sk-proj-" not in json.dumps(records)
+    assert markers(workspace) == []
+    before = (workspace / "session" / "dialog" / f"{S1}.jsonl").read_bytes()
+    for name, fields in (
+        ("PreCompact", {"trigger": "auto", "custom_instructions": ""}),
+        ("SessionEnd", {"reason": "exit"}),
+    ):
+        again = hook(name, event(name, transcripts[S1], **fields), workspace)
+        assert again.returncode == 0 and again.stdout == ""
+    assert (workspace / "session" / "dialog" / f"{S1}.jsonl").read_bytes() == before  # idempotent
+
+    start = hook("SessionStart", event("SessionStart", transcripts[S2], S2, source="resume"), workspace)
+    block = context_of(start, "SessionStart")
+    assert block.startswith("<reme-context") and block.endswith("</reme-context>") and len(block) <= 4000
+    assert f"daily/2026-06-01/{S1}.md" in block
+
+    prompt = event("UserPromptSubmit", transcripts[S2], S2, prompt="how do the solar retries work?")
+    off = hook("UserPromptSubmit", prompt, workspace)
+    assert off.returncode == 0 and off.stdout == ""  # off by default
+    on = hook("UserPromptSubmit", prompt, workspace, "prompt_recall=true")
+    assert len(context_of(on, "UserPromptSubmit")) <= 1500
+    by_env = hook("UserPromptSubmit", prompt, workspace, REME_HOOK_PROMPT_RECALL="1")
+    assert context_of(by_env, "UserPromptSubmit")
+
+
+# with the service down ------------------------------------------------------------------------
+
+
+def test_a_capture_with_the_service_down_returns_at_once_and_is_picked_up_next_time(
+    tmp_path: Path, reme_service, transcripts
+) -> None:
+    workspace = tmp_path / "ws"
+    (workspace / "metadata").mkdir(parents=True)
+    dead = {"host": "127.0.0.1", "port": 9, "backend": "http", "pid": 999999999}  # a service that died
+    (workspace / "metadata" / "service.json").write_text(json.dumps(dead))
+    began = time.monotonic()
+    down = hook("Stop", event("Stop", transcripts[S1]), workspace, REME_HOOK_SPAWN="0")
+    assert time.monotonic() - began < HOOK_TIMEOUT
+    assert down.returncode == 0 and down.stdout == ""
+    assert markers(workspace) == [f"{S1}.json"]
+    assert not (workspace / "session" / "dialog" / f"{S1}.jsonl").exists()  # the session is left untouched
+
+    reme_service(workspace, "service.port=0", "scheduler.cron=false")
+    up = hook(
+        "Stop", event("Stop", transcripts[S2], S2), workspace, REME_HOOK_SPAWN="0", REME_HOOK_BUDGET="60"
+    )
+    assert up.returncode == 0, up.stderr
+    assert len(saved(workspace, S1)) == 10 and len(saved(workspace, S2)) == 4
+    assert markers(workspace) == []
+
+
+def test_with_no_service_a_detached_process_saves_the_transcript(tmp_path: Path, transcripts) -> None:
+    workspace = tmp_path / "ws"
+    began = time.monotonic()
+    result = hook("SessionEnd", event("SessionEnd", transcripts[S1], reason="logout"), workspace)
+    assert time.monotonic() - began < HOOK_TIMEOUT and result.returncode == 0
+    target = workspace / "session" / "dialog" / f"{S1}.jsonl"
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and (markers(workspace) or not target.exists()):
+        time.sleep(0.2)
+    log = workspace / "metadata" / "agent" / "drain.log"
+    assert target.exists(), log.read_text() if log.exists() else "no drain log"
+    assert len(saved(workspace, S1)) == 10 and markers(workspace) == []
+
+
+def test_session_start_without_a_service_recalls_in_process(tmp_path: Path, transcripts) -> None:
+    workspace = tmp_path / "ws"
+    (workspace / "daily" / "2026-06-01").mkdir(parents=True)
+    (workspace / "daily" / "2026-06-01" / "solar.md").write_text(
+        "---\nname: solar\ndescription: solar API retries\n---\nRetries with tenacity.\n"
+    )
+    result = hook("SessionStart", event("SessionStart", transcripts[S1], source="startup"), workspace)
+    assert "daily/2026-06-01/solar.md" in context_of(result, "SessionStart")
+
+
+# never in the way ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "payload"),
+    [
+        ("Stop", "this is not json"),
+        ("Stop", "[1, 2]"),
+        ("Stop", json.dumps({"session_id": S1, "hook_event_name": "Stop"})),  # no transcript_path
+        ("Stop", json.dumps({"session_id": S1, "transcript_path": "/nonexistent/x.jsonl"})),
+        ("PreCompact", json.dumps({"session_id": "../../etc", "transcript_path": "/dev/null"})),
+        ("SessionStart", "{broken"),
+    ],
+)
+def test_bad_input_never_blocks_the_session(tmp_path: Path, name: str, payload: str) -> None:
+    result = hook(name, payload, tmp_path / "ws", REME_HOOK_SPAWN="0")
+    assert result.returncode == 0 and result.stdout == ""
+
+
+def test_usage_errors_never_exit_2(tmp_path: Path) -> None:
+    result = hook("NoSuchEvent", "{}", tmp_path / "ws")
+    assert result.returncode == 1 and "usage" in result.stderr
+
+
+def test_a_capture_hook_imports_neither_the_app_nor_the_web_stack(tmp_path: Path, transcripts) -> None:
+    payload = json.dumps(event("Stop", transcripts[S1]))
+    code = (
+        "import io, json, sys\n"
+        "from reme.service import hooks\n"
+        f"hooks.main(['Stop', 'workspace_dir={tmp_path / 'ws'}'], io.StringIO({payload!r}))\n"
+        "heavy = ('reme.app.application', 'reme.app.jobs', 'reme.index', 'reme.llm', 'reme.pipelines', 'fastapi', 'uvicorn', 'mcp', 'pydantic', 'httpx')\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith(heavy))))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=reme_env(REME_HOOK_SPAWN="0"),
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.splitlines()[-1]) == []
+
+
+# Codex CLI -----------------------------------------------------------------------------------
+
+
+def test_codex_notify_and_capture_save_the_rollout(tmp_path: Path, reme_service) -> None:
+    workspace = tmp_path / "ws"
+    reme_service(workspace, "service.port=0", "scheduler.cron=false")
+    codex_home = tmp_path / "codex"
+    day = codex_home / "sessions" / "2026" / "06" / "03"
+    day.mkdir(parents=True)
+    rollout = Path(shutil.copy(next(FIXTURES.glob("rollout-*.jsonl")), day))
+    notice = {
+        "type": "agent-turn-complete",
+        "thread-id": CODEX,
+        "turn-id": "1",
+        "cwd": "/home/dev/solar-api",
+        "input-messages": ["Why does make build fail?"],
+        "last-assistant-message": "The build needs the OpenSSL headers",
+    }
+    result = subprocess.run(
+        [REME, "hook", "codex-notify", f"workspace_dir={workspace}", json.dumps(notice)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=reme_env(CODEX_HOME=str(codex_home), REME_HOOK_BUDGET="60"),
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 0 and result.stdout == "", result.stderr
+    records = saved(workspace, CODEX)
+    assert len(records) == 4 and "AKIAIOSFODNN7EXAMPLE" not in json.dumps(records)
+    before = (workspace / "session" / "dialog" / f"{CODEX}.jsonl").read_bytes()
+    again = hook("capture", "", workspace, "source=codex", f"transcript_path={rollout}")
+    assert again.returncode == 0, again.stderr
+    assert (workspace / "session" / "dialog" / f"{CODEX}.jsonl").read_bytes() == before
+    assert markers(workspace) == []
+
+
+def test_a_session_id_that_is_not_a_plain_name_writes_nothing_anywhere(tmp_path: Path, transcripts) -> None:
+    workspace = tmp_path / "ws"
+    for bad in ("../../escape", "a/b", ".hidden", "x" * 200):
+        result = hook("Stop", event("Stop", transcripts[S1], bad), workspace, REME_HOOK_SPAWN="0")
+        assert result.returncode == 0 and "not a plain name" in result.stderr
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.json")) == []
+
+
+def test_each_capture_sends_only_the_lines_added_since_the_last_saved_one(tmp_path: Path) -> None:
+    from reme.service.hooks import append_params, saved_up_to
+
+    workspace, transcript = tmp_path / "ws", tmp_path / "t.jsonl"
+    lines = (FIXTURES / "claude_session.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    transcript.write_text(
+        "".join(lines[:10]) + lines[10].rstrip("\n"), encoding="utf-8"
+    )  # the last one half-written
+    capture = {"session_id": S1, "source": "claude_code", "transcript_path": str(transcript)}
+    (workspace / "metadata" / "agent" / "captures").mkdir(parents=True)
+    params, end = append_params(str(workspace), capture)
+    assert len(params["messages"]) == 10 and end == len("".join(lines[:10]).encode())
+    assert (
+        append_params(str(workspace), capture)[0]["messages"] == params["messages"]
+    )  # not saved yet: all again
+    saved_up_to(str(workspace), capture, end)
+    with transcript.open("a", encoding="utf-8") as handle:
+        handle.write("\n" + "".join(lines[11:]))
+    params, end = append_params(str(workspace), capture)
+    assert [e.get("uuid") for e in params["messages"]] == [
+        json.loads(line).get("uuid") for line in lines[10:]
+    ]
+    saved_up_to(str(workspace), capture, end)
+    assert append_params(str(workspace), capture)[0]["messages"] == []
+    transcript.write_text(lines[0], encoding="utf-8")  # rewritten shorter: read from the start
+    assert len(append_params(str(workspace), capture)[0]["messages"]) == 1
+
+
+def test_doctor_names_captures_that_waited_too_long(tmp_path: Path, transcripts) -> None:
+    import os
+
+    workspace = tmp_path / "ws"
+    assert hook("Stop", event("Stop", transcripts[S1]), workspace, REME_HOOK_SPAWN="0").returncode == 0
+    (marker,) = (workspace / "metadata" / "agent" / "captures").glob("*.json")
+
+    def agents_checks() -> list[dict[str, Any]]:
+        result = subprocess.run(
+            [REME, "doctor", f"workspace_dir={workspace}", "probe=false", "--json"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=reme_env(),
+        )
+        return [c for c in json.loads(result.stdout) if c["area"] == "agents"]
+
+    assert agents_checks() == []  # a fresh marker is a hook at work
+    old = time.time() - 3600
+    os.utime(marker, (old, old))
+    (check,) = agents_checks()
+    assert check["status"] == "warn" and "1 agent session capture(s) not saved yet" in check["detail"]
+    assert "reme hook drain" in check["fix"]
+    assert hook("drain", "", workspace).returncode == 0  # the fix it names works
+    assert len(saved(workspace, S1)) == 10 and agents_checks() == []
