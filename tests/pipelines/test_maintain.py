@@ -27,7 +27,11 @@ def body_of(path: Path) -> str:
 
 
 def digest_files(ws: Path) -> dict[str, bytes]:
-    return {p.relative_to(ws).as_posix(): p.read_bytes() for p in sorted((ws / "digest").rglob("*.md"))}
+    return {
+        p.relative_to(ws).as_posix(): p.read_bytes()
+        for p in sorted((ws / "digest").rglob("*.md"))
+        if not p.name.startswith("_")
+    }
 
 
 async def test_a_split_that_keeps_every_edge_is_written_whole_and_journaled(make_app: MakeApp) -> None:
