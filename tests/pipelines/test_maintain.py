@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.pipelines.conftest import MakeApp, scripted
+from tests.pipelines.conftest import MakeApp, scripted, served_by
 from tests.pipelines.dream_support import journal_runs, put
 from tests.pipelines.maintain_support import (
     CARDS,
@@ -18,6 +18,7 @@ from tests.pipelines.maintain_support import (
     split_turns,
 )
 
+from reme.llm.testing.fake_openai import FakeOpenAI
 from reme.workspace import frontmatter
 from reme.workspace.edges import missing_edges
 
@@ -210,3 +211,21 @@ async def test_a_dream_run_in_progress_blocks_maintain(make_app: MakeApp) -> Non
         response = await app.run("digest_maintain")
     assert not response.success and "a dream run is in progress" in response.answer
     assert not any((ws / child).exists() for child in CHILDREN)
+
+
+async def test_a_split_over_the_real_http_client_path(make_app: MakeApp) -> None:
+    server = FakeOpenAI(split_turns())
+    try:
+        app = await make_app(**served_by(server))
+        ws = app.workspace_dir
+        parent = setup_digest(ws)
+        old_body = body_of(parent)
+        response = await app.run("digest_maintain")
+    finally:
+        server.close()
+    assert response.success, response.answer
+    assert len(server.requests) == 5 and all((ws / child).is_file() for child in CHILDREN)
+    assert missing_edges(old_body, body_of(parent), *(body_of(ws / child) for child in CHILDREN)) == []
+    prompt = "\n".join(str(m.get("content") or "") for m in server.requests[0]["messages"])
+    assert f"Node to split: {PARENT} (9 sections > 8)" in prompt and "## Rule 9" in prompt
+    assert {t["function"]["name"] for t in server.requests[0]["tools"]} >= {"digest_write", "digest_edit", "read"}
