@@ -16,7 +16,9 @@ SECTIONS = [
     f"and [[digest/wiki/rule-{i}-notes.md]].\n"
     for i in range(1, 10)
 ]
-SOURCES = "## Sources\n" + "".join(f"- derived_from:: [[{card}]] — rules {n * 3 + 1}-{n * 3 + 3}.\n" for n, card in enumerate(CARDS))
+SOURCES = "## Sources\n" + "".join(
+    f"- derived_from:: [[{card}]] — rules {n * 3 + 1}-{n * 3 + 3}.\n" for n, card in enumerate(CARDS)
+)
 PARENT_BODY = "# Release practice\n\nHow the team ships.\n\n" + "\n".join(SECTIONS) + "\n" + SOURCES
 OVERVIEW = "## Parts\n\n" + "".join(f"- [[{child}]] — three of the rules.\n" for child in CHILDREN) + "\n"
 
@@ -32,8 +34,12 @@ def setup_digest(ws: Path) -> Path:
     """The overloaded PARENT (plus OTHER, which links it) on disk; the parent's path."""
     for card in CARDS:
         put(ws, card, "# Release\n\nWe talked about shipping rules.\n")
-    put(ws, OTHER, f"---\nname: outage-review\ndescription: The outage.\n---\n# Outage review\n\nSee [[{PARENT}]].\n\n"
-        f"## Sources\n- derived_from:: [[{CARDS[0]}]] — the outage.\n")
+    put(
+        ws,
+        OTHER,
+        f"---\nname: outage-review\ndescription: The outage.\n---\n# Outage review\n\nSee [[{PARENT}]].\n\n"
+        f"## Sources\n- derived_from:: [[{CARDS[0]}]] — the outage.\n",
+    )
     return put(ws, PARENT, f"---\nname: release-practice\ndescription: How we ship.\n---\n{PARENT_BODY}")
 
 
@@ -57,7 +63,9 @@ def split_turns(*, drop_link: bool = False, children: list[str] | None = None) -
     return turns
 
 
-def report(children: list[str], split: bool = True, reason: str = "three distinct groups of rules") -> dict[str, Any]:
+def report(
+    children: list[str], split: bool = True, reason: str = "three distinct groups of rules"
+) -> dict[str, Any]:
     return {"output": {"split": split, "children": children, "reason": reason}}
 
 

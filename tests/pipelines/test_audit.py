@@ -13,7 +13,9 @@ HUB = "digest/wiki/solar-panels.md"
 PEER = "digest/wiki/battery-storage.md"
 
 
-def node(path: str, text: str, *, sources: str | None = CARD, description: str = "A node.") -> tuple[str, str]:
+def node(
+    path: str, text: str, *, sources: str | None = CARD, description: str = "A node."
+) -> tuple[str, str]:
     name = path.rsplit("/", 1)[1][: -len(".md")]
     tail = f"\n## Sources\n- derived_from:: [[{sources}]] — where it comes from.\n" if sources else "\n"
     return path, f"---\nname: {name}\ndescription: {description}\n---\n# {name}\n\n{text}\n{tail}"
@@ -29,12 +31,16 @@ PLANTED = {
         "digest/wiki/unsourced.md", f"Gravel driveways drain rainwater, near [[{HUB}]].", sources=None
     ),
     ("missing_source", "digest/wiki/lost-source.md"): node(
-        "digest/wiki/lost-source.md", f"Cedar fences weather grey, see [[{HUB}]].", sources="daily/2026-01-01/gone.md"
+        "digest/wiki/lost-source.md",
+        f"Cedar fences weather grey, see [[{HUB}]].",
+        sources="daily/2026-01-01/gone.md",
     ),
     ("dead_link", "digest/wiki/dead-end.md"): node(
         "digest/wiki/dead-end.md", f"Heat pumps move warmth, see [[{HUB}]] and [[digest/wiki/nowhere.md]]."
     ),
-    ("orphan", "digest/wiki/alone.md"): node("digest/wiki/alone.md", "Sourdough starters need daily feeding."),
+    ("orphan", "digest/wiki/alone.md"): node(
+        "digest/wiki/alone.md", "Sourdough starters need daily feeding."
+    ),
     ("near_duplicate", "digest/wiki/compost-a.md"): node(
         "digest/wiki/compost-a.md", f"{TWIN_TEXT}, says [[{HUB}]]."
     ),
@@ -70,7 +76,9 @@ async def test_a_clean_digest_has_no_finding(tmp_path: Path, make_app: MakeApp) 
     assert set(response.metadata["counts"].values()) == {0} and "the digest is clean" in response.answer
 
 
-async def test_each_planted_defect_is_found_once_and_nothing_is_written(tmp_path: Path, make_app: MakeApp) -> None:
+async def test_each_planted_defect_is_found_once_and_nothing_is_written(
+    tmp_path: Path, make_app: MakeApp
+) -> None:
     ws = tmp_path / "ws"
     plant(ws, [*CLEAN, *PLANTED.values(), TWIN])
     record = {

@@ -3,7 +3,17 @@
 from __future__ import annotations
 
 from tests.pipelines.conftest import MakeApp, scripted
-from tests.pipelines.dream_support import CARD, CARD_TEXT, DAY, NODE, create_turns, extract_run, integrate_run, put, unit
+from tests.pipelines.dream_support import (
+    CARD,
+    CARD_TEXT,
+    DAY,
+    NODE,
+    create_turns,
+    extract_run,
+    integrate_run,
+    put,
+    unit,
+)
 from tests.pipelines.maintain_support import CHILDREN, PARENT, setup_digest, split_run, split_turns
 
 SCRIPT = [extract_run(unit()), integrate_run(create_turns()), split_run(split_turns())]
@@ -25,7 +35,9 @@ async def test_runs_newest_first_with_actions_kinds_and_diffs(make_app: MakeApp)
     assert diffs[CHILDREN[1]]["change"] == "created" and "+# Part 2" in diffs[CHILDREN[1]]["diff"]
     assert diffs[PARENT]["change"] == "modified" and "-## Rule 1" in diffs[PARENT]["diff"]
     assert f"+- [[{CHILDREN[0]}]] — three of the rules." in diffs[PARENT]["diff"]
-    (ws / CHILDREN[0]).write_text((ws / CHILDREN[0]).read_text(encoding="utf-8") + "\nLater note.\n", encoding="utf-8")
+    (ws / CHILDREN[0]).write_text(
+        (ws / CHILDREN[0]).read_text(encoding="utf-8") + "\nLater note.\n", encoding="utf-8"
+    )
     revert = await app.run("dream_revert", run_id=split.metadata["run_id"])
     assert revert.success and revert.metadata["skipped"][0]["path"] == CHILDREN[0]
 
@@ -36,9 +48,13 @@ async def test_runs_newest_first_with_actions_kinds_and_diffs(make_app: MakeApp)
     assert runs[0]["reverts"] == split.metadata["run_id"]
     assert runs[2]["actions"][0] == dream.metadata["actions"][0]
     assert f"CREATE {NODE} — new abstraction" in listing.answer and f"SPLIT {PARENT}" in listing.answer
-    assert listing.answer.index("revert") < listing.answer.index("maintain") < listing.answer.index("auto_dream")
+    assert (
+        listing.answer.index("revert") < listing.answer.index("maintain") < listing.answer.index("auto_dream")
+    )
 
-    assert [run["kind"] for run in (await app.run("journal", kind="dream")).metadata["runs"]] == ["auto_dream"]
+    assert [run["kind"] for run in (await app.run("journal", kind="dream")).metadata["runs"]] == [
+        "auto_dream"
+    ]
     assert len((await app.run("journal", limit=1)).metadata["runs"]) == 1
 
     detail = await app.run("journal", run_id=split.metadata["run_id"])

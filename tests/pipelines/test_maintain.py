@@ -43,8 +43,12 @@ async def test_a_split_that_keeps_every_edge_is_written_whole_and_journaled(make
     response = await app.run("digest_maintain")
     assert response.success, response.answer
     meta = response.metadata
-    assert [c["path"] for c in meta["candidates"]] == [PARENT] and "9 sections > 8" in meta["candidates"][0]["reason"]
-    assert meta["splits"] == [{"parent": PARENT, "children": sorted(CHILDREN), "reason": "three distinct groups of rules"}]
+    assert [c["path"] for c in meta["candidates"]] == [PARENT] and "9 sections > 8" in meta["candidates"][0][
+        "reason"
+    ]
+    assert meta["splits"] == [
+        {"parent": PARENT, "children": sorted(CHILDREN), "reason": "three distinct groups of rules"}
+    ]
     children = [body_of(ws / child) for child in CHILDREN]
     assert missing_edges(old_body, body_of(parent), *children) == []  # E-2 on disk
     overview = body_of(parent)
@@ -127,7 +131,9 @@ async def test_a_report_that_does_not_match_the_staged_split_keeps_nothing(make_
 
 async def test_an_overview_that_does_not_link_a_child_keeps_nothing(make_app: MakeApp) -> None:
     turns = split_turns()
-    turns[3]["args"]["new"] = turns[3]["args"]["new"].replace(f"- [[{CHILDREN[2]}]] — three of the rules.\n", "")
+    turns[3]["args"]["new"] = turns[3]["args"]["new"].replace(
+        f"- [[{CHILDREN[2]}]] — three of the rules.\n", ""
+    )
     turns[3]["args"]["new"] += "Rule links kept: [[digest/wiki/rule-7-notes.md]]\n"
     app = await make_app(**scripted([split_run(turns)]))
     ws = app.workspace_dir
@@ -185,7 +191,13 @@ async def test_bad_parameters_are_refused(make_app: MakeApp) -> None:
 
 
 async def test_size_bound_and_path_select_the_candidates(make_app: MakeApp) -> None:
-    app = await make_app(**{"jobs.digest_maintain.steps": [{"backend": "digest_maintain", "max_node_chars": 400, "max_sections": 50}]})
+    app = await make_app(
+        **{
+            "jobs.digest_maintain.steps": [
+                {"backend": "digest_maintain", "max_node_chars": 400, "max_sections": 50}
+            ]
+        }
+    )
     setup_digest(app.workspace_dir)
     response = await app.run("digest_maintain", path=OTHER)
     assert response.success and response.metadata["candidates"] == []
@@ -228,4 +240,8 @@ async def test_a_split_over_the_real_http_client_path(make_app: MakeApp) -> None
     assert missing_edges(old_body, body_of(parent), *(body_of(ws / child) for child in CHILDREN)) == []
     prompt = "\n".join(str(m.get("content") or "") for m in server.requests[0]["messages"])
     assert f"Node to split: {PARENT} (9 sections > 8)" in prompt and "## Rule 9" in prompt
-    assert {t["function"]["name"] for t in server.requests[0]["tools"]} >= {"digest_write", "digest_edit", "read"}
+    assert {t["function"]["name"] for t in server.requests[0]["tools"]} >= {
+        "digest_write",
+        "digest_edit",
+        "read",
+    }

@@ -29,11 +29,17 @@ HIRING = "digest/wiki/hiring-bar.md"
 HIRING_CARD = f"daily/{DAY}/hiring.md"
 CORROBORATE = {
     "tool": "digest_edit",
-    "args": {"path": NODE, "old": "## Sources\n", "new": f"## Sources\n- derived_from:: [[{CARD}]] — again.\n"},
+    "args": {
+        "path": NODE,
+        "old": "## Sources\n",
+        "new": f"## Sources\n- derived_from:: [[{CARD}]] — again.\n",
+    },
 }
 SCRIPT = [
     extract_run(unit(), unit("Hiring bar", HIRING_CARD)),
-    integrate_run([{"tool": "read", "args": {"path": NODE}}, CORROBORATE, report("CORROBORATE")], "Weekly releases"),
+    integrate_run(
+        [{"tool": "read", "args": {"path": NODE}}, CORROBORATE, report("CORROBORATE")], "Weekly releases"
+    ),
     integrate_run(
         create_turns(HIRING, body(HIRING_CARD, text="We hire slowly and on purpose."))[:1]
         + [report("CREATE", HIRING)],
@@ -58,7 +64,9 @@ async def dreamed(make_app: MakeApp, script: list[dict[str, Any]] | None = None)
     return app, before, response.metadata["run_id"]
 
 
-async def test_revert_after_a_dream_restores_byte_for_byte_and_removes_created_nodes(make_app: MakeApp) -> None:
+async def test_revert_after_a_dream_restores_byte_for_byte_and_removes_created_nodes(
+    make_app: MakeApp,
+) -> None:
     app, before, run_id = await dreamed(make_app)
     ws = app.workspace_dir
     response = await app.run("dream_revert", run_id=run_id)
@@ -75,7 +83,10 @@ async def test_revert_after_a_dream_restores_byte_for_byte_and_removes_created_n
 
     again = await app.run("dream_revert", run_id=run_id)  # a second revert changes nothing
     assert again.success and "already reverted" in again.answer
-    assert again.metadata["restored"] == again.metadata["deleted"] == [] and again.metadata["revert_run_id"] is None
+    assert (
+        again.metadata["restored"] == again.metadata["deleted"] == []
+        and again.metadata["revert_run_id"] is None
+    )
     assert sorted(again.metadata["unchanged"]) == sorted([NODE, HIRING]) and len(journal_runs(ws)) == 2
 
     redo = await app.run("dream_revert", run_id=meta["revert_run_id"])  # reverting the revert redoes the run
@@ -105,7 +116,9 @@ async def test_a_file_edited_by_a_person_after_the_run_is_skipped_unless_force(m
 async def test_a_created_node_changed_since_is_kept_and_its_inbound_links_reported(make_app: MakeApp) -> None:
     app, _, run_id = await dreamed(make_app)
     ws = app.workspace_dir
-    (ws / HIRING).write_text((ws / HIRING).read_text(encoding="utf-8") + "\nA person's note.\n", encoding="utf-8")
+    (ws / HIRING).write_text(
+        (ws / HIRING).read_text(encoding="utf-8") + "\nA person's note.\n", encoding="utf-8"
+    )
     kept = await app.run("dream_revert", run_id=run_id)
     assert kept.metadata["skipped"][0]["path"] == HIRING and (ws / HIRING).is_file()
 
@@ -130,7 +143,9 @@ async def test_unknown_and_malformed_run_ids_are_refused(make_app: MakeApp) -> N
     assert not missing.success
 
 
-async def test_revert_of_a_maintain_run_puts_the_parent_back_and_removes_the_children(make_app: MakeApp) -> None:
+async def test_revert_of_a_maintain_run_puts_the_parent_back_and_removes_the_children(
+    make_app: MakeApp,
+) -> None:
     app = await make_app(**scripted([split_run(split_turns())]))
     ws = app.workspace_dir
     parent: Path = setup_digest(ws)
@@ -139,5 +154,7 @@ async def test_revert_of_a_maintain_run_puts_the_parent_back_and_removes_the_chi
     assert split.success, split.answer
     response = await app.run("dream_revert", run_id=split.metadata["run_id"])
     assert response.success, response.answer
-    assert response.metadata["restored"] == [PARENT] and sorted(response.metadata["deleted"]) == sorted(CHILDREN)
+    assert response.metadata["restored"] == [PARENT] and sorted(response.metadata["deleted"]) == sorted(
+        CHILDREN
+    )
     assert parent.read_bytes() == before and not any((ws / child).exists() for child in CHILDREN)

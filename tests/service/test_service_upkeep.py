@@ -29,7 +29,9 @@ def test_http_split_then_cli_journal_audit_and_revert(reme_service: Any, tmp_pat
     reply = httpx.post(f"{service.url}/digest_maintain", json={}, timeout=60).json()
     assert reply["success"], reply["answer"]
     run_id = reply["metadata"]["run_id"]
-    assert reply["metadata"]["splits"][0]["parent"] == PARENT and all((workspace / c).is_file() for c in CHILDREN)
+    assert reply["metadata"]["splits"][0]["parent"] == PARENT and all(
+        (workspace / c).is_file() for c in CHILDREN
+    )
 
     journal = service.cli("journal")
     assert journal.returncode == 0, journal.stderr
@@ -37,7 +39,10 @@ def test_http_split_then_cli_journal_audit_and_revert(reme_service: Any, tmp_pat
 
     audit = service.cli("digest_audit")  # findings (the rule notes are dead links) still exit 0
     assert audit.returncode == 0, audit.stderr
-    assert "dead_link: digest/wiki/release-cadence.md — [[digest/wiki/rule-1-notes.md]] names no file" in audit.stdout
+    assert (
+        "dead_link: digest/wiki/release-cadence.md — [[digest/wiki/rule-1-notes.md]] names no file"
+        in audit.stdout
+    )
     counts = json.loads(service.cli("digest_audit", "--json").stdout)["metadata"]["counts"]
     assert counts["dead_link"] == 9 and counts["overloaded"] == 0
 

@@ -76,7 +76,9 @@ def commit(
             check_text(change.content, f"the new text of {change.path!r}", limits.max_text_bytes)
     recover(ws, links)
     with ws.lock(*relatives):
-        images = [_check(ws, relative, change, limits) for relative, change in zip(relatives, changes, strict=True)]
+        images = [
+            _check(ws, relative, change, limits) for relative, change in zip(relatives, changes, strict=True)
+        ]
         folder = journal_dir(ws)
         folder.mkdir(parents=True, exist_ok=True)
         intent_id = uuid.uuid4().hex
