@@ -108,3 +108,15 @@ async def test_a_digest_over_the_node_bound_is_refused(tmp_path: Path, make_app:
     app = await make_app(**{"jobs.digest_audit.steps": [{"backend": "digest_audit", "max_nodes": 1}]})
     response = await app.run("digest_audit")
     assert not response.success and "more than max_nodes 1" in response.answer
+
+
+async def test_a_source_leading_outside_the_workspace_names_no_file(
+    tmp_path: Path, make_app: MakeApp
+) -> None:
+    escape = "../" * 12 + "etc/hostname"
+    plant(tmp_path / "ws", [*CLEAN, node("digest/wiki/escape.md", f"Links [[{HUB}]].", sources=escape)])
+    app = await make_app()
+    response = await app.run("digest_audit")
+    assert [(f["kind"], f["path"]) for f in response.metadata["findings"]] == [
+        ("missing_source", "digest/wiki/escape.md")
+    ]

@@ -87,7 +87,7 @@ def _sources(port: MemoryPort, path: str, body: str) -> list[dict[str, Any]]:
         ]
     found = []
     for target in dict.fromkeys(link.target for link in links):
-        if not (port.exists(target) or port.exists(f"{target}.md")):
+        if not (_is_file(port, target) or _is_file(port, f"{target}.md")):
             found.append(
                 {
                     "kind": "missing_source",
@@ -96,6 +96,14 @@ def _sources(port: MemoryPort, path: str, body: str) -> list[dict[str, Any]]:
                 }
             )
     return found
+
+
+def _is_file(port: MemoryPort, path: str) -> bool:
+    """A file inside the workspace (a target that leads outside it names none)."""
+    try:
+        return port.exists(port.check_path(path))
+    except ValueError:
+        return False
 
 
 async def _links(port: MemoryPort, path: str, names: set[str], digest: str) -> list[dict[str, Any]]:

@@ -63,9 +63,7 @@ def day_entry(record: RunRecord, time_text: str) -> str:
         lines.append(f"- reverts run {record.reverts}")
     if record.error:
         lines.append(f"- run failed: {record.error}")
-    lines += [
-        f"- {a['action']} [[{a['target_path']}]] — {a['reason']} (unit: {a['unit']})" for a in record.actions
-    ]
+    lines += [f"- {a['action']} [[{a['target_path']}]] — {a['reason']}{_unit(a)}" for a in record.actions]
     lines += [
         f"- FAILED unit {f['unit']!r}: {f['error']} (sources: {', '.join(f['paths'])})"
         for f in record.failed_units
@@ -75,6 +73,12 @@ def day_entry(record: RunRecord, time_text: str) -> str:
         lost = ", ".join(_edge(edge) for edge in violation["missing_edges"])
         lines.append(f"- conservation violation on {violation['path']}: would drop {lost}")
     return "\n".join(lines) + "\n"
+
+
+def _unit(action: dict[str, Any]) -> str:
+    """` (unit: ...)` for a dream action; maintain and revert actions name their node already."""
+    unit = action.get("unit")
+    return f" (unit: {unit})" if unit and unit != action["target_path"] else ""
 
 
 def _edge(edge: dict[str, Any]) -> str:
