@@ -41,7 +41,9 @@ def test_writes_creates_and_deletes_together(ws: Workspace) -> None:
         ],
     )
     assert [entry["sha256"] for entry in done] == [sha256_of("new a\n"), sha256_of("c\n"), None]
-    assert (ws.root / "digest/wiki/a.md").read_text() == "new a\n" and (ws.root / "digest/wiki/c.md").is_file()
+    assert (ws.root / "digest/wiki/a.md").read_text() == "new a\n" and (
+        ws.root / "digest/wiki/c.md"
+    ).is_file()
     assert not (ws.root / "digest/wiki/b.md").exists() and not list(journal_dir(ws).glob("*.json"))
 
 
@@ -87,5 +89,7 @@ def test_a_dead_writers_half_done_transaction_is_rolled_back(ws: Workspace) -> N
     (folder / "junk.json").write_text("{not json", encoding="utf-8")
     reports = recover(ws)
     assert {r["id"]: r["state"] for r in reports} == {"dead": "rolled_back", "junk": "unreadable"}
-    assert (ws.root / "digest/wiki/a.md").read_text() == "old a\n" and not (ws.root / "digest/wiki/c.md").exists()
+    assert (ws.root / "digest/wiki/a.md").read_text() == "old a\n" and not (
+        ws.root / "digest/wiki/c.md"
+    ).exists()
     assert not list(folder.glob("*.json")) and recover(ws) == []
