@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ from tests.pipelines.dream_support import (
 from tests.pipelines.maintain_support import CHILDREN, PARENT, setup_digest, split_run, split_turns
 
 from reme import ReMe
+from reme.app.port import AppPort
 
 OLD_CARD = "daily/2026-06-10/outage.md"
 HIRING = "digest/wiki/hiring-bar.md"
@@ -158,3 +161,27 @@ async def test_revert_of_a_maintain_run_puts_the_parent_back_and_removes_the_chi
         CHILDREN
     )
     assert parent.read_bytes() == before and not any((ws / child).exists() for child in CHILDREN)
+
+
+async def test_a_tampered_record_cannot_touch_files_outside_the_digest(make_app: MakeApp) -> None:
+    app, _, run_id = await dreamed(make_app)
+    ws = app.workspace_dir
+    record_path = ws / f"journal/dream/runs/{run_id}.json"
+    record = json.loads(record_path.read_text(encoding="utf-8"))
+    record["created"].append(CARD)  # a daily note the run never created
+    record["created_sha256"][CARD] = hashlib.sha256((ws / CARD).read_bytes()).hexdigest()
+    record_path.write_text(json.dumps(record), encoding="utf-8")
+    response = await app.run("dream_revert", run_id=run_id)
+    assert response.success and (ws / CARD).read_text(encoding="utf-8") == CARD_TEXT
+    assert {
+        "path": CARD,
+        "reason": "not a digest node; a revert only puts digest nodes back",
+    } in response.metadata["skipped"]
+
+
+async def test_a_revert_waits_for_no_one_while_a_dream_run_holds_the_lock(make_app: MakeApp) -> None:
+    app, _, run_id = await dreamed(make_app)
+    async with AppPort(app).exclusive("dream"):
+        response = await app.run("dream_revert", run_id=run_id)
+    assert not response.success and "a dream run is in progress" in response.answer
+    assert (app.workspace_dir / HIRING).is_file()

@@ -26,6 +26,7 @@ from reme.pipelines.dream_journal import (
     record_text,
 )
 from reme.pipelines.port import MemoryPort
+from reme.workspace.digest import is_node
 from reme.workspace.transaction import Change
 
 
@@ -115,6 +116,10 @@ async def _plan(
     port: MemoryPort, target: _Target, force: bool, revert: RunRecord, meta: dict[str, Any]
 ) -> Change | None:
     """The change that puts this path back (recorded in `revert` and `meta`), or None."""
+    if not is_node(target.path, port.folder("digest")):  # runs write digest nodes only; a record is a file
+        why = "not a digest node; a revert only puts digest nodes back"
+        meta["skipped"].append({"path": target.path, "reason": why})
+        return None
     current = await port.load(target.path)
     current_sha = current.sha256 if current else None
     wanted_sha = _sha(target.content) if target.content is not None else None
