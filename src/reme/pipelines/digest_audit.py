@@ -126,10 +126,15 @@ async def _links(port: MemoryPort, path: str, names: set[str], digest: str) -> l
 
 
 def _query(node: FileText, limit: int) -> str:
-    document = frontmatter.parse(node.content)
-    head = " ".join(str(document.metadata.get(key) or "") for key in ("name", "description"))
-    body = document.body.split(f"## {SOURCES_HEADING.title()}", 1)[0]
-    return f"{head}\n{body}".strip()[:limit]
+    """The node's prose: its body above `## Sources`, without the title line.
+
+    Names, descriptions and titles are left out: they differ between two nodes that say the same
+    thing, and they would only raise the node's score for itself.
+    """
+    body = frontmatter.parse(node.content).body.split(f"## {SOURCES_HEADING.title()}", 1)[0].strip()
+    if body.startswith("# "):
+        body = body.split("\n", 1)[1] if "\n" in body else ""
+    return body.strip()[:limit]
 
 
 async def _near_duplicates(
