@@ -23,7 +23,24 @@ from pathlib import Path
 from reme import ReMe
 
 CARD = "daily/2026-06-20/notes.md"
-COMMON = "the team said that we should keep this in mind when planning next week and after".split()
+COMMON = [
+    "the",
+    "team",
+    "said",
+    "that",
+    "we",
+    "should",
+    "keep",
+    "this",
+    "in",
+    "mind",
+    "when",
+    "planning",
+    "next",
+    "week",
+    "and",
+    "after",
+]
 
 
 def bodies(count: int) -> list[str]:
