@@ -10,7 +10,7 @@ import httpx
 from mcp import Client
 from tests.pipelines.maintain_support import CHILDREN, PARENT, setup_digest, split_run, split_turns
 
-from reme import ReMe
+from reme import ReMe, ReMeSync
 from reme.service.mcp import build_mcp_server
 
 SCRIPT = [split_run(split_turns())]
@@ -74,4 +74,22 @@ async def test_mcp_lists_and_runs_the_upkeep_jobs(tmp_path: Path) -> None:
         assert revert.structured_content["metadata"]["restored"] == [PARENT]
         listing = await client.call_tool("journal", {"kind": "revert"})
         assert listing.structured_content["metadata"]["runs"][0]["reverts"] == run_id
+    assert parent.read_bytes() == before
+
+
+def test_the_blocking_python_api_splits_audits_and_reverts(tmp_path: Path) -> None:
+    parent = setup_digest(tmp_path / "ws")
+    before = parent.read_bytes()
+    overrides = {
+        "components.llm.backend": "scripted",
+        "components.llm.script": SCRIPT,
+        "scheduler.cron": False,
+    }
+    with ReMeSync(workspace_dir=tmp_path / "ws", **overrides) as app:
+        split = app.run("digest_maintain")
+        assert split.success, split.answer
+        assert app.run("digest_audit").metadata["counts"]["overloaded"] == 0
+        assert app.run("journal").metadata["runs"][0]["run_id"] == split.metadata["run_id"]
+        revert = app.run("dream_revert", run_id=split.metadata["run_id"])
+        assert revert.success and revert.metadata["restored"] == [PARENT]
     assert parent.read_bytes() == before
