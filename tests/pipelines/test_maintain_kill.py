@@ -76,7 +76,9 @@ async def test_a_kill_during_the_commit_leaves_the_old_parent_or_the_whole_split
 
     app = await make_app(**scripted(SCRIPT))  # start-up rolls the dead writer's transaction back
     assert not list((ws / "metadata/transactions").glob("*.json"))
-    assert app.component("workspace").recovered_transactions[0]["state"] == "rolled_back"  # type: ignore[attr-defined]
+    health = (await app.run("health_check")).metadata["components"]["workspace"]
+    [recovered] = health["recovered_transactions"]
+    assert recovered["state"] == "rolled_back" and health["status"] == "ok"
     if kill_after < FILES_IN_COMMIT:  # died inside the split's transaction: the old parent, nothing else
         assert digest_files(ws) == before and journal_runs(ws) == []
         response = await app.run("digest_maintain")  # and the split can simply run again, whole
