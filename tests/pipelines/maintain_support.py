@@ -43,8 +43,20 @@ def setup_digest(ws: Path) -> Path:
     return put(ws, PARENT, f"---\nname: release-practice\ndescription: How we ship.\n---\n{PARENT_BODY}")
 
 
-def split_turns(*, drop_link: bool = False, children: list[str] | None = None) -> list[dict[str, Any]]:
-    """Write the three children, turn the parent into an overview, report the split."""
+def overview_edit(extra: str = "") -> dict[str, Any]:
+    return {
+        "tool": "digest_edit",
+        "args": {"path": PARENT, "old": "\n".join(SECTIONS) + "\n", "new": OVERVIEW + extra},
+    }
+
+
+def split_turns(
+    *, drop_link: bool = False, children: list[str] | None = None, retry: str | None = None
+) -> list[dict[str, Any]]:
+    """Write the three children, turn the parent into an overview, report the split.
+
+    With `retry`, the overview edit is made twice, the second time with `retry` added to it.
+    """
     turns: list[dict[str, Any]] = [
         {
             "tool": "digest_write",
@@ -56,9 +68,9 @@ def split_turns(*, drop_link: bool = False, children: list[str] | None = None) -
         }
         for k, child in enumerate(CHILDREN)
     ]
-    turns.append(
-        {"tool": "digest_edit", "args": {"path": PARENT, "old": "\n".join(SECTIONS) + "\n", "new": OVERVIEW}}
-    )
+    turns.append(overview_edit())
+    if retry is not None:
+        turns.append(overview_edit(retry))
     turns.append(report(children if children is not None else CHILDREN))
     return turns
 

@@ -68,8 +68,11 @@ async def test_a_split_that_keeps_every_edge_is_written_whole_and_journaled(make
     assert again.success and again.metadata["candidates"] == [] and "nothing to split" in again.answer
 
 
+LOST = {"path": PARENT, "missing_edges": [{"target": "digest/wiki/rule-9-notes.md", "predicate": None}]}
+
+
 async def test_a_split_whose_model_drops_an_edge_keeps_nothing(make_app: MakeApp) -> None:
-    app = await make_app(**scripted([split_run(split_turns(drop_link=True))]))
+    app = await make_app(**scripted([split_run(split_turns(drop_link=True, retry=""))]))
     ws = app.workspace_dir
     setup_digest(ws)
     before = digest_files(ws)
@@ -77,14 +80,27 @@ async def test_a_split_whose_model_drops_an_edge_keeps_nothing(make_app: MakeApp
     assert not response.success
     [failed] = response.metadata["failed"]
     assert failed["parent"] == PARENT and failed["error"].startswith("ConservationViolation: ")
-    assert response.metadata["violations"] == [
-        {"path": PARENT, "missing_edges": [{"target": "digest/wiki/rule-9-notes.md", "predicate": None}]}
-    ]
+    assert "[[digest/wiki/rule-9-notes.md]]" in failed["error"]
+    assert response.metadata["violations"] == [LOST, LOST]  # refused, retried, refused again
     assert digest_files(ws) == before  # parent byte-identical, no child on disk
     [run] = journal_runs(ws)
-    assert run["created"] == [] and run["modified"] == [] and run["violations"]
+    assert run["created"] == [] and run["modified"] == [] and run["violations"] == [LOST, LOST]
     audit = await app.run("digest_audit")
-    assert audit.metadata["counts"]["conservation_violation"] == 1
+    assert audit.metadata["counts"]["conservation_violation"] == 2
+
+
+async def test_a_dropped_edge_is_refused_once_and_the_retry_that_keeps_it_is_written(
+    make_app: MakeApp,
+) -> None:
+    kept = "Rule 9 notes: [[digest/wiki/rule-9-notes.md]].\n"
+    app = await make_app(**scripted([split_run(split_turns(drop_link=True, retry=kept))]))
+    ws = app.workspace_dir
+    parent = setup_digest(ws)
+    old_body = body_of(parent)
+    response = await app.run("digest_maintain")
+    assert response.success, response.answer
+    assert response.metadata["violations"] == [LOST] and kept in body_of(parent)
+    assert missing_edges(old_body, body_of(parent), *(body_of(ws / child) for child in CHILDREN)) == []
 
 
 async def test_writes_outside_the_parents_bucket_or_to_another_node_are_refused(make_app: MakeApp) -> None:

@@ -21,6 +21,7 @@ from reme.llm.prompts import render_prompt
 from reme.llm.runner import AgentFailed, run_agent
 from reme.llm.tools import PathPolicy
 from reme.pipelines.digest_nodes import Overload, load_nodes
+from reme.pipelines.dream_guard import UnitAborted
 from reme.pipelines.dream_integrate import Modified
 from reme.pipelines.dream_journal import (
     RunRecord,
@@ -168,6 +169,8 @@ async def _split(
     record = journal.record
     meta["refusals"].extend({"parent": parent.path, "refusal": text} for text in guard.refusals)
     record.refusals.extend({"unit": parent.path, "refusal": text} for text in guard.refusals)
+    record.violations.extend(guard.violations)  # refused edits: recorded even when the retry fixed them
+    meta["violations"].extend(guard.violations)
     if error is None and report is not None and not report.split:
         meta["declined"].append({"parent": parent.path, "reason": report.reason})
         return
@@ -216,7 +219,8 @@ async def _run_agent(
         )
     except AgentFailed as failure:
         _add(usage, failure.usage)
-        return f"AgentFailed: {failure.message}", None
+        cause = failure.__cause__
+        return (cause.message if isinstance(cause, UnitAborted) else f"AgentFailed: {failure.message}"), None
     _add(usage, run.usage)
     return None, run.output
 

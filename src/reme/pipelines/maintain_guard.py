@@ -4,8 +4,10 @@
 - `digest_write` may only create new children in the parent's bucket, each citing only sources the
   parent already cites (a split moves knowledge, it does not invent provenance);
 - `digest_edit` may only change the parent, in place (F-1; inbound links stay valid, F-10); E-1 is
-  left out per edit because a split moves links into the children: E-2 is checked over the union
-  once the agent has finished (`check_split`);
+  left out because a split moves links into the children: instead each edit is checked for E-2
+  against the children staged so far (write them first). The first refusal goes back to the agent
+  as its one retry, the second ends the run with `ConservationViolation`; `check_split` checks E-2
+  over the whole union again once the agent has finished;
 - every other write is refused, and `read` of a staged file shows the staged text.
 Both writes are checked with the digest rules (`MemoryPort.draft_node` / `draft_edit`) and kept in
 memory; the pipeline commits the whole split in one file transaction, or nothing.
@@ -19,11 +21,11 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from reme.errors import ReMeError
-from reme.pipelines.dream_guard import ToolReply
+from reme.pipelines.dream_guard import MAX_VIOLATIONS, ToolReply, UnitAborted
 from reme.pipelines.port import FileText, MemoryPort
 from reme.workspace import frontmatter
 from reme.workspace.digest import is_node, node_parts, source_links
-from reme.workspace.edges import edges, missing_edges
+from reme.workspace.edges import describe, edges, missing_edges
 
 WRITE_JOBS = ("write", "edit", "save", "delete", "move", "digest_write", "digest_edit", "frontmatter_update")
 
@@ -45,6 +47,7 @@ class SplitGuard:
     children: dict[str, str] = field(default_factory=dict)  # staged path -> file text
     parent_text: str | None = None  # the staged parent
     refusals: list[str] = field(default_factory=list)
+    violations: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def bucket(self) -> str:
@@ -118,12 +121,38 @@ class SplitGuard:
             )
         current = self.parent_text if self.parent_text is not None else self.parent.content
         try:
-            self.parent_text = await self.port.draft_edit(
+            edited = await self.port.draft_edit(
                 path, current, str(params.get("old", "")), str(params.get("new", "")), conserve=False
             )
         except ReMeError as exc:
             return ToolReply(False, exc.message)
+        lost = self.lost_edges(edited)
+        if lost:
+            return self._violation(lost)
+        self.parent_text = edited
         return ToolReply(True, f"Staged the edit of {path}", {"path": path, "staged": True})
+
+    def lost_edges(self, parent_text: str) -> list[dict[str, Any]]:
+        """E-2: edges of the old parent in neither this parent text nor a staged child."""
+        bodies = [frontmatter.parse(text).body for text in self.children.values()]
+        old = frontmatter.parse(self.parent.content).body
+        return missing_edges(old, frontmatter.parse(parent_text).body, *bodies)
+
+    def _violation(self, lost: list[dict[str, Any]]) -> ToolReply:
+        self.violations.append({"path": self.parent.path, "missing_edges": lost})
+        shown = ", ".join(describe(edge) for edge in lost[:20])
+        message = (
+            f"the edit of {self.parent.path} would drop {len(lost)} link(s) that no child staged so far "
+            f"keeps: {shown} (E-2)"
+        )
+        if len(self.violations) >= MAX_VIOLATIONS:
+            raise UnitAborted(f"ConservationViolation: {message}", {"missing_edges": lost})
+        return ToolReply(
+            False,
+            f"refused: {message}. Nothing was staged. This is your one retry: keep those links in the "
+            "overview, or write the children that hold them first",
+            {"missing_edges": lost},
+        )
 
 
 def check_split(guard: SplitGuard, report: SplitReport) -> tuple[str | None, list[dict[str, Any]]]:
@@ -145,8 +174,7 @@ def check_split(guard: SplitGuard, report: SplitReport) -> tuple[str | None, lis
     ]
     if unlinked:
         return f"the overview {parent} must link each child; it does not link {', '.join(unlinked)}", []
-    bodies = [frontmatter.parse(text).body for text in guard.children.values()]
-    lost = missing_edges(frontmatter.parse(guard.parent.content).body, new_parent, *bodies)
+    lost = guard.lost_edges(guard.parent_text)
     if lost:
         return f"ConservationViolation: the split of {parent} would drop {len(lost)} link(s) (E-2)", lost
     return None, []
