@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from tests.pipelines.conftest import MakeApp
 from tests.pipelines.dream_support import put
 
@@ -120,3 +121,14 @@ async def test_a_source_leading_outside_the_workspace_names_no_file(
     assert [(f["kind"], f["path"]) for f in response.metadata["findings"]] == [
         ("missing_source", "digest/wiki/escape.md")
     ]
+
+
+async def test_the_answer_is_bounded_and_metadata_keeps_every_finding(
+    tmp_path: Path, make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("reme.pipelines.digest_audit.MAX_ANSWER_LINES", 2)
+    plant(tmp_path / "ws", [*CLEAN, *PLANTED.values(), TWIN])
+    app = await make_app()
+    response = await app.run("digest_audit")
+    assert len(response.metadata["findings"]) == 6
+    assert response.answer.splitlines()[-1] == "… 4 more finding(s) in metadata.findings"

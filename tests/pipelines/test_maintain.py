@@ -261,3 +261,16 @@ async def test_a_split_over_the_real_http_client_path(make_app: MakeApp) -> None
         "digest_edit",
         "read",
     }
+
+
+async def test_a_node_too_large_for_one_prompt_is_left_for_a_person(make_app: MakeApp) -> None:
+    steps = [{"backend": "digest_maintain", "max_parent_chars": 500}]
+    app = await make_app(**scripted([split_run(split_turns())]), **{"jobs.digest_maintain.steps": steps})
+    ws = app.workspace_dir
+    setup_digest(ws)
+    before = digest_files(ws)
+    response = await app.run("digest_maintain")
+    assert response.success, response.answer
+    [declined] = response.metadata["declined"]
+    assert "max_parent_chars 500: split it by hand" in declined["reason"] and response.metadata["usage"] == {}
+    assert digest_files(ws) == before

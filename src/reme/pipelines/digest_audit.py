@@ -23,6 +23,7 @@ from reme.workspace import frontmatter
 from reme.workspace.digest import SOURCE_PREDICATE, SOURCES_HEADING, source_links
 from reme.workspace.edges import describe
 
+MAX_ANSWER_LINES = 500
 KINDS = (
     "no_source",
     "missing_source",
@@ -190,9 +191,13 @@ async def _violations(port: MemoryPort, max_runs: int) -> list[dict[str, Any]]:
 
 
 def _report(meta: dict[str, Any]) -> str:
+    """The head line, then one line per finding (the first MAX_ANSWER_LINES; metadata has them all)."""
     total = len(meta["findings"])
     counts = ", ".join(f"{kind} {n}" for kind, n in meta["counts"].items() if n)
     head = f"digest audit: {meta['nodes']} node(s), {total} finding(s)" + (
         f" ({counts})" if counts else "; the digest is clean"
     )
-    return "\n".join([head, *(f"{f['kind']}: {f['path']} — {f['detail']}" for f in meta["findings"])])
+    lines = [f"{f['kind']}: {f['path']} — {f['detail']}" for f in meta["findings"][:MAX_ANSWER_LINES]]
+    if total > MAX_ANSWER_LINES:
+        lines.append(f"… {total - MAX_ANSWER_LINES} more finding(s) in metadata.findings")
+    return "\n".join([head, *lines])

@@ -43,6 +43,7 @@ class MaintainSettings:
     overload: Overload = Overload()
     max_children: int = 8
     max_nodes: int = 10_000
+    max_parent_chars: int = 60_000  # a larger node is not split: the model would not see it whole
 
 
 @dataclass
@@ -162,6 +163,10 @@ async def _split(
 ) -> None:
     parent = await port.load(candidate["path"])
     if parent is None:
+        return
+    if len(parent.content) > settings.max_parent_chars:
+        reason = f"{len(parent.content)} characters > max_parent_chars {settings.max_parent_chars}: split it by hand"
+        meta["declined"].append({"parent": parent.path, "reason": reason})
         return
     guard = SplitGuard(port, port.folder("digest"), parent, settings.max_children)
     error, report = await _run_agent(port, guard, candidate, usage)

@@ -19,9 +19,13 @@ async def digest_maintain_step(
     max_sections: int = 8,
     max_children: int = 8,
     max_nodes: int = 10_000,
+    max_parent_chars: int = 60_000,
 ) -> None:
     settings = MaintainSettings(
-        Overload(int(max_node_chars), int(max_sections)), int(max_children), int(max_nodes)
+        Overload(int(max_node_chars), int(max_sections)),
+        int(max_children),
+        int(max_nodes),
+        int(max_parent_chars),
     )
     outcome = await digest_maintain(
         AppPort(ctx.app),
