@@ -10,7 +10,6 @@ in turn), is written in one file transaction under the `dream` lock.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -27,6 +26,7 @@ from reme.pipelines.dream_journal import (
 )
 from reme.pipelines.port import MemoryPort
 from reme.workspace.digest import is_node
+from reme.workspace.textio import sha256_of
 from reme.workspace.transaction import Change
 
 
@@ -44,10 +44,6 @@ class _Target:
     content: str | None
     after: str | None
     known: bool = True  # False: the run recorded no version of what it left
-
-
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def targets(record: dict[str, Any]) -> list[_Target]:
@@ -122,7 +118,7 @@ async def _plan(
         return None
     current = await port.load(target.path)
     current_sha = current.sha256 if current else None
-    wanted_sha = _sha(target.content) if target.content is not None else None
+    wanted_sha = sha256_of(target.content) if target.content is not None else None
     if current_sha == wanted_sha:
         meta["unchanged"].append(target.path)
         return None

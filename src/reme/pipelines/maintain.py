@@ -10,7 +10,6 @@ workspace's `dream` lock: a dream run and a maintain run never interleave.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -33,6 +32,7 @@ from reme.pipelines.dream_journal import (
 from reme.pipelines.maintain_guard import SplitGuard, SplitReport, check_split
 from reme.pipelines.port import FileText, MemoryPort
 from reme.workspace.digest import is_node
+from reme.workspace.textio import sha256_of
 from reme.workspace.transaction import Change
 
 TOOLS = ("read", "node_search", "digest_write", "digest_edit")
@@ -59,10 +59,6 @@ class _Journal:
     record: RunRecord
     path: str
     sha256: str | None = None
-
-
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 async def find_candidates(
@@ -150,7 +146,7 @@ async def _save_record(port: MemoryPort, journal: _Journal, changes: list[Change
     """Commit `changes` together with the record's current state (the record never says more than the files)."""
     text = record_text(journal.record)
     await port.commit([*changes, Change(journal.path, text, journal.sha256)])
-    journal.sha256 = _sha(text)
+    journal.sha256 = sha256_of(text)
 
 
 async def _split(
@@ -246,8 +242,8 @@ async def _commit_split(
         }
     )
     record.created.extend(children)
-    record.created_sha256.update({child: _sha(guard.children[child]) for child in children})
-    record.modified.append(Modified(parent.path, parent.sha256, parent.content, _sha(guard.parent_text)))
+    record.created_sha256.update({child: sha256_of(guard.children[child]) for child in children})
+    record.modified.append(Modified(parent.path, parent.sha256, parent.content, sha256_of(guard.parent_text)))
     changes = [Change(child, guard.children[child], None) for child in children]
     changes.append(Change(parent.path, guard.parent_text, parent.sha256))
     try:
