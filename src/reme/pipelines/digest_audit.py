@@ -11,6 +11,7 @@ run records (the newest `max_runs`).
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,7 @@ from reme.workspace.digest import SOURCE_PREDICATE, SOURCES_HEADING, source_link
 from reme.workspace.edges import describe
 
 MAX_ANSWER_LINES = 500
+MIN_QUERY_WORDS = 8
 KINDS = (
     "no_source",
     "missing_source",
@@ -127,15 +129,17 @@ async def _links(port: MemoryPort, path: str, names: set[str], digest: str) -> l
 
 
 def _query(node: FileText, limit: int) -> str:
-    """The node's prose: its body above `## Sources`, without the title line.
+    """The node's prose: its body above `## Sources`, without the title line and without links.
 
-    Names, descriptions and titles are left out: they differ between two nodes that say the same
-    thing, and they would only raise the node's score for itself.
+    Names, descriptions, titles and link targets are left out: they differ between two nodes that
+    say the same thing, or name the other node itself. Too little prose (under MIN_QUERY_WORDS
+    words) gives no query: a score ratio over a few words means nothing.
     """
     body = frontmatter.parse(node.content).body.split(f"## {SOURCES_HEADING.title()}", 1)[0].strip()
     if body.startswith("# "):
         body = body.split("\n", 1)[1] if "\n" in body else ""
-    return body.strip()[:limit]
+    prose = re.sub(r"!?\[\[[^\]]*\]\]", " ", body)
+    return prose.strip()[:limit] if len(prose.split()) >= MIN_QUERY_WORDS else ""
 
 
 async def _near_duplicates(
