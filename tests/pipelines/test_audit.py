@@ -132,3 +132,13 @@ async def test_the_answer_is_bounded_and_metadata_keeps_every_finding(
     response = await app.run("digest_audit")
     assert len(response.metadata["findings"]) == 6
     assert response.answer.splitlines()[-1] == "… 4 more finding(s) in metadata.findings"
+
+
+async def test_a_node_that_is_only_a_link_is_no_near_duplicate_of_what_it_links(
+    tmp_path: Path, make_app: MakeApp
+) -> None:
+    pointer = node("digest/wiki/pointer.md", f"See [[{HUB}]] for rooftop photovoltaic modules.")
+    plant(tmp_path / "ws", [*CLEAN, pointer])
+    app = await make_app()
+    response = await app.run("digest_audit")
+    assert response.metadata["findings"] == [], response.answer
