@@ -274,3 +274,19 @@ async def test_a_node_too_large_for_one_prompt_is_left_for_a_person(make_app: Ma
     [declined] = response.metadata["declined"]
     assert "max_parent_chars 500: split it by hand" in declined["reason"] and response.metadata["usage"] == {}
     assert digest_files(ws) == before
+
+
+async def test_an_overview_that_is_not_shorter_than_the_node_keeps_nothing(make_app: MakeApp) -> None:
+    turns = split_turns()
+    links = " ".join(f"[[{child}]]" for child in CHILDREN)
+    turns[3] = {
+        "tool": "digest_edit",
+        "args": {"path": PARENT, "old": "How the team ships.", "new": f"Parts: {links}."},
+    }
+    app = await make_app(**scripted([split_run(turns)]))
+    ws = app.workspace_dir
+    setup_digest(ws)
+    before = digest_files(ws)
+    response = await app.run("digest_maintain")
+    assert not response.success and "is not shorter than the node was" in response.answer
+    assert digest_files(ws) == before

@@ -168,6 +168,12 @@ def check_split(guard: SplitGuard, report: SplitReport) -> tuple[str | None, lis
     if guard.parent_text is None or guard.parent_text == guard.parent.content:
         return f"the parent {parent} was not turned into an overview (digest_edit)", []
     new_parent = frontmatter.parse(guard.parent_text).body
+    old_size = len(frontmatter.parse(guard.parent.content).body)
+    if len(new_parent) >= old_size:
+        return (
+            f"the overview of {parent} ({len(new_parent)} characters) is not shorter than the node was ({old_size})",
+            [],
+        )
     linked = {target for target, _ in edges(new_parent)}
     unlinked = [
         child for child in guard.children if child not in linked and child[: -len(".md")] not in linked
