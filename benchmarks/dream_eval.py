@@ -15,6 +15,13 @@ for a new one and, when recall shows the node already exists, reads it and adds 
 duplicates a model would make) need a real model; token counts of the heuristic dreamer are the
 fake server's fixed 11 in / 7 out per reply.
 
+After every day the digest is audited (`digest_audit`: near-duplicates, unsourced nodes, dead
+links, per day). After each conversation a `digest_maintain` pass splits the overloaded nodes with a
+deterministic *heuristic splitter* (same fake server: children take the parent's sources in groups,
+the parent becomes an overview linking them) and the share of overloaded nodes is measured before
+and after. The heuristic dreamer's nodes are short, so the pass uses `--max-node-chars` (default
+400) instead of the production 6 000.
+
 `--scale` measures the integrate prompt of one unit against digests of N synthetic, linked nodes
 that all match the unit: recall is bounded (node_search 20, traverse 30), so it must stay flat.
 """
@@ -166,13 +173,16 @@ def _sentences(text: str, word: str, limit: int = 2) -> str:
 
 
 def _tool_results(messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
-    """(tool name, parsed reply) of every tool call answered so far in this run."""
-    names = {
-        call["id"]: call["function"]["name"]
+    """(tool name, parsed reply) of every tool call answered so far in this run.
+
+    Calls and replies are paired in order: call ids may repeat across turns of one run.
+    """
+    names = [
+        call["function"]["name"]
         for m in messages
         if m.get("role") == "assistant"
         for call in m.get("tool_calls") or []
-    }
+    ]
     results = []
     for m in messages:
         if m.get("role") == "tool":
@@ -180,7 +190,7 @@ def _tool_results(messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, A
                 reply = json.loads(m.get("content") or "{}")
             except ValueError:
                 reply = {}
-            results.append((names.get(m.get("tool_call_id"), ""), reply))
+            results.append((names[len(results)] if len(results) < len(names) else "", reply))
     return results
 
 
@@ -208,6 +218,8 @@ class HeuristicDreamer(FakeOpenAI):
         if "digest_write" not in tools:
             return {"output": {"units": self._units(user)}}
         results = _tool_results(messages)
+        if user.startswith("Node to split:"):
+            return split_step(user, results)
         if not results:
             with self._meter:
                 self.prompt_chars.append(sum(len(_text(m)) for m in messages))
@@ -246,6 +258,60 @@ class HeuristicDreamer(FakeOpenAI):
         return {"output": {"action": action, "target_path": target, "reason": f"{unit} in {evidence[0]}"}}
 
 
+# the heuristic splitter ---------------------------------------------------------------------------
+
+SOURCES_PER_CHILD = 2
+
+
+def _split_plan(prompt: str) -> tuple[str, str, list[str], list[tuple[str, str, list[str]]]]:
+    """(parent path, parent body, its source lines, [(child path, child text, child source lines)]).
+
+    The prose is cut into sentences and the sources into pairs; child k gets every n-th of each
+    (all sources when there are fewer than children), so each child is sourced and, together, they
+    keep every edge of the parent (E-2).
+    """
+    parent = prompt.split("\n", 1)[0].removeprefix("Node to split: ").split(" (", 1)[0].strip()
+    body = _body(prompt.split("The node as it is now:", 1)[1].lstrip("\n"))
+    prose, _, tail = body.partition("## Sources")
+    sources = [line for line in tail.splitlines() if line.startswith("- derived_from::")]
+    sentences = [part for part in re.split(r"(?<=[.!?])\s+", prose.split("\n", 1)[-1].strip()) if part]
+    count = max(2, -(-len(sources) // SOURCES_PER_CHILD))
+    if len(sentences) < 2 and len(sources) < 2:
+        return parent, body, sources, []
+    stem, folder = parent.rsplit("/", 1)[1][: -len(".md")], parent.rsplit("/", 1)[0]
+    children = []
+    for k in range(count):
+        own = sources[k::count] if len(sources) >= count else sources
+        children.append((f"{folder}/{stem[:70]}-part-{k + 1}.md", " ".join(sentences[k::count]), own))
+    return parent, body, sources, children
+
+
+def split_step(prompt: str, results: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """The next turn of a deterministic split: the children one by one, the overview, the report."""
+    parent, body, sources, children = _split_plan(prompt)
+    title = body.split("\n", 1)[0].lstrip("# ").strip() or "node"
+    if not children or any(not reply.get("success") for _, reply in results):
+        return {
+            "output": {
+                "split": False,
+                "children": [],
+                "reason": "too little to split, or a write was refused",
+            }
+        }
+    written = sum(1 for tool, _ in results if tool == "digest_write")
+    if written < len(children):
+        path, text, own = children[written]
+        content = f"# {title}, part {written + 1}\n\n{text or title}\n\n## Sources\n" + "\n".join(own) + "\n"
+        args = {"path": path, "content": content, "description": f"{title}, part {written + 1}."}
+        return {"tool": "digest_write", "args": args}
+    if not any(tool == "digest_edit" for tool, _ in results):
+        parts = "".join(f"- [[{path}]] — part {k + 1}.\n" for k, (path, _, _) in enumerate(children))
+        new = f"# {title}\n\nAn overview; the details are in its parts.\n\n## Parts\n{parts}\n## Sources\n{sources[0]}"
+        return {"tool": "digest_edit", "args": {"path": parent, "old": body.strip("\n"), "new": new}}
+    paths = [path for path, _, _ in children]
+    return {"output": {"split": True, "children": paths, "reason": f"{len(paths)} parts of the node"}}
+
+
 # the replay -----------------------------------------------------------------------------------------
 
 
@@ -268,6 +334,14 @@ class Tally:
     buckets: Counter[str] = field(default_factory=Counter)
     node_sizes: list[int] = field(default_factory=list)
     near_duplicates: int = 0
+    audits: list[dict[str, Any]] = field(default_factory=list)  # per day: counts of digest_audit
+    overloaded_before: int = 0
+    overloaded_after: int = 0
+    nodes_before: int = 0
+    nodes_after: int = 0
+    splits: int = 0
+    failed_splits: int = 0
+    max_node_chars: int = 6000
 
     def add_digest(self, nodes: dict[str, str]) -> None:
         """One conversation's final digest (its own workspace)."""
@@ -334,8 +408,15 @@ def near_duplicates(nodes: dict[str, str]) -> int:
     return pairs
 
 
-def _overrides(server: FakeOpenAI | None) -> dict[str, Any]:
-    base: dict[str, Any] = {"scheduler.cron": False}
+AUDITED = ("near_duplicate", "no_source", "missing_source", "dead_link", "orphan", "overloaded")
+
+
+def _overrides(server: FakeOpenAI | None, max_node_chars: int = 6000) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "scheduler.cron": False,
+        "jobs.digest_maintain.steps": [{"backend": "digest_maintain", "max_node_chars": max_node_chars}],
+        "jobs.digest_audit.steps": [{"backend": "digest_audit", "max_node_chars": max_node_chars}],
+    }
     if server is None:
         return base
     llm = {
@@ -348,13 +429,36 @@ def _overrides(server: FakeOpenAI | None) -> dict[str, Any]:
     return {**base, **{f"components.llm.{k}": v for k, v in llm.items()}}
 
 
+async def _audit(app: ReMe) -> dict[str, Any]:
+    response = await app.run("digest_audit")
+    if not response.success:
+        raise SystemExit(f"digest_audit failed: {response.answer}")
+    return {"nodes": response.metadata["nodes"], **{k: response.metadata["counts"][k] for k in AUDITED}}
+
+
+async def _maintain(app: ReMe, tally: Tally) -> None:
+    """Split until nothing is overloaded (or a pass splits nothing), counting before and after."""
+    before = await _audit(app)
+    tally.nodes_before += before["nodes"]
+    tally.overloaded_before += before["overloaded"]
+    for _ in range(10):
+        response = await app.run("digest_maintain", max_splits=20)
+        tally.splits += len(response.metadata.get("splits") or [])
+        tally.failed_splits += len(response.metadata.get("failed") or [])
+        if not response.metadata.get("splits"):
+            break
+    after = await _audit(app)
+    tally.nodes_after += after["nodes"]
+    tally.overloaded_after += after["overloaded"]
+
+
 async def replay(
-    conversation: Path, days: int | None, server: FakeOpenAI | None, tally: Tally
+    conversation: Path, days: int | None, server: FakeOpenAI | None, tally: Tally, max_node_chars: int
 ) -> dict[str, str]:
     notes = sorted((conversation / "notes").glob("*.md"))[:days]
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(tmp) / "ws"
-        async with ReMe(workspace_dir=ws, timezone="UTC", **_overrides(server)) as app:
+        async with ReMe(workspace_dir=ws, timezone="UTC", **_overrides(server, max_node_chars)) as app:
             for note in notes:
                 day = note.stem
                 card = ws / "daily" / day / CARD_NAME
@@ -362,7 +466,10 @@ async def replay(
                 card.write_text(note.read_text(encoding="utf-8"), encoding="utf-8")
                 response = await app.run("auto_dream", date=day, scan_days=1)
                 _observe(tally, ws, response.metadata)
-            return _nodes(ws)
+                tally.audits.append({"conversation": conversation.name, "day": day, **await _audit(app)})
+            nodes = _nodes(ws)
+            await _maintain(app, tally)
+            return nodes
 
 
 # prompt size against digest size ------------------------------------------------------------------
@@ -432,8 +539,36 @@ def table(tally: Tally, prompts: list[int], scale: dict[int, int], mode: str) ->
         rows.append(("prompt chars per unit, first → last third of the replay", f"{first:.0f} → {last:.0f}"))
     for nodes_count, chars in sorted(scale.items()):
         rows.append((f"prompt chars per unit at {nodes_count:,} digest nodes", f"{chars:,}"))
+    share = f"{tally.overloaded_before}/{tally.nodes_before}"
+    if tally.nodes_before:
+        share += f" = {tally.overloaded_before / tally.nodes_before:.2f}"
+    after = f"{tally.overloaded_after}/{tally.nodes_after}"
+    if tally.nodes_after:
+        after += f" = {tally.overloaded_after / tally.nodes_after:.2f}"
+    rows += [
+        (f"overloaded nodes before digest_maintain (body > {tally_bound(tally)} chars)", share),
+        ("overloaded nodes after digest_maintain", after),
+        ("splits kept (failed)", f"{tally.splits} ({tally.failed_splits})"),
+    ]
     lines = ["| figure | value |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows)]
     return "\n".join(lines)
+
+
+def tally_bound(tally: Tally) -> str:
+    return f"{tally.max_node_chars:,}"
+
+
+def audit_table(tally: Tally) -> str:
+    """digest_audit counts after each replayed day."""
+    head = "| conversation | day | nodes | " + " | ".join(AUDITED) + " |"
+    rule = "|---" * (3 + len(AUDITED)) + "|"
+    rows = [
+        f"| {a['conversation']} | {a['day']} | {a['nodes']} | "
+        + " | ".join(str(a[k]) for k in AUDITED)
+        + " |"
+        for a in tally.audits
+    ]
+    return "\n".join([head, rule, *rows])
 
 
 async def main(argv: list[str] | None = None) -> int:
@@ -445,6 +580,9 @@ async def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--scale", default="10,1000", help="digest sizes for the prompt-size figure ('' skips)"
     )
+    parser.add_argument(
+        "--max-node-chars", type=int, default=400, help="overload bound of the maintain pass and the audit"
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
     args = parser.parse_args(argv)
     if not LOCOMO.is_dir():
@@ -454,10 +592,10 @@ async def main(argv: list[str] | None = None) -> int:
     conversations = [p for p in sorted(LOCOMO.iterdir()) if p.is_dir() and (not wanted or p.name in wanted)]
     real = bool(os.environ.get("LLM_BASE_URL"))
     server = None if real else HeuristicDreamer()
-    tally = Tally()
+    tally = Tally(max_node_chars=args.max_node_chars)
     try:
         for conversation in conversations:
-            tally.add_digest(await replay(conversation, args.days, server, tally))
+            tally.add_digest(await replay(conversation, args.days, server, tally, args.max_node_chars))
     finally:
         if server is not None:
             server.close()
@@ -469,6 +607,8 @@ async def main(argv: list[str] | None = None) -> int:
     )
     prompts = server.prompt_chars if server else []
     print(table(tally, prompts, scale, mode))
+    print()
+    print(audit_table(tally))
     if args.json:
         figures = {
             "days": tally.days,
@@ -480,6 +620,12 @@ async def main(argv: list[str] | None = None) -> int:
             "failures": tally.failures,
             "violations": tally.violations,
             "scale": scale,
+            "audits": tally.audits,
+            "overloaded": {
+                "before": [tally.overloaded_before, tally.nodes_before],
+                "after": [tally.overloaded_after, tally.nodes_after],
+            },
+            "splits": [tally.splits, tally.failed_splits],
         }
         print(json.dumps(figures))
     return 0

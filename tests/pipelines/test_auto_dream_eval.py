@@ -14,7 +14,7 @@ LOCOMO = ROOT.parent / "shared" / "data" / "locomo" / "notes"
 
 
 @pytest.mark.skipif(not LOCOMO.is_dir(), reason="LoCoMo development data not found at ../shared/data/locomo")
-def test_dream_eval_creates_and_updates_nodes_with_full_provenance_and_a_bounded_prompt() -> None:
+def test_dream_eval_creates_updates_audits_and_splits_with_full_provenance_and_a_bounded_prompt() -> None:
     run = subprocess.run(
         [
             sys.executable,
@@ -25,6 +25,8 @@ def test_dream_eval_creates_and_updates_nodes_with_full_provenance_and_a_bounded
             "3",
             "--scale",
             "5,40",
+            "--max-node-chars",
+            "250",
             "--json",
         ],
         cwd=ROOT,
@@ -40,3 +42,14 @@ def test_dream_eval_creates_and_updates_nodes_with_full_provenance_and_a_bounded
     covered, nodes = figures["provenance"]
     assert covered == nodes == figures["nodes"] and figures["violations"] == 0
     assert "| provenance coverage |" in run.stdout
+    audits = figures["audits"]  # digest_audit after every day
+    assert [a["day"] for a in audits] == sorted(a["day"] for a in audits) and len(audits) == 3
+    assert all(a["no_source"] == a["missing_source"] == a["dead_link"] == 0 for a in audits)
+    assert audits[-1]["nodes"] == figures["nodes"] and "| near_duplicate |" in run.stdout
+    (before, nodes_before), (after, nodes_after) = (
+        figures["overloaded"]["before"],
+        figures["overloaded"]["after"],
+    )
+    kept, failed = figures["splits"]
+    assert before > 0 and kept > 0 and failed == 0 and nodes_after > nodes_before
+    assert after / nodes_after < before / nodes_before

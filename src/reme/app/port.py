@@ -20,12 +20,16 @@ from weakref import WeakKeyDictionary
 
 from filelock import FileLock, Timeout
 
+from reme.app.components.digest import buckets_of
+from reme.app.components.index import link_source
 from reme.app.components.llm import LLMComponent
 from reme.app.components.workspace import workspace_of
 from reme.errors import Conflict, LLMUnavailable, ReMeError
 from reme.pipelines.port import FileEntry, FileText, ModelHandle
+from reme.workspace import digest_writing
 from reme.workspace.atomic import atomic_write
 from reme.workspace.paths import check_segment
+from reme.workspace.transaction import Change, commit
 
 if TYPE_CHECKING:
     from reme.app.application import Application
@@ -94,6 +98,15 @@ class AppPort:
     async def delete(self, path: str) -> None:
         await self._call("delete", path=path)
 
+    async def commit(self, changes: Sequence[Change]) -> list[dict[str, Any]]:
+        links = link_source(self.app)
+        done = await asyncio.to_thread(commit, self.workspace, links, list(changes))
+        for entry in done:
+            entry["inbound"] = (
+                [] if entry["sha256"] else await asyncio.to_thread(links.inbound, entry["path"])
+            )
+        return done
+
     async def move(self, src: str, dst: str) -> None:
         await self._call("move", src=src, dst=dst)
 
@@ -107,7 +120,9 @@ class AppPort:
             params["extensions"] = list(extensions)
         entries = (await self._call("list", **params)).metadata.get("entries", [])
         files = [
-            FileEntry(str(e["path"]), int(e["size"]), float(e["mtime"])) for e in entries if e.get("type") == "file"
+            FileEntry(str(e["path"]), int(e["size"]), float(e["mtime"]))
+            for e in entries
+            if e.get("type") == "file"
         ]
         return sorted(files, key=lambda entry: entry.path)
 
@@ -116,6 +131,24 @@ class AppPort:
         if not root.is_dir():
             return []
         return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+    # digest drafts -------------------------------------------------------------------------------
+
+    async def draft_node(self, path: str, content: str, *, description: str | None, name: str | None) -> str:
+        buckets = [bucket.name for bucket in buckets_of(self.app)]
+        try:
+            _, text = digest_writing.draft_node(self.workspace, buckets, path, content, name, description)
+        except ValueError as exc:
+            raise ReMeError(str(getattr(exc, "message", None) or exc)) from None
+        return text
+
+    async def draft_edit(self, path: str, text: str, old: str, new: str, *, conserve: bool) -> str:
+        try:
+            relative = self.workspace.check(path, write=True)
+            edited, _ = digest_writing.draft_edit(self.workspace, relative, text, old, new, conserve=conserve)
+        except ValueError as exc:
+            raise ReMeError(str(getattr(exc, "message", None) or exc)) from None
+        return edited
 
     # front matter --------------------------------------------------------------------------------
 
@@ -184,7 +217,9 @@ class AppPort:
         for name in jobs:
             job = self.app.jobs.get(name)
             if job is None or job.agent is None:
-                raise ReMeError(f"job {name!r} is not usable as an agent tool (no `agent:` block in its config)")
+                raise ReMeError(
+                    f"job {name!r} is not usable as an agent tool (no `agent:` block in its config)"
+                )
             specs.append(job.agent)
         return specs
 

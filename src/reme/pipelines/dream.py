@@ -173,6 +173,8 @@ def _collect(record: RunRecord, meta: dict[str, Any], results: list[UnitResult])
             record.failed_units.append(failure)
         if result.created:
             record.created.append(result.created)
+            if result.created_sha256:
+                record.created_sha256[result.created] = result.created_sha256
         if result.modified:
             record.modified.append(result.modified)
         record.violations.extend(result.violations)

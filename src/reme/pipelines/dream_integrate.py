@@ -68,6 +68,7 @@ class UnitResult:
     action: dict[str, Any] | None = None  # {unit, action, target_path, reason}
     error: str | None = None
     created: str | None = None
+    created_sha256: str | None = None
     modified: Modified | None = None
     violations: list[dict[str, Any]] = field(default_factory=list)
     refusals: list[str] = field(default_factory=list)
@@ -158,6 +159,7 @@ def _outcome(result: UnitResult, guard: UnitGuard, subject: Subject) -> None:
     after = guard.last_written()
     if subject.before is None:
         result.created = subject.path
+        result.created_sha256 = after.sha256 if after is not None else None
     elif after is not None:
         before = subject.before
         result.modified = Modified(subject.path, before.sha256, before.content, after.sha256)

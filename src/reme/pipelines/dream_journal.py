@@ -1,13 +1,16 @@
 """The dream journal (SPEC 12.4): a readable day log and one machine-readable record per run.
 
 `journal/dream/<day>.md` gets one section appended per run that changed something or failed;
-`journal/dream/runs/<run_id>.json` keeps each modified node's content before the run, so a revert
-can put it back. Both go through compare-and-set saves (an append never loses another's entry).
+`journal/dream/runs/<run_id>.json` keeps each modified node's content before the run (and each
+created node's version), so a revert can put it back. Dream, maintain and revert runs share it
+(`kind` tells them apart). Both go through compare-and-set saves (an append never loses another's
+entry); a maintain or revert run writes its record inside its own file transaction instead.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -18,6 +21,7 @@ from reme.pipelines.dream_integrate import Modified
 from reme.pipelines.port import MemoryPort
 
 SAVE_ATTEMPTS = 5
+RUN_ID = re.compile(r"^\d{8}T\d{6}-\d{6}-[0-9a-f]{6}$")
 
 
 def new_run_id(now: datetime) -> str:
@@ -36,7 +40,10 @@ class RunRecord:
     actions: list[dict[str, Any]] = field(default_factory=list)
     failed_units: list[dict[str, Any]] = field(default_factory=list)
     created: list[str] = field(default_factory=list)
+    created_sha256: dict[str, str] = field(default_factory=dict)  # each created node as the run left it
     modified: list[Modified] = field(default_factory=list)
+    deleted: list[dict[str, str]] = field(default_factory=list)  # {path, sha256_before, content_before}
+    reverts: str | None = None  # a revert run: the run it undid
     violations: list[dict[str, Any]] = field(default_factory=list)
     refusals: list[dict[str, str]] = field(default_factory=list)  # tool calls the guard refused
     error: str | None = None  # a failure of the run itself (extraction)
@@ -49,16 +56,14 @@ class RunRecord:
 
 def day_entry(record: RunRecord, time_text: str) -> str:
     """The readable section of one run."""
-    lines = [
-        f"## {time_text} run {record.run_id}",
-        "",
-        f"- window: {record.window[0]} to {record.window[1]}; units: {len(record.units)}",
-    ]
+    lines = [f"## {time_text} {record.kind} run {record.run_id}", ""]
+    if record.window:
+        lines.append(f"- window: {record.window[0]} to {record.window[1]}; units: {len(record.units)}")
+    if record.reverts:
+        lines.append(f"- reverts run {record.reverts}")
     if record.error:
         lines.append(f"- run failed: {record.error}")
-    lines += [
-        f"- {a['action']} [[{a['target_path']}]] — {a['reason']} (unit: {a['unit']})" for a in record.actions
-    ]
+    lines += [f"- {a['action']} [[{a['target_path']}]] — {a['reason']}{_unit(a)}" for a in record.actions]
     lines += [
         f"- FAILED unit {f['unit']!r}: {f['error']} (sources: {', '.join(f['paths'])})"
         for f in record.failed_units
@@ -70,19 +75,54 @@ def day_entry(record: RunRecord, time_text: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _unit(action: dict[str, Any]) -> str:
+    """` (unit: ...)` for a dream action; maintain and revert actions name their node already."""
+    unit = action.get("unit")
+    return f" (unit: {unit})" if unit and unit != action["target_path"] else ""
+
+
 def _edge(edge: dict[str, Any]) -> str:
     link = f"`[[{edge['target']}]]`"
     return f"`{edge['predicate']}::` {link}" if edge.get("predicate") else link
 
 
+def journal_folder(port: MemoryPort) -> str:
+    return f"{port.folder('journal')}/dream"
+
+
+def record_path(port: MemoryPort, run_id: str) -> str:
+    return f"{journal_folder(port)}/runs/{run_id}.json"
+
+
+def record_text(record: RunRecord) -> str:
+    return json.dumps(record.to_dict(), ensure_ascii=False, indent=1) + "\n"
+
+
+async def load_record(port: MemoryPort, run_id: str) -> dict[str, Any] | None:
+    """A run's record, or None when no run has this id; ValueError for text that is no run id."""
+    if not RUN_ID.match(run_id):
+        raise ValueError(
+            f"{run_id!r} is not a run id (like 20260620T230000-123456-a1b2c3); see `reme journal`"
+        )
+    found = await port.load(record_path(port, run_id))
+    if found is None:
+        return None
+    try:
+        data = json.loads(found.content)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
 async def write_journal(port: MemoryPort, record: RunRecord, day: str, time_text: str) -> str:
-    """Append the run to the day log and write its record; the day log's path."""
-    folder = f"{port.folder('journal')}/dream"
-    await port.save(
-        f"{folder}/runs/{record.run_id}.json",
-        json.dumps(record.to_dict(), ensure_ascii=False, indent=1) + "\n",
-    )
-    path = f"{folder}/{day}.md"
+    """Write the run's record and append it to the day log; the day log's path."""
+    await port.save(record_path(port, record.run_id), record_text(record))
+    return await append_day_log(port, record, day, time_text)
+
+
+async def append_day_log(port: MemoryPort, record: RunRecord, day: str, time_text: str) -> str:
+    """Append the run's readable section to `journal/dream/<day>.md`; its path."""
+    path = f"{journal_folder(port)}/{day}.md"
     entry = day_entry(record, time_text)
     for attempt in range(SAVE_ATTEMPTS):
         current = await port.load(path)

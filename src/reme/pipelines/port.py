@@ -18,12 +18,14 @@ from datetime import date, tzinfo
 from typing import TYPE_CHECKING, Any, Protocol
 
 from reme.llm.runner import RunJob
+from reme.workspace.transaction import Change
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
     from reme.llm.settings import ModelSettings
     from reme.llm.tools import ToolSpec
+
 
 @dataclass(frozen=True)
 class FileText:
@@ -97,6 +99,14 @@ class MemoryPort(Protocol):
 
     async def delete(self, path: str) -> None: ...
 
+    async def commit(self, changes: Sequence[Change]) -> list[dict[str, Any]]:
+        """Write and delete several files all together or not at all, a kill included (compare-and-set on each).
+
+        Returns `{path, sha256, inbound}` per change: sha256 None and `inbound` the links still pointing
+        at it for a deleted file. Raises `Conflict` (nothing written) when a file is not the expected version.
+        """
+        ...
+
     async def move(self, src: str, dst: str) -> None:
         """Rename a file, retargeting inbound links."""
         ...
@@ -109,6 +119,16 @@ class MemoryPort(Protocol):
 
     async def list_dirs(self, folder: str) -> list[str]:
         """Names of the sub-folders of a folder (none when it does not exist), sorted."""
+        ...
+
+    # digest drafts (nothing written: a split stages its files, then commits them together) --------
+
+    async def draft_node(self, path: str, content: str, *, description: str | None, name: str | None) -> str:
+        """The file text `digest_write` would create at `path`; raise `ReMeError` naming the broken rule."""
+        ...
+
+    async def draft_edit(self, path: str, text: str, old: str, new: str, *, conserve: bool) -> str:
+        """`text` after the `digest_edit` of `old` by `new` (E-1 only when `conserve`); `ReMeError` when refused."""
         ...
 
     # front matter --------------------------------------------------------------------------------

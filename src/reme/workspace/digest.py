@@ -157,6 +157,15 @@ def _is_source_file(ws: Workspace, target: str, folders: tuple[str, ...]) -> boo
     return False
 
 
+def section_count(body: str) -> int:
+    """H2 sections of a body besides `## Sources`: many of them make a node a catch-all page."""
+    return sum(
+        1
+        for _, level, title in _headings(body)
+        if level == 2 and title.strip().rstrip(":").strip().casefold() != SOURCES_HEADING
+    )
+
+
 def _sources_sections(body: str) -> list[tuple[int, int]]:
     """1-based (heading line, last line) of each top-level `## Sources` section of the body."""
     headings = _headings(body)

@@ -32,6 +32,30 @@ def digest_write(
     limits: Limits = Limits(),
 ) -> dict[str, Any]:
     """Create the node `digest/<bucket>/<slug>.md`; front matter gets `name` (the stem) and `description`."""
+    relative, text = draft_node(ws, buckets, path, content, name, description, metadata, limits)
+    target = ws.absolute(relative, write=True)
+    with ws.lock(relative):
+        if target.exists() or target.is_symlink():
+            raise DigestRuleError(
+                f"{relative!r} already exists; update it with digest_edit, or choose another slug",
+                {"path": relative},
+            )
+        atomic_write(target, text)
+    links.sync_paths([relative])
+    return {"path": relative, "created": True}
+
+
+def draft_node(
+    ws: Workspace,
+    buckets: Collection[str],
+    path: str,
+    content: str,
+    name: str | None = None,
+    description: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    limits: Limits = Limits(),
+) -> tuple[str, str]:
+    """(path, file text) of a new node after every rule of `digest_write`, nothing written."""
     relative = ws.check(path, write=True)
     _, stem = check_new_node_path(relative, ws.folder("digest"), buckets)
     target = ws.absolute(relative, write=True)
@@ -58,15 +82,12 @@ def digest_write(
     check_sources(ws, relative, document.body)
     text = frontmatter.update(content, {**changes, "name": stem})
     check_text(text, "the resulting file", limits.max_text_bytes)
-    with ws.lock(relative):
-        if target.exists() or target.is_symlink():
-            raise DigestRuleError(
-                f"{relative!r} already exists; update it with digest_edit, or choose another slug",
-                {"path": relative},
-            )
-        atomic_write(target, text)
-    links.sync_paths([relative])
-    return {"path": relative, "created": True}
+    if target.exists() or target.is_symlink():
+        raise DigestRuleError(
+            f"{relative!r} already exists; update it with digest_edit, or choose another slug",
+            {"path": relative},
+        )
+    return relative, text
 
 
 def digest_edit(
@@ -82,9 +103,6 @@ def digest_edit(
     relative = ws.check(path, write=True)
     node_parts(relative, ws.folder("digest"))
     target = ws.absolute(relative, write=True)
-    if not isinstance(old, str) or old == "":
-        raise DigestRuleError("old must be a non-empty string to search for")
-    check_text(new, "new", limits.max_text_bytes)
     with ws.lock(relative):
         if not target.is_file():
             raise DigestRuleError(
@@ -98,24 +116,46 @@ def digest_edit(
                 "decide your edit on the current text",
                 {"conflict": True, "path": relative, **fingerprint(target, text)},
             )
-        document = frontmatter.parse(text)
-        if document.error:
-            raise DigestRuleError(
-                f"{relative!r} has front matter that cannot be read ({document.error}); fix it first"
-            )
-        count = document.body.count(old)
-        if count == 0:
-            raise DigestRuleError(f"{old!r} does not occur in the body of {relative!r}; nothing was changed")
-        result = document.head + document.body.replace(old, new)
-        edited = frontmatter.parse(result)
-        if edited.head != document.head:
-            raise DigestRuleError(
-                f"the edit would change the front matter of {relative!r}; digest_edit changes the body "
-                "only (use frontmatter_update for front matter)"
-            )
-        check_conserved(relative, document.body, edited.body)
-        check_sources(ws, relative, edited.body)
-        check_text(result, "the resulting file", limits.max_text_bytes)
+        result, count = draft_edit(ws, relative, text, old, new, limits)
         atomic_write(target, result)
     links.sync_paths([relative])
     return {"path": relative, "count": count}
+
+
+def draft_edit(
+    ws: Workspace,
+    relative: str,
+    text: str,
+    old: str,
+    new: str,
+    limits: Limits = Limits(),
+    *,
+    conserve: bool = True,
+) -> tuple[str, int]:
+    """(edited text, occurrences) of a node's `text` under the rules of `digest_edit`, nothing written.
+
+    `conserve=False` leaves E-1 out: a split checks E-2 over the parent and its children instead.
+    """
+    if not isinstance(old, str) or old == "":
+        raise DigestRuleError("old must be a non-empty string to search for")
+    check_text(new, "new", limits.max_text_bytes)
+    document = frontmatter.parse(text)
+    if document.error:
+        raise DigestRuleError(
+            f"{relative!r} has front matter that cannot be read ({document.error}); fix it first"
+        )
+    count = document.body.count(old)
+    if count == 0:
+        raise DigestRuleError(f"{old!r} does not occur in the body of {relative!r}; nothing was changed")
+    result = document.head + document.body.replace(old, new)
+    edited = frontmatter.parse(result)
+    if edited.head != document.head:
+        raise DigestRuleError(
+            f"the edit would change the front matter of {relative!r}; digest_edit changes the body "
+            "only (use frontmatter_update for front matter)"
+        )
+    if conserve:
+        check_conserved(relative, document.body, edited.body)
+    check_sources(ws, relative, edited.body)
+    check_text(result, "the resulting file", limits.max_text_bytes)
+    return result, count

@@ -19,6 +19,7 @@ from reme.workspace.atomic import sweep_stale_temps
 from reme.workspace.layout import CREATED_ON_WRITE, Workspace
 from reme.workspace.links import ScanLinks
 from reme.workspace.moving import recover_moves
+from reme.workspace.transaction import recover as recover_transactions
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +34,7 @@ class WorkspaceComponent(Component):
         super().__init__(app, name, dirs=dirs, lock_timeout=lock_timeout)
         self.workspace = Workspace(app.workspace_dir, dirs, lock_timeout)
         self.recovered_moves: list[dict[str, Any]] = []
+        self.recovered_transactions: list[dict[str, Any]] = []
 
     @property
     def root(self) -> Path:
@@ -58,6 +60,7 @@ class WorkspaceComponent(Component):
         self.workspace.ensure_layout()
         # The index starts after this component and reconciles with the files, so no sync is needed here.
         self.recovered_moves = recover_moves(self.workspace, ScanLinks(self.workspace))
+        self.recovered_transactions = recover_transactions(self.workspace)
         sweep_stale_temps(self.root)
 
     def health(self) -> dict[str, Any]:
@@ -73,13 +76,23 @@ class WorkspaceComponent(Component):
 
         recovered = recover_moves(self.workspace, link_source(self.app))
         self.recovered_moves = (self.recovered_moves + recovered)[-20:]  # the latest reports
+        rolled_back = recover_transactions(self.workspace, link_source(self.app))
+        self.recovered_transactions = (self.recovered_transactions + rolled_back)[-20:]
         health: dict[str, Any] = {"status": "ok", "root": str(self.root)}
         if self.recovered_moves:
             health["recovered_moves"] = self.recovered_moves
+        if self.recovered_transactions:
+            health["recovered_transactions"] = self.recovered_transactions
         failed = [move for move in self.recovered_moves if move["state"] == "failed"]
         if failed:
             health["status"] = "degraded"
             health["reason"] = f"{len(failed)} interrupted move(s) could not be finished; see recovered_moves"
+        stuck = [entry for entry in self.recovered_transactions if entry["state"] == "failed"]
+        if stuck:
+            health["status"] = "degraded"
+            health["reason"] = (
+                f"{len(stuck)} interrupted transaction(s) could not be rolled back; see recovered_transactions"
+            )
         return health
 
 

@@ -1,0 +1,82 @@
+"""Steps of digest upkeep (SPEC 12.5): thin adapters over `reme.pipelines.{maintain,dream_revert,digest_audit,dream_changelog}`."""
+
+from __future__ import annotations
+
+from reme.app.jobs import JobContext
+from reme.app.port import AppPort
+from reme.app.registry import register_step
+from reme.pipelines.digest_audit import AuditSettings, digest_audit
+from reme.pipelines.digest_nodes import Overload
+from reme.pipelines.dream_changelog import changelog, run_detail
+from reme.pipelines.dream_revert import dream_revert
+from reme.pipelines.maintain import MaintainSettings, digest_maintain
+
+
+@register_step("digest_maintain")
+async def digest_maintain_step(
+    ctx: JobContext,
+    max_node_chars: int = 6000,
+    max_sections: int = 8,
+    max_children: int = 8,
+    max_nodes: int = 10_000,
+    max_parent_chars: int = 60_000,
+) -> None:
+    settings = MaintainSettings(
+        Overload(int(max_node_chars), int(max_sections)),
+        int(max_children),
+        int(max_nodes),
+        int(max_parent_chars),
+    )
+    outcome = await digest_maintain(
+        AppPort(ctx.app),
+        settings,
+        path=ctx.params.get("path"),
+        max_splits=int(ctx.params.get("max_splits") or 1),
+        add_usage=ctx.add_usage,
+    )
+    ctx.response.answer = outcome.answer
+    ctx.response.metadata.update(outcome.metadata)
+
+
+@register_step("dream_revert")
+async def dream_revert_step(ctx: JobContext) -> None:
+    outcome = await dream_revert(
+        AppPort(ctx.app), run_id=ctx.params["run_id"], force=bool(ctx.params.get("force"))
+    )
+    ctx.response.answer = outcome.answer
+    ctx.response.metadata.update(outcome.metadata)
+
+
+@register_step("digest_audit")
+async def digest_audit_step(
+    ctx: JobContext,
+    max_node_chars: int = 6000,
+    max_sections: int = 8,
+    near_duplicate: float = 0.8,
+    neighbours: int = 5,
+    max_query_chars: int = 2000,
+    max_nodes: int = 10_000,
+    max_runs: int = 500,
+) -> None:
+    settings = AuditSettings(
+        Overload(int(max_node_chars), int(max_sections)),
+        float(near_duplicate),
+        int(neighbours),
+        int(max_query_chars),
+        int(max_nodes),
+        int(max_runs),
+    )
+    outcome = await digest_audit(AppPort(ctx.app), settings)
+    ctx.response.answer = outcome.answer
+    ctx.response.metadata.update(outcome.metadata)
+
+
+@register_step("journal")
+async def journal_step(ctx: JobContext, max_diff_lines: int = 400) -> None:
+    port, params = AppPort(ctx.app), ctx.params
+    if params.get("run_id"):
+        outcome = await run_detail(port, run_id=params["run_id"], max_diff_lines=int(max_diff_lines))
+    else:
+        outcome = await changelog(port, limit=int(params.get("limit") or 10), kind=params.get("kind"))
+    ctx.response.answer = outcome.answer
+    ctx.response.metadata.update(outcome.metadata)

@@ -1,0 +1,180 @@
+"""Multi-file transactions: several files change together or not at all, a kill included.
+
+`commit(ws, links, changes)` checks each change's compare-and-set precondition under the paths'
+locks, records an intent `metadata/transactions/<id>.json` holding every file's pre-image (and holds
+`<id>.lock`, an OS lock that dies with its process), writes each file atomically (or unlinks it),
+then forgets the intent. An intent whose lock is free belongs to a writer that died part-way:
+`recover` rolls its files back to the pre-images, so readers end up with all the old files or all
+the new ones, never a mix. Recovery runs at start-up (workspace component), in `health_check` and
+before every commit.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock, Timeout
+
+from reme.errors import Conflict, ReMeError
+from reme.workspace import confined
+from reme.workspace.atomic import atomic_write, fsync_dir
+from reme.workspace.layout import Workspace
+from reme.workspace.links import LinkSource
+from reme.workspace.textio import Limits, check_text, read_text, sha256_of
+
+TRANSACTIONS_DIR = "transactions"
+MAX_FILES = 64
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One file of a transaction: its new text (None deletes it) and the version it must still be.
+
+    `expected_sha256` is the sha256 of the text the caller decided on; None means the file must not
+    exist yet.
+    """
+
+    path: str
+    content: str | None
+    expected_sha256: str | None
+
+
+@dataclass
+class _PreImage:
+    path: str
+    before: str | None  # None: the file did not exist
+
+
+def journal_dir(ws: Workspace) -> Path:
+    return ws.root / ws.dirs["metadata"] / TRANSACTIONS_DIR
+
+
+def commit(
+    ws: Workspace, links: LinkSource, changes: Sequence[Change], limits: Limits = Limits()
+) -> list[dict[str, Any]]:
+    """Apply every change or none; `[{path, sha256}]` (sha256 None for a deleted file) in order.
+
+    Raises `Conflict` (nothing written) when a file is no longer the version the caller expected.
+    """
+    if not changes:
+        return []
+    if len(changes) > MAX_FILES:
+        raise ReMeError(f"a transaction changes at most {MAX_FILES} files, got {len(changes)}")
+    relatives = [ws.check(change.path, write=True) for change in changes]
+    if len(set(relatives)) != len(relatives):
+        raise ReMeError("a transaction names the same file twice")
+    for change in changes:
+        if change.content is not None:
+            check_text(change.content, f"the new text of {change.path!r}", limits.max_text_bytes)
+    recover(ws, links)
+    with ws.lock(*relatives):
+        images = [
+            _check(ws, relative, change, limits) for relative, change in zip(relatives, changes, strict=True)
+        ]
+        folder = journal_dir(ws)
+        folder.mkdir(parents=True, exist_ok=True)
+        intent_id = uuid.uuid4().hex
+        record = folder / f"{intent_id}.json"
+        with FileLock(folder / f"{intent_id}.lock"):
+            intent = {
+                "id": intent_id,
+                "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                "files": [asdict(image) for image in images],
+            }
+            atomic_write(record, json.dumps(intent, ensure_ascii=False), ws.root)
+            for relative, change in zip(relatives, changes, strict=True):
+                apply_change(ws, relative, change.content)
+            _forget(record)
+        (folder / f"{intent_id}.lock").unlink(missing_ok=True)
+    links.sync_paths(relatives)
+    return [
+        {"path": relative, "sha256": None if change.content is None else sha256_of(change.content)}
+        for relative, change in zip(relatives, changes, strict=True)
+    ]
+
+
+def _check(ws: Workspace, relative: str, change: Change, limits: Limits) -> _PreImage:
+    target = ws.absolute(relative, write=True)
+    if target.is_dir():
+        raise ReMeError(f"{relative!r} is a folder; a transaction changes files")
+    current = read_text(target, relative, limits.max_text_bytes) if target.is_file() else None
+    if change.expected_sha256 is None and current is not None:
+        raise Conflict(
+            f"conflict: {relative!r} exists already; nothing was written",
+            {"conflict": True, "path": relative},
+        )
+    if change.expected_sha256 is not None and (
+        current is None or sha256_of(current) != change.expected_sha256.lower()
+    ):
+        state = "no longer exists" if current is None else "changed since it was read"
+        raise Conflict(
+            f"conflict: {relative!r} {state}; nothing was written", {"conflict": True, "path": relative}
+        )
+    return _PreImage(relative, current)
+
+
+def apply_change(ws: Workspace, relative: str, content: str | None) -> None:
+    """Write (or, with None, delete) one file of a transaction; each step is atomic on its own."""
+    target = ws.absolute(relative, write=True)
+    if content is not None:
+        atomic_write(target, content, ws.root)
+    elif target.is_file() or target.is_symlink():
+        confined.remove(ws.root, relative, folder=False)
+
+
+def recover(ws: Workspace, links: LinkSource | None = None) -> list[dict[str, Any]]:
+    """Roll back every transaction a dead writer left; one report `{id, paths, state}` per intent."""
+    folder = journal_dir(ws)
+    if not folder.is_dir():
+        return []
+    reports = []
+    for record in sorted(folder.glob("*.json")):
+        lock = FileLock(record.with_suffix(".lock"), timeout=0)
+        try:
+            lock.acquire()
+        except Timeout:
+            continue  # a live transaction of another thread or process
+        try:
+            if record.exists():
+                reports.append(_roll_back(ws, record, links))
+        finally:
+            lock.release()
+        if not record.exists():
+            record.with_suffix(".lock").unlink(missing_ok=True)
+    return reports
+
+
+def _roll_back(ws: Workspace, record: Path, links: LinkSource | None) -> dict[str, Any]:
+    try:
+        intent = json.loads(record.read_text(encoding="utf-8"))
+        images = [_PreImage(str(f["path"]), f["before"]) for f in intent["files"]]
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        log.warning("transaction intent %s is unreadable and is dropped: %s", record.name, exc)
+        _forget(record)
+        return {"id": record.stem, "paths": [], "state": "unreadable", "error": str(exc)}
+    paths = [ws.check(image.path, write=True) for image in images]
+    try:
+        with ws.lock(*paths):
+            for path, image in zip(paths, images, strict=True):
+                apply_change(ws, path, image.before)
+    except Exception as exc:  # left on disk: the next recovery tries again
+        log.warning("rolling back the interrupted transaction %s failed", record.stem, exc_info=True)
+        return {"id": record.stem, "paths": paths, "state": "failed", "error": f"{type(exc).__name__}: {exc}"}
+    _forget(record)
+    if links is not None:
+        links.sync_paths(paths)
+    log.warning("rolled back the interrupted transaction %s (%s)", record.stem, ", ".join(paths))
+    return {"id": record.stem, "paths": paths, "state": "rolled_back"}
+
+
+def _forget(record: Path) -> None:
+    record.unlink(missing_ok=True)
+    fsync_dir(record.parent)
