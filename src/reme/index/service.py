@@ -294,7 +294,11 @@ class IndexService:
             "last_repair": self.last_repair,
         }
         if self.vectors is not None:
-            health["vectors"] = self.vector_figures()
+            health["vectors"] = figures = self.vector_figures()
+            failure = figures.get("error") or figures.get("last_error")
+            if failure:
+                problems.append(f"embedding failed ({failure}); keyword search still works")
+                health["status"] = "degraded"
         return {**health, "reason": "; ".join(problems)} if problems else health
 
     def stats(self) -> dict[str, Any]:

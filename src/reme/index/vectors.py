@@ -179,7 +179,8 @@ class VectorIndex:
             return self._cache
 
     def close(self) -> None:
-        with self._lock:
+        """Close after the batch being embedded (if any) is stored."""
+        with self._embed_lock, self._lock:
             if self._cache is not None:
                 self._cache.close()
 
