@@ -110,4 +110,9 @@ def hashed_words_backend() -> Iterator[None]:
 
 def vector_overrides(**extra: Any) -> dict[str, Any]:
     """ReMe(...) overrides that switch vectors on with the test embedder."""
-    return {"components.embedding.enabled": True, "components.embedding.backend": "hashed_words", **extra}
+    return {
+        "components.embedding.enabled": True,
+        "components.embedding.backend": "hashed_words",
+        "components.embedding.batch_size": 4,
+        **extra,
+    }
