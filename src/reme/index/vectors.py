@@ -20,7 +20,7 @@ import json
 import logging
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,8 +101,10 @@ class VectorCache:
                         found[key] = vector
         return found
 
-    def put(self, items: Sequence[tuple[str, np.ndarray]]) -> None:
-        """Store a batch atomically; first drop every vector of another stamp (never mix spaces)."""
+    def put(self, items: Sequence[tuple[str, np.ndarray]]) -> int:
+        """Store a batch atomically; first drop every vector of another stamp (never mix spaces).
+
+        Returns the cache's version after this write."""
         with self._transaction() as db:
             if self._meta("stamp") != self._stamp_json:
                 db.execute("DELETE FROM vectors")
@@ -115,6 +117,7 @@ class VectorCache:
                 "INSERT INTO meta VALUES ('version', '1') "
                 "ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
             )
+            return int(self._meta("version") or 0)
 
     def count(self) -> int:
         with self._lock:
@@ -200,8 +203,8 @@ class VectorIndex:
             new = [c for c in ids if c not in known]
             for chunk_id, path, pending in self._describe(new):
                 self._pending[chunk_id], self._pending_path[chunk_id] = pending, path
-            if new or self._seen is None or seen[1] != self._seen[1]:
-                self._adopt(cache)
+            written_elsewhere = self._seen is None or seen[1] != self._seen[1]
+            self._adopt(cache, list(self._pending) if written_elsewhere else new)
             self._seen = seen
 
     def _describe(self, chunk_ids: list[str]) -> Iterator[tuple[str, str, _Pending]]:
@@ -209,12 +212,16 @@ class VectorIndex:
             text = embedding_text(row.heading_path, row.text)
             yield row.chunk_id, row.path, _Pending(embedding_key(text), text)
 
-    def _adopt(self, cache: VectorCache) -> None:
-        """Move pending chunks whose vector is already cached (by any process) into the matrix."""
-        found = cache.get(list({p.key for p in self._pending.values()}))
-        for chunk_id in [c for c, p in self._pending.items() if p.key in found]:
+    def _adopt(self, cache: VectorCache, chunk_ids: list[str]) -> None:
+        """Move these pending chunks into the matrix where their vector is cached (by any process)."""
+        if chunk_ids:
+            found = cache.get(list({self._pending[c].key for c in chunk_ids}))
+            self._place(found, chunk_ids)
+
+    def _place(self, vectors: dict[str, np.ndarray], chunk_ids: Iterable[str]) -> None:
+        for chunk_id in [c for c in chunk_ids if self._pending[c].key in vectors]:
             pending = self._pending.pop(chunk_id)
-            self._add_row(chunk_id, self._pending_path.pop(chunk_id), found[pending.key])
+            self._add_row(chunk_id, self._pending_path.pop(chunk_id), vectors[pending.key])
 
     def _add_row(self, chunk_id: str, path: str, vector: np.ndarray) -> None:
         if self._free:
@@ -277,11 +284,13 @@ class VectorIndex:
             except Exception as exc:
                 self.last_error = f"{type(exc).__name__}: {exc}"
                 raise
-            self.cache().put(list(zip(keys, vectors, strict=True)))
+            version = self.cache().put(list(zip(keys, vectors, strict=True)))
             self.last_error = None
             self.embedded += len(keys)
             with self._lock:
-                self._adopt(self.cache())
+                self._place(dict(zip(keys, vectors, strict=True)), list(self._pending))
+                if self._seen is not None and version == self._seen[1] + 1:  # no other writer meanwhile
+                    self._seen = (self._seen[0], version)
             return len(keys)
 
     def embed_all(self, progress: Any = None, should_stop: Any = None) -> int:
