@@ -43,6 +43,14 @@ def vector_app(workspace: Path, **extra) -> ReMe:
     return ReMe(workspace_dir=workspace, timezone="UTC", **vector_overrides(**extra))
 
 
+def embedded_index(app: ReMe):
+    """The app's index, caught up with the files and with every chunk embedded."""
+    index = app.component("index").service
+    index.ensure_ready()
+    index.embed_pending()
+    return index
+
+
 def chunk_count(app: ReMe) -> int:
     index = app.component("index").service
     index.ensure_ready()
@@ -76,9 +84,7 @@ async def test_search_fuses_what_is_embedded_and_says_what_is_pending(workspace_
 async def test_both_branches_are_fused_with_reciprocal_rank_fusion(workspace_dir: Path) -> None:
     write(workspace_dir, NOTES)
     async with vector_app(workspace_dir, **{"components.index.vector_weight": 0.6}) as app:
-        index = app.component("index").service
-        index.ensure_ready()
-        index.embed_pending()
+        index = embedded_index(app)
         keyword = index.searcher._keyword("dentist cleaning", 15, SearchFilters())
         vector = index.vectors.search("dentist cleaning", 15, SearchFilters())
         hits = await index.searcher.search("dentist cleaning", limit=3, expand_links=False)
@@ -94,9 +100,7 @@ async def test_both_branches_are_fused_with_reciprocal_rank_fusion(workspace_dir
 async def test_unchanged_chunks_are_never_embedded_again(workspace_dir: Path) -> None:
     write(workspace_dir, NOTES)
     async with vector_app(workspace_dir) as app:
-        index = app.component("index").service
-        index.ensure_ready()
-        index.embed_pending()
+        index = embedded_index(app)
         first = sum(embedder().embedded.values())
 
         (workspace_dir / "digest/car.md").write_text(NOTES["digest/car.md"] + "\nNew tyres in the spring.\n")
@@ -124,9 +128,7 @@ async def test_unchanged_chunks_are_never_embedded_again(workspace_dir: Path) ->
 async def test_a_model_change_re_embeds_and_never_mixes_spaces(workspace_dir: Path) -> None:
     write(workspace_dir, NOTES)
     async with vector_app(workspace_dir) as app:
-        index = app.component("index").service
-        index.ensure_ready()
-        index.embed_pending()
+        index = embedded_index(app)
         assert index.stats()["vectors"]["model"] == {
             "backend": "hashed_words",
             "model": "hashed-v1",
@@ -149,7 +151,7 @@ async def test_a_model_change_re_embeds_and_never_mixes_spaces(workspace_dir: Pa
     cache = VectorCache(workspace_dir / "metadata" / "vectors.sqlite3", embedder().stamp)
     try:
         assert cache.count() == chunks  # the old space was dropped when the new one was first written
-        rows = cache._db.execute("SELECT vector FROM vectors").fetchall()
+        rows = cache.query("SELECT vector FROM vectors")
         assert {len(blob) for (blob,) in rows} == {256 * 4}
     finally:
         cache.close()
@@ -158,9 +160,7 @@ async def test_a_model_change_re_embeds_and_never_mixes_spaces(workspace_dir: Pa
 async def test_the_vector_branch_honours_path_and_date_filters(workspace_dir: Path) -> None:
     write(workspace_dir, NOTES)
     async with vector_app(workspace_dir) as app:
-        index = app.component("index").service
-        index.ensure_ready()
-        index.embed_pending()
+        index = embedded_index(app)
 
         def paths(filters: SearchFilters) -> set[str]:
             found = index.vectors.search("dentist", 50, filters)
@@ -190,9 +190,7 @@ async def test_the_vector_branch_honours_path_and_date_filters(workspace_dir: Pa
 async def test_node_search_uses_the_same_hybrid(workspace_dir: Path) -> None:
     write(workspace_dir, NOTES)
     async with vector_app(workspace_dir) as app:
-        index = app.component("index").service
-        index.ensure_ready()
-        index.embed_pending()
+        embedded_index(app)
         nodes = await app.run("node_search", query="ways to unwind", limit=2)
         assert nodes.metadata["results"][0]["path"] == "digest/hobbies.md"
         assert all(not node["path"].startswith("daily/") for node in nodes.metadata["results"])

@@ -34,7 +34,7 @@ CHILD = textwrap.dedent(
         calls.append(1)
         if phase == "inside_second_write" and len(calls) == 2:
             # the rows are written, the transaction is open: killed before its commit
-            with self._transaction() as db:
+            with self.transaction() as db:
                 db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)",
                                [(k, v.tobytes()) for k, v in items])
                 die()
@@ -74,7 +74,7 @@ async def cached_vectors(workspace: Path) -> dict[str, bytes]:
             assert HashedWordsComponent.last is not None
             cache = VectorCache(index.vectors.db_path, HashedWordsComponent.last.stamp)
             try:
-                return {key: blob for key, blob in cache._db.execute("SELECT key, vector FROM vectors")}
+                return dict(cache.query("SELECT key, vector FROM vectors"))
             finally:
                 cache.close()
 

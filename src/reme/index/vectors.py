@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,44 +29,22 @@ import numpy as np
 from reme.index.embedding import Embedder, Stamp, embedding_key, embedding_text
 from reme.index.search import SearchFilters
 from reme.index.store import MetadataStore
+from reme.index.wal import WalDatabase
 
 VECTORS_DB = "vectors.sqlite3"
 log = logging.getLogger(__name__)
 
 
-class VectorCache:
+class VectorCache(WalDatabase):
     """`key -> vector` for one stamp, in SQLite (WAL); shared by every process of the workspace."""
 
-    BUSY_TIMEOUT_S = 30.0
-
     def __init__(self, db_path: Path, stamp: Stamp) -> None:
-        self.db_path = db_path
+        super().__init__(db_path)
         self.stamp = stamp
         self._stamp_json = json.dumps(stamp.to_dict(), sort_keys=True)
-        self._lock = threading.RLock()
-        self._db = sqlite3.connect(
-            db_path, check_same_thread=False, isolation_level=None, timeout=self.BUSY_TIMEOUT_S
-        )
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        with self._transaction() as db:
+        with self.transaction() as db:
             db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
 
     def _meta(self, key: str) -> str | None:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -105,7 +81,7 @@ class VectorCache:
         """Store a batch atomically; first drop every vector of another stamp (never mix spaces).
 
         Returns the cache's version after this write."""
-        with self._transaction() as db:
+        with self.transaction() as db:
             if self._meta("stamp") != self._stamp_json:
                 db.execute("DELETE FROM vectors")
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('stamp', ?)", (self._stamp_json,))
@@ -124,13 +100,6 @@ class VectorCache:
             if self._meta("stamp") != self._stamp_json:
                 return 0
             return int(self._db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
-
-    def size_bytes(self) -> int:
-        return sum(
-            p.stat().st_size
-            for p in (self.db_path, self.db_path.with_name(self.db_path.name + "-wal"))
-            if p.exists()
-        )
 
 
 @dataclass
