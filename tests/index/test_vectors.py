@@ -125,6 +125,25 @@ async def test_unchanged_chunks_are_never_embedded_again(workspace_dir: Path) ->
         assert sum(embedder().embedded.values()) == 0
 
 
+async def test_vectors_of_text_no_chunk_has_any_more_are_pruned(workspace_dir: Path) -> None:
+    write(workspace_dir, NOTES)
+    async with vector_app(workspace_dir) as app:
+        index = embedded_index(app)
+        chunks = chunk_count(app)
+        (workspace_dir / "digest/car.md").write_text("# Car\n\nSold the old car in June.\n")
+        (workspace_dir / "digest/garden.md").unlink()
+        index.sync_paths(["digest"])
+        index.embed_pending()
+        cache = index.vectors.cache()
+        assert cache.count() == chunks + 1  # the old car text and the garden are still cached ...
+        assert index.vectors.prune() == 0  # ... within the default slack
+        reindexed = await app.run("reindex")
+        assert reindexed.metadata["vectors_pruned"] == 2
+        assert cache.count() == chunk_count(app) == chunks - 1
+        hits = await app.run("search", query="who sold a car")
+        assert hits.metadata["results"][0]["path"] == "digest/car.md"  # vectors left are still right
+
+
 async def test_a_model_change_re_embeds_and_never_mixes_spaces(workspace_dir: Path) -> None:
     write(workspace_dir, NOTES)
     async with vector_app(workspace_dir) as app:

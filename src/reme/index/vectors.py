@@ -95,6 +95,16 @@ class VectorCache(WalDatabase):
             )
             return int(self._meta("version") or 0)
 
+    def keep_only(self, keys: set[str]) -> int:
+        """Delete every vector whose key is not in `keys` (one transaction); how many went."""
+        with self.transaction() as db:
+            db.execute("CREATE TEMP TABLE IF NOT EXISTS live (key TEXT PRIMARY KEY)")
+            db.execute("DELETE FROM live")
+            db.executemany("INSERT OR IGNORE INTO live VALUES (?)", [(key,) for key in keys])
+            removed = db.execute("DELETE FROM vectors WHERE key NOT IN (SELECT key FROM live)").rowcount
+            db.execute("DELETE FROM live")
+            return int(removed)
+
     def count(self) -> int:
         with self._lock:
             if self._meta("stamp") != self._stamp_json:
@@ -125,6 +135,7 @@ class VectorIndex:
         self._embed_lock = threading.Lock()  # one batch at a time in this process
         self._cache: VectorCache | None = None
         self._rows: dict[str, int] = {}  # chunk id -> matrix row
+        self._keys: dict[str, str] = {}  # chunk id -> cache key of its vector
         self._free: list[int] = []
         self._matrix = np.zeros((0, 0), dtype=np.float32)
         self._used = 0  # rows ever handed out (live or free)
@@ -191,6 +202,7 @@ class VectorIndex:
         for chunk_id in [c for c in chunk_ids if self._pending[c].key in vectors]:
             pending = self._pending.pop(chunk_id)
             self._add_row(chunk_id, self._pending_path.pop(chunk_id), vectors[pending.key])
+            self._keys[chunk_id] = pending.key
 
     def _add_row(self, chunk_id: str, path: str, vector: np.ndarray) -> None:
         if self._free:
@@ -213,6 +225,7 @@ class VectorIndex:
         self._row_ids[row] = chunk_id
 
     def _drop_row(self, chunk_id: str) -> None:
+        del self._keys[chunk_id]
         row = self._rows.pop(chunk_id)
         self._alive[row] = False
         self._free.append(row)
@@ -297,6 +310,18 @@ class VectorIndex:
             )
             ranked = [(self._row_ids[int(row)], float(scores[row])) for row in top]
         return sorted(ranked, key=lambda item: (-item[1], item[0]))
+
+    def prune(self, slack: int = 1000) -> int:
+        """Drop cached vectors no chunk of the catalog uses any more (edited or deleted text), once
+        there are more than `slack` of them; how many were dropped. A text that comes back is
+        simply embedded again."""
+        self.refresh()
+        with self._lock:
+            live = set(self._keys.values()) | {p.key for p in self._pending.values()}
+            cache = self.cache()
+            if cache.count() - len(live) <= slack:
+                return 0
+            return cache.keep_only(live)
 
     def figures(self) -> dict[str, Any]:
         """What `status`/`health_check` report: vectors, pending, model."""

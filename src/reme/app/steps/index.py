@@ -182,8 +182,11 @@ def reindex(ctx: JobContext) -> None:
         f"Reindexed {len(report.indexed)} file(s): {stats['chunks']} chunks, {stats['links']} links."
     )
     if index.vectors is not None:
+        pruned = index.vectors.prune(slack=0) if not report.stopped else 0  # text no chunk has any more
         figures = stats.get("vectors", {})
-        ctx.response.metadata.update({"embedded": embedded, "vectors": figures.get("vectors", 0)})
+        ctx.response.metadata.update(
+            {"embedded": embedded, "vectors": figures.get("vectors", 0), "vectors_pruned": pruned}
+        )
         ctx.response.answer += (
             f" Vectors: {figures.get('vectors', 0)} ({embedded} embedded now, the rest were cached"
             f"{', ' + str(figures['vectors_pending']) + ' still pending' if figures.get('vectors_pending') else ''})."
@@ -206,17 +209,22 @@ def _embed_with_bar(index: IndexService) -> int:
 
 async def _embed_in_background(index: IndexService, idle_s: float, retry_s: float) -> None:
     """Embed new and changed chunks batch by batch in a worker thread (writes and keyword search go
-    on meanwhile); poll when nothing is pending, back off while the model or endpoint fails."""
+    on meanwhile); poll when nothing is pending, back off while the model or endpoint fails. Each
+    time it catches up, vectors of text no chunk has any more are dropped (past a slack)."""
     vectors = index.vectors
     if vectors is None:
         return
+    busy = True  # the first idle moment also prunes what earlier runs left
     while not index.indexer.stopping():
         try:
             count = await asyncio.to_thread(vectors.embed_batch)
+            if not count and busy:
+                await asyncio.to_thread(vectors.prune)
         except Exception:
             log.warning("embedding failed; retrying in %.0f s", retry_s, exc_info=True)
             await asyncio.sleep(retry_s)
             continue
+        busy = bool(count)
         if not count:
             await asyncio.sleep(idle_s)
 
