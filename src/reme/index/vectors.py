@@ -189,7 +189,7 @@ class VectorIndex:
 
     def _describe(self, chunk_ids: list[str]) -> Iterator[tuple[str, str, _Pending]]:
         for row in self.catalog.chunks_by_id(chunk_ids).values():
-            text = embedding_text(row.heading_path, row.text)
+            text = embedding_text(row)
             yield row.chunk_id, row.path, _Pending(embedding_key(text), text)
 
     def _adopt(self, cache: VectorCache, chunk_ids: list[str]) -> None:
