@@ -30,7 +30,7 @@ class TrigramVectors:
         text = text.lower()
         return {text[i : i + 3] for i in range(len(text) - 2)}
 
-    async def search(self, query: str, limit: int, filters: SearchFilters) -> list[tuple[str, float]]:
+    def search(self, query: str, limit: int, filters: SearchFilters) -> list[tuple[str, float]]:
         wanted = self.grams(query)
         rows = self.store.query("SELECT chunk_id, path, text FROM chunks")
         scored = [

@@ -47,6 +47,14 @@ class FileEntry:
 
 
 @dataclass(frozen=True)
+class Embeddings:
+    """Vectors of some texts from the index's embedding model; `model` is `<name>@<dimension>`."""
+
+    model: str
+    vectors: list[list[float]]  # L2-normalised: a dot product is the cosine similarity
+
+
+@dataclass(frozen=True)
 class ModelHandle:
     """A usable model for one role: build it with the prompt variables a scripted double may use."""
 
@@ -161,6 +169,10 @@ class MemoryPort(Protocol):
 
     async def traverse(self, paths: Sequence[str], *, depth: int, direction: str = "both") -> dict[str, Any]:
         """The link neighbourhood of `paths`: `{nodes: [{path, name, description, exists}], edges: [...]}`."""
+        ...
+
+    async def embed(self, texts: Sequence[str]) -> Embeddings | None:
+        """`texts` embedded by the model the search uses; None when vectors are off (or it fails)."""
         ...
 
     # state and concurrency -----------------------------------------------------------------------
