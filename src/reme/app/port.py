@@ -25,7 +25,7 @@ from reme.app.components.workspace import workspace_of
 from reme.errors import Conflict, LLMUnavailable, ReMeError
 from reme.pipelines.port import FileEntry, FileText, ModelHandle
 from reme.workspace.atomic import atomic_write
-from reme.workspace.paths import check_segment
+from reme.workspace.paths import check_segment, is_markdown
 
 if TYPE_CHECKING:
     from reme.app.application import Application
@@ -87,6 +87,18 @@ class AppPort:
         if size > max_bytes or len(data) > max_bytes:
             raise ReMeError(f"too large: {max(size, len(data))} bytes > max_bytes {max_bytes}")
         return data
+
+    async def save_bytes(self, path: str, data: bytes) -> None:
+        relative = self.workspace.relative_for(path, write=True)
+        if is_markdown(relative):
+            raise ReMeError(f"{relative!r} is Markdown; save it as text")
+        target = self.workspace.absolute(relative, write=True)
+
+        def put() -> None:
+            with self.workspace.lock(relative):
+                atomic_write(target, data, self.workspace.root)
+
+        await asyncio.to_thread(put)
 
     async def write(self, path: str, content: str, *, name: str, metadata: dict[str, Any]) -> None:
         await self._call("write", path=path, content=content, name=name, metadata=metadata)

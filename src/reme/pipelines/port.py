@@ -91,6 +91,10 @@ class MemoryPort(Protocol):
         """A file's raw bytes (resources are not always text); raise ReMeError when over `max_bytes`."""
         ...
 
+    async def save_bytes(self, path: str, data: bytes) -> None:
+        """Write a non-Markdown file (an imported attachment) byte for byte, atomically."""
+        ...
+
     async def write(self, path: str, content: str, *, name: str, metadata: dict[str, Any]) -> None:
         """Create or overwrite a Markdown note from body text plus front matter (`name` and `metadata`)."""
         ...

@@ -1,0 +1,109 @@
+"""Reading an import's source from the host: one file or one folder, bounded, text where text is expected.
+
+The import jobs are local only (`enable_serve: false`): a served job must never read host paths a
+client names. Everything here refuses before the importer parses anything, so a refused source
+writes nothing: a missing path, a folder where a file is expected, a file over `max_bytes`, bytes
+that are not UTF-8 text, more files than `max_files`, and a symbolic link leading out of the folder.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from reme.errors import ReMeError
+
+
+@dataclass(frozen=True)
+class FolderLimits:
+    max_files: int = 5000
+    max_file_bytes: int = 20_000_000
+    max_total_bytes: int = 200_000_000
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A file of a source folder: its POSIX path relative to the folder and its bytes."""
+
+    relative: str
+    data: bytes
+
+
+def source_path(path: str) -> Path:
+    """The absolute host path of a source (`~` expanded), refusing an empty one."""
+    if not isinstance(path, str) or not path.strip():
+        raise ReMeError("source must name a file or folder on this machine")
+    return Path(os.path.expanduser(path.strip())).absolute()
+
+
+def decode_text(data: bytes, shown: str) -> str:
+    """UTF-8 text (a BOM dropped); NUL bytes or undecodable bytes mean the file is not text."""
+    if b"\x00" in data:
+        raise ReMeError(f"{shown} is binary, not text; give the exported text file")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ReMeError(f"{shown} is not UTF-8 text (byte {exc.start}); export it as UTF-8") from None
+
+
+def read_text_file(path: Path, max_bytes: int) -> str:
+    """The text of one source file, within `max_bytes`."""
+    if not path.exists():
+        raise ReMeError(f"{path} does not exist")
+    if not path.is_file():
+        raise ReMeError(f"{path} is not a file")
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise ReMeError(f"{path} is {size} bytes, over the limit of {max_bytes} (max_bytes)")
+    with path.open("rb") as file:
+        data = file.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ReMeError(f"{path} grew over the limit of {max_bytes} bytes while being read")
+    return decode_text(data, str(path))
+
+
+def _inside(root: Path, candidate: Path) -> bool:
+    resolved = candidate.resolve()
+    return resolved == root or root in resolved.parents
+
+
+def read_folder(root: Path, limits: FolderLimits) -> tuple[list[SourceFile], list[dict[str, str]]]:
+    """(files, skipped) of a folder tree; dot-folders (`.obsidian/`, `.git/`, `.trash/`) and dot-files are left out."""
+    if not root.is_dir():
+        raise ReMeError(f"{root} is not a folder" if root.exists() else f"{root} does not exist")
+    real = root.resolve()
+    files: list[SourceFile] = []
+    skipped: list[dict[str, str]] = []
+    total = 0
+    for folder, dirs, names in os.walk(root, followlinks=False):
+        here = Path(folder)
+        for name in sorted(dirs):
+            entry = here / name
+            if entry.is_symlink():
+                if not _inside(real, entry):
+                    raise ReMeError(f"{entry} is a symbolic link leading out of {root}; nothing was imported")
+                skipped.append({"item": entry.relative_to(root).as_posix(), "reason": "symbolic link to a folder"})
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not (here / d).is_symlink())
+        for name in sorted(names):
+            entry = here / name
+            relative = entry.relative_to(root).as_posix()
+            if name.startswith("."):
+                continue
+            if entry.is_symlink() and not _inside(real, entry):
+                raise ReMeError(f"{entry} is a symbolic link leading out of {root}; nothing was imported")
+            if not entry.is_file():
+                skipped.append({"item": relative, "reason": "not a regular file"})
+                continue
+            size = entry.stat().st_size
+            if size > limits.max_file_bytes:
+                skipped.append({"item": relative, "reason": f"{size} bytes, over max_file_bytes {limits.max_file_bytes}"})
+                continue
+            total += size
+            if len(files) >= limits.max_files or total > limits.max_total_bytes:
+                raise ReMeError(
+                    f"{root} holds more than {limits.max_files} files or {limits.max_total_bytes} bytes "
+                    "(max_files, max_total_bytes); import a smaller folder or raise the limits"
+                )
+            files.append(SourceFile(relative, entry.read_bytes()))
+    return files, skipped

@@ -1,0 +1,252 @@
+"""Writing imported material into the workspace: plan everything first, then write, then report.
+
+Every importer (one module per format) turns its source into `ImportedNote`s (Markdown notes under
+the `imports/` folder), `ImportedFile`s (attachments, bytes) and `ImportedTranscript`s (session
+transcripts, merged by message id with the writer auto_memory uses). `write_import` checks all of
+them before the first write — a note in the way that this import did not write refuses the whole
+import — then writes only what changed, so a second import of the same source creates nothing.
+
+A note's provenance sits in its front matter: `source` (the format), `imported_from` (where it was
+read), `import_id` (the original id: a section, a memory id, a vault path) and `import_sha256` (the
+hash of the note as rendered from the source). A note whose `import_sha256` still matches is left
+alone, so edits a person made after the import survive a re-import of an unchanged source.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from reme.errors import ReMeError
+from reme.pipelines.auto_memory import check_session_id, choose_date, ensure_card, save_transcript, session_path
+from reme.pipelines.distil import mark_pending
+from reme.pipelines.port import MemoryPort
+from reme.pipelines.transcript import merge, parse_transcript
+from reme.workspace import frontmatter
+from reme.workspace.paths import check_relative, first_segment
+from reme.workspace.transcript import render_records
+
+IMPORTS_FOLDER = "imports"
+ROLE_FOLDERS = ("metadata", "session", "daily", "digest", "resource", "journal")
+
+
+@dataclass(frozen=True)
+class ImportedNote:
+    """A Markdown note to write: its whole text (its own front matter included) and where it came from."""
+
+    path: str
+    text: str
+    import_id: str
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class ImportedFile:
+    """An attachment copied byte for byte."""
+
+    path: str
+    data: bytes
+    import_id: str
+
+
+@dataclass(frozen=True)
+class ImportedTranscript:
+    """Normalised transcript records of one conversation, saved as `session/dialog/<session_id>.jsonl`."""
+
+    session_id: str
+    records: list[dict[str, Any]]
+
+
+@dataclass
+class ImportBatch:
+    """Everything one import would write, plus the source items it leaves out and why."""
+
+    notes: list[ImportedNote] = field(default_factory=list)
+    files: list[ImportedFile] = field(default_factory=list)
+    transcripts: list[ImportedTranscript] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+
+    def skip(self, item: str, reason: str) -> None:
+        self.skipped.append({"item": item, "reason": reason})
+
+
+@dataclass
+class ImportReport:
+    """What an import created, updated, left unchanged and skipped (paths; skipped items with a reason)."""
+
+    kind: str
+    source: str
+    dry_run: bool = False
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+
+    def metadata(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "source": self.source,
+            "dry_run": self.dry_run,
+            "created": self.created,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "skipped": self.skipped,
+        }
+
+    def answer(self) -> str:
+        verb = "would import" if self.dry_run else "imported"
+        lines = [
+            f"{verb} {self.kind} from {self.source}: {len(self.created)} created, {len(self.updated)} updated, "
+            f"{len(self.unchanged)} unchanged, {len(self.skipped)} skipped"
+        ]
+        lines += [f"+ {path}" for path in self.created]
+        lines += [f"~ {path}" for path in self.updated]
+        lines += [f"- {entry['item']}: {entry['reason']}" for entry in self.skipped]
+        return "\n".join(lines)
+
+
+def provenance(kind: str, origin: str, import_id: str, existing: dict[str, Any]) -> dict[str, Any]:
+    """The provenance keys of a note; a `source` key the note already has (an Obsidian user's) is kept."""
+    keys: dict[str, Any] = {} if "source" in existing else {"source": kind}
+    keys.update({"imported_from": origin, "import_id": import_id})
+    return keys
+
+
+def stamped(note: ImportedNote, kind: str, origin: str) -> str:
+    """The note's text with its provenance merged into the front matter (its own keys keep their bytes)."""
+    own = frontmatter.parse(note.text).metadata
+    keys = provenance(kind, origin, note.import_id, own)
+    return frontmatter.update(note.text, {**keys, "import_sha256": note.sha256})
+
+
+def _check_unique(batch: ImportBatch) -> None:
+    seen: set[str] = set()
+    for path in [n.path for n in batch.notes] + [f.path for f in batch.files]:
+        if path in seen:
+            raise ReMeError(f"the import maps two source items to {path}; rename one of them in the source")
+        seen.add(path)
+
+
+async def _classify_note(port: MemoryPort, note: ImportedNote) -> tuple[str, str | None]:
+    """('create' | 'update' | 'unchanged' | 'foreign', sha256 of the file on disk)."""
+    current = await port.load(note.path)
+    if current is None:
+        return "create", None
+    front = frontmatter.parse(current.content).metadata
+    if front.get("import_id") != note.import_id or "import_sha256" not in front:
+        return "foreign", current.sha256
+    return ("unchanged" if front.get("import_sha256") == note.sha256 else "update"), current.sha256
+
+
+async def _classify_file(port: MemoryPort, item: ImportedFile) -> str:
+    if not port.exists(item.path):
+        return "create"
+    try:
+        current = await port.read_bytes(item.path, max_bytes=len(item.data))
+    except ReMeError:
+        return "update"
+    return "unchanged" if current == item.data else "update"
+
+
+async def _classify_transcript(port: MemoryPort, item: ImportedTranscript) -> str:
+    saved = await port.load(session_path(port, item.session_id))
+    text = saved.content if saved else ""
+    merged = merge(parse_transcript(text, port.tz), item.records, port.tz)
+    if render_records(merged) == text:
+        return "unchanged"
+    return "create" if saved is None else "update"
+
+
+async def write_import(
+    port: MemoryPort, batch: ImportBatch, *, kind: str, origin: str, dry_run: bool = False
+) -> ImportReport:
+    """Check every item, refuse the whole import when a note in the way is not this import's, then write."""
+    report = ImportReport(kind, origin, dry_run, skipped=list(batch.skipped))
+    _check_unique(batch)
+    for transcript in batch.transcripts:
+        check_session_id(transcript.session_id)
+    plans: list[tuple[str, str, Any]] = []  # (action, path, item)
+    foreign: list[str] = []
+    texts: dict[str, str] = {}
+    versions: dict[str, str | None] = {}  # a note updated only if nobody changed it since it was read
+    for note in batch.notes:
+        port.check_path(note.path)
+        action, sha = await _classify_note(port, note)
+        if action == "foreign":
+            foreign.append(note.path)
+            continue
+        try:
+            texts[note.path] = stamped(note, kind, origin)
+        except frontmatter.FrontMatterError as exc:
+            report.skipped.append({"item": note.import_id, "reason": f"front matter cannot be kept: {exc}"})
+            continue
+        plans.append((action, note.path, note))
+        versions[note.path] = sha
+    for item in batch.files:
+        port.check_path(item.path)
+        plans.append((await _classify_file(port, item), item.path, item))
+    for transcript in batch.transcripts:
+        path = session_path(port, transcript.session_id)
+        plans.append((await _classify_transcript(port, transcript), path, transcript))
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise ReMeError(
+            f"nothing imported: {shown} already exist(s) and were not written by this import "
+            "(another source, or the file was moved); move them away or import into another folder=",
+            {"conflicts": foreign},
+        )
+    for action, path, item in plans:
+        {"create": report.created, "update": report.updated, "unchanged": report.unchanged}[action].append(path)
+        if dry_run or action == "unchanged":
+            continue
+        if isinstance(item, ImportedNote):
+            await port.save(path, texts[path], expected_sha256=versions[path])
+        elif isinstance(item, ImportedFile):
+            await port.save_bytes(path, item.data)
+        else:
+            await save_transcript(port, item.session_id, item.records)
+    return report
+
+
+def note_text(metadata: dict[str, Any], body: str) -> str:
+    """A fresh note: front matter (name and description first) and the body."""
+    return frontmatter.render_new(metadata) + body
+
+
+def bounded_count(items: Sequence[Any], limit: int, what: str) -> None:
+    """Refuse a source with more items than the configured cap, before anything is parsed further."""
+    if len(items) > limit:
+        raise ValueError(f"the source holds {len(items)} {what}, more than the limit of {limit}; raise max_items")
+
+
+def import_folder(port: MemoryPort, folder: str) -> str:
+    """The folder imported notes go to; never a folder with a role of its own (digest/, daily/, ...)."""
+    relative = check_relative(folder.strip().strip("/"))
+    port.check_path(relative)
+    taken = {port.folder(role) for role in ROLE_FOLDERS}
+    if first_segment(relative) in taken:
+        raise ReMeError(
+            f"folder {relative!r} is inside {first_segment(relative)}/, which reme's own pipelines own; "
+            f"import into {IMPORTS_FOLDER}/ or another folder"
+        )
+    return relative
+
+
+async def queue_distillation(port: MemoryPort, transcripts: Sequence[ImportedTranscript]) -> list[str]:
+    """Mark each conversation's card (created when missing) pending, so `auto_memory_pending` distils it."""
+    cards = []
+    for transcript in transcripts:
+        async with port.keyed_lock(f"session:{transcript.session_id}"):
+            saved = await port.load(session_path(port, transcript.session_id))
+            records = parse_transcript(saved.content if saved else "", port.tz)
+            day = choose_date(None, records, port).isoformat()
+            path, _front, _created = await ensure_card(port, transcript.session_id, day)
+            await mark_pending(port, path)
+            cards.append(path)
+        await port.refresh_day(day)
+    return cards
