@@ -83,7 +83,9 @@ def read_folder(root: Path, limits: FolderLimits) -> tuple[list[SourceFile], lis
             if entry.is_symlink():
                 if not _inside(real, entry):
                     raise ReMeError(f"{entry} is a symbolic link leading out of {root}; nothing was imported")
-                skipped.append({"item": entry.relative_to(root).as_posix(), "reason": "symbolic link to a folder"})
+                skipped.append(
+                    {"item": entry.relative_to(root).as_posix(), "reason": "symbolic link to a folder"}
+                )
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not (here / d).is_symlink())
         for name in sorted(names):
             entry = here / name
@@ -97,7 +99,9 @@ def read_folder(root: Path, limits: FolderLimits) -> tuple[list[SourceFile], lis
                 continue
             size = entry.stat().st_size
             if size > limits.max_file_bytes:
-                skipped.append({"item": relative, "reason": f"{size} bytes, over max_file_bytes {limits.max_file_bytes}"})
+                skipped.append(
+                    {"item": relative, "reason": f"{size} bytes, over max_file_bytes {limits.max_file_bytes}"}
+                )
                 continue
             total += size
             if len(files) >= limits.max_files or total > limits.max_total_bytes:

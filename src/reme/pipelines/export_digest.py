@@ -65,10 +65,14 @@ async def digest_files(port: MemoryPort, *, bucket: str | None, limits: ExportLi
         if not e.path.rsplit("/", 1)[-1].startswith("_")
     ]
     if len(entries) > limits.max_nodes:
-        raise ReMeError(f"the digest holds {len(entries)} nodes, over max_nodes {limits.max_nodes}; export one bucket=")
+        raise ReMeError(
+            f"the digest holds {len(entries)} nodes, over max_nodes {limits.max_nodes}; export one bucket="
+        )
     total = sum(e.size for e in entries)
     if total > limits.max_bytes:
-        raise ReMeError(f"the digest holds {total} bytes, over max_bytes {limits.max_bytes}; export one bucket=")
+        raise ReMeError(
+            f"the digest holds {total} bytes, over max_bytes {limits.max_bytes}; export one bucket="
+        )
     texts = {}
     for entry in entries:
         saved = await port.load(entry.path)
@@ -120,7 +124,9 @@ def parse_bundle(text: str) -> list[dict[str, Any]]:
         metadata: dict[str, Any] = {}
         fence = re.match(r"^(`{3,})yaml$", lines[index].rstrip("\n")) if index < len(lines) else None
         if fence:
-            close = next((i for i in range(index + 1, len(lines)) if lines[i].rstrip("\n") == fence.group(1)), None)
+            close = next(
+                (i for i in range(index + 1, len(lines)) if lines[i].rstrip("\n") == fence.group(1)), None
+            )
             if close is None:
                 raise ValueError(f"the front matter of {path} has no closing fence")
             try:

@@ -128,6 +128,8 @@ def chatgpt_batch(
     """Transcripts and conversation notes of every conversation; unusable ones are skipped with a reason."""
     conversations = conversations_of(data)
     bounded_count(conversations, max_items, "conversations")
+    if conversations and not any(isinstance(c, Mapping) and "mapping" in c for c in conversations):
+        raise ValueError("no item has a `mapping` of messages: this is not a ChatGPT conversations.json")
     batch = ImportBatch()
     for index, conversation in enumerate(conversations):
         shown = f"conversations[{index}]"
@@ -148,7 +150,9 @@ def chatgpt_batch(
         conversation_id = _conversation_id(conversation)
         session_id = f"{KIND}-{conversation_id}"
         batch.transcripts.append(ImportedTranscript(session_id, records))
-        batch.notes.append(_conversation_note(conversation_id, session_id, title, records, folder, session_folder))
+        batch.notes.append(
+            _conversation_note(conversation_id, session_id, title, records, folder, session_folder)
+        )
     return batch
 
 

@@ -77,7 +77,9 @@ def collect_documents(
         document, hops = frontier.pop(0)
         for ref in references(document.text):
             if hops >= MAX_HOPS:
-                skipped.append({"item": f"@{ref} in {document.origin}", "reason": f"more than {MAX_HOPS} hops deep"})
+                skipped.append(
+                    {"item": f"@{ref} in {document.origin}", "reason": f"more than {MAX_HOPS} hops deep"}
+                )
                 continue
             try:
                 target, body = load(document.origin, ref)
@@ -166,7 +168,9 @@ def claude_batch(documents: list[ClaudeDocument], folder: str, name: str | None 
                 "description": _summary(section),
                 "part_of": f"[[{overview}]]",
             }
-            batch.notes.append(ImportedNote(path, note_text(front, section.text), f"{document.origin}#{stem}"))
+            batch.notes.append(
+                ImportedNote(path, note_text(front, section.text), f"{document.origin}#{stem}")
+            )
             lines.append(f"- {render(path, alias=section.title.replace('|', '/'))}")
         body = preamble.rstrip("\n") + "\n" if preamble.strip() else ""
         if lines:

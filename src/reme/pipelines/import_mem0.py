@@ -43,6 +43,8 @@ def mem0_batch(data: Any, *, folder: str, max_items: int, max_memory_chars: int)
     """One note per memory; memories without an id or text are skipped with a reason."""
     memories = memories_of(data)
     bounded_count(memories, max_items, "memories")
+    if memories and not any(isinstance(m, Mapping) and ("memory" in m or "text" in m) for m in memories):
+        raise ValueError('no item has a "memory" text: this is not a mem0 export')
     batch = ImportBatch()
     for index, memory in enumerate(memories):
         shown = f"memories[{index}]"
@@ -58,7 +60,9 @@ def mem0_batch(data: Any, *, folder: str, max_items: int, max_memory_chars: int)
             batch.skip(f"{shown} {memory_id}", "no memory text")
             continue
         if len(text) > max_memory_chars:
-            batch.skip(f"{shown} {memory_id}", f"{len(text)} characters, over max_memory_chars {max_memory_chars}")
+            batch.skip(
+                f"{shown} {memory_id}", f"{len(text)} characters, over max_memory_chars {max_memory_chars}"
+            )
             continue
         owner_value = next((str(memory[k]) for k in OWNER_KEYS if memory.get(k) not in (None, "")), "shared")
         owner = slugify(owner_value) or short_hash(owner_value)
@@ -77,5 +81,7 @@ def mem0_batch(data: Any, *, folder: str, max_items: int, max_memory_chars: int)
             batch.skip(f"{shown} {memory_id}", str(exc))
             continue
         body = text.strip() + "\n"
-        batch.notes.append(ImportedNote(f"{folder}/{owner}/{stem}.md", note_text(front, body), str(memory_id)))
+        batch.notes.append(
+            ImportedNote(f"{folder}/{owner}/{stem}.md", note_text(front, body), str(memory_id))
+        )
     return batch

@@ -20,7 +20,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reme.errors import ReMeError
-from reme.pipelines.auto_memory import check_session_id, choose_date, ensure_card, save_transcript, session_path
+from reme.pipelines.auto_memory import (
+    check_session_id,
+    choose_date,
+    ensure_card,
+    save_transcript,
+    session_path,
+)
 from reme.pipelines.distil import mark_pending
 from reme.pipelines.port import MemoryPort
 from reme.pipelines.transcript import merge, parse_transcript
@@ -201,7 +207,9 @@ async def write_import(
             {"conflicts": foreign},
         )
     for action, path, item in plans:
-        {"create": report.created, "update": report.updated, "unchanged": report.unchanged}[action].append(path)
+        {"create": report.created, "update": report.updated, "unchanged": report.unchanged}[action].append(
+            path
+        )
         if dry_run or action == "unchanged":
             continue
         if isinstance(item, ImportedNote):
@@ -221,7 +229,9 @@ def note_text(metadata: dict[str, Any], body: str) -> str:
 def bounded_count(items: Sequence[Any], limit: int, what: str) -> None:
     """Refuse a source with more items than the configured cap, before anything is parsed further."""
     if len(items) > limit:
-        raise ValueError(f"the source holds {len(items)} {what}, more than the limit of {limit}; raise max_items")
+        raise ValueError(
+            f"the source holds {len(items)} {what}, more than the limit of {limit}; raise max_items"
+        )
 
 
 def import_folder(port: MemoryPort, folder: str) -> str:

@@ -27,6 +27,10 @@ usage:
         a bare VALUE fills the job's first required parameter (`reme search solar`)
   reme doctor [config=...] [workspace_dir=DIR]
         check the install, workspace, service, index and LLM, and say what to do about each problem
+  reme import claude-code|chatgpt|mem0|obsidian PATH [folder=...] [dry_run=true] [workspace_dir=DIR]
+        import a memory file, export or vault in-process (docs/imports.md); a second import creates nothing
+  reme export [format=markdown|json] [bucket=NAME] [out=FILE] [workspace_dir=DIR]
+        the digest as one Markdown bundle or JSON, to FILE or stdout
 
 values are typed by the job's parameter schema: `query=2024` stays a string, `limit=3` is a number
 where the schema wants one, JSON for list and object parameters; config overrides are typed
@@ -65,7 +69,7 @@ def _main(args: list[str]) -> int:
         print(__version__)
         return 0
     if asks_help:
-        if command in ("start", "doctor"):
+        if command in ("start", "doctor", "import", "export"):
             print(USAGE, end="")
             return 0
         command, rest = "help", [f"job={command}", *rest]
@@ -79,6 +83,8 @@ def _main(args: list[str]) -> int:
         return doctor({key: parse_value(value) for key, value in assigned.items()}, as_json)
     if command == "start":
         return start(assigned, as_json)
+    if command in ("import", "export"):
+        return transfer(command, assigned, bare, as_json)
     return call(command, assigned, bare, as_json)
 
 
@@ -262,6 +268,48 @@ async def run_once(config: dict[str, Any], job: str, raw: dict[str, Any], as_jso
                 success = show_chunk(chunk, as_json)
             return 0 if success else 1
         return render((await app.run(job, **params)).to_dict(), as_json, job)
+
+
+def transfer(command: str, assigned: dict[str, str], bare: list[str], as_json: bool) -> int:
+    """`reme import KIND PATH` and `reme export`: in-process runs of the import jobs and `export_digest`.
+
+    The import jobs read host paths, so they are never served; the CLI runs them here, as
+    `reme start job=...` would, whether or not a service is running for the workspace.
+    """
+    if command == "import":
+        kinds = {"claude-code": "import_claude_code", "claude": "import_claude_code"}
+        kinds.update({kind: f"import_{kind}" for kind in ("chatgpt", "mem0", "obsidian")})
+        if len(bare) != 2 or bare[0] not in kinds:
+            print(
+                f"reme: usage: reme import {'|'.join(k for k in kinds if k != 'claude')} PATH [key=value ...]",
+                file=sys.stderr,
+            )
+            return 2
+        assigned = {**assigned, "job": kinds[bare[0]], "source": os.path.abspath(os.path.expanduser(bare[1]))}
+        return start(assigned, as_json)
+    if bare:
+        print(f"reme: expected key=value, got {bare[0]!r}", file=sys.stderr)
+        return 2
+    out = assigned.pop("out", None)
+    if out is None:
+        return start({**assigned, "job": "export_digest"}, as_json)
+    import contextlib
+    import io
+
+    captured = io.StringIO()
+    with contextlib.redirect_stdout(captured):
+        status = start({**assigned, "job": "export_digest"}, True)
+    response = json.loads(captured.getvalue() or "{}")
+    if status != 0:
+        print(f"reme: {response.get('answer', 'export failed')}", file=sys.stderr)
+        return status
+    answer = response.get("answer")
+    text = answer if isinstance(answer, str) else _dumps(answer) + "\n"
+    with open(out, "w", encoding="utf-8") as file:
+        file.write(text)
+    paths = (response.get("metadata") or {}).get("paths") or []
+    print(_dumps(response) if as_json else f"exported {len(paths)} node(s) to {out}")
+    return 0
 
 
 # output ----------------------------------------------------------------------------------------

@@ -40,7 +40,9 @@ def _json_source(path: Path, max_bytes: int) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ReMeError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+        raise ReMeError(
+            f"{path} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
 
 
 async def _run_import(
@@ -52,7 +54,9 @@ async def _run_import(
         batch = build(port, folder)
     except ValueError as exc:
         raise ReMeError(f"{origin}: {exc}; nothing was imported") from None
-    report = await write_import(port, batch, kind=kind, origin=str(origin), dry_run=bool(ctx.params.get("dry_run")))
+    report = await write_import(
+        port, batch, kind=kind, origin=str(origin), dry_run=bool(ctx.params.get("dry_run"))
+    )
     ctx.response.answer = report.answer()
     ctx.response.metadata.update(report.metadata())
     return port, batch, report
@@ -134,7 +138,9 @@ async def import_obsidian(ctx: JobContext, **settings: Any) -> None:
 @register_step("export_digest", settings=export.ExportLimits)
 async def export_digest(ctx: JobContext, **settings: Any) -> None:
     port = AppPort(ctx.app)
-    texts = await export.digest_files(port, bucket=ctx.params.get("bucket"), limits=export.ExportLimits(**settings))
+    texts = await export.digest_files(
+        port, bucket=ctx.params.get("bucket"), limits=export.ExportLimits(**settings)
+    )
     nodes = [export.node_of(path, text) for path, text in texts.items()]
     exported_at = datetime.now(ctx.app.tz).isoformat(timespec="seconds")
     if ctx.params.get("format", "markdown") == "json":
