@@ -456,3 +456,32 @@ async def test_export_round_trips_markdown_and_json(app: ReMe, workspace_dir: Pa
     only_wiki = await app.run("export_digest", format="json", bucket="wiki")
     assert [n["path"] for n in only_wiki.answer["nodes"]] == ["digest/wiki/rollback.md"]
     assert not (await app.run("export_digest", bucket="../daily")).success
+
+
+async def test_auto_memory_index_brings_its_topic_files(
+    app: ReMe, workspace_dir: Path, tmp_path: Path
+) -> None:
+    memory = tmp_path / ".claude" / "projects" / "-home-alice-acme" / "memory"
+    memory.mkdir(parents=True)
+    (memory / "MEMORY.md").write_text(
+        "- [User prefers uv](user_prefers_uv.md) — tooling preference\n"
+        "- [Flaky CI test](<project flaky ci.md>) — known flake\n"
+        "- [The docs](https://docs.example.org/guide.md) are online.\n",
+        encoding="utf-8",
+    )
+    (memory / "user_prefers_uv.md").write_text(
+        "---\nname: User prefers uv\ndescription: The user wants uv, never pip\ntype: feedback\n---\n"
+        "Use `uv add`, never `pip install`.\n",
+        encoding="utf-8",
+    )
+    (memory / "project flaky ci.md").write_text("test_upload fails about one run in ten.\n", encoding="utf-8")
+    meta = await run_ok(app, "import_claude_code", source=str(memory / "MEMORY.md"))
+    assert sorted(meta["created"]) == [
+        "imports/claude-code/home-alice-acme-memory.md",
+        "imports/claude-code/home-alice-acme-project-flaky-ci.md",
+        "imports/claude-code/home-alice-acme-user-prefers-uv.md",
+    ]
+    topic = front(workspace_dir / "imports/claude-code/home-alice-acme-user-prefers-uv.md")
+    assert (topic["name"], topic["type"]) == ("User prefers uv", "feedback")
+    index = (workspace_dir / "imports/claude-code/home-alice-acme-memory.md").read_text()
+    assert "[[imports/claude-code/home-alice-acme-user-prefers-uv.md]]" in index

@@ -13,10 +13,12 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
+from urllib.parse import unquote
 
 from reme.errors import ReMeError
 from reme.pipelines.imports import ImportBatch, ImportedNote, note_text
 from reme.pipelines.names import short_hash, slugify
+from reme.workspace import frontmatter
 from reme.workspace.wikilinks import render
 
 KIND = "claude-code"
@@ -25,6 +27,8 @@ _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
 _REFERENCE = re.compile(r"(?:^|(?<=\s))@((?:~/|\.{1,2}/|/)?[\w.\-/~+]+)")
 _CODE_SPAN = re.compile(r"`+[^`]*`+")
+_TOPIC_LINK = re.compile(r"\]\((?:<([^<>]+\.md)>|([^)<>\s]+\.md))\)")
+INDEX_NAME = "MEMORY.md"
 
 # (base origin, reference as written) -> (origin, text); raises ReMeError when it cannot be read.
 Loader = Callable[[str, str], tuple[str, str]]
@@ -53,15 +57,21 @@ def _lines_outside_code(text: str) -> list[tuple[int, str]]:
     return found
 
 
-def references(text: str) -> list[str]:
-    """The `@path` imports of a memory file, in order, outside code blocks and code spans."""
+def references(text: str, *, topic_links: bool = False) -> list[str]:
+    """The `@path` imports of a memory file, in order, outside code blocks and code spans.
+
+    With `topic_links` (an auto-memory index, `MEMORY.md`), relative Markdown links to `.md` files
+    count too: that is how the index points at its topic files.
+    """
     found: list[str] = []
     for _index, line in _lines_outside_code(text):
-        for match in _REFERENCE.finditer(_CODE_SPAN.sub(" ", line)):
-            ref = match.group(1).rstrip(".,;:")
-            looks_like_path = "/" in ref or re.search(r"\.[A-Za-z0-9]+$", ref)
-            if looks_like_path and ref not in found:
-                found.append(ref)
+        prose = _CODE_SPAN.sub(" ", line)
+        refs = [m.group(1).rstrip(".,;:") for m in _REFERENCE.finditer(prose)]
+        refs = [ref for ref in refs if "/" in ref or re.search(r"\.[A-Za-z0-9]+$", ref)]
+        if topic_links:
+            links = [unquote(m.group(1) or m.group(2)) for m in _TOPIC_LINK.finditer(prose)]
+            refs += [link for link in links if "://" not in link]
+        found += [ref for ref in refs if ref not in found]
     return found
 
 
@@ -75,7 +85,8 @@ def collect_documents(
     frontier = [(documents[0], 0)]
     while frontier:
         document, hops = frontier.pop(0)
-        for ref in references(document.text):
+        is_index = PurePosixPath(document.origin.replace("\\", "/")).name == INDEX_NAME
+        for ref in references(document.text, topic_links=is_index):
             if hops >= MAX_HOPS:
                 skipped.append(
                     {"item": f"@{ref} in {document.origin}", "reason": f"more than {MAX_HOPS} hops deep"}
@@ -138,8 +149,10 @@ def _summary(section: Section) -> str:
 
 
 def _doc_slug(origin: str) -> str:
+    """`<project>-<stem>`: the folder a memory file belongs to, past `.claude/` and `memory/`."""
     path = PurePosixPath(origin.replace("\\", "/"))
-    return slugify(f"{path.parent.name}-{path.stem}") or slugify(path.stem) or short_hash(origin)
+    owner = next((p.name for p in path.parents if p.name not in (".claude", "memory")), "")
+    return slugify(f"{owner.strip('-.')}-{path.stem}") or slugify(path.stem) or short_hash(origin)
 
 
 def claude_batch(documents: list[ClaudeDocument], folder: str, name: str | None = None) -> ImportBatch:
@@ -154,7 +167,8 @@ def claude_batch(documents: list[ClaudeDocument], folder: str, name: str | None 
     for document in documents:
         slug = slugs[document.origin]
         overview = f"{folder}/{slug}.md"
-        preamble, sections = split_sections(document.text)
+        parsed = frontmatter.parse(document.text)  # auto-memory topic files carry name/description/type
+        preamble, sections = split_sections(parsed.body)
         section_names: dict[str, int] = {}
         lines: list[str] = []
         for section in sections:
@@ -182,6 +196,7 @@ def claude_batch(documents: list[ClaudeDocument], folder: str, name: str | None 
         front = {
             "name": PurePosixPath(document.origin.replace("\\", "/")).name,
             "description": f"Claude Code memory file {document.origin}: {len(sections)} section(s)",
+            **parsed.metadata,
         }
         batch.notes.append(ImportedNote(overview, note_text(front, body.lstrip("\n")), document.origin))
     return batch
