@@ -219,8 +219,11 @@ def call(job: str, assigned: dict[str, str], bare: list[str], as_json: bool) -> 
 # running in-process ----------------------------------------------------------------------------
 
 
-def start(assigned: dict[str, str], as_json: bool) -> int:
-    """`reme start`: the service, or with `job=` one job in-process (its parameters typed by its schema)."""
+def start(assigned: dict[str, str], as_json: bool, out: str | None = None) -> int:
+    """`reme start`: the service, or with `job=` one job in-process (its parameters typed by its schema).
+
+    With `out`, a successful job's answer goes to that file instead of stdout (`reme export`).
+    """
     import asyncio
     import logging
 
@@ -250,13 +253,15 @@ def start(assigned: dict[str, str], as_json: bool) -> int:
 
             asyncio.run(run_service(config))
             return 0
-        return asyncio.run(run_once(config, job, params, as_json))
+        return asyncio.run(run_once(config, job, params, as_json, out))
     except (ConfigError, ServiceConfigError, ComponentError) as exc:
         print(f"reme: {exc}", file=sys.stderr)
         return 2
 
 
-async def run_once(config: dict[str, Any], job: str, raw: dict[str, Any], as_json: bool) -> int:
+async def run_once(
+    config: dict[str, Any], job: str, raw: dict[str, Any], as_json: bool, out: str | None = None
+) -> int:
     from reme.app.application import Application
 
     async with Application(config) as app:
@@ -267,7 +272,17 @@ async def run_once(config: dict[str, Any], job: str, raw: dict[str, Any], as_jso
             async for chunk in app.stream(job, **params):
                 success = show_chunk(chunk, as_json)
             return 0 if success else 1
-        return render((await app.run(job, **params)).to_dict(), as_json, job)
+        response = (await app.run(job, **params)).to_dict()
+        if out is not None and response.get("success"):
+            answer = response["answer"]
+            try:
+                with open(out, "w", encoding="utf-8") as file:
+                    file.write(answer if isinstance(answer, str) else _dumps(answer) + "\n")
+            except OSError as exc:
+                response = {**response, "success": False, "answer": f"cannot write {out}: {exc}"}
+            else:
+                response["answer"] = f"wrote {out}"
+        return render(response, as_json, job)
 
 
 def transfer(command: str, assigned: dict[str, str], bare: list[str], as_json: bool) -> int:
@@ -291,25 +306,7 @@ def transfer(command: str, assigned: dict[str, str], bare: list[str], as_json: b
         print(f"reme: expected key=value, got {bare[0]!r}", file=sys.stderr)
         return 2
     out = assigned.pop("out", None)
-    if out is None:
-        return start({**assigned, "job": "export_digest"}, as_json)
-    import contextlib
-    import io
-
-    captured = io.StringIO()
-    with contextlib.redirect_stdout(captured):
-        status = start({**assigned, "job": "export_digest"}, True)
-    response = json.loads(captured.getvalue() or "{}")
-    if status != 0:
-        print(f"reme: {response.get('answer', 'export failed')}", file=sys.stderr)
-        return status
-    answer = response.get("answer")
-    text = answer if isinstance(answer, str) else _dumps(answer) + "\n"
-    with open(out, "w", encoding="utf-8") as file:
-        file.write(text)
-    paths = (response.get("metadata") or {}).get("paths") or []
-    print(_dumps(response) if as_json else f"exported {len(paths)} node(s) to {out}")
-    return 0
+    return start({**assigned, "job": "export_digest"}, as_json, out=out)
 
 
 # output ----------------------------------------------------------------------------------------
