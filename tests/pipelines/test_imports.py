@@ -331,7 +331,7 @@ async def test_user_edits_survive_a_reimport_of_an_unchanged_source(
         ("import_mem0", (DATA / "conversations.json").read_text(), "this is not a mem0 export"),
         ("import_chatgpt", (DATA / "mem0.json").read_text(), "is a JSON array of conversations"),
         ("import_chatgpt", '[{"title": "x"}]', "not a ChatGPT conversations.json"),
-        ("import_chatgpt", "\x00\x01binary", "is binary, not text"),
+        ("import_chatgpt", "\x00\x01binary", "holds binary data, not text"),
     ],
 )
 async def test_bad_sources_are_refused_and_nothing_is_written(

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reme.errors import ReMeError
+from reme.workspace import textio
 
 
 @dataclass(frozen=True)
@@ -38,13 +39,11 @@ def source_path(path: str) -> Path:
 
 
 def decode_text(data: bytes, shown: str) -> str:
-    """UTF-8 text (a BOM dropped); NUL bytes or undecodable bytes mean the file is not text."""
-    if b"\x00" in data:
-        raise ReMeError(f"{shown} is binary, not text; give the exported text file")
+    """UTF-8 text (a leading BOM dropped); binary or undecodable bytes are refused."""
     try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ReMeError(f"{shown} is not UTF-8 text (byte {exc.start}); export it as UTF-8") from None
+        return textio.decode_text(data, shown).removeprefix("\ufeff")
+    except ValueError as exc:
+        raise ReMeError(f"{exc}; give the exported text file") from None
 
 
 def read_text_file(path: Path, max_bytes: int) -> str:

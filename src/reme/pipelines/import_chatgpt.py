@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from datetime import tzinfo
 from typing import Any
 
-from reme.pipelines.imports import ImportBatch, ImportedNote, ImportedTranscript, bounded_count, note_text
+from reme.pipelines.imports import ImportBatch, ImportedNote, ImportedTranscript, check_items, note_text
 from reme.pipelines.messages import normalise_messages
 from reme.pipelines.names import short_hash
 from reme.workspace.transcript import transcript_path
@@ -127,9 +127,13 @@ def chatgpt_batch(
 ) -> ImportBatch:
     """Transcripts and conversation notes of every conversation; unusable ones are skipped with a reason."""
     conversations = conversations_of(data)
-    bounded_count(conversations, max_items, "conversations")
-    if conversations and not any(isinstance(c, Mapping) and "mapping" in c for c in conversations):
-        raise ValueError("no item has a `mapping` of messages: this is not a ChatGPT conversations.json")
+    check_items(
+        conversations,
+        limit=max_items,
+        what="conversations",
+        recognised=lambda c: isinstance(c, Mapping) and "mapping" in c,
+        refusal="no item has a `mapping` of messages: this is not a ChatGPT conversations.json",
+    )
     batch = ImportBatch()
     for index, conversation in enumerate(conversations):
         shown = f"conversations[{index}]"

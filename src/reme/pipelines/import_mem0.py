@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from reme.pipelines.imports import ImportBatch, ImportedNote, bounded_count, note_text
+from reme.pipelines.imports import ImportBatch, ImportedNote, check_items, note_text
 from reme.pipelines.names import short_hash, slugify
 from reme.workspace import frontmatter
 
@@ -42,9 +42,13 @@ def _one_line(text: str, limit: int) -> str:
 def mem0_batch(data: Any, *, folder: str, max_items: int, max_memory_chars: int) -> ImportBatch:
     """One note per memory; memories without an id or text are skipped with a reason."""
     memories = memories_of(data)
-    bounded_count(memories, max_items, "memories")
-    if memories and not any(isinstance(m, Mapping) and ("memory" in m or "text" in m) for m in memories):
-        raise ValueError('no item has a "memory" text: this is not a mem0 export')
+    check_items(
+        memories,
+        limit=max_items,
+        what="memories",
+        recognised=lambda m: isinstance(m, Mapping) and ("memory" in m or "text" in m),
+        refusal='no item has a "memory" text: this is not a mem0 export',
+    )
     batch = ImportBatch()
     for index, memory in enumerate(memories):
         shown = f"memories[{index}]"

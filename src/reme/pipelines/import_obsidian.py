@@ -16,18 +16,17 @@ from collections.abc import Callable, Sequence
 from reme.pipelines.imports import ImportBatch, ImportedFile, ImportedNote
 from reme.workspace import frontmatter
 from reme.workspace.paths import check_relative
+from reme.workspace.textio import decode_text
 from reme.workspace.wikilinks import linkable, retarget_links
 
 KIND = "obsidian"
 MD = ".md"
 
 
-def _decode(data: bytes) -> str | None:
-    if b"\x00" in data:
-        return None
+def _decode(data: bytes, shown: str) -> str | None:
     try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
+        return decode_text(data, shown).removeprefix("\ufeff")
+    except ValueError:
         return None
 
 
@@ -84,7 +83,7 @@ def obsidian_batch(files: Sequence[tuple[str, bytes]], *, destination: str) -> I
         if not relative.lower().endswith(MD):
             attachments[relative] = data
             continue
-        text = _decode(data)
+        text = _decode(data, relative)
         if text is None:
             batch.skip(relative, "a .md file that is not UTF-8 text")
             continue

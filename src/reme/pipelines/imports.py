@@ -15,7 +15,7 @@ alone, so edits a person made after the import survive a re-import of an unchang
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -206,10 +206,9 @@ async def write_import(
             "(another source, or the file was moved); move them away or import into another folder=",
             {"conflicts": foreign},
         )
+    listed = {"create": report.created, "update": report.updated, "unchanged": report.unchanged}
     for action, path, item in plans:
-        {"create": report.created, "update": report.updated, "unchanged": report.unchanged}[action].append(
-            path
-        )
+        listed[action].append(path)
         if dry_run or action == "unchanged":
             continue
         if isinstance(item, ImportedNote):
@@ -217,7 +216,8 @@ async def write_import(
         elif isinstance(item, ImportedFile):
             await port.save_bytes(path, item.data)
         else:
-            await save_transcript(port, item.session_id, item.records)
+            async with port.keyed_lock(f"session:{item.session_id}"):  # auto_memory may be merging too
+                await save_transcript(port, item.session_id, item.records)
     return report
 
 
@@ -226,12 +226,16 @@ def note_text(metadata: dict[str, Any], body: str) -> str:
     return frontmatter.render_new(metadata) + body
 
 
-def bounded_count(items: Sequence[Any], limit: int, what: str) -> None:
-    """Refuse a source with more items than the configured cap, before anything is parsed further."""
+def check_items(
+    items: Sequence[Any], *, limit: int, what: str, recognised: Callable[[Any], bool], refusal: str
+) -> None:
+    """Refuse a source with more items than the cap, or none an importer of this format recognises."""
     if len(items) > limit:
         raise ValueError(
             f"the source holds {len(items)} {what}, more than the limit of {limit}; raise max_items"
         )
+    if items and not any(recognised(item) for item in items):
+        raise ValueError(refusal)
 
 
 def import_folder(port: MemoryPort, folder: str) -> str:
