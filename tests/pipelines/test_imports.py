@@ -199,6 +199,8 @@ async def test_mem0_memories_become_one_note_each(app: ReMe, workspace_dir: Path
     assert keys["mem0_metadata"] == {"source": "chat", "confidence": 0.9}
     assert keys["source"] == "mem0"
     assert frontmatter.parse(note.read_text()).body == "Prefers green tea over coffee in the morning\n"
+    hits = (await app.run("search", query="green tea coffee", limit=1)).metadata["results"]
+    assert hits[0]["path"] == "imports/mem0/alice/3c90c3cc-0d44-4b50-8888-8dd25736052a.md"
 
     data = json.loads((DATA / "mem0.json").read_text())
     data["results"][1]["memory"] = "Is training for the Berlin marathon on 29 September"
@@ -485,3 +487,52 @@ async def test_auto_memory_index_brings_its_topic_files(
     assert (topic["name"], topic["type"]) == ("User prefers uv", "feedback")
     index = (workspace_dir / "imports/claude-code/home-alice-acme-memory.md").read_text()
     assert "[[imports/claude-code/home-alice-acme-user-prefers-uv.md]]" in index
+
+
+def test_assistant_calls_to_tools_become_tool_call_notes() -> None:
+    from reme.pipelines.import_chatgpt import message_of
+
+    node = {
+        "id": "d1",
+        "message": {
+            "id": "d1",
+            "author": {"role": "assistant"},
+            "recipient": "dalle.text2im",
+            "content": {"content_type": "text", "parts": ['{"prompt": "a fox in snow"}']},
+        },
+    }
+    message = message_of(node)
+    assert message is not None
+    assert message["content"] == [
+        {"type": "tool_use", "name": "dalle.text2im", "input": '{"prompt": "a fox in snow"}'}
+    ]
+    assert (
+        message_of({"id": "x", "message": {"id": "x", "author": {"role": "tool"}, "content": "out"}}) is None
+    )
+
+
+async def test_an_attachment_changed_in_the_workspace_is_never_overwritten(
+    app: ReMe, workspace_dir: Path, tmp_path: Path
+) -> None:
+    vault = make_vault(tmp_path)
+    await run_ok(app, "import_obsidian", source=str(vault))
+    copy = workspace_dir / "imports/obsidian/my-vault/attachments/panel.png"
+    copy.write_bytes(b"edited by hand")
+    (vault / "attachments" / "panel.png").write_bytes(PNG + b"v2")
+    meta = await run_ok(app, "import_obsidian", source=str(vault))
+    assert {
+        "item": "attachments/panel.png",
+        "reason": "imports/obsidian/my-vault/attachments/panel.png exists with other content",
+    } in meta["skipped"]
+    assert copy.read_bytes() == b"edited by hand"
+
+
+async def test_a_changed_attachment_in_the_vault_updates_its_copy(
+    app: ReMe, workspace_dir: Path, tmp_path: Path
+) -> None:
+    vault = make_vault(tmp_path)
+    await run_ok(app, "import_obsidian", source=str(vault))
+    (vault / "attachments" / "panel.png").write_bytes(PNG + b"v2")
+    meta = await run_ok(app, "import_obsidian", source=str(vault))
+    assert meta["updated"] == ["imports/obsidian/my-vault/attachments/panel.png"]
+    assert (workspace_dir / "imports/obsidian/my-vault/attachments/panel.png").read_bytes() == PNG + b"v2"

@@ -98,11 +98,16 @@ def message_of(node: Mapping[str, Any]) -> dict[str, Any] | None:
     if isinstance(metadata, Mapping) and metadata.get("is_visually_hidden_from_conversation"):
         return None
     recipient = message.get("recipient")
+    given = content.get("parts")
+    parts: list[Any] = given if isinstance(given, list) else []
     blocks: Any
-    if kind == "code" or (recipient not in (None, "all") and isinstance(content.get("text"), str)):
-        blocks = [{"type": "tool_use", "name": recipient or "code", "input": content.get("text", "")}]
-    elif isinstance(content.get("parts"), list):
-        blocks = [_part(p) for p in content["parts"]]
+    if kind == "code" or recipient not in (None, "all"):  # the assistant calling python, dalle, browser...
+        text = content.get("text")
+        call = text if isinstance(text, str) else "\n".join(p for p in parts if isinstance(p, str))
+        name = recipient if recipient not in (None, "all") else "code"
+        blocks = [{"type": "tool_use", "name": name, "input": call}]
+    elif parts:
+        blocks = [_part(p) for p in parts]
     elif isinstance(content.get("text"), str):
         blocks = content["text"]
     else:

@@ -10,6 +10,9 @@ A note's provenance sits in its front matter: `source` (the format), `imported_f
 read), `import_id` (the original id: a section, a memory id, a vault path) and `import_sha256` (the
 hash of the note as rendered from the source). A note whose `import_sha256` still matches is left
 alone, so edits a person made after the import survive a re-import of an unchanged source.
+Attachments carry no front matter: the hash of what an import wrote sits in `metadata/`, and an
+attachment whose bytes differ from it (changed by hand, or never imported) is never overwritten but
+reported as skipped.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ from reme.workspace.paths import check_relative, first_segment
 from reme.workspace.transcript import render_records
 
 IMPORTS_FOLDER = "imports"
+FILES_STATE = "imported_files"  # attachment path -> sha256 of the bytes an import wrote there
+MAX_ATTACHMENT_BYTES = 50_000_000
 ROLE_FOLDERS = ("metadata", "session", "daily", "digest", "resource", "journal")
 
 
@@ -149,14 +154,17 @@ async def _classify_note(port: MemoryPort, note: ImportedNote) -> tuple[str, str
     return ("unchanged" if front.get("import_sha256") == note.sha256 else "update"), current.sha256
 
 
-async def _classify_file(port: MemoryPort, item: ImportedFile) -> str:
+async def _classify_file(port: MemoryPort, item: ImportedFile, written: dict[str, str]) -> str:
+    """'create', 'unchanged', 'update' (the file is as an earlier import wrote it) or 'foreign'."""
     if not port.exists(item.path):
         return "create"
     try:
-        current = await port.read_bytes(item.path, max_bytes=len(item.data))
+        current = await port.read_bytes(item.path, max_bytes=max(len(item.data), MAX_ATTACHMENT_BYTES))
     except ReMeError:
-        return "update"
-    return "unchanged" if current == item.data else "update"
+        return "foreign"
+    if current == item.data:
+        return "unchanged"
+    return "update" if written.get(item.path) == hashlib.sha256(current).hexdigest() else "foreign"
 
 
 async def _classify_transcript(port: MemoryPort, item: ImportedTranscript) -> str:
@@ -193,9 +201,16 @@ async def write_import(
             continue
         plans.append((action, note.path, note))
         versions[note.path] = sha
+    written = port.read_state(FILES_STATE)
     for item in batch.files:
         port.check_path(item.path)
-        plans.append((await _classify_file(port, item), item.path, item))
+        action = await _classify_file(port, item, written)
+        if action == "foreign":  # changed by hand, or not ours: never overwritten
+            report.skipped.append(
+                {"item": item.import_id, "reason": f"{item.path} exists with other content"}
+            )
+            continue
+        plans.append((action, item.path, item))
     for transcript in batch.transcripts:
         path = session_path(port, transcript.session_id)
         plans.append((await _classify_transcript(port, transcript), path, transcript))
@@ -215,6 +230,8 @@ async def write_import(
             await port.save(path, texts[path], expected_sha256=versions[path])
         elif isinstance(item, ImportedFile):
             await port.save_bytes(path, item.data)
+            written[path] = hashlib.sha256(item.data).hexdigest()
+            port.write_state(FILES_STATE, written)
         else:
             async with port.keyed_lock(f"session:{item.session_id}"):  # auto_memory may be merging too
                 await save_transcript(port, item.session_id, item.records)
