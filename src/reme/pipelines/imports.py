@@ -23,13 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reme.errors import ReMeError
-from reme.pipelines.auto_memory import (
-    check_session_id,
-    choose_date,
-    ensure_card,
-    save_transcript,
-    session_path,
-)
+from reme.pipelines.auto_memory import check_session_id, choose_date, ensure_card, session_path
 from reme.pipelines.distil import mark_pending
 from reme.pipelines.port import MemoryPort
 from reme.pipelines.transcript import merge, parse_transcript
@@ -167,13 +161,14 @@ async def _classify_file(port: MemoryPort, item: ImportedFile, written: dict[str
     return "update" if written.get(item.path) == hashlib.sha256(current).hexdigest() else "foreign"
 
 
-async def _classify_transcript(port: MemoryPort, item: ImportedTranscript) -> str:
+async def _classify_transcript(port: MemoryPort, item: ImportedTranscript) -> tuple[str, str, str | None]:
+    """(action, the merged transcript text, sha256 of the saved one) — merged as auto_memory merges."""
     saved = await port.load(session_path(port, item.session_id))
     text = saved.content if saved else ""
-    merged = merge(parse_transcript(text, port.tz), item.records, port.tz)
-    if render_records(merged) == text:
-        return "unchanged"
-    return "create" if saved is None else "update"
+    rendered = render_records(merge(parse_transcript(text, port.tz), item.records, port.tz))
+    if rendered == text:
+        return "unchanged", rendered, None
+    return ("create" if saved is None else "update"), rendered, saved.sha256 if saved else None
 
 
 async def write_import(
@@ -213,7 +208,8 @@ async def write_import(
         plans.append((action, item.path, item))
     for transcript in batch.transcripts:
         path = session_path(port, transcript.session_id)
-        plans.append((await _classify_transcript(port, transcript), path, transcript))
+        action, texts[path], versions[path] = await _classify_transcript(port, transcript)
+        plans.append((action, path, transcript))
     if foreign:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
         raise ReMeError(
@@ -222,19 +218,26 @@ async def write_import(
             {"conflicts": foreign},
         )
     listed = {"create": report.created, "update": report.updated, "unchanged": report.unchanged}
-    for action, path, item in plans:
+    for action, path, _item in plans:
         listed[action].append(path)
-        if dry_run or action == "unchanged":
-            continue
-        if isinstance(item, ImportedNote):
-            await port.save(path, texts[path], expected_sha256=versions[path])
-        elif isinstance(item, ImportedFile):
+    if dry_run:
+        return report
+    changed = [(action, path, item) for action, path, item in plans if action != "unchanged"]
+    for _action, path, item in changed:
+        if isinstance(item, ImportedFile):
             await port.save_bytes(path, item.data)
             written[path] = hashlib.sha256(item.data).hexdigest()
-            port.write_state(FILES_STATE, written)
-        else:
-            async with port.keyed_lock(f"session:{item.session_id}"):  # auto_memory may be merging too
-                await save_transcript(port, item.session_id, item.records)
+    if any(isinstance(item, ImportedFile) for _a, _p, item in changed):
+        port.write_state(FILES_STATE, written)
+    # Compare-and-set against the versions read above: a transcript auto_memory merged meanwhile,
+    # or a note someone edited, stops the batch with a conflict instead of being overwritten.
+    await port.save_batch(
+        [
+            (path, texts[path], versions[path])
+            for _a, path, item in changed
+            if not isinstance(item, ImportedFile)
+        ]
+    )
     return report
 
 
