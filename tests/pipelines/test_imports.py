@@ -536,3 +536,21 @@ async def test_a_changed_attachment_in_the_vault_updates_its_copy(
     meta = await run_ok(app, "import_obsidian", source=str(vault))
     assert meta["updated"] == ["imports/obsidian/my-vault/attachments/panel.png"]
     assert (workspace_dir / "imports/obsidian/my-vault/attachments/panel.png").read_bytes() == PNG + b"v2"
+
+
+async def test_claude_md_imports_never_pull_secrets_or_files_outside_the_project(
+    app: ReMe, workspace_dir: Path, tmp_path: Path
+) -> None:
+    project = tmp_path / "cloned-repo"
+    project.mkdir()
+    (tmp_path / "outside.md").write_text("private notes\n")
+    (project / ".env").write_text("API_KEY=sk-live-123\n")
+    (project / "CLAUDE.md").write_text("# Rules\n\nSee @../outside.md, @.env and @/etc/hostname.\n")
+    meta = await run_ok(app, "import_claude_code", source=str(project / "CLAUDE.md"))
+    reasons = {entry["item"].split(" ")[0]: entry["reason"] for entry in meta["skipped"]}
+    assert set(reasons) == {"@../outside.md", "@.env", "@/etc/hostname"}
+    assert "is outside" in reasons["@../outside.md"] and "is outside" in reasons["@/etc/hostname"]
+    assert "hidden file" in reasons["@.env"]
+    assert meta["created"] == ["imports/claude-code/cloned-repo-claude.md"]
+    everything = b"".join(files_under(workspace_dir / "imports").values())
+    assert b"sk-live" not in everything and b"private notes" not in everything

@@ -110,3 +110,19 @@ def read_folder(root: Path, limits: FolderLimits) -> tuple[list[SourceFile], lis
                 )
             files.append(SourceFile(relative, entry.read_bytes()))
     return files, skipped
+
+
+def allowed_reference(target: Path, roots: tuple[Path, ...]) -> Path:
+    """A file a memory file imports (`@path`), if it may come in: inside one of `roots` (the memory
+    file's folder, `~/.claude/`) and no dot-file (`.env`, `.npmrc`) — a cloned repository's CLAUDE.md
+    must not pull `~/.ssh/id_rsa` or a secrets file into a searchable workspace."""
+    if not any(_inside(root, target) for root in roots):
+        raise ReMeError(
+            f"{target} is outside {' and '.join(str(root) for root in roots)}; import it on its own if you mean it"
+        )
+    root = next(root for root in roots if _inside(root, target))
+    if any(part.startswith(".") for part in target.resolve().relative_to(root).parts):
+        raise ReMeError(
+            f"{target} is a hidden file (it may hold secrets); import it on its own if you mean it"
+        )
+    return target

@@ -13,7 +13,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from reme.app.import_sources import FolderLimits, read_folder, read_text_file, source_path
+from reme.app.import_sources import (
+    FolderLimits,
+    allowed_reference,
+    read_folder,
+    read_text_file,
+    source_path,
+)
 from reme.app.jobs import JobContext
 from reme.app.port import AppPort
 from reme.app.registry import register_step
@@ -67,9 +73,11 @@ async def import_claude_code(ctx: JobContext, max_bytes: int = 5_000_000, max_it
     entry = source_path(ctx.params["source"])
     text = read_text_file(entry, max_bytes)
 
+    roots = (entry.resolve().parent, (Path.home() / ".claude").resolve())
+
     def load(base: str, ref: str) -> tuple[str, str]:
-        target = Path(base).parent / Path(ref).expanduser()
-        return str(target.resolve()), read_text_file(target, max_bytes)
+        target = (Path(base).parent / Path(ref).expanduser()).resolve()
+        return str(target), read_text_file(allowed_reference(target, roots), max_bytes)
 
     reader: Loader = load
     documents, skipped = collect_documents(str(entry.resolve()), text, reader, max_documents=max_items)
