@@ -144,9 +144,7 @@ class AppPort:
             params["extensions"] = list(extensions)
         entries = (await self._call("list", **params)).metadata.get("entries", [])
         files = [
-            FileEntry(str(e["path"]), int(e["size"]), float(e["mtime"]))
-            for e in entries
-            if e.get("type") == "file"
+            FileEntry(str(e["path"]), int(e["size"]), float(e["mtime"])) for e in entries if e.get("type") == "file"
         ]
         return sorted(files, key=lambda entry: entry.path)
 
@@ -217,9 +215,7 @@ class AppPort:
         for name in jobs:
             job = self.app.jobs.get(name)
             if job is None or job.agent is None:
-                raise ReMeError(
-                    f"job {name!r} is not usable as an agent tool (no `agent:` block in its config)"
-                )
+                raise ReMeError(f"job {name!r} is not usable as an agent tool (no `agent:` block in its config)")
             specs.append(job.agent)
         return specs
 

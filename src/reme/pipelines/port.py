@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from reme.llm.settings import ModelSettings
     from reme.llm.tools import ToolSpec
 
-
 @dataclass(frozen=True)
 class FileText:
     """A text file as read: its content and the version stamps a compare-and-set save checks."""

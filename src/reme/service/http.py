@@ -155,9 +155,7 @@ def _openapi_extra(job: JobSpec) -> dict[str, Any]:
 
 def _responses(job: JobSpec) -> dict[int | str, dict[str, Any]]:
     refusal: dict[str, Any] = {"content": {"application/json": {"schema": RESPONSE_SCHEMA}}}
-    bad_body: dict[int | str, dict[str, Any]] = {
-        400: {"description": "the body is not a JSON object", **refusal}
-    }
+    bad_body: dict[int | str, dict[str, Any]] = {400: {"description": "the body is not a JSON object", **refusal}}
     if job.kind == "stream":
         return {200: {"description": STREAM_DESCRIPTION, "content": {"text/event-stream": {}}}, **bad_body}
     return {

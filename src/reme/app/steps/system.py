@@ -147,9 +147,7 @@ def status(ctx: JobContext) -> None:
             files, size = _folder_size(child)
             folders[child.name] = {"files": files, "bytes": size}
     memory = psutil.Process().memory_info()
-    components = {
-        name: stats for name, component in ctx.app.components.items() if (stats := component.stats())
-    }
+    components = {name: stats for name, component in ctx.app.components.items() if (stats := component.stats())}
     ctx.response.metadata.update(
         {"workspace_dir": str(root), "folders": folders, "rss_bytes": memory.rss, "components": components}
     )
