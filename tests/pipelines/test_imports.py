@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.pipelines.conftest import MakeApp, scripted
+from tests.pipelines.test_auto_memory import card_script
 
 from reme import ReMe
 from reme.pipelines.export_digest import parse_bundle
@@ -554,3 +556,28 @@ async def test_claude_md_imports_never_pull_secrets_or_files_outside_the_project
     assert meta["created"] == ["imports/claude-code/cloned-repo-claude.md"]
     everything = b"".join(files_under(workspace_dir / "imports").values())
     assert b"sk-live" not in everything and b"private notes" not in everything
+
+
+async def test_queued_conversations_are_distilled_later_by_auto_memory_pending(make_app: MakeApp) -> None:
+    app = await make_app(**scripted(card_script("- learned from ChatGPT\n", "From $session_id")))
+    meta = await run_ok(
+        app, "import_chatgpt", source=str(DATA / "conversations.json"), queue_distillation=True
+    )
+    assert sorted(meta["pending_cards"]) == [
+        "daily/2024-06-01/chatgpt-6650a1b2-0c3d-4e5f-8a9b-0123456789ab.md",
+        "daily/2024-06-10/chatgpt-7770c0de-0000-4000-8000-000000000002.md",
+    ]
+    distilled = await run_ok(app, "auto_memory_pending")
+    assert len(distilled["distilled"]) == 2
+    card = app.workspace_dir / "daily/2024-06-01/from-chatgpt-6650a1b2-0c3d-4e5f-8a9b-0123456789ab.md"
+    keys = front(card)
+    assert "pending" not in keys
+    assert (
+        keys["source_conversation"] == "[[session/dialog/chatgpt-6650a1b2-0c3d-4e5f-8a9b-0123456789ab.jsonl]]"
+    )
+    assert "learned from ChatGPT" in card.read_text()
+    # a re-import of the same export queues nothing and leaves the distilled cards alone
+    again = await run_ok(
+        app, "import_chatgpt", source=str(DATA / "conversations.json"), queue_distillation=True
+    )
+    assert again["pending_cards"] == [] and "pending" not in front(card)

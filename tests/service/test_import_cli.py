@@ -67,6 +67,10 @@ def test_a_running_service_refuses_imports_while_the_cli_imports_beside_it(
     traversed = service.cli("traverse", "path=imports/obsidian/vault/notes/a.md", "--json")
     edges = json.loads(traversed.stdout)["metadata"]["edges"]
     assert [e["resolved"] for e in edges] == ["imports/obsidian/vault/b.md"]
+    # export_digest only reads, so the service answers it
+    exported = service.cli("export_digest", "format=json", "--json")
+    assert exported.returncode == 0, exported.stderr
+    assert json.loads(exported.stdout)["answer"]["nodes"] == []
 
 
 def test_reme_export_writes_a_bundle_and_json_that_round_trip(run_reme, tmp_path: Path) -> None:
