@@ -583,17 +583,21 @@ async def test_queued_conversations_are_distilled_later_by_auto_memory_pending(m
     assert again["pending_cards"] == [] and "pending" not in front(card)
 
 
-async def test_an_obsidian_note_with_broken_front_matter_is_skipped_with_the_reason(
+async def test_obsidian_notes_reme_cannot_hold_are_skipped_with_the_reason(
     app: ReMe, workspace_dir: Path, tmp_path: Path
 ) -> None:
     vault = tmp_path / "v"
     vault.mkdir()
     (vault / "ok.md").write_text("fine\n")
     (vault / "broken.md").write_text("---\ntitle: [unclosed\n---\nbody\n")
+    (vault / "what?.md").write_text("a name Windows cannot hold\n")
+    (vault / "spoof\u202egpj.md").write_text("a right-to-left override\n")
     meta = await run_ok(app, "import_obsidian", source=str(vault))
     assert meta["created"] == ["imports/obsidian/v/ok.md"]
-    [skipped] = meta["skipped"]
-    assert skipped["item"] == "broken.md" and "front matter is not valid YAML" in skipped["reason"]
+    reasons = {entry["item"]: entry["reason"] for entry in meta["skipped"]}
+    assert "front matter is not valid YAML" in reasons["broken.md"]
+    assert "reserved character" in reasons["what?.md"]
+    assert "invisible character U+202E" in reasons["spoof\u202egpj.md"]
     assert not (workspace_dir / "imports/obsidian/v/broken.md").exists()
     again = await run_ok(app, "import_obsidian", source=str(vault))
     assert again["unchanged"] == ["imports/obsidian/v/ok.md"]

@@ -185,7 +185,8 @@ def claude_batch(documents: list[ClaudeDocument], folder: str, name: str | None 
             batch.notes.append(
                 ImportedNote(path, note_text(front, section.text), f"{document.origin}#{stem}")
             )
-            lines.append(f"- {render(path, alias=section.title.replace('|', '/'))}")
+            alias = re.sub(r"[\[\]|]", " ", section.title).strip()  # would cut the link short
+            lines.append(f"- {render(path, alias=alias or None)}")
         body = preamble.rstrip("\n") + "\n" if preamble.strip() else ""
         if lines:
             body += "\n## Sections\n\n" + "\n".join(lines) + "\n"

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 from reme.pipelines.imports import ImportBatch, ImportedFile, ImportedNote
 from reme.workspace import frontmatter
-from reme.workspace.paths import check_relative
+from reme.workspace.paths import check_new_name, check_relative, is_markdown
 from reme.workspace.textio import decode_text
 from reme.workspace.wikilinks import linkable, retarget_links
 
@@ -77,10 +77,11 @@ def obsidian_batch(files: Sequence[tuple[str, bytes]], *, destination: str) -> I
     for relative, data in files:
         try:
             check_relative(relative)
+            check_new_name(relative)
         except ValueError as exc:
             batch.skip(relative, f"its name cannot be a workspace path: {exc}")
             continue
-        if not relative.lower().endswith(MD):
+        if not is_markdown(relative):
             attachments[relative] = data
             continue
         text = _decode(data, relative)
