@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from reme import ReMe
-from reme.app.import_sources import FolderLimits, read_folder, read_text_file
+from reme.app.import_sources import FolderLimits, read_folder, read_text_file, read_zip_member
 from reme.errors import ReMeError
 
 
@@ -76,3 +77,31 @@ async def test_the_job_caps_are_configurable_and_refuse_before_writing(tmp_path:
         response = await app.run("import_mem0", source=str(source))
     assert not response.success and "over the limit of 100" in response.answer
     assert not (tmp_path / "ws" / "imports").exists()
+
+
+def test_a_zip_member_is_found_at_any_depth_and_read_within_the_cap(tmp_path: Path) -> None:
+    archive = tmp_path / "export.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as bundle:
+        bundle.writestr("chat.html", "<html></html>")
+        bundle.writestr("2024-06-01-export/conversations.json", "[]" + " " * 5000)
+    assert read_zip_member(archive, "conversations.json", 10_000).startswith("[]")
+    # compressed, the member is tiny; read, it is over the cap: refused whatever the header says
+    with pytest.raises(ReMeError, match="over the limit of 100 bytes"):
+        read_zip_member(archive, "conversations.json", 100)
+    with pytest.raises(ReMeError, match="holds no memories.json"):
+        read_zip_member(archive, "memories.json", 10_000)
+    not_zip = tmp_path / "fake.zip"
+    not_zip.write_text("plain text")
+    with pytest.raises(ReMeError, match="cannot be read as a zip file"):
+        read_zip_member(not_zip, "conversations.json", 100)
+
+
+async def test_a_chatgpt_export_zip_imports_as_downloaded(tmp_path: Path) -> None:
+    archive = tmp_path / "chatgpt-export.zip"
+    data = Path(__file__).resolve().parents[1] / "pipelines" / "imports_data" / "conversations.json"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as bundle:
+        bundle.write(data, "conversations.json")
+    async with ReMe(workspace_dir=tmp_path / "ws", timezone="UTC") as app:
+        response = await app.run("import_chatgpt", source=str(archive))
+    assert response.success, response.answer
+    assert len(response.metadata["created"]) == 4

@@ -1,6 +1,6 @@
 """Reading an import's source from the host: one file or one folder, bounded, text where text is expected.
 
-The import jobs are local only (`enable_serve: false`): a served job must never read host paths a
+A ChatGPT export may also be given as the zip file it is downloaded as. The import jobs are local only (`enable_serve: false`): a served job must never read host paths a
 client names. Everything here refuses before the importer parses anything, so a refused source
 writes nothing: a missing path, a folder where a file is expected, a file over `max_bytes`, bytes
 that are not UTF-8 text, more files than `max_files`, and a symbolic link leading out of the folder.
@@ -9,6 +9,7 @@ that are not UTF-8 text, more files than `max_files`, and a symbolic link leadin
 from __future__ import annotations
 
 import os
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,6 +61,26 @@ def read_text_file(path: Path, max_bytes: int) -> str:
     if len(data) > max_bytes:
         raise ReMeError(f"{path} grew over the limit of {max_bytes} bytes while being read")
     return decode_text(data, str(path))
+
+
+def read_zip_member(archive: Path, name: str, max_bytes: int) -> str:
+    """The text of the member called `name` (at any depth) of a zip file, read within `max_bytes`
+    whatever the archive's headers claim (a zip bomb stops at the cap)."""
+    try:
+        with zipfile.ZipFile(archive) as bundle:
+            members = [
+                i for i in bundle.infolist() if i.filename.rsplit("/", 1)[-1] == name and not i.is_dir()
+            ]
+            if not members:
+                raise ReMeError(f"{archive} holds no {name}; is it the right export?")
+            member = min(members, key=lambda info: info.filename.count("/"))
+            with bundle.open(member) as file:
+                data = file.read(max_bytes + 1)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise ReMeError(f"{archive} cannot be read as a zip file: {exc}") from None
+    if len(data) > max_bytes:
+        raise ReMeError(f"{name} in {archive} is over the limit of {max_bytes} bytes (max_bytes)")
+    return decode_text(data, f"{name} in {archive}")
 
 
 def _inside(root: Path, candidate: Path) -> bool:

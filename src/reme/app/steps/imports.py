@@ -18,6 +18,7 @@ from reme.app.import_sources import (
     allowed_reference,
     read_folder,
     read_text_file,
+    read_zip_member,
     source_path,
 )
 from reme.app.jobs import JobContext
@@ -40,9 +41,15 @@ from reme.pipelines.imports import (
 )
 from reme.pipelines.names import slugify
 
+CONVERSATIONS = "conversations.json"
 
-def _json_source(path: Path, max_bytes: int) -> Any:
-    text = read_text_file(path, max_bytes)
+
+def _json_source(path: Path, max_bytes: int, member: str | None = None) -> Any:
+    """Parsed JSON of a source file (or of `member` inside a zip file)."""
+    if member is not None and path.suffix.lower() == ".zip":
+        text = read_zip_member(path, member, max_bytes)
+    else:
+        text = read_text_file(path, max_bytes)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -96,8 +103,8 @@ async def import_chatgpt(
 ) -> None:
     source = source_path(ctx.params["source"])
     if source.is_dir():
-        source = source / "conversations.json"  # the unzipped export folder
-    data = _json_source(source, max_bytes)
+        source = source / CONVERSATIONS  # the unzipped export folder
+    data = _json_source(source, max_bytes, member=CONVERSATIONS)  # or the zip as downloaded
 
     def build(port: AppPort, folder: str) -> ImportBatch:
         return chatgpt_batch(
