@@ -601,3 +601,18 @@ async def test_obsidian_notes_reme_cannot_hold_are_skipped_with_the_reason(
     assert not (workspace_dir / "imports/obsidian/v/broken.md").exists()
     again = await run_ok(app, "import_obsidian", source=str(vault))
     assert again["unchanged"] == ["imports/obsidian/v/ok.md"]
+
+
+def test_the_bundle_keeps_bodies_that_look_like_its_own_syntax() -> None:
+    from reme.pipelines.export_digest import as_bundle, node_of
+
+    texts = {
+        "digest/wiki/bare.md": "```yaml\nkey: in the body\n```\n\nNo front matter; see [[digest/wiki/odd.md]].\n",
+        "digest/wiki/odd.md": '---\nname: odd\nnote: "```"\n---\n<!-- reme:node path="x" -->\n\n\n',
+        "digest/wiki/empty.md": "",
+    }
+    nodes = [node_of(path, text) for path, text in texts.items()]
+    bundle = as_bundle(nodes, texts, "2026-06-21T09:00:00+00:00")
+    assert parse_bundle(bundle) == nodes
+    with pytest.raises(ValueError, match="has no end marker"):
+        parse_bundle(bundle.replace('<!-- reme:end path="digest/wiki/odd.md" -->', ""))

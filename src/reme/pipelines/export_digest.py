@@ -9,7 +9,6 @@ a bundle back into the same nodes.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -101,10 +100,13 @@ def as_bundle(nodes: list[dict[str, Any]], texts: dict[str, str], exported_at: s
             raise ReMeError(f"{path} contains the bundle's own end marker; export it as JSON")
         flag = "" if body.endswith("\n") or not body else ' final_newline="false"'
         piece = f'\n<!-- reme:node path="{path}"{flag} -->\n'
-        raw = _yaml_block(texts[path])
-        if raw:
-            fence = "`" * max(3, 1 + max((len(m) for m in _BACKTICKS.findall(raw)), default=0))
-            piece += f"{fence}yaml\n{raw if raw.endswith(chr(10)) else raw + chr(10)}{fence}\n\n"
+        raw = _yaml_block(
+            texts[path]
+        )  # always a block, empty without front matter: a body may start with one
+        if raw and not raw.endswith("\n"):
+            raw += "\n"
+        fence = "`" * max(3, 1 + max((len(m) for m in _BACKTICKS.findall(raw)), default=0))
+        piece += f"{fence}yaml\n{raw}{fence}\n\n"
         piece += body + ("\n" if flag else "") + end + "\n"
         parts.append(piece)
     return "".join(parts)
@@ -120,21 +122,21 @@ def parse_bundle(text: str) -> list[dict[str, Any]]:
         if not opened:
             continue
         path, no_newline = opened.group(1), bool(opened.group(2))
-        end = f'<!-- reme:end path="{path}" -->'
-        metadata: dict[str, Any] = {}
         fence = re.match(r"^(`{3,})yaml$", lines[index].rstrip("\n")) if index < len(lines) else None
-        if fence:
-            close = next(
-                (i for i in range(index + 1, len(lines)) if lines[i].rstrip("\n") == fence.group(1)), None
-            )
-            if close is None:
-                raise ValueError(f"the front matter of {path} has no closing fence")
-            try:
-                loaded = yamlsafe.load("".join(lines[index + 1 : close]))
-            except yaml.YAMLError as exc:
-                raise ValueError(f"the front matter of {path} is not valid YAML: {exc}") from None
-            metadata = frontmatter.to_json(loaded or {})
-            index = close + 2  # the fence and the blank line after it
+        if not fence:
+            raise ValueError(f"{path} has no front-matter block after its node marker")
+        close = next(
+            (i for i in range(index + 1, len(lines)) if lines[i].rstrip("\n") == fence.group(1)), None
+        )
+        if close is None:
+            raise ValueError(f"the front matter of {path} has no closing fence")
+        try:
+            loaded = yamlsafe.load("".join(lines[index + 1 : close]))
+        except yaml.YAMLError as exc:
+            raise ValueError(f"the front matter of {path} is not valid YAML: {exc}") from None
+        metadata = frontmatter.to_json(loaded or {})
+        index = close + 2  # the fence and the blank line after it
+        end = f'<!-- reme:end path="{path}" -->'
         stop = next((i for i in range(index, len(lines)) if lines[i].rstrip("\n") == end), None)
         if stop is None:
             raise ValueError(f"{path} has no end marker")
@@ -145,10 +147,3 @@ def parse_bundle(text: str) -> list[dict[str, Any]]:
         nodes.append({"path": path, "front_matter": metadata, "body": body, "edges": edges_of(rebuilt)})
         index = stop + 1
     return nodes
-
-
-def parse_json_export(text: str) -> list[dict[str, Any]]:
-    data = json.loads(text)
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise ValueError(f"not a {FORMAT} JSON document")
-    return list(data["nodes"])
