@@ -616,3 +616,30 @@ def test_the_bundle_keeps_bodies_that_look_like_its_own_syntax() -> None:
     assert parse_bundle(bundle) == nodes
     with pytest.raises(ValueError, match="has no end marker"):
         parse_bundle(bundle.replace('<!-- reme:end path="digest/wiki/odd.md" -->', ""))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "plain note without front matter\n",
+        "---\ntags: [a, b]   # a comment\n---\nbody\n",
+        "---\n---\nempty front matter\n",
+        "---\r\ntags: [a]\r\n---\r\nwindows line endings\r\n",
+        "---\n{tags: [a]}\n---\nflow style mapping\n",
+        "---\nimport_id: someone else's\n---\nkey already there\n",
+    ],
+)
+def test_provenance_is_merged_into_any_front_matter(text: str) -> None:
+    from reme.pipelines.imports import ImportedNote, stamped
+
+    note = ImportedNote("imports/x/n.md", text, "n.md")
+    result = frontmatter.parse(stamped(note, "obsidian", "/vault"))
+    own = frontmatter.parse(text)
+    assert result.metadata == {
+        **own.metadata,
+        "source": "obsidian",
+        "imported_from": "/vault",
+        "import_id": "n.md",
+        "import_sha256": note.sha256,
+    }
+    assert result.body == own.body

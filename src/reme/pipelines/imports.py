@@ -18,6 +18,7 @@ reported as skipped.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +29,7 @@ from reme.pipelines.distil import mark_pending
 from reme.pipelines.port import MemoryPort
 from reme.pipelines.transcript import merge, parse_transcript
 from reme.workspace import frontmatter
+from reme.workspace.fmsplit import split
 from reme.workspace.paths import check_relative, first_segment
 from reme.workspace.transcript import render_records
 
@@ -124,9 +126,25 @@ def provenance(kind: str, origin: str, import_id: str, existing: dict[str, Any])
 
 def stamped(note: ImportedNote, kind: str, origin: str) -> str:
     """The note's text with its provenance merged into the front matter (its own keys keep their bytes)."""
-    own = frontmatter.parse(note.text).metadata
-    keys = provenance(kind, origin, note.import_id, own)
-    return frontmatter.update(note.text, {**keys, "import_sha256": note.sha256})
+    document = frontmatter.parse(note.text)
+    keys = {**provenance(kind, origin, note.import_id, document.metadata), "import_sha256": note.sha256}
+    return _appended(note.text, document, keys) or frontmatter.update(note.text, keys)
+
+
+def _appended(text: str, document: frontmatter.Document, keys: dict[str, str]) -> str | None:
+    """`text` with new string `keys` as the last front-matter lines — what `frontmatter.update` would
+    write, without its YAML emitter (the cost of an import of thousands of notes) — or None when
+    that is not certain: a key already there, CRLF lines, or a result that does not read back right."""
+    if document.error or any(key in document.metadata for key in keys) or "\r" in document.head:
+        return None
+    lines = "".join(f"{key}: {json.dumps(value, ensure_ascii=False)}\n" for key, value in keys.items())
+    parts = split(text)
+    if parts.has_front_matter:
+        result = text[: parts.yaml_end] + lines + text[parts.yaml_end :]
+    else:
+        result = f"---\n{lines}---\n{text}"
+    check = frontmatter.parse(result)
+    return result if check.metadata == {**document.metadata, **keys} and check.body == document.body else None
 
 
 def _check_unique(batch: ImportBatch) -> None:
