@@ -643,3 +643,15 @@ def test_provenance_is_merged_into_any_front_matter(text: str) -> None:
         "import_sha256": note.sha256,
     }
     assert result.body == own.body
+
+
+async def test_a_vault_holding_the_workspace_never_copies_it_into_itself(tmp_path: Path) -> None:
+    vault = make_vault(tmp_path)
+    workspace = vault / "Projects" / "reme-notes"
+    async with ReMe(workspace_dir=workspace, timezone="UTC") as app:
+        first = await run_ok(app, "import_obsidian", source=str(vault))
+        assert {"item": "Projects/reme-notes", "reason": "the workspace itself"} in first["skipped"]
+        again = await run_ok(app, "import_obsidian", source=str(vault))
+        assert again["created"] == [] and again["updated"] == []
+        inside = await app.run("import_obsidian", source=str(workspace / "imports"))
+        assert not inside.success and "inside the workspace" in inside.answer

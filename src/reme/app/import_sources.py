@@ -88,11 +88,20 @@ def _inside(root: Path, candidate: Path) -> bool:
     return resolved == root or root in resolved.parents
 
 
-def read_folder(root: Path, limits: FolderLimits) -> tuple[list[SourceFile], list[dict[str, str]]]:
-    """(files, skipped) of a folder tree; dot-folders (`.obsidian/`, `.git/`, `.trash/`) and dot-files are left out."""
+def read_folder(
+    root: Path, limits: FolderLimits, workspace: Path | None = None
+) -> tuple[list[SourceFile], list[dict[str, str]]]:
+    """(files, skipped) of a folder tree; dot-folders (`.obsidian/`, `.git/`, `.trash/`) and dot-files are left out.
+
+    A folder inside `workspace` is refused (it is there already), and a workspace inside the folder
+    is left out (importing it would copy the workspace into itself, deeper at each import).
+    """
     if not root.is_dir():
         raise ReMeError(f"{root} is not a folder" if root.exists() else f"{root} does not exist")
     real = root.resolve()
+    inner = workspace.resolve() if workspace is not None else None
+    if inner is not None and _inside(inner, real):
+        raise ReMeError(f"{root} is inside the workspace {inner} already; it needs no import")
     files: list[SourceFile] = []
     skipped: list[dict[str, str]] = []
     total = 0
@@ -106,6 +115,11 @@ def read_folder(root: Path, limits: FolderLimits) -> tuple[list[SourceFile], lis
                 skipped.append(
                     {"item": entry.relative_to(root).as_posix(), "reason": "symbolic link to a folder"}
                 )
+        if inner is not None and inner.parent == here.resolve() and inner.name in dirs:
+            skipped.append(
+                {"item": (here / inner.name).relative_to(root).as_posix(), "reason": "the workspace itself"}
+            )
+            dirs.remove(inner.name)
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not (here / d).is_symlink())
         for name in sorted(names):
             entry = here / name

@@ -139,7 +139,7 @@ async def import_mem0(
 @register_step("import_obsidian", settings=FolderLimits)
 async def import_obsidian(ctx: JobContext, **settings: Any) -> None:
     vault = source_path(ctx.params["source"])
-    files, skipped = read_folder(vault, FolderLimits(**settings))
+    files, skipped = read_folder(vault, FolderLimits(**settings), workspace=Path(ctx.app.workspace_dir))
     name = slugify(ctx.params.get("name") or vault.resolve().name) or "vault"
 
     def build(_port: AppPort, folder: str) -> ImportBatch:
