@@ -489,6 +489,9 @@ async def test_auto_memory_index_brings_its_topic_files(
     assert (topic["name"], topic["type"]) == ("User prefers uv", "feedback")
     index = (workspace_dir / "imports/claude-code/home-alice-acme-memory.md").read_text()
     assert "[[imports/claude-code/home-alice-acme-user-prefers-uv.md]]" in index
+    # the memory folder itself gives the same notes: nothing new
+    folder = await run_ok(app, "import_claude_code", source=str(memory))
+    assert folder["created"] == folder["updated"] == [] and len(folder["unchanged"]) == 3
 
 
 def test_assistant_calls_to_tools_become_tool_call_notes() -> None:

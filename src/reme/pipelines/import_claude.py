@@ -5,12 +5,13 @@ its sections and to the files it imports) plus one note `<folder>/<doc>/<section
 Sections are cut at the shallowest heading level, not counting a lone title heading at the top.
 `@path` references (outside code, as Claude Code reads them) are followed up to five hops: relative
 to the file that names them, `~` for the home folder; each file reached is imported the same way.
+A folder (`.claude/rules/`, an auto-memory folder) imports each Markdown file in it.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from urllib.parse import unquote
@@ -76,13 +77,15 @@ def references(text: str, *, topic_links: bool = False) -> list[str]:
 
 
 def collect_documents(
-    origin: str, text: str, load: Loader, *, max_documents: int
+    entries: Sequence[tuple[str, str]], load: Loader, *, max_documents: int
 ) -> tuple[list[ClaudeDocument], list[dict[str, str]]]:
-    """The entry file and every file it imports (breadth first, at most `MAX_HOPS` hops deep)."""
-    documents = [ClaudeDocument(origin, text)]
-    seen = {origin}
+    """The entry files `(origin, text)` and every file they import (breadth first, at most `MAX_HOPS` hops deep)."""
+    if len(entries) > max_documents:
+        raise ReMeError(f"the source holds {len(entries)} memory files, more than max_items {max_documents}")
+    documents = [ClaudeDocument(origin, text) for origin, text in entries]
+    seen = {document.origin for document in documents}
     skipped: list[dict[str, str]] = []
-    frontier = [(documents[0], 0)]
+    frontier = [(document, 0) for document in documents]
     while frontier:
         document, hops = frontier.pop(0)
         is_index = PurePosixPath(document.origin.replace("\\", "/")).name == INDEX_NAME

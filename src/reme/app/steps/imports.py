@@ -16,6 +16,7 @@ from typing import Any
 from reme.app.import_sources import (
     FolderLimits,
     allowed_reference,
+    decode_text,
     read_folder,
     read_text_file,
     read_zip_member,
@@ -40,6 +41,7 @@ from reme.pipelines.imports import (
     write_import,
 )
 from reme.pipelines.names import slugify
+from reme.workspace.paths import is_markdown
 
 CONVERSATIONS = "conversations.json"
 
@@ -78,16 +80,29 @@ async def _run_import(
 @register_step("import_claude_code")
 async def import_claude_code(ctx: JobContext, max_bytes: int = 5_000_000, max_items: int = 50) -> None:
     entry = source_path(ctx.params["source"])
-    text = read_text_file(entry, max_bytes)
-
-    roots = (entry.resolve().parent, (Path.home() / ".claude").resolve())
+    if entry.is_dir():  # `.claude/rules/`, an auto-memory folder: each Markdown file in it
+        files, skipped = read_folder(entry, FolderLimits(max_items, max_bytes, max_items * max_bytes))
+        entries = [
+            (str(entry.resolve() / f.relative), decode_text(f.data, f.relative))
+            for f in files
+            if is_markdown(f.relative)
+        ]
+        home = entry.resolve()
+    else:
+        entries, skipped, home = (
+            [(str(entry.resolve()), read_text_file(entry, max_bytes))],
+            [],
+            entry.resolve().parent,
+        )
+    roots = (home, (Path.home() / ".claude").resolve())
 
     def load(base: str, ref: str) -> tuple[str, str]:
         target = (Path(base).parent / Path(ref).expanduser()).resolve()
         return str(target), read_text_file(allowed_reference(target, roots), max_bytes)
 
     reader: Loader = load
-    documents, skipped = collect_documents(str(entry.resolve()), text, reader, max_documents=max_items)
+    documents, followed = collect_documents(entries, reader, max_documents=max_items)
+    skipped += followed
 
     def build(_port: AppPort, folder: str) -> ImportBatch:
         batch = claude_batch(documents, folder, ctx.params.get("name"))
