@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +37,7 @@ from reme.workspace.transcript import render_records
 IMPORTS_FOLDER = "imports"
 FILES_STATE = "imported_files"  # attachment path -> sha256 of the bytes an import wrote there
 MAX_ATTACHMENT_BYTES = 50_000_000
+_PLAIN = re.compile(r"[A-Za-z0-9_/][\w./#@+~-]*")  # read back as the same string (checked anyway)
 ROLE_FOLDERS = ("metadata", "session", "daily", "digest", "resource", "journal")
 
 
@@ -131,13 +133,18 @@ def stamped(note: ImportedNote, kind: str, origin: str) -> str:
     return _appended(note.text, document, keys) or frontmatter.update(note.text, keys)
 
 
+def _scalar(value: str) -> str:
+    """A path, id or hash as a plain YAML scalar, anything else as a double-quoted (JSON) one."""
+    return value if _PLAIN.fullmatch(value) else json.dumps(value, ensure_ascii=False)
+
+
 def _appended(text: str, document: frontmatter.Document, keys: dict[str, str]) -> str | None:
     """`text` with new string `keys` as the last front-matter lines — what `frontmatter.update` would
     write, without its YAML emitter (the cost of an import of thousands of notes) — or None when
     that is not certain: a key already there, CRLF lines, or a result that does not read back right."""
     if document.error or any(key in document.metadata for key in keys) or "\r" in document.head:
         return None
-    lines = "".join(f"{key}: {json.dumps(value, ensure_ascii=False)}\n" for key, value in keys.items())
+    lines = "".join(f"{key}: {_scalar(value)}\n" for key, value in keys.items())
     parts = split(text)
     if parts.has_front_matter:
         result = text[: parts.yaml_end] + lines + text[parts.yaml_end :]
