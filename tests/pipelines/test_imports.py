@@ -336,6 +336,7 @@ async def test_user_edits_survive_a_reimport_of_an_unchanged_source(
         ("import_chatgpt", (DATA / "mem0.json").read_text(), "is a JSON array of conversations"),
         ("import_chatgpt", '[{"title": "x"}]', "not a ChatGPT conversations.json"),
         ("import_chatgpt", "\x00\x01binary", "holds binary data, not text"),
+        ("import_mem0", "[" * 100_000 + "]" * 100_000, "nests its JSON too deeply"),
     ],
 )
 async def test_bad_sources_are_refused_and_nothing_is_written(

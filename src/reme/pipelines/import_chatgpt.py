@@ -21,6 +21,7 @@ from reme.pipelines.names import short_hash
 from reme.workspace.transcript import transcript_path
 
 KIND = "chatgpt"
+MAX_TITLE = 200
 HIDDEN_TYPES = ("user_editable_context", "model_editable_context", "thoughts", "reasoning_recap")
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,100}")
 
@@ -145,7 +146,7 @@ def chatgpt_batch(
         if not isinstance(conversation, Mapping):
             batch.skip(shown, "not a conversation object")
             continue
-        title = str(conversation.get("title") or "").strip() or "Untitled conversation"
+        title = " ".join(str(conversation.get("title") or "").split())[:MAX_TITLE] or "Untitled conversation"
         shown = f"{shown} {title!r}"
         try:
             raw = [m for node in branch(conversation) if (m := message_of(node))]

@@ -58,6 +58,8 @@ def _json_source(path: Path, max_bytes: int, member: str | None = None) -> Any:
         raise ReMeError(
             f"{path} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from None
+    except RecursionError:
+        raise ReMeError(f"{path} nests its JSON too deeply to be an export") from None
 
 
 async def _run_import(
