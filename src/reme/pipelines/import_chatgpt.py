@@ -141,11 +141,7 @@ def chatgpt_batch(
         refusal="no item has a `mapping` of messages: this is not a ChatGPT conversations.json",
     )
     batch = ImportBatch()
-    for index, conversation in enumerate(conversations):
-        shown = f"conversations[{index}]"
-        if not isinstance(conversation, Mapping):
-            batch.skip(shown, "not a conversation object")
-            continue
+    for shown, conversation in batch.objects(conversations, "conversations", "conversation"):
         title = " ".join(str(conversation.get("title") or "").split())[:MAX_TITLE] or "Untitled conversation"
         shown = f"{shown} {title!r}"
         try:

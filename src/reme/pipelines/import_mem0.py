@@ -50,11 +50,7 @@ def mem0_batch(data: Any, *, folder: str, max_items: int, max_memory_chars: int)
         refusal='no item has a "memory" text: this is not a mem0 export',
     )
     batch = ImportBatch()
-    for index, memory in enumerate(memories):
-        shown = f"memories[{index}]"
-        if not isinstance(memory, Mapping):
-            batch.skip(shown, "not a memory object")
-            continue
+    for shown, memory in batch.objects(memories, "memories", "memory"):
         memory_id = memory.get("id")
         text = memory.get("memory", memory.get("text"))
         if memory_id in (None, "") or isinstance(memory_id, (dict, list, bool)):

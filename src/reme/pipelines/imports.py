@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,6 +82,14 @@ class ImportBatch:
 
     def skip(self, item: str, reason: str) -> None:
         self.skipped.append({"item": item, "reason": reason})
+
+    def objects(self, items: Sequence[Any], what: str, noun: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+        """(`what[i]`, item) for each JSON object among `items`; anything else is skipped as no `noun`."""
+        for index, item in enumerate(items):
+            if isinstance(item, Mapping):
+                yield f"{what}[{index}]", item
+            else:
+                self.skip(f"{what}[{index}]", f"not a {noun} object")
 
 
 @dataclass
