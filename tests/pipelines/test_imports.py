@@ -659,3 +659,33 @@ async def test_a_vault_holding_the_workspace_never_copies_it_into_itself(tmp_pat
         assert again["created"] == [] and again["updated"] == []
         inside = await app.run("import_obsidian", source=str(workspace / "imports"))
         assert not inside.success and "inside the workspace" in inside.answer
+
+
+async def test_an_import_chain_longer_than_the_cap_is_refused(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    project.mkdir()
+    for number in range(4):
+        (project / f"f{number}.md").write_text(f"# File {number}\n\nNext: @f{number + 1}.md\n")
+    (project / "CLAUDE.md").write_text("Start at @f0.md\n")
+    steps = [{"backend": "import_claude_code", "max_items": 3}]
+    async with ReMe(
+        workspace_dir=tmp_path / "ws", timezone="UTC", **{"jobs.import_claude_code.steps": steps}
+    ) as app:
+        response = await app.run("import_claude_code", source=str(project / "CLAUDE.md"))
+    assert not response.success and "imports more than 3 files (max_items)" in response.answer
+    assert not (tmp_path / "ws" / "imports").exists()
+
+
+async def test_imports_are_followed_five_hops_deep_as_claude_code_does(app: ReMe, tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    project.mkdir()
+    for number in range(7):
+        (project / f"f{number}.md").write_text(f"File {number}; next: @f{number + 1}.md\n")
+    (project / "CLAUDE.md").write_text("Start at @f0.md\n")
+    meta = await run_ok(app, "import_claude_code", source=str(project / "CLAUDE.md"))
+    assert sorted(meta["created"]) == [
+        f"imports/claude-code/p-{name}.md" for name in ("claude", "f0", "f1", "f2", "f3", "f4")
+    ]
+    assert meta["skipped"] == [
+        {"item": f"@f5.md in {(project / 'f4.md').resolve()}", "reason": "more than 5 hops deep"}
+    ]
