@@ -689,3 +689,28 @@ async def test_imports_are_followed_five_hops_deep_as_claude_code_does(app: ReMe
     assert meta["skipped"] == [
         {"item": f"@f5.md in {(project / 'f4.md').resolve()}", "reason": "more than 5 hops deep"}
     ]
+
+
+def test_uploaded_files_are_named_and_the_answering_model_kept() -> None:
+    from reme.pipelines.import_chatgpt import message_of
+
+    upload = {
+        "id": "u9",
+        "message": {
+            "id": "u9",
+            "author": {"role": "user"},
+            "content": {"content_type": "text", "parts": ["Summarise this."]},
+            "metadata": {"attachments": [{"id": "file-1", "name": "report.pdf", "size": 1200}]},
+        },
+    }
+    assert message_of(upload)["content"] == ["Summarise this.", "[attachment: report.pdf]"]  # type: ignore[index]
+    answer = {
+        "id": "a9",
+        "message": {
+            "id": "a9",
+            "author": {"role": "assistant"},
+            "content": {"content_type": "text", "parts": ["It says..."]},
+            "metadata": {"model_slug": "gpt-4o"},
+        },
+    }
+    assert message_of(answer)["metadata"] == {"model": "gpt-4o"}  # type: ignore[index]

@@ -110,15 +110,23 @@ def message_of(node: Mapping[str, Any]) -> dict[str, Any] | None:
     elif parts:
         blocks = [_part(p) for p in parts]
     elif isinstance(content.get("text"), str):
-        blocks = content["text"]
+        blocks = [content["text"]]
     else:
         return None
-    return {
+    extra = metadata if isinstance(metadata, Mapping) else {}
+    files = [a.get("name") for a in extra.get("attachments") or [] if isinstance(a, Mapping)]
+    blocks += [
+        f"[attachment: {name}]" for name in files if isinstance(name, str)
+    ]  # uploads stay in the export
+    result: dict[str, Any] = {
         "id": message.get("id") or node.get("id"),
         "role": role,
         "content": blocks,
         "created_at": message.get("create_time"),
     }
+    if isinstance(extra.get("model_slug"), str):
+        result["metadata"] = {"model": extra["model_slug"]}
+    return result
 
 
 def _conversation_id(conversation: Mapping[str, Any]) -> str:
