@@ -204,32 +204,34 @@ async def _classify_transcript(port: MemoryPort, item: ImportedTranscript) -> tu
     return ("create" if saved is None else "update"), rendered, saved.sha256 if saved else None
 
 
-async def write_import(
-    port: MemoryPort, batch: ImportBatch, *, kind: str, origin: str, dry_run: bool = False
-) -> ImportReport:
-    """Check every item, refuse the whole import when a note in the way is not this import's, then write."""
-    report = ImportReport(kind, origin, dry_run, skipped=list(batch.skipped))
-    _check_unique(batch)
-    for transcript in batch.transcripts:
-        check_session_id(transcript.session_id)
-    plans: list[tuple[str, str, Any]] = []  # (action, path, item)
-    foreign: list[str] = []
-    texts: dict[str, str] = {}
-    versions: dict[str, str | None] = {}  # a note updated only if nobody changed it since it was read
+@dataclass
+class _Plan:
+    """What an import will do: an action per path, the texts to save with the versions they replace."""
+
+    actions: list[tuple[str, str]] = field(default_factory=list)  # (create | update | unchanged, path)
+    texts: list[tuple[str, str, str | None]] = field(default_factory=list)  # (path, text, expected sha256)
+    files: list[ImportedFile] = field(default_factory=list)
+    foreign: list[str] = field(default_factory=list)
+
+    def add(self, action: str, path: str, text: str | None = None, version: str | None = None) -> None:
+        self.actions.append((action, path))
+        if text is not None and action != "unchanged":
+            self.texts.append((path, text, version))
+
+
+async def _plan(port: MemoryPort, batch: ImportBatch, report: ImportReport, written: dict[str, str]) -> _Plan:
+    """Read what is on disk for every item and decide; nothing is written here."""
+    plan = _Plan()
     for note in batch.notes:
         port.check_path(note.path)
-        action, sha = await _classify_note(port, note)
+        action, version = await _classify_note(port, note)
         if action == "foreign":
-            foreign.append(note.path)
+            plan.foreign.append(note.path)
             continue
         try:
-            texts[note.path] = stamped(note, kind, origin)
+            plan.add(action, note.path, stamped(note, report.kind, report.source), version)
         except frontmatter.FrontMatterError as exc:
             report.skipped.append({"item": note.import_id, "reason": f"front matter cannot be kept: {exc}"})
-            continue
-        plans.append((action, note.path, note))
-        versions[note.path] = sha
-    written = port.read_state(FILES_STATE)
     for item in batch.files:
         port.check_path(item.path)
         action = await _classify_file(port, item, written)
@@ -238,39 +240,46 @@ async def write_import(
                 {"item": item.import_id, "reason": f"{item.path} exists with other content"}
             )
             continue
-        plans.append((action, item.path, item))
+        plan.add(action, item.path)
+        if action != "unchanged":
+            plan.files.append(item)
     for transcript in batch.transcripts:
-        path = session_path(port, transcript.session_id)
-        action, texts[path], versions[path] = await _classify_transcript(port, transcript)
-        plans.append((action, path, transcript))
-    if foreign:
-        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        check_session_id(transcript.session_id)
+        action, text, version = await _classify_transcript(port, transcript)
+        plan.add(action, session_path(port, transcript.session_id), text, version)
+    return plan
+
+
+async def write_import(
+    port: MemoryPort, batch: ImportBatch, *, kind: str, origin: str, dry_run: bool = False
+) -> ImportReport:
+    """Check every item, refuse the whole import when a note in the way is not this import's, then write."""
+    report = ImportReport(kind, origin, dry_run, skipped=list(batch.skipped))
+    _check_unique(batch)
+    written = port.read_state(FILES_STATE)
+    plan = await _plan(port, batch, report, written)
+    if plan.foreign:
+        shown = ", ".join(plan.foreign[:5]) + (
+            f" and {len(plan.foreign) - 5} more" if len(plan.foreign) > 5 else ""
+        )
         raise ReMeError(
             f"nothing imported: {shown} already exist(s) and were not written by this import "
             "(another source, or the file was moved); move them away or import into another folder=",
-            {"conflicts": foreign},
+            {"conflicts": plan.foreign},
         )
     listed = {"create": report.created, "update": report.updated, "unchanged": report.unchanged}
-    for action, path, _item in plans:
+    for action, path in plan.actions:
         listed[action].append(path)
     if dry_run:
         return report
-    changed = [(action, path, item) for action, path, item in plans if action != "unchanged"]
-    for _action, path, item in changed:
-        if isinstance(item, ImportedFile):
-            await port.save_bytes(path, item.data)
-            written[path] = hashlib.sha256(item.data).hexdigest()
-    if any(isinstance(item, ImportedFile) for _a, _p, item in changed):
+    for item in plan.files:
+        await port.save_bytes(item.path, item.data)
+        written[item.path] = hashlib.sha256(item.data).hexdigest()
+    if plan.files:
         port.write_state(FILES_STATE, written)
     # Compare-and-set against the versions read above: a transcript auto_memory merged meanwhile,
     # or a note someone edited, stops the batch with a conflict instead of being overwritten.
-    await port.save_batch(
-        [
-            (path, texts[path], versions[path])
-            for _a, path, item in changed
-            if not isinstance(item, ImportedFile)
-        ]
-    )
+    await port.save_batch(plan.texts)
     return report
 
 
