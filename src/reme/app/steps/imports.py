@@ -28,9 +28,13 @@ from reme.app.registry import register_step
 from reme.errors import ReMeError
 from reme.pipelines import export_digest as export
 from reme.pipelines.auto_memory import session_path
+from reme.pipelines.import_chatgpt import KIND as CHATGPT
 from reme.pipelines.import_chatgpt import chatgpt_batch
+from reme.pipelines.import_claude import KIND as CLAUDE_CODE
 from reme.pipelines.import_claude import Loader, claude_batch, collect_documents
+from reme.pipelines.import_mem0 import KIND as MEM0
 from reme.pipelines.import_mem0 import mem0_batch
+from reme.pipelines.import_obsidian import KIND as OBSIDIAN
 from reme.pipelines.import_obsidian import obsidian_batch
 from reme.pipelines.imports import (
     IMPORTS_FOLDER,
@@ -111,7 +115,7 @@ async def import_claude_code(ctx: JobContext, max_bytes: int = 5_000_000, max_it
         batch.skipped += skipped
         return batch
 
-    await _run_import(ctx, "claude-code", entry, build)
+    await _run_import(ctx, CLAUDE_CODE, entry, build)
 
 
 @register_step("import_chatgpt")
@@ -133,7 +137,7 @@ async def import_chatgpt(
             max_message_chars=max_message_chars,
         )
 
-    port, batch, report = await _run_import(ctx, "chatgpt", source, build)
+    port, batch, report = await _run_import(ctx, CHATGPT, source, build)
     if ctx.params.get("queue_distillation") and not ctx.params.get("dry_run"):
         changed = set(report.created + report.updated)
         fresh = [t for t in batch.transcripts if session_path(port, t.session_id) in changed]
@@ -150,7 +154,7 @@ async def import_mem0(
     def build(_port: AppPort, folder: str) -> ImportBatch:
         return mem0_batch(data, folder=folder, max_items=max_items, max_memory_chars=max_memory_chars)
 
-    await _run_import(ctx, "mem0", source, build)
+    await _run_import(ctx, MEM0, source, build)
 
 
 @register_step("import_obsidian", settings=FolderLimits)
@@ -164,7 +168,7 @@ async def import_obsidian(ctx: JobContext, **settings: Any) -> None:
         batch.skipped = skipped + batch.skipped
         return batch
 
-    await _run_import(ctx, "obsidian", vault, build)
+    await _run_import(ctx, OBSIDIAN, vault, build)
 
 
 @register_step("export_digest", settings=export.ExportLimits)
