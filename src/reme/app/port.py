@@ -27,10 +27,12 @@ from reme.app.components.llm import LLMComponent
 from reme.app.components.workspace import workspace_of
 from reme.errors import Conflict, LLMUnavailable, ReMeError
 from reme.pipelines.port import Embeddings, FileEntry, FileText, ModelHandle
-from reme.workspace import digest_writing
+from reme.workspace import digest_writing, writing
 from reme.workspace.atomic import atomic_write
-from reme.workspace.paths import check_segment
+from reme.workspace.links import LinkSource
+from reme.workspace.paths import check_segment, is_markdown
 from reme.workspace.transaction import Change, commit
+from reme.workspace.writing import ConflictError
 
 if TYPE_CHECKING:
     from reme.app.application import Application
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
     from reme.llm.tools import ToolSpec
 
 log = logging.getLogger(__name__)
-
+SYNC_BATCH = 200  # paths per index update of a batch save
 _LOCKS: WeakKeyDictionary[Any, dict[str, asyncio.Lock]] = WeakKeyDictionary()
 
 
@@ -94,6 +96,38 @@ class AppPort:
         if size > max_bytes or len(data) > max_bytes:
             raise ReMeError(f"too large: {max(size, len(data))} bytes > max_bytes {max_bytes}")
         return data
+
+    async def save_batch(self, files: Sequence[tuple[str, str, str | None]]) -> None:
+        links = link_source(self.app)
+        written: list[str] = []
+
+        def put() -> None:
+            deferred = _DeferredSync(links)
+            for path, content, expected in files:
+                try:
+                    written.append(
+                        writing.save(self.workspace, deferred, path, content, None, expected)["path"]
+                    )
+                except ConflictError as exc:
+                    raise Conflict(str(exc), {"conflict": True, **exc.current}) from None
+
+        try:
+            await asyncio.to_thread(put)
+        finally:  # what was written is indexed, also when a conflict stopped the batch
+            for start in range(0, len(written), SYNC_BATCH):
+                await asyncio.to_thread(links.sync_paths, written[start : start + SYNC_BATCH])
+
+    async def save_bytes(self, path: str, data: bytes) -> None:
+        relative = self.workspace.relative_for(path, write=True)
+        if is_markdown(relative):
+            raise ReMeError(f"{relative!r} is Markdown; save it as text")
+        target = self.workspace.absolute(relative, write=True)
+
+        def put() -> None:
+            with self.workspace.lock(relative):
+                atomic_write(target, data, self.workspace.root)
+
+        await asyncio.to_thread(put)
 
     async def write(self, path: str, content: str, *, name: str, metadata: dict[str, Any]) -> None:
         await self._call("write", path=path, content=content, name=name, metadata=metadata)
@@ -259,6 +293,22 @@ class AppPort:
         if missing:
             raise LLMUnavailable(f"no LLM configured: set {missing} (see docs/llm.md)")
         return ModelHandle(settings, lambda variables: llm.model(role, variables))
+
+
+class _DeferredSync:
+    """A `LinkSource` that leaves `sync_paths` to the caller, so a batch of writes syncs the index once."""
+
+    def __init__(self, links: LinkSource) -> None:
+        self.links = links
+
+    def inbound(self, path: str) -> list[dict[str, str]]:
+        return self.links.inbound(path)
+
+    def ending_with(self, suffix: str) -> list[str]:
+        return self.links.ending_with(suffix)
+
+    def sync_paths(self, paths: list[str]) -> None:
+        pass
 
 
 @asynccontextmanager

@@ -101,6 +101,15 @@ class MemoryPort(Protocol):
         """A file's raw bytes (resources are not always text); raise ReMeError when over `max_bytes`."""
         ...
 
+    async def save_batch(self, files: Sequence[tuple[str, str, str | None]]) -> None:
+        """Save many whole text files `(path, content, expected_sha256 or None)`, each atomically, then
+        bring the index up to date once (an import of thousands of notes); a conflict stops the batch."""
+        ...
+
+    async def save_bytes(self, path: str, data: bytes) -> None:
+        """Write a non-Markdown file (an imported attachment) byte for byte, atomically."""
+        ...
+
     async def write(self, path: str, content: str, *, name: str, metadata: dict[str, Any]) -> None:
         """Create or overwrite a Markdown note from body text plus front matter (`name` and `metadata`)."""
         ...

@@ -32,6 +32,10 @@ usage:
         write (or remove) reme's MCP server, hooks and skill into Claude Code's settings
   reme doctor [config=...] [workspace_dir=DIR]
         check the install, workspace, service, index and LLM, and say what to do about each problem
+  reme import claude-code|chatgpt|mem0|obsidian PATH [folder=...] [dry_run=true] [workspace_dir=DIR]
+        import a memory file, export or vault in-process (docs/imports.md); a second import creates nothing
+  reme export [format=markdown|json] [bucket=NAME] [out=FILE] [workspace_dir=DIR]
+        the digest as one Markdown bundle or JSON, to FILE or stdout
 
 values are typed by the job's parameter schema: `query=2024` stays a string, `limit=3` is a number
 where the schema wants one, JSON for list and object parameters; config overrides are typed
@@ -78,7 +82,7 @@ def _main(args: list[str]) -> int:
         print(__version__)
         return 0
     if asks_help:
-        if command in ("start", "doctor"):
+        if command in ("start", "doctor", "import", "export"):
             print(USAGE, end="")
             return 0
         command, rest = "help", [f"job={command}", *rest]
@@ -92,6 +96,8 @@ def _main(args: list[str]) -> int:
         return doctor({key: parse_value(value) for key, value in assigned.items()}, as_json)
     if command == "start":
         return start(assigned, as_json)
+    if command in ("import", "export"):
+        return transfer(command, assigned, bare, as_json)
     return call(command, assigned, bare, as_json)
 
 
@@ -226,8 +232,11 @@ def call(job: str, assigned: dict[str, str], bare: list[str], as_json: bool) -> 
 # running in-process ----------------------------------------------------------------------------
 
 
-def start(assigned: dict[str, str], as_json: bool) -> int:
-    """`reme start`: the service, or with `job=` one job in-process (its parameters typed by its schema)."""
+def start(assigned: dict[str, str], as_json: bool, out: str | None = None) -> int:
+    """`reme start`: the service, or with `job=` one job in-process (its parameters typed by its schema).
+
+    With `out`, a successful job's answer goes to that file instead of stdout (`reme export`).
+    """
     import asyncio
     import logging
 
@@ -257,13 +266,15 @@ def start(assigned: dict[str, str], as_json: bool) -> int:
 
             asyncio.run(run_service(config))
             return 0
-        return asyncio.run(run_once(config, job, params, as_json))
+        return asyncio.run(run_once(config, job, params, as_json, out))
     except (ConfigError, ServiceConfigError, ComponentError) as exc:
         print(f"reme: {exc}", file=sys.stderr)
         return 2
 
 
-async def run_once(config: dict[str, Any], job: str, raw: dict[str, Any], as_json: bool) -> int:
+async def run_once(
+    config: dict[str, Any], job: str, raw: dict[str, Any], as_json: bool, out: str | None = None
+) -> int:
     from reme.app.application import Application
 
     async with Application(config) as app:
@@ -274,7 +285,41 @@ async def run_once(config: dict[str, Any], job: str, raw: dict[str, Any], as_jso
             async for chunk in app.stream(job, **params):
                 success = show_chunk(chunk, as_json)
             return 0 if success else 1
-        return render((await app.run(job, **params)).to_dict(), as_json, job)
+        response = (await app.run(job, **params)).to_dict()
+        if out is not None and response.get("success"):
+            answer = response["answer"]
+            try:
+                with open(out, "w", encoding="utf-8") as file:
+                    file.write(answer if isinstance(answer, str) else _dumps(answer) + "\n")
+            except OSError as exc:
+                response = {**response, "success": False, "answer": f"cannot write {out}: {exc}"}
+            else:
+                response["answer"] = f"wrote {out}"
+        return render(response, as_json, job)
+
+
+def transfer(command: str, assigned: dict[str, str], bare: list[str], as_json: bool) -> int:
+    """`reme import KIND PATH` and `reme export`: in-process runs of the import jobs and `export_digest`.
+
+    The import jobs read host paths, so they are never served; the CLI runs them here, as
+    `reme start job=...` would, whether or not a service is running for the workspace.
+    """
+    if command == "import":
+        kinds = {"claude-code": "import_claude_code", "claude": "import_claude_code"}
+        kinds.update({kind: f"import_{kind}" for kind in ("chatgpt", "mem0", "obsidian")})
+        if len(bare) != 2 or bare[0] not in kinds:
+            print(
+                f"reme: usage: reme import {'|'.join(k for k in kinds if k != 'claude')} PATH [key=value ...]",
+                file=sys.stderr,
+            )
+            return 2
+        assigned = {**assigned, "job": kinds[bare[0]], "source": os.path.abspath(os.path.expanduser(bare[1]))}
+        return start(assigned, as_json)
+    if bare:
+        print(f"reme: expected key=value, got {bare[0]!r}", file=sys.stderr)
+        return 2
+    out = assigned.pop("out", None)
+    return start({**assigned, "job": "export_digest"}, as_json, out=out)
 
 
 # output ----------------------------------------------------------------------------------------

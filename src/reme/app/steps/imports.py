@@ -1,0 +1,186 @@
+"""Steps of the import jobs and `export_digest`: read the source on this machine, build, write, report.
+
+The import jobs are local (`enable_serve: false`), since they read host paths; the source is read
+and checked here (`reme.app.import_sources`), parsed into an `ImportBatch` by the format's module in
+`reme.pipelines`, and written by `reme.pipelines.imports.write_import`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from reme.app.import_sources import (
+    FolderLimits,
+    allowed_reference,
+    decode_text,
+    read_folder,
+    read_text_file,
+    read_zip_member,
+    source_path,
+)
+from reme.app.jobs import JobContext
+from reme.app.port import AppPort
+from reme.app.registry import register_step
+from reme.errors import ReMeError
+from reme.pipelines import export_digest as export
+from reme.pipelines.auto_memory import session_path
+from reme.pipelines.import_chatgpt import KIND as CHATGPT
+from reme.pipelines.import_chatgpt import chatgpt_batch
+from reme.pipelines.import_claude import KIND as CLAUDE_CODE
+from reme.pipelines.import_claude import Loader, claude_batch, collect_documents
+from reme.pipelines.import_mem0 import KIND as MEM0
+from reme.pipelines.import_mem0 import mem0_batch
+from reme.pipelines.import_obsidian import KIND as OBSIDIAN
+from reme.pipelines.import_obsidian import obsidian_batch
+from reme.pipelines.imports import (
+    IMPORTS_FOLDER,
+    ImportBatch,
+    ImportReport,
+    import_folder,
+    queue_distillation,
+    write_import,
+)
+from reme.pipelines.names import slugify
+from reme.workspace.paths import is_markdown
+
+CONVERSATIONS = "conversations.json"
+
+
+def _json_source(path: Path, max_bytes: int, member: str | None = None) -> Any:
+    """Parsed JSON of a source file (or of `member` inside a zip file)."""
+    if member is not None and path.suffix.lower() == ".zip":
+        text = read_zip_member(path, member, max_bytes)
+    else:
+        text = read_text_file(path, max_bytes)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ReMeError(
+            f"{path} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
+    except RecursionError:
+        raise ReMeError(f"{path} nests its JSON too deeply to be an export") from None
+
+
+async def _run_import(
+    ctx: JobContext, kind: str, origin: Path, build: Callable[[AppPort, str], ImportBatch]
+) -> tuple[AppPort, ImportBatch, ImportReport]:
+    port = AppPort(ctx.app)
+    folder = import_folder(port, ctx.params.get("folder") or f"{IMPORTS_FOLDER}/{kind}")
+    try:
+        batch = build(port, folder)
+    except ValueError as exc:
+        raise ReMeError(f"{origin}: {exc}; nothing was imported") from None
+    report = await write_import(
+        port, batch, kind=kind, origin=str(origin), dry_run=bool(ctx.params.get("dry_run"))
+    )
+    ctx.response.answer = report.answer()
+    ctx.response.metadata.update(report.metadata())
+    return port, batch, report
+
+
+@register_step("import_claude_code")
+async def import_claude_code(ctx: JobContext, max_bytes: int = 5_000_000, max_items: int = 50) -> None:
+    entry = source_path(ctx.params["source"])
+    if entry.is_dir():  # `.claude/rules/`, an auto-memory folder: each Markdown file in it
+        files, skipped = read_folder(entry, FolderLimits(max_items, max_bytes, max_items * max_bytes))
+        entries = [
+            (str(entry.resolve() / f.relative), decode_text(f.data, f.relative))
+            for f in files
+            if is_markdown(f.relative)
+        ]
+        home = entry.resolve()
+    else:
+        entries, skipped, home = (
+            [(str(entry.resolve()), read_text_file(entry, max_bytes))],
+            [],
+            entry.resolve().parent,
+        )
+    roots = (home, (Path.home() / ".claude").resolve())
+
+    def load(base: str, ref: str) -> tuple[str, str]:
+        target = (Path(base).parent / Path(ref).expanduser()).resolve()
+        return str(target), read_text_file(allowed_reference(target, roots), max_bytes)
+
+    reader: Loader = load
+    documents, followed = collect_documents(entries, reader, max_documents=max_items)
+    skipped += followed
+
+    def build(_port: AppPort, folder: str) -> ImportBatch:
+        batch = claude_batch(documents, folder, ctx.params.get("name"))
+        batch.skipped += skipped
+        return batch
+
+    await _run_import(ctx, CLAUDE_CODE, entry, build)
+
+
+@register_step("import_chatgpt")
+async def import_chatgpt(
+    ctx: JobContext, max_bytes: int = 200_000_000, max_items: int = 10_000, max_message_chars: int = 8000
+) -> None:
+    source = source_path(ctx.params["source"])
+    if source.is_dir():
+        source = source / CONVERSATIONS  # the unzipped export folder
+    data = _json_source(source, max_bytes, member=CONVERSATIONS)  # or the zip as downloaded
+
+    def build(port: AppPort, folder: str) -> ImportBatch:
+        return chatgpt_batch(
+            data,
+            port.tz,
+            folder=folder,
+            session_folder=port.folder("session"),
+            max_items=max_items,
+            max_message_chars=max_message_chars,
+        )
+
+    port, batch, report = await _run_import(ctx, CHATGPT, source, build)
+    if ctx.params.get("queue_distillation") and not ctx.params.get("dry_run"):
+        changed = set(report.created + report.updated)
+        fresh = [t for t in batch.transcripts if session_path(port, t.session_id) in changed]
+        ctx.response.metadata["pending_cards"] = await queue_distillation(port, fresh)
+
+
+@register_step("import_mem0")
+async def import_mem0(
+    ctx: JobContext, max_bytes: int = 50_000_000, max_items: int = 50_000, max_memory_chars: int = 20_000
+) -> None:
+    source = source_path(ctx.params["source"])
+    data = _json_source(source, max_bytes)
+
+    def build(_port: AppPort, folder: str) -> ImportBatch:
+        return mem0_batch(data, folder=folder, max_items=max_items, max_memory_chars=max_memory_chars)
+
+    await _run_import(ctx, MEM0, source, build)
+
+
+@register_step("import_obsidian", settings=FolderLimits)
+async def import_obsidian(ctx: JobContext, **settings: Any) -> None:
+    vault = source_path(ctx.params["source"])
+    files, skipped = read_folder(vault, FolderLimits(**settings), workspace=Path(ctx.app.workspace_dir))
+    name = slugify(ctx.params.get("name") or vault.resolve().name) or "vault"
+
+    def build(_port: AppPort, folder: str) -> ImportBatch:
+        batch = obsidian_batch([(f.relative, f.data) for f in files], destination=f"{folder}/{name}")
+        batch.skipped = skipped + batch.skipped
+        return batch
+
+    await _run_import(ctx, OBSIDIAN, vault, build)
+
+
+@register_step("export_digest", settings=export.ExportLimits)
+async def export_digest(ctx: JobContext, **settings: Any) -> None:
+    port = AppPort(ctx.app)
+    texts = await export.digest_files(
+        port, bucket=ctx.params.get("bucket"), limits=export.ExportLimits(**settings)
+    )
+    nodes = [export.node_of(path, text) for path, text in texts.items()]
+    exported_at = datetime.now(ctx.app.tz).isoformat(timespec="seconds")
+    if ctx.params.get("format", "markdown") == "json":
+        ctx.response.answer = export.as_json(nodes, exported_at)
+    else:
+        ctx.response.answer = export.as_bundle(nodes, texts, exported_at)
+    ctx.response.metadata.update({"format": ctx.params.get("format", "markdown"), "paths": list(texts)})

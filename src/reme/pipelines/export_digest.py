@@ -1,0 +1,149 @@
+"""The digest exported as one Markdown bundle or as JSON, and the bundle read back.
+
+A node is `{path, front_matter, body, edges}`; `edges` are its wikilinks as `{target, predicate,
+anchor, alias, embed}` (front-matter links included, predicate = the key). The Markdown bundle is a
+readable document: each node sits between `<!-- reme:node path="..." -->` and `<!-- reme:end
+path="..." -->`, its front matter in a fenced `yaml` block, its body verbatim. `parse_bundle` reads
+a bundle back into the same nodes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from reme.errors import ReMeError
+from reme.pipelines.port import MemoryPort
+from reme.workspace import frontmatter, yamlsafe
+from reme.workspace.wikilinks import parse_links
+
+FORMAT = "reme-digest-export"
+VERSION = 1
+_NODE = re.compile(r'^<!-- reme:node path="([^"]+)"( final_newline="false")? -->$')
+_BACKTICKS = re.compile(r"`{3,}")
+
+
+@dataclass(frozen=True)
+class ExportLimits:
+    max_nodes: int = 20_000
+    max_bytes: int = 50_000_000
+
+
+def edges_of(text: str) -> list[dict[str, Any]]:
+    """The distinct links of a node, in document order."""
+    seen: list[dict[str, Any]] = []
+    for link in parse_links(text):
+        edge = {
+            "target": link.target,
+            "predicate": link.predicate,
+            "anchor": link.anchor,
+            "alias": link.alias,
+            "embed": link.embed,
+        }
+        if edge not in seen:
+            seen.append(edge)
+    return seen
+
+
+def node_of(path: str, text: str) -> dict[str, Any]:
+    document = frontmatter.parse(text)
+    return {"path": path, "front_matter": document.metadata, "body": document.body, "edges": edges_of(text)}
+
+
+async def digest_files(port: MemoryPort, *, bucket: str | None, limits: ExportLimits) -> dict[str, str]:
+    """Path -> text of every digest node (files starting with `_` are not nodes), sorted, within the limits."""
+    folder = port.folder("digest")
+    if bucket:
+        folder = port.check_path(f"{folder}/{bucket}")
+    entries = [
+        e
+        for e in await port.list_files(folder, extensions=(".md",), recursive=True)
+        if not e.path.rsplit("/", 1)[-1].startswith("_")
+    ]
+    if len(entries) > limits.max_nodes:
+        raise ReMeError(
+            f"the digest holds {len(entries)} nodes, over max_nodes {limits.max_nodes}; export one bucket="
+        )
+    total = sum(e.size for e in entries)
+    if total > limits.max_bytes:
+        raise ReMeError(
+            f"the digest holds {total} bytes, over max_bytes {limits.max_bytes}; export one bucket="
+        )
+    texts = {}
+    for entry in entries:
+        saved = await port.load(entry.path)
+        if saved is not None:
+            texts[entry.path] = saved.content
+    return texts
+
+
+def as_json(nodes: list[dict[str, Any]], exported_at: str) -> dict[str, Any]:
+    return {"format": FORMAT, "version": VERSION, "exported_at": exported_at, "nodes": nodes}
+
+
+def _yaml_block(text: str) -> str:
+    head = frontmatter.parse(text).head
+    lines = head.splitlines(keepends=True)
+    return "".join(lines[1:-1]) if len(lines) >= 2 else ""
+
+
+def as_bundle(nodes: list[dict[str, Any]], texts: dict[str, str], exported_at: str) -> str:
+    """One Markdown document holding every node; `texts` are the files as read (front matter verbatim)."""
+    parts = [f"# Digest export\n\n{len(nodes)} node(s), exported {exported_at} ({FORMAT} {VERSION}).\n"]
+    for node in nodes:
+        path, body = node["path"], node["body"]
+        end = f'<!-- reme:end path="{path}" -->'
+        if end in body.splitlines():
+            raise ReMeError(f"{path} contains the bundle's own end marker; export it as JSON")
+        flag = "" if body.endswith("\n") or not body else ' final_newline="false"'
+        piece = f'\n<!-- reme:node path="{path}"{flag} -->\n'
+        raw = _yaml_block(
+            texts[path]
+        )  # always a block, empty without front matter: a body may start with one
+        if raw and not raw.endswith("\n"):
+            raw += "\n"
+        fence = "`" * max(3, 1 + max((len(m) for m in _BACKTICKS.findall(raw)), default=0))
+        piece += f"{fence}yaml\n{raw}{fence}\n\n"
+        piece += body + ("\n" if flag else "") + end + "\n"
+        parts.append(piece)
+    return "".join(parts)
+
+
+def parse_bundle(text: str) -> list[dict[str, Any]]:
+    """The nodes of a Markdown bundle; a ValueError says where the bundle is broken."""
+    lines = text.splitlines(keepends=True)
+    nodes, index = [], 0
+    while index < len(lines):
+        opened = _NODE.match(lines[index].rstrip("\n"))
+        index += 1
+        if not opened:
+            continue
+        path, no_newline = opened.group(1), bool(opened.group(2))
+        fence = re.match(r"^(`{3,})yaml$", lines[index].rstrip("\n")) if index < len(lines) else None
+        if not fence:
+            raise ValueError(f"{path} has no front-matter block after its node marker")
+        close = next(
+            (i for i in range(index + 1, len(lines)) if lines[i].rstrip("\n") == fence.group(1)), None
+        )
+        if close is None:
+            raise ValueError(f"the front matter of {path} has no closing fence")
+        try:
+            loaded = yamlsafe.load("".join(lines[index + 1 : close]))
+        except yaml.YAMLError as exc:
+            raise ValueError(f"the front matter of {path} is not valid YAML: {exc}") from None
+        metadata = frontmatter.to_json(loaded or {})
+        index = close + 2  # the fence and the blank line after it
+        end = f'<!-- reme:end path="{path}" -->'
+        stop = next((i for i in range(index, len(lines)) if lines[i].rstrip("\n") == end), None)
+        if stop is None:
+            raise ValueError(f"{path} has no end marker")
+        body = "".join(lines[index:stop])
+        if no_newline:
+            body = body[:-1]
+        rebuilt = frontmatter.render_new(metadata) + body if metadata else body
+        nodes.append({"path": path, "front_matter": metadata, "body": body, "edges": edges_of(rebuilt)})
+        index = stop + 1
+    return nodes
