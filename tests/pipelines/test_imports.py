@@ -145,6 +145,23 @@ async def test_chatgpt_export_keeps_only_the_branch_the_user_saw(app: ReMe, work
     assert len(again["unchanged"]) == 4
 
 
+async def test_a_chatgpt_export_is_redacted_like_a_captured_session(
+    app: ReMe, workspace_dir: Path, tmp_path: Path
+) -> None:
+    data = json.loads((DATA / "conversations.json").read_text())
+    secret = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0" * 2
+    data[1]["mapping"]["q"]["message"]["content"]["parts"] = [f"my key is {secret}, keep it safe"]
+    export = tmp_path / "conversations.json"
+    export.write_text(json.dumps(data[1:2]), encoding="utf-8")
+    await run_ok(app, "import_chatgpt", source=str(export))
+    written = "".join(
+        p.read_text(encoding="utf-8")
+        for p in workspace_dir.rglob("*")
+        if p.is_file() and "metadata" not in p.parts
+    )
+    assert secret not in written and "keep it safe" in written
+
+
 async def test_a_longer_chatgpt_conversation_adds_only_its_new_turns(
     app: ReMe, workspace_dir: Path, tmp_path: Path
 ) -> None:

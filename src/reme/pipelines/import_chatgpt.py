@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from datetime import tzinfo
 from typing import Any
 
+from reme.pipelines.agent_session import clean_records
 from reme.pipelines.imports import ImportBatch, ImportedNote, ImportedTranscript, check_items, note_text
 from reme.pipelines.messages import normalise_messages
 from reme.pipelines.names import short_hash
@@ -154,7 +155,7 @@ def chatgpt_batch(
         shown = f"{shown} {title!r}"
         try:
             raw = [m for node in branch(conversation) if (m := message_of(node))]
-            records = normalise_messages(raw, tz, max_message_chars)
+            records = clean_records(normalise_messages(raw, tz, max_message_chars), max_message_chars)
         except ValueError as exc:
             batch.skip(shown, str(exc))
             continue
