@@ -102,10 +102,10 @@ async def _search_job(files, queries, limit, chunk_chars) -> list[list[Hit]]:
         async with ReMe(workspace_dir=workspace, timezone="UTC", **overrides) as app:
             await app.run("reindex")
             results = []
-            for query in queries:
+            for query in queries:  # pages the app generates itself (digest/_buckets.md) are not scored
                 response = await app.run("search", query=query, limit=limit, expand_links=False)
                 if not response.success:
                     raise RuntimeError(f"search failed: {response.answer}")
-                rows = response.metadata.get("results", [])
+                rows = [r for r in response.metadata.get("results", []) if r["path"] in files]
                 results.append([Hit(r["path"], r["start_line"], r["end_line"], r["text"]) for r in rows])
             return results

@@ -1,0 +1,41 @@
+"""The fixed, documented subsamples the dense and hybrid benchmarks embed (CPU-bound: ~2 KB/s per core).
+
+BM25 alone is always reported on the same subsample as the hybrid, so every comparison is fair.
+All choices are deterministic (sorted ids, a seeded shuffle); none looks at results.
+"""
+
+from __future__ import annotations
+
+import random
+
+from datasets import BeirSet
+
+# LongMemEval-S dev: the first six cases (by id) whose question has answer sessions:
+# 000001 000003 000007 multi-session (2, 3, 4 sessions), 000002 000005 preference, 000006 user.
+LONGMEMEVAL_CASES = 6
+SCIFACT_DOCS = 1000  # every test query's relevant documents + seeded random distractors
+CMRC_PASSAGES = 250  # seeded random passages, with every question written on them
+SEED = 14
+
+
+def longmemeval_subset(cases: list[dict], count: int = LONGMEMEVAL_CASES) -> list[dict]:
+    answered = [case for case in cases if any(q["metadata"]["answer_session_ids"] for q in case["queries"])]
+    return answered[:count]
+
+
+def scifact_subset(data: BeirSet, size: int = SCIFACT_DOCS) -> BeirSet:
+    relevant = sorted({doc for judged in data.qrels.values() for doc in judged if doc in data.corpus})
+    others = sorted(set(data.corpus) - set(relevant))
+    random.Random(SEED).shuffle(others)
+    keep = set(relevant) | set(others[: max(0, size - len(relevant))])
+    corpus = {doc: text for doc, text in data.corpus.items() if doc in keep}
+    return BeirSet(corpus, data.queries, data.qrels)
+
+
+def cmrc_subset(data: BeirSet, size: int = CMRC_PASSAGES) -> BeirSet:
+    passages = sorted(data.corpus)
+    random.Random(SEED).shuffle(passages)
+    keep = set(passages[:size])
+    qrels = {q: judged for q, judged in data.qrels.items() if set(judged) <= keep}
+    corpus = {doc: text for doc, text in data.corpus.items() if doc in keep}
+    return BeirSet(corpus, {q: t for q, t in data.queries.items() if q in qrels}, qrels)
