@@ -30,7 +30,7 @@ class TrigramVectors:
         text = text.lower()
         return {text[i : i + 3] for i in range(len(text) - 2)}
 
-    async def search(self, query: str, limit: int, filters: SearchFilters) -> list[tuple[str, float]]:
+    def search(self, query: str, limit: int, filters: SearchFilters) -> list[tuple[str, float]]:
         wanted = self.grams(query)
         rows = self.store.query("SELECT chunk_id, path, text FROM chunks")
         scored = [
@@ -39,6 +39,9 @@ class TrigramVectors:
             if not filters.path_prefix or path.startswith(filters.path_prefix)
         ]
         return sorted((s for s in scored if s[1] > 0), key=lambda s: -s[1])[:limit]
+
+    def pending(self) -> int:
+        return 0
 
 
 async def test_vector_branch_is_fused_with_keywords(app) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from datetime import date, datetime, tzinfo
 from pathlib import Path
 from typing import Any
@@ -118,12 +118,13 @@ class Application:
             configs[name] = raw
         return configs
 
-    def _requirements(self, name: str, raw: dict[str, Any]) -> list[str]:
+    def _requirements(self, name: str, raw: dict[str, Any], configured: Mapping[str, Any]) -> list[str]:
         try:
             cls = COMPONENTS.get(raw["backend"])
         except KeyError as exc:
             raise ConfigError(f"components.{name}.backend: {exc.args[0]}") from None
-        return [*cls.requires, *raw.get("requires", [])]
+        used = [other for other in cls.uses(raw) if other in configured]
+        return [*cls.requires, *raw.get("requires", []), *used]
 
     def _start_order(self) -> list[str]:
         """Topological order of the configured components by their `requires`."""
@@ -137,7 +138,7 @@ class Application:
             if name in visiting:
                 raise ComponentError(f"components form a dependency cycle: {' -> '.join((*chain, name))}")
             visiting.add(name)
-            for dep in self._requirements(name, configs[name]):
+            for dep in self._requirements(name, configs[name], configs):
                 if dep not in configs:
                     raise ComponentError(f"component {name!r} requires {dep!r}, which is not configured")
                 visit(dep, (*chain, name))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
@@ -22,6 +23,11 @@ class Component:
         self.app = app
         self.name = name
         self.settings = settings
+
+    @classmethod
+    def uses(cls, settings: Mapping[str, Any]) -> tuple[str, ...]:
+        """Components this one uses when they are configured: started first, skipped when absent."""
+        return ()
 
     async def start(self) -> None:
         """Acquire resources; raise to abort application start."""

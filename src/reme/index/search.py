@@ -7,6 +7,7 @@ the engine commit and the catalog commit) is dropped, so readers only ever see c
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from datetime import date
@@ -16,8 +17,10 @@ from reme.index.diversify import diversify
 from reme.index.graph import LinkGraph
 from reme.index.keyword import KeywordIndex
 from reme.index.store import MetadataStore
+from reme.workspace.dates import path_day
 
 RRF_K = 60
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -27,11 +30,29 @@ class SearchFilters:
     end_date: date | None = None
     strict_date_filter: bool = False
 
+    def admits(self, path: str) -> bool:
+        """Whether a chunk of `path` passes these filters (the keyword engine's rules, for other branches)."""
+        if self.path_prefix and not path.startswith(self.path_prefix):
+            return False
+        if self.start_date is None and self.end_date is None:
+            return True
+        day = path_day(path)
+        if day is None:
+            return not self.strict_date_filter
+        return (self.start_date is None or day >= self.start_date) and (
+            self.end_date is None or day <= self.end_date
+        )
+
 
 class VectorBranch(Protocol):
-    """What an embedding-backed vector store offers the search (off by default)."""
+    """What the vector index offers the search (`reme.index.vectors.VectorIndex`; off by default).
 
-    async def search(self, query: str, limit: int, filters: SearchFilters) -> list[tuple[str, float]]: ...
+    Blocking calls (a query is embedded): the searcher runs them in a worker thread.
+    """
+
+    def search(self, query: str, limit: int, filters: SearchFilters) -> list[tuple[str, float]]: ...
+
+    def pending(self) -> int: ...
 
 
 @dataclass
@@ -113,13 +134,27 @@ class Searcher:
             )
         keyword_hits, vector_hits = await asyncio.gather(
             asyncio.to_thread(self._keyword, query, fetch, filters),
-            self.vector.search(query, fetch, filters),
+            asyncio.to_thread(self._vector, query, fetch, filters),
         )
-        if keyword_hits and vector_hits:
-            scored = reciprocal_rank_fusion(keyword_hits, vector_hits, self.vector_weight)
-        else:
-            scored = keyword_hits or vector_hits
-        return await asyncio.to_thread(self._finish, scored, *finish)
+        return await asyncio.to_thread(self._finish, self._fuse(keyword_hits, vector_hits), *finish)
+
+    def _vector(self, query: str, limit: int, filters: SearchFilters) -> list[tuple[str, float]]:
+        """The vector branch's ranking; empty (keyword alone) when it fails, e.g. an endpoint is down."""
+        if self.vector is None:
+            return []
+        try:
+            return self.vector.search(query, limit, filters)
+        except Exception:
+            log.warning("vector search failed; answering from the keyword index alone", exc_info=True)
+            return []
+
+    def _fuse(
+        self, keyword: list[tuple[str, float]], vector: list[tuple[str, float]]
+    ) -> list[tuple[str, float]]:
+        """SPEC 5.3: both branches present → RRF; one branch → its own scores."""
+        if keyword and vector:
+            return reciprocal_rank_fusion(keyword, vector, self.vector_weight)
+        return keyword or vector
 
     def _finish(
         self, scored: list[tuple[str, float]], limit: int, min_score: float, expand: bool, per_direction: int
@@ -178,13 +213,16 @@ class Searcher:
         """
         prefix = folder.rstrip("/") + "/"
         fetch = max(limit * self.candidate_multiplier, limit)
+        filters = SearchFilters(path_prefix=prefix)
         while True:
-            scored = self.keyword.search(query, fetch, prefix)
+            keyword = self.keyword.search(query, fetch, prefix)
+            vector = self._vector(query, fetch, filters)
+            scored = self._fuse(keyword, vector)
             best: dict[str, float] = {}
             for hit in self.hydrate(scored):
                 if not any(part.startswith("_") for part in hit.path[len(prefix) :].split("/")):
                     best.setdefault(hit.path, hit.score)
-            if len(best) >= limit or len(scored) < fetch:
+            if len(best) >= limit or (len(keyword) < fetch and len(vector) < fetch):
                 break
             fetch *= 4
         rows = self.store.files(best)

@@ -15,19 +15,23 @@ import sqlite3
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reme.index.chunking import CHUNKER_VERSION, DEFAULT_CHUNK_CHARS, DEFAULT_CONTEXT_CHARS
+from reme.index.embedding import Embedder
 from reme.index.graph import LinkGraph
 from reme.index.guard import IndexGuard
 from reme.index.keyword import KeywordIndex, engine_folder
 from reme.index.progress import IndexProgress
-from reme.index.search import Searcher, VectorBranch
+from reme.index.search import Searcher
 from reme.index.sources import Scope
 from reme.index.store import MetadataStore
 from reme.index.sync import MAX_FILE_BYTES, Indexer, Progress, SyncReport
 from reme.index.tokenizer import Tokenizer
 from reme.workspace.paths import check_relative
+
+if TYPE_CHECKING:
+    from reme.index.vectors import VectorIndex
 
 DB_NAME = "index.sqlite3"
 log = logging.getLogger(__name__)
@@ -64,7 +68,8 @@ class IndexService:
         scope: Scope,
         settings: IndexSettings,
         tokenizer: Tokenizer,
-        vector: VectorBranch | None = None,
+        embedder: Embedder | None = None,
+        embed_batch_size: int = 16,
     ) -> None:
         self.root = root
         self.metadata_dir = metadata_dir
@@ -72,7 +77,9 @@ class IndexService:
         self.sources = scope.sources
         self.settings = settings
         self.tokenizer = tokenizer
-        self.vector = vector
+        self.embedder = embedder
+        self.embed_batch_size = embed_batch_size
+        self.vectors: VectorIndex | None = None  # the vector branch, when an embedder is configured
         self.last_repair: dict[str, Any] = {}
         self._ready = False
         self._ready_lock = threading.Lock()
@@ -97,12 +104,16 @@ class IndexService:
         )
         self.guard = IndexGuard(self.indexer)  # foreign interrupted writes, reasons for `degraded`
         self.graph = LinkGraph(self.root, store, self.indexer.is_indexable)
+        if self.embedder is not None:
+            from reme.index.vectors import VectorIndex  # numpy only when vectors are on
+
+            self.vectors = VectorIndex(self.metadata_dir, store, self.embedder, self.embed_batch_size)
         self.searcher = Searcher(
             store,
             self.keyword,
             self.graph,
             candidate_multiplier=self.settings.candidate_multiplier,
-            vector=self.vector,
+            vector=self.vectors,
             vector_weight=self.settings.vector_weight,
         )
         self._repair()
@@ -171,6 +182,8 @@ class IndexService:
         self.interrupt()
         with self.indexer.writing():
             self.store.close()
+        if self.vectors is not None:
+            self.vectors.close()
 
     def _store(self) -> MetadataStore:
         if self.store is None:
@@ -280,6 +293,8 @@ class IndexService:
             "pending_writes": len(self.store.intents()),
             "last_repair": self.last_repair,
         }
+        if self.vectors is not None:
+            health["vectors"] = self.vector_figures()
         return {**health, "reason": "; ".join(problems)} if problems else health
 
     def stats(self) -> dict[str, Any]:
@@ -295,7 +310,23 @@ class IndexService:
             "tokenizer": self.tokenizer.fingerprint,
             "ready": self._ready,
             "progress": self.progress.to_dict(),
+            **({"vectors": self.vector_figures()} if self.vectors is not None else {}),
         }
+
+    def vector_figures(self) -> dict[str, Any]:
+        """Vectors, pending and model; the failure instead when the model cannot be loaded or reached."""
+        if self.vectors is None:
+            return {"enabled": False}
+        try:
+            return {"enabled": True, **self.vectors.figures()}
+        except Exception as exc:
+            return {"enabled": True, "error": f"{type(exc).__name__}: {exc}"}
+
+    def embed_pending(self, progress: Progress | None = None) -> int:
+        """Embed every chunk still without a vector (batch by batch; shutdown ends it after a batch)."""
+        if self.vectors is None:
+            return 0
+        return self.vectors.embed_all(progress, self.indexer.stopping)
 
 
 def _size_with_wal(db_path: Path) -> int:

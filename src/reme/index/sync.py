@@ -112,6 +112,10 @@ class Indexer:
         """Let bulk work end after its current batch (shutdown): every finished batch is consistent."""
         self._stopping.set()
 
+    def stopping(self) -> bool:
+        """Whether `stop()` was called (bulk work elsewhere, such as embedding, ends too)."""
+        return self._stopping.is_set()
+
     # what is indexed -----------------------------------------------------------------------------
 
     @property

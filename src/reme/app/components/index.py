@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from reme.app.component import Component
@@ -15,7 +16,7 @@ from reme.app.components.workspace import workspace_of
 from reme.app.registry import register_component
 from reme.errors import ReMeError
 from reme.index.chunking import DEFAULT_CHUNK_CHARS
-from reme.index.search import VectorBranch
+from reme.index.embedding import Embedder, is_embedder
 from reme.index.service import IndexService, IndexSettings
 from reme.index.sources import configured_scope
 from reme.index.sync import MAX_FILE_BYTES
@@ -62,27 +63,37 @@ class IndexComponent(Component):
         self._vector_name = vector
         self.service: IndexService | None = None
 
+    @classmethod
+    def uses(cls, settings: Mapping[str, Any]) -> tuple[str, ...]:
+        """The embedding component named by `vector` starts first when it is enabled."""
+        vector = settings.get("vector")
+        return (vector,) if isinstance(vector, str) and vector else ()
+
     async def start(self) -> None:
         workspace = workspace_of(self.app)
+        embedder = self._embedder()
         service = IndexService(
             workspace.root,
             workspace.root / workspace.folder("metadata"),
             scope=configured_scope(workspace.dirs, *self._scope_settings),
             settings=self.index_settings,
             tokenizer=self.tokenizer,
-            vector=self._vector_branch(),
+            embedder=embedder,
+            embed_batch_size=int(getattr(embedder, "batch_size", 16)),
         )
         await asyncio.to_thread(service.open)
         self.service = service
 
-    def _vector_branch(self) -> VectorBranch | None:
-        """The seam for hybrid search: a configured component offering `async search(query, limit, filters)`."""
+    def _embedder(self) -> Embedder | None:
+        """The embedding component named by `vector` when it is configured and enabled, else None."""
         if not self._vector_name:
             return None
-        component = self.app.component(self._vector_name)
-        if not callable(getattr(component, "search", None)):
+        component = self.app.components.get(self._vector_name)
+        if component is None:
+            return None
+        if not is_embedder(component):
             raise ValueError(
-                f"component {self._vector_name!r} has no search(query, limit, filters) for hybrid search"
+                f"component {self._vector_name!r} is not an embedder (stamp, embed_passages, embed_query)"
             )
         return component  # type: ignore[return-value]
 

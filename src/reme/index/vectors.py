@@ -1,0 +1,339 @@
+"""The vector index (SPEC 5.2): a cache of chunk embeddings in `metadata/vectors.sqlite3`, searched
+brute force in memory.
+
+- One vector per distinct embedded string (`embedding_text` of a chunk), keyed by its content hash
+  (`embedding_key`): an unchanged chunk is never embedded again — not after an edit elsewhere in
+  its file, a move, a `reindex` or a restart, because the catalog may be rebuilt but this cache is not.
+- The cache is stamped with the embedder's (backend, model, dimension). A different stamp drops
+  every vector before the first new one is written, inside that write's transaction: two vector
+  spaces never meet, and the files re-embed in the background.
+- Crash consistency: each batch of vectors is one SQLite (WAL) transaction, so a kill leaves the
+  cache without that batch, never with half a vector; what is missing is simply still pending.
+- Queries: the catalog's chunks with a cached vector form a float32 matrix (rows reused as chunks
+  come and go); a query is one matrix-vector product over the rows the filters admit. numpy is
+  imported only here, and this module only when an embedder is configured.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from reme.index.embedding import Embedder, Stamp, embedding_key, embedding_text
+from reme.index.search import SearchFilters
+from reme.index.store import MetadataStore
+
+VECTORS_DB = "vectors.sqlite3"
+log = logging.getLogger(__name__)
+
+
+class VectorCache:
+    """`key -> vector` for one stamp, in SQLite (WAL); shared by every process of the workspace."""
+
+    BUSY_TIMEOUT_S = 30.0
+
+    def __init__(self, db_path: Path, stamp: Stamp) -> None:
+        self.db_path = db_path
+        self.stamp = stamp
+        self._stamp_json = json.dumps(stamp.to_dict(), sort_keys=True)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(
+            db_path, check_same_thread=False, isolation_level=None, timeout=self.BUSY_TIMEOUT_S
+        )
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        with self._transaction() as db:
+            db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _meta(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def ours(self) -> bool:
+        """Whether the cached vectors are of this stamp's space (another model may have written last)."""
+        with self._lock:
+            return self._meta("stamp") == self._stamp_json
+
+    def version(self) -> int:
+        """Bumped by every write, from any process: a reader re-looks-up what it still misses."""
+        with self._lock:
+            return int(self._meta("version") or 0)
+
+    def get(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        """The cached vectors among `keys` (none when the cache holds another stamp's space)."""
+        found: dict[str, np.ndarray] = {}
+        with self._lock:
+            if self._meta("stamp") != self._stamp_json:
+                return found
+            for start in range(0, len(keys), 500):
+                batch = list(keys[start : start + 500])
+                marks = ",".join("?" * len(batch))
+                for key, blob in self._db.execute(
+                    f"SELECT key, vector FROM vectors WHERE key IN ({marks})", batch
+                ):
+                    vector = np.frombuffer(blob, dtype=np.float32)
+                    if vector.shape[0] == self.stamp.dimension:
+                        found[key] = vector
+        return found
+
+    def put(self, items: Sequence[tuple[str, np.ndarray]]) -> None:
+        """Store a batch atomically; first drop every vector of another stamp (never mix spaces)."""
+        with self._transaction() as db:
+            if self._meta("stamp") != self._stamp_json:
+                db.execute("DELETE FROM vectors")
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('stamp', ?)", (self._stamp_json,))
+            db.executemany(
+                "INSERT OR REPLACE INTO vectors VALUES (?, ?)",
+                [(key, np.asarray(vector, dtype=np.float32).tobytes()) for key, vector in items],
+            )
+            db.execute(
+                "INSERT INTO meta VALUES ('version', '1') "
+                "ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+            )
+
+    def count(self) -> int:
+        with self._lock:
+            if self._meta("stamp") != self._stamp_json:
+                return 0
+            return int(self._db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
+
+    def size_bytes(self) -> int:
+        return sum(
+            p.stat().st_size
+            for p in (self.db_path, self.db_path.with_name(self.db_path.name + "-wal"))
+            if p.exists()
+        )
+
+
+@dataclass
+class _Pending:
+    key: str
+    text: str
+
+
+class VectorIndex:
+    """The vector branch of the search over the catalog's chunks; thread-safe.
+
+    `refresh()` follows the catalog (one read when nothing changed); `embed_batch()` embeds the
+    next batch of chunks without a vector (the index loop calls it in a worker thread);
+    `search()` ranks the embedded chunks the filters admit.
+    """
+
+    def __init__(self, metadata_dir: Path, catalog: MetadataStore, embedder: Embedder, batch_size: int = 16):
+        self.db_path = metadata_dir / VECTORS_DB
+        self.catalog = catalog
+        self.embedder = embedder
+        self.batch_size = max(1, batch_size)
+        self._lock = threading.RLock()
+        self._embed_lock = threading.Lock()  # one batch at a time in this process
+        self._cache: VectorCache | None = None
+        self._rows: dict[str, int] = {}  # chunk id -> matrix row
+        self._free: list[int] = []
+        self._matrix = np.zeros((0, 0), dtype=np.float32)
+        self._used = 0  # rows ever handed out (live or free)
+        self._alive = np.zeros(0, dtype=bool)
+        self._row_path = np.zeros(0, dtype=np.int32)  # row -> index into _paths
+        self._row_ids: list[str] = []  # row -> chunk id (stale for free rows)
+        self._paths: list[str] = []
+        self._path_ids: dict[str, int] = {}
+        self._pending: dict[str, _Pending] = {}  # chunk id -> what to embed
+        self._pending_path: dict[str, str] = {}
+        self._seen: tuple[int, int] | None = None  # (catalog generation, cache version) last synced
+        self.last_error: str | None = None
+        self.embedded = 0  # vectors this process computed (figures, tests)
+
+    # state ---------------------------------------------------------------------------------------
+
+    def cache(self) -> VectorCache:
+        """The cache for the embedder's stamp (loading the model the first time)."""
+        with self._lock:
+            if self._cache is None:
+                self._cache = VectorCache(self.db_path, self.embedder.stamp)
+                dimension = self._cache.stamp.dimension
+                self._matrix = np.zeros((0, dimension), dtype=np.float32)
+            return self._cache
+
+    def close(self) -> None:
+        with self._lock:
+            if self._cache is not None:
+                self._cache.close()
+
+    def refresh(self) -> None:
+        """Follow the catalog: drop gone chunks, pick up new ones (cached vector, else pending)."""
+        cache = self.cache()
+        with self._lock:
+            seen = (self.catalog.generation(), cache.version())
+            if seen == self._seen:
+                return
+            ids = {row[0] for row in self.catalog.query("SELECT chunk_id FROM chunks")}
+            for chunk_id in [c for c in self._rows if c not in ids]:
+                self._drop_row(chunk_id)
+            for chunk_id in [c for c in self._pending if c not in ids]:
+                del self._pending[chunk_id], self._pending_path[chunk_id]
+            known = self._rows.keys() | self._pending.keys()
+            new = [c for c in ids if c not in known]
+            for chunk_id, path, pending in self._describe(new):
+                self._pending[chunk_id], self._pending_path[chunk_id] = pending, path
+            if new or self._seen is None or seen[1] != self._seen[1]:
+                self._adopt(cache)
+            self._seen = seen
+
+    def _describe(self, chunk_ids: list[str]) -> Iterator[tuple[str, str, _Pending]]:
+        for row in self.catalog.chunks_by_id(chunk_ids).values():
+            text = embedding_text(row.heading_path, row.text)
+            yield row.chunk_id, row.path, _Pending(embedding_key(text), text)
+
+    def _adopt(self, cache: VectorCache) -> None:
+        """Move pending chunks whose vector is already cached (by any process) into the matrix."""
+        found = cache.get(list({p.key for p in self._pending.values()}))
+        for chunk_id in [c for c, p in self._pending.items() if p.key in found]:
+            pending = self._pending.pop(chunk_id)
+            self._add_row(chunk_id, self._pending_path.pop(chunk_id), found[pending.key])
+
+    def _add_row(self, chunk_id: str, path: str, vector: np.ndarray) -> None:
+        if self._free:
+            row = self._free.pop()
+        else:
+            row, self._used = self._used, self._used + 1
+            self._row_ids.append(chunk_id)
+            if row >= self._matrix.shape[0]:
+                grown = max(16, 2 * self._matrix.shape[0])
+                self._matrix = _grow(self._matrix, grown)
+                self._row_path = _grow(self._row_path, grown)
+                self._alive = _grow(self._alive, grown)
+        if path not in self._path_ids:
+            self._path_ids[path] = len(self._paths)
+            self._paths.append(path)
+        self._matrix[row] = vector
+        self._row_path[row] = self._path_ids[path]
+        self._alive[row] = True
+        self._rows[chunk_id] = row
+        self._row_ids[row] = chunk_id
+
+    def _drop_row(self, chunk_id: str) -> None:
+        row = self._rows.pop(chunk_id)
+        self._alive[row] = False
+        self._free.append(row)
+
+    # embedding -----------------------------------------------------------------------------------
+
+    def pending(self) -> int:
+        """Chunks of the catalog still without a vector (after following the catalog)."""
+        self.refresh()
+        with self._lock:
+            return len(self._pending)
+
+    def embed_batch(self) -> int:
+        """Embed and store the next batch of pending chunks; how many were embedded (0: none pending).
+
+        The model runs outside the index lock, so searches go on meanwhile; texts that repeat
+        (the same line in many files) are embedded once.
+        """
+        with self._embed_lock:
+            self.refresh()
+            with self._lock:
+                batch: dict[str, str] = {}
+                for pending in self._pending.values():
+                    batch.setdefault(pending.key, pending.text)
+                    if len(batch) >= self.batch_size:
+                        break
+            if not batch:
+                return 0
+            keys, texts = list(batch), list(batch.values())
+            try:
+                vectors = self.embedder.embed_passages(texts)
+                dimension = self.cache().stamp.dimension
+                if vectors.shape != (len(texts), dimension):
+                    raise ValueError(
+                        f"the embedder returned shape {vectors.shape} for {len(texts)} text(s) of "
+                        f"dimension {dimension}"
+                    )
+            except Exception as exc:
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                raise
+            self.cache().put(list(zip(keys, vectors, strict=True)))
+            self.last_error = None
+            self.embedded += len(keys)
+            with self._lock:
+                self._adopt(self.cache())
+            return len(keys)
+
+    def embed_all(self, progress: Any = None, should_stop: Any = None) -> int:
+        """Embed until nothing is pending (or `should_stop()`); `progress(done, total)` after each batch."""
+        total = self.pending()
+        done = 0
+        while not (should_stop and should_stop()):
+            count = self.embed_batch()
+            if not count:
+                break
+            done += count
+            if progress is not None:
+                progress(min(done, total), max(total, done))
+        return done
+
+    # search --------------------------------------------------------------------------------------
+
+    def search(self, query: str, limit: int, filters: SearchFilters) -> list[tuple[str, float]]:
+        """The `limit` embedded chunks closest to `query` (cosine) among those the filters admit."""
+        self.refresh()
+        query_vector = np.asarray(self.embedder.embed_query(query), dtype=np.float32)
+        with self._lock:
+            admitted = self._alive[: self._used]
+            if filters != SearchFilters():
+                allowed = np.fromiter(map(filters.admits, self._paths), dtype=bool, count=len(self._paths))
+                admitted = admitted & allowed[self._row_path[: self._used]]
+            admitted_count = int(admitted.sum())
+            if not admitted_count or limit < 1:
+                return []
+            scores = self._matrix[: self._used] @ query_vector  # no copy of the matrix
+            scores[~admitted] = -np.inf
+            take = min(limit, admitted_count)
+            top = (
+                np.argpartition(-scores, take - 1)[:take] if take < len(scores) else np.flatnonzero(admitted)
+            )
+            ranked = [(self._row_ids[int(row)], float(scores[row])) for row in top]
+        return sorted(ranked, key=lambda item: (-item[1], item[0]))
+
+    def figures(self) -> dict[str, Any]:
+        """What `status`/`health_check` report: vectors, pending, model."""
+        stamp = self.cache().stamp
+        pending = self.pending()
+        with self._lock:
+            return {
+                "vectors": len(self._rows),
+                "vectors_pending": pending,
+                "model": stamp.to_dict(),
+                "vector_bytes": self.cache().size_bytes(),
+                "last_error": self.last_error,
+            }
+
+
+def _grow(array: np.ndarray, rows: int) -> np.ndarray:
+    grown = np.zeros((rows, *array.shape[1:]), dtype=array.dtype)
+    grown[: array.shape[0]] = array
+    return grown
