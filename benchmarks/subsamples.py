@@ -10,10 +10,10 @@ import random
 
 from datasets import BeirSet
 
-# LongMemEval-S dev: the first six cases (by id) whose question has answer sessions:
-# 000001 000003 000007 multi-session (2, 3, 4 sessions), 000002 000005 preference, 000006 user.
-LONGMEMEVAL_CASES = 6
-SCIFACT_DOCS = 1000  # every test query's relevant documents + seeded random distractors
+# LongMemEval-S dev: the first three cases (by id) whose question has answer sessions:
+# 000001 and 000003 multi-session (2 and 3 answer sessions), 000002 single-session preference.
+LONGMEMEVAL_CASES = 3
+SCIFACT_DOCS = 600  # every test query's relevant documents + seeded random distractors
 CMRC_PASSAGES = 250  # seeded random passages, with every question written on them
 SEED = 14
 
