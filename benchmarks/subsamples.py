@@ -13,6 +13,7 @@ from datasets import BeirSet
 # LongMemEval-S dev: the first three cases (by id) whose question has answer sessions:
 # 000001 and 000003 multi-session (2 and 3 answer sessions), 000002 single-session preference.
 LONGMEMEVAL_CASES = 3
+SMALL_HAYSTACK_DISTRACTORS = 5  # the other answered cases: answer sessions + this many seeded others
 SCIFACT_DOCS = 600  # every test query's relevant documents + seeded random distractors
 CMRC_PASSAGES = 250  # seeded random passages, with every question written on them
 SEED = 14
@@ -21,6 +22,22 @@ SEED = 14
 def longmemeval_subset(cases: list[dict], count: int = LONGMEMEVAL_CASES) -> list[dict]:
     answered = [case for case in cases if any(q["metadata"]["answer_session_ids"] for q in case["queries"])]
     return answered[:count]
+
+
+def longmemeval_small_haystacks(
+    cases: list[dict], skip: int = LONGMEMEVAL_CASES, distractors: int = SMALL_HAYSTACK_DISTRACTORS
+) -> list[dict]:
+    """The answered cases after the first `skip`, each cut to its answer sessions plus `distractors`
+    seeded others (original order kept), so many more questions fit the embedding budget."""
+    small = []
+    for case in longmemeval_subset(cases, len(cases))[skip:]:
+        gold = {sid for q in case["queries"] for sid in q["metadata"]["answer_session_ids"]}
+        others = [s["session_id"] for s in case["sessions"] if s["session_id"] not in gold]
+        keep = gold | set(
+            random.Random(f"{SEED}:{case['case_id']}").sample(others, min(distractors, len(others)))
+        )
+        small.append({**case, "sessions": [s for s in case["sessions"] if s["session_id"] in keep]})
+    return small
 
 
 def scifact_subset(data: BeirSet, size: int = SCIFACT_DOCS) -> BeirSet:
