@@ -25,6 +25,7 @@ import importlib.util
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -38,7 +39,13 @@ from retrieval_longmemeval import SEARCH_LIMIT as LME_LIMIT  # noqa: E402
 from retrieval_longmemeval import SESSION_KS, answered, case_files  # noqa: E402
 from retrieval_longmemeval import question_row as lme_row  # noqa: E402
 from retrieval_metrics import BUDGETS, mean  # noqa: E402
-from subsamples import cmrc_subset, longmemeval_subset, scifact_subset  # noqa: E402
+from subsamples import (  # noqa: E402
+    SMALL_HAYSTACK_DISTRACTORS,
+    cmrc_subset,
+    longmemeval_small_haystacks,
+    longmemeval_subset,
+    scifact_subset,
+)  # noqa: E402
 
 BM25 = Mode("bm25", None)
 DENSE = Mode("dense", 1.0)
@@ -252,16 +259,15 @@ def main() -> None:
             f"LongMemEval-S dev, all {len(everything)} cases, BM25", longmemeval(everything, [plain, BM25])
         )
         if vectors:
+            modes = [plain, BM25, chosen, replace(chosen, diversify=False), DENSE]
             subset = longmemeval_subset(everything)
-            modes = [
-                plain,
-                BM25,
-                chosen,
-                Mode("hybrid", chosen.vector_weight, chosen.candidate_multiplier, False),
-                DENSE,
-            ]
-            title = f"LongMemEval-S dev, subset of {len(subset)} cases ({', '.join(c['case_id'] for c in subset)})"
-            longmemeval_report(title, longmemeval(subset, modes))
+            ids = ", ".join(c["case_id"] for c in subset)
+            longmemeval_report(
+                f"LongMemEval-S dev, first {len(subset)} answered cases ({ids})", longmemeval(subset, modes)
+            )
+            small = longmemeval_small_haystacks(everything)
+            title = f"LongMemEval-S dev, the other {len(small)} answered cases, answer sessions + {SMALL_HAYSTACK_DISTRACTORS} others"
+            longmemeval_report(title, longmemeval(small, modes))
     beir_sets = {
         "scifact": lambda: scifact_subset(beir_set(DATA_DIR / "beir-scifact")),
         "cmrc": lambda: cmrc_subset(beir_set(DATA_DIR / "cmrc2018" / "beir-dev")),
