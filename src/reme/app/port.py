@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -23,7 +24,7 @@ from filelock import FileLock, Timeout
 from reme.app.components.llm import LLMComponent
 from reme.app.components.workspace import workspace_of
 from reme.errors import Conflict, LLMUnavailable, ReMeError
-from reme.pipelines.port import FileEntry, FileText, ModelHandle
+from reme.pipelines.port import Embeddings, FileEntry, FileText, ModelHandle
 from reme.workspace.atomic import atomic_write
 from reme.workspace.paths import check_segment
 
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
     from reme.app.application import Application
     from reme.app.jobs import Response
     from reme.llm.tools import ToolSpec
+
+log = logging.getLogger(__name__)
 
 _LOCKS: WeakKeyDictionary[Any, dict[str, asyncio.Lock]] = WeakKeyDictionary()
 
@@ -149,6 +152,25 @@ class AppPort:
     async def traverse(self, paths: Sequence[str], *, depth: int, direction: str = "both") -> dict[str, Any]:
         meta = (await self._call("traverse", path=list(paths), depth=depth, direction=direction)).metadata
         return {"nodes": list(meta.get("nodes") or []), "edges": list(meta.get("edges") or [])}
+
+    async def embed(self, texts: Sequence[str]) -> Embeddings | None:
+        component = self.app.components.get("index")
+        embedder = getattr(getattr(component, "service", None), "embedder", None)
+        if embedder is None:
+            return None
+
+        def run() -> Embeddings:
+            stamp = embedder.stamp
+            vectors = embedder.embed_passages(list(texts)) if texts else []
+            return Embeddings(f"{stamp.model}@{stamp.dimension}", [list(map(float, row)) for row in vectors])
+
+        try:
+            return await asyncio.to_thread(run)
+        except Exception:
+            log.warning(
+                "embedding %d text(s) failed; falling back to lexical similarity", len(texts), exc_info=True
+            )
+            return None
 
     # state and concurrency -----------------------------------------------------------------------
 

@@ -294,7 +294,11 @@ class IndexService:
             "last_repair": self.last_repair,
         }
         if self.vectors is not None:
-            health["vectors"] = self.vector_figures()
+            health["vectors"] = figures = self.vector_figures()
+            failure = figures.get("error") or figures.get("last_error")
+            if failure:
+                problems.append(f"embedding failed ({failure}); keyword search still works")
+                health["status"] = "degraded"
         return {**health, "reason": "; ".join(problems)} if problems else health
 
     def stats(self) -> dict[str, Any]:
@@ -305,7 +309,7 @@ class IndexService:
             **counts,
             "keyword_docs": self.keyword.num_docs,
             "pending_links": len(self.graph.pending_edges()),
-            "catalog_bytes": _size_with_wal(store.db_path),
+            "catalog_bytes": store.size_bytes(),
             "keyword_bytes": engine_bytes,
             "tokenizer": self.tokenizer.fingerprint,
             "ready": self._ready,
@@ -327,7 +331,3 @@ class IndexService:
         if self.vectors is None:
             return 0
         return self.vectors.embed_all(progress, self.indexer.stopping)
-
-
-def _size_with_wal(db_path: Path) -> int:
-    return sum(p.stat().st_size for p in (db_path, db_path.with_name(db_path.name + "-wal")) if p.exists())

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+from reme.index.wal import WalDatabase
 
 SCHEMA_VERSION = 1
 
@@ -105,20 +104,11 @@ class FileRecord:
     links: list[LinkRow] = field(default_factory=list)
 
 
-class MetadataStore:
+class MetadataStore(WalDatabase):
     """SQLite catalog of indexed files, their chunks and their links."""
 
-    BUSY_TIMEOUT_S = 30.0  # how long to wait for another process's write transaction
-
     def __init__(self, db_path: Path) -> None:
-        self.db_path = db_path
-        db_path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.RLock()
-        self._db = sqlite3.connect(
-            db_path, check_same_thread=False, isolation_level=None, timeout=self.BUSY_TIMEOUT_S
-        )
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
+        super().__init__(db_path)
         with self.transaction() as db:
             tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             if "meta" in tables and self._get_meta(db, "schema_version") != str(SCHEMA_VERSION):
@@ -128,26 +118,6 @@ class MetadataStore:
                 if statement.strip():
                     db.execute(statement)
             db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-    @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One immediate (write-locked) transaction, rolled back on any error."""
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
-
-    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._lock:
-            return self._db.execute(sql, params).fetchall()
 
     # meta ----------------------------------------------------------------------------------------
 

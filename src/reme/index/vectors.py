@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,44 +29,22 @@ import numpy as np
 from reme.index.embedding import Embedder, Stamp, embedding_key, embedding_text
 from reme.index.search import SearchFilters
 from reme.index.store import MetadataStore
+from reme.index.wal import WalDatabase
 
 VECTORS_DB = "vectors.sqlite3"
 log = logging.getLogger(__name__)
 
 
-class VectorCache:
+class VectorCache(WalDatabase):
     """`key -> vector` for one stamp, in SQLite (WAL); shared by every process of the workspace."""
 
-    BUSY_TIMEOUT_S = 30.0
-
     def __init__(self, db_path: Path, stamp: Stamp) -> None:
-        self.db_path = db_path
+        super().__init__(db_path)
         self.stamp = stamp
         self._stamp_json = json.dumps(stamp.to_dict(), sort_keys=True)
-        self._lock = threading.RLock()
-        self._db = sqlite3.connect(
-            db_path, check_same_thread=False, isolation_level=None, timeout=self.BUSY_TIMEOUT_S
-        )
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        with self._transaction() as db:
+        with self.transaction() as db:
             db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
 
     def _meta(self, key: str) -> str | None:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -101,9 +77,11 @@ class VectorCache:
                         found[key] = vector
         return found
 
-    def put(self, items: Sequence[tuple[str, np.ndarray]]) -> None:
-        """Store a batch atomically; first drop every vector of another stamp (never mix spaces)."""
-        with self._transaction() as db:
+    def put(self, items: Sequence[tuple[str, np.ndarray]]) -> int:
+        """Store a batch atomically; first drop every vector of another stamp (never mix spaces).
+
+        Returns the cache's version after this write."""
+        with self.transaction() as db:
             if self._meta("stamp") != self._stamp_json:
                 db.execute("DELETE FROM vectors")
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('stamp', ?)", (self._stamp_json,))
@@ -115,19 +93,23 @@ class VectorCache:
                 "INSERT INTO meta VALUES ('version', '1') "
                 "ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
             )
+            return int(self._meta("version") or 0)
+
+    def keep_only(self, keys: set[str]) -> int:
+        """Delete every vector whose key is not in `keys` (one transaction); how many went."""
+        with self.transaction() as db:
+            db.execute("CREATE TEMP TABLE IF NOT EXISTS live (key TEXT PRIMARY KEY)")
+            db.execute("DELETE FROM live")
+            db.executemany("INSERT OR IGNORE INTO live VALUES (?)", [(key,) for key in keys])
+            removed = db.execute("DELETE FROM vectors WHERE key NOT IN (SELECT key FROM live)").rowcount
+            db.execute("DELETE FROM live")
+            return int(removed)
 
     def count(self) -> int:
         with self._lock:
             if self._meta("stamp") != self._stamp_json:
                 return 0
             return int(self._db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
-
-    def size_bytes(self) -> int:
-        return sum(
-            p.stat().st_size
-            for p in (self.db_path, self.db_path.with_name(self.db_path.name + "-wal"))
-            if p.exists()
-        )
 
 
 @dataclass
@@ -153,6 +135,7 @@ class VectorIndex:
         self._embed_lock = threading.Lock()  # one batch at a time in this process
         self._cache: VectorCache | None = None
         self._rows: dict[str, int] = {}  # chunk id -> matrix row
+        self._keys: dict[str, str] = {}  # chunk id -> cache key of its vector
         self._free: list[int] = []
         self._matrix = np.zeros((0, 0), dtype=np.float32)
         self._used = 0  # rows ever handed out (live or free)
@@ -179,7 +162,8 @@ class VectorIndex:
             return self._cache
 
     def close(self) -> None:
-        with self._lock:
+        """Close after the batch being embedded (if any) is stored."""
+        with self._embed_lock, self._lock:
             if self._cache is not None:
                 self._cache.close()
 
@@ -199,8 +183,8 @@ class VectorIndex:
             new = [c for c in ids if c not in known]
             for chunk_id, path, pending in self._describe(new):
                 self._pending[chunk_id], self._pending_path[chunk_id] = pending, path
-            if new or self._seen is None or seen[1] != self._seen[1]:
-                self._adopt(cache)
+            written_elsewhere = self._seen is None or seen[1] != self._seen[1]
+            self._adopt(cache, list(self._pending) if written_elsewhere else new)
             self._seen = seen
 
     def _describe(self, chunk_ids: list[str]) -> Iterator[tuple[str, str, _Pending]]:
@@ -208,12 +192,17 @@ class VectorIndex:
             text = embedding_text(row.heading_path, row.text)
             yield row.chunk_id, row.path, _Pending(embedding_key(text), text)
 
-    def _adopt(self, cache: VectorCache) -> None:
-        """Move pending chunks whose vector is already cached (by any process) into the matrix."""
-        found = cache.get(list({p.key for p in self._pending.values()}))
-        for chunk_id in [c for c, p in self._pending.items() if p.key in found]:
+    def _adopt(self, cache: VectorCache, chunk_ids: list[str]) -> None:
+        """Move these pending chunks into the matrix where their vector is cached (by any process)."""
+        if chunk_ids:
+            found = cache.get(list({self._pending[c].key for c in chunk_ids}))
+            self._place(found, chunk_ids)
+
+    def _place(self, vectors: dict[str, np.ndarray], chunk_ids: Iterable[str]) -> None:
+        for chunk_id in [c for c in chunk_ids if self._pending[c].key in vectors]:
             pending = self._pending.pop(chunk_id)
-            self._add_row(chunk_id, self._pending_path.pop(chunk_id), found[pending.key])
+            self._add_row(chunk_id, self._pending_path.pop(chunk_id), vectors[pending.key])
+            self._keys[chunk_id] = pending.key
 
     def _add_row(self, chunk_id: str, path: str, vector: np.ndarray) -> None:
         if self._free:
@@ -236,6 +225,7 @@ class VectorIndex:
         self._row_ids[row] = chunk_id
 
     def _drop_row(self, chunk_id: str) -> None:
+        del self._keys[chunk_id]
         row = self._rows.pop(chunk_id)
         self._alive[row] = False
         self._free.append(row)
@@ -276,11 +266,13 @@ class VectorIndex:
             except Exception as exc:
                 self.last_error = f"{type(exc).__name__}: {exc}"
                 raise
-            self.cache().put(list(zip(keys, vectors, strict=True)))
+            version = self.cache().put(list(zip(keys, vectors, strict=True)))
             self.last_error = None
             self.embedded += len(keys)
             with self._lock:
-                self._adopt(self.cache())
+                self._place(dict(zip(keys, vectors, strict=True)), list(self._pending))
+                if self._seen is not None and version == self._seen[1] + 1:  # no other writer meanwhile
+                    self._seen = (self._seen[0], version)
             return len(keys)
 
     def embed_all(self, progress: Any = None, should_stop: Any = None) -> int:
@@ -318,6 +310,18 @@ class VectorIndex:
             )
             ranked = [(self._row_ids[int(row)], float(scores[row])) for row in top]
         return sorted(ranked, key=lambda item: (-item[1], item[0]))
+
+    def prune(self, slack: int = 1000) -> int:
+        """Drop cached vectors no chunk of the catalog uses any more (edited or deleted text), once
+        there are more than `slack` of them; how many were dropped. A text that comes back is
+        simply embedded again."""
+        self.refresh()
+        with self._lock:
+            live = set(self._keys.values()) | {p.key for p in self._pending.values()}
+            cache = self.cache()
+            if cache.count() - len(live) <= slack:
+                return 0
+            return cache.keep_only(live)
 
     def figures(self) -> dict[str, Any]:
         """What `status`/`health_check` report: vectors, pending, model."""

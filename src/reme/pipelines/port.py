@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from reme.llm.settings import ModelSettings
     from reme.llm.tools import ToolSpec
 
+
 @dataclass(frozen=True)
 class FileText:
     """A text file as read: its content and the version stamps a compare-and-set save checks."""
@@ -42,6 +43,14 @@ class FileEntry:
     path: str
     size: int
     mtime: float
+
+
+@dataclass(frozen=True)
+class Embeddings:
+    """Vectors of some texts from the index's embedding model; `model` is `<name>@<dimension>`."""
+
+    model: str
+    vectors: list[list[float]]  # L2-normalised: a dot product is the cosine similarity
 
 
 @dataclass(frozen=True)
@@ -137,6 +146,10 @@ class MemoryPort(Protocol):
 
     async def traverse(self, paths: Sequence[str], *, depth: int, direction: str = "both") -> dict[str, Any]:
         """The link neighbourhood of `paths`: `{nodes: [{path, name, description, exists}], edges: [...]}`."""
+        ...
+
+    async def embed(self, texts: Sequence[str]) -> Embeddings | None:
+        """`texts` embedded by the model the search uses; None when vectors are off (or it fails)."""
         ...
 
     # state and concurrency -----------------------------------------------------------------------

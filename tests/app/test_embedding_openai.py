@@ -1,0 +1,124 @@
+"""The `openai_embedding` backend against a real local OpenAI-compatible server (the fake one):
+batching, retries on 429/5xx, clear errors, and hybrid search through the application."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("numpy", reason="vectors need numpy (pip install 'reme[vectors]')")
+
+import numpy as np  # noqa: E402
+
+from reme import ReMe  # noqa: E402
+from reme.errors import ReMeError  # noqa: E402
+from reme.index.search import SearchFilters  # noqa: E402
+from reme.llm.embed_openai import OpenAIEmbedder  # noqa: E402
+from reme.llm.testing.fake_openai import FakeOpenAI, hashed_words  # noqa: E402
+
+
+def client(server: FakeOpenAI, **settings) -> OpenAIEmbedder:
+    return OpenAIEmbedder(base_url=server.base_url, model="fake-embed", backoff_s=0.001, **settings)
+
+
+def test_passages_are_sent_in_batches_and_normalised(fake_server: FakeOpenAI) -> None:
+    embedder = client(fake_server, batch_size=3, api_key="sk-test")
+    texts = [f"note {i} about solar panels" for i in range(7)]
+    vectors = embedder.embed_passages(texts)
+    assert vectors.shape == (7, 8) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
+    raw = np.asarray(hashed_words(texts[4], 8), dtype=np.float32)
+    assert np.allclose(vectors[4], raw / np.linalg.norm(raw))
+    # one probe for the dimension, then batches of 3, 3, 1 in order
+    sizes = [len(body["input"]) for body in fake_server.embedding_requests]
+    assert sizes == [1, 3, 3, 1]
+    assert fake_server.embedding_requests[1]["model"] == "fake-embed"
+    assert embedder.stamp.to_dict() == {"backend": "openai", "model": "fake-embed", "dimension": 8}
+
+
+def test_a_configured_dimension_needs_no_probe_and_prefixes_are_added(fake_server: FakeOpenAI) -> None:
+    embedder = client(fake_server, dimension=8, query_prefix="query: ", passage_prefix="passage: ")
+    embedder.embed_query("what calms her")
+    embedder.embed_passages(["painting"])
+    assert [body["input"] for body in fake_server.embedding_requests] == [
+        ["query: what calms her"],
+        ["passage: painting"],
+    ]
+
+
+def test_transient_errors_are_retried_and_then_reported(fake_server: FakeOpenAI) -> None:
+    embedder = client(fake_server, dimension=8, max_retries=2)
+    fake_server.embedding_faults = [{"fault": "http", "status": 429}, {"fault": "http", "status": 503}]
+    assert embedder.embed_passages(["a", "b"]).shape == (2, 8)
+    assert len(fake_server.embedding_requests) == 3
+
+    fake_server.embedding_faults = [{"fault": "http", "status": 500}] * 3
+    with pytest.raises(ReMeError, match="HTTP 500"):
+        embedder.embed_passages(["c"])
+
+    fake_server.embedding_faults = [{"fault": "http", "status": 401}]
+    before = len(fake_server.embedding_requests)
+    with pytest.raises(ReMeError, match="HTTP 401"):
+        embedder.embed_passages(["d"])
+    assert len(fake_server.embedding_requests) == before + 1  # not retried: a key problem does not heal
+
+
+def test_a_dimension_mismatch_is_a_clear_error(fake_server: FakeOpenAI) -> None:
+    embedder = client(fake_server, dimension=8)
+    fake_server.embedding_faults = [{"fault": "dimension", "dimension": 4}]
+    with pytest.raises(ReMeError, match="dimension 4, but components.embedding.dimension is 8"):
+        embedder.embed_passages(["x"])
+
+
+def test_an_unreachable_endpoint_says_so() -> None:
+    embedder = OpenAIEmbedder(
+        base_url="http://127.0.0.1:9/v1", model="m", dimension=8, max_retries=1, backoff_s=0.001, timeout=2
+    )
+    with pytest.raises(ReMeError, match="cannot reach the embeddings endpoint"):
+        embedder.embed_query("anything")
+
+
+async def test_hybrid_search_through_the_openai_backend(fake_server: FakeOpenAI, tmp_path: Path) -> None:
+    fake_server.embedding_dimension = 256
+    root = tmp_path / "ws"
+    (root / "digest").mkdir(parents=True)
+    (root / "digest/solar.md").write_text("# Solar\n\nThe inverter of the roof panels failed.\n")
+    (root / "digest/tea.md").write_text("# Tea\n\nGreen tea steeps for two minutes.\n")
+    overrides = {
+        "components.embedding.enabled": True,
+        "components.embedding.backend": "openai_embedding",
+        "components.embedding.base_url": fake_server.base_url,
+        "components.embedding.model": "fake-embed",
+        "components.embedding.api_key": "sk-secret-value",
+    }
+    async with ReMe(workspace_dir=root, timezone="UTC", **overrides) as app:
+        index = app.component("index").service
+        index.ensure_ready()
+        assert index.embed_pending() == index.store.counts()["chunks"]
+        vector_only = index.vectors.search("panels roof", 1, SearchFilters())
+        assert index.store.chunks_by_id([vector_only[0][0]])[vector_only[0][0]].path == "digest/solar.md"
+        answer = await app.run("search", query="steeps minutes")
+        assert answer.metadata["results"][0]["path"] == "digest/tea.md"
+        assert answer.metadata["vectors_pending"] == 0
+        health = await app.run("health_check")
+        assert health.metadata["components"]["embedding"]["model"] == "fake-embed"
+        assert "sk-secret-value" not in str(health.metadata) and "sk-secret-value" not in health.answer
+
+        fake_server.embedding_faults = [{"fault": "http", "status": 500}] * 10  # the endpoint goes down
+        down = await app.run("search", query="steeps minutes")
+        assert down.success and down.metadata["results"][0]["path"] == "digest/tea.md"  # keyword alone
+
+
+async def test_openai_backend_without_a_model_refuses_to_start(tmp_path: Path) -> None:
+    overrides = {"components.embedding.enabled": True, "components.embedding.backend": "openai_embedding"}
+    with pytest.raises(Exception, match="model is required"):
+        async with ReMe(workspace_dir=tmp_path / "ws", timezone="UTC", **overrides):
+            pass
+
+
+async def test_an_unknown_embedding_backend_is_a_config_error(tmp_path: Path) -> None:
+    overrides = {"components.embedding.enabled": True, "components.embedding.backend": "no_such_model"}
+    with pytest.raises(Exception, match="no_such_model"):
+        async with ReMe(workspace_dir=tmp_path / "ws", timezone="UTC", **overrides):
+            pass

@@ -1,0 +1,287 @@
+"""Hybrid search with vectors (SPEC 5.2, 5.3): the vector cache, its stamps, background embedding,
+fusion in search and node_search, filters on the vector branch, what health and status say."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("numpy", reason="vectors need numpy (pip install 'reme[vectors]')")
+
+from tests.embedders import HashedWordsComponent, hashed_words_backend, vector_overrides  # noqa: E402
+
+from reme import ReMe  # noqa: E402
+from reme.index.search import RRF_K, SearchFilters  # noqa: E402
+from reme.index.vectors import VectorCache  # noqa: E402
+
+NOTES = {
+    "digest/hobbies.md": "# Hobbies\n\nPainting calms me down after a long week.\n",
+    "digest/car.md": "# Car\n\nThe garage replaced the brake pads on the old car.\n",
+    "digest/garden.md": "# Garden\n\nTomatoes need water every morning in July.\n",
+    "daily/2026-06-01/notes.md": "# Monday\n\nBooked the dentist for a cleaning.\n",
+    "daily/2026-06-03/notes.md": "# Wednesday\n\nBooked a table at the dentist's favourite cafe.\n",
+}
+
+
+@pytest.fixture(autouse=True)
+def backend():
+    with hashed_words_backend():
+        yield
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+
+
+def vector_app(workspace: Path, **extra) -> ReMe:
+    return ReMe(workspace_dir=workspace, timezone="UTC", **vector_overrides(**extra))
+
+
+def embedded_index(app: ReMe):
+    """The app's index, caught up with the files and with every chunk embedded."""
+    index = app.component("index").service
+    index.ensure_ready()
+    index.embed_pending()
+    return index
+
+
+def chunk_count(app: ReMe) -> int:
+    index = app.component("index").service
+    index.ensure_ready()
+    return index.store.counts()["chunks"]
+
+
+def embedder():
+    assert HashedWordsComponent.last is not None
+    return HashedWordsComponent.last
+
+
+async def test_search_fuses_what_is_embedded_and_says_what_is_pending(workspace_dir: Path) -> None:
+    write(workspace_dir, NOTES)
+    async with vector_app(workspace_dir) as app:
+        before = await app.run("search", query="how do I relax")
+        assert before.success
+        chunks = chunk_count(app)  # the notes and the digest's _buckets.md
+        assert before.metadata["vectors_pending"] == chunks
+        assert "not embedded yet" in before.answer
+        assert before.metadata["results"] == []  # no shared word, nothing embedded: keyword alone
+
+        index = app.component("index").service
+        assert index.embed_pending() == chunks
+        after = await app.run("search", query="how do I relax", limit=2)
+        assert after.metadata["vectors_pending"] == 0
+        assert "not embedded yet" not in after.answer
+        assert after.metadata["results"][0]["path"] == "digest/hobbies.md"  # a paraphrase, found by meaning
+        assert 0 < after.metadata["results"][0]["score"] <= 1  # one branch answered: its own (cosine) score
+
+
+async def test_both_branches_are_fused_with_reciprocal_rank_fusion(workspace_dir: Path) -> None:
+    write(workspace_dir, NOTES)
+    async with vector_app(workspace_dir, **{"components.index.vector_weight": 0.6}) as app:
+        index = embedded_index(app)
+        keyword = index.searcher._keyword("dentist cleaning", 15, SearchFilters())
+        vector = index.vectors.search("dentist cleaning", 15, SearchFilters())
+        hits = await index.searcher.search("dentist cleaning", limit=3, expand_links=False)
+        ranks_k = {cid: rank for rank, (cid, _) in enumerate(keyword, 1)}
+        ranks_v = {cid: rank for rank, (cid, _) in enumerate(vector, 1)}
+        chunks = index.store.chunks_by_id(list(ranks_k | ranks_v))
+        top = next(cid for cid, row in chunks.items() if row.path == hits[0].path)
+        expected = 0.4 / (RRF_K + ranks_k[top]) + 0.6 / (RRF_K + ranks_v[top])
+        assert hits[0].score == pytest.approx(expected)
+        assert hits[0].path == "daily/2026-06-01/notes.md"  # first in both rankings
+
+
+async def test_unchanged_chunks_are_never_embedded_again(workspace_dir: Path) -> None:
+    write(workspace_dir, NOTES)
+    async with vector_app(workspace_dir) as app:
+        index = embedded_index(app)
+        first = sum(embedder().embedded.values())
+
+        (workspace_dir / "digest/car.md").write_text(NOTES["digest/car.md"] + "\nNew tyres in the spring.\n")
+        shutil.move(
+            workspace_dir / "digest/garden.md", workspace_dir / "digest/plants.md"
+        )  # same text, new path
+        index.sync_paths(["digest"])
+        assert index.vectors.pending() == 1  # only the edited chunk
+        index.embed_pending()
+        assert sum(embedder().embedded.values()) == first + 1
+
+        reindexed = await app.run("reindex")  # the catalog is rebuilt, the vector cache is kept
+        assert reindexed.metadata["embedded"] == 0
+        assert "0 embedded now" in reindexed.answer
+        assert sum(embedder().embedded.values()) == first + 1
+
+    async with vector_app(workspace_dir) as app:  # and across a restart
+        index = app.component("index").service
+        index.ensure_ready()
+        assert index.vectors.pending() == 0
+        assert index.embed_pending() == 0
+        assert sum(embedder().embedded.values()) == 0
+
+
+async def test_vectors_of_text_no_chunk_has_any_more_are_pruned(workspace_dir: Path) -> None:
+    write(workspace_dir, NOTES)
+    async with vector_app(workspace_dir) as app:
+        index = embedded_index(app)
+        chunks = chunk_count(app)
+        (workspace_dir / "digest/car.md").write_text("# Car\n\nSold the old car in June.\n")
+        (workspace_dir / "digest/garden.md").unlink()
+        index.sync_paths(["digest"])
+        index.embed_pending()
+        cache = index.vectors.cache()
+        assert cache.count() == chunks + 1  # the old car text and the garden are still cached ...
+        assert index.vectors.prune() == 0  # ... within the default slack
+        reindexed = await app.run("reindex")
+        assert reindexed.metadata["vectors_pruned"] == 2
+        assert cache.count() == chunk_count(app) == chunks - 1
+        hits = await app.run("search", query="who sold a car")
+        assert hits.metadata["results"][0]["path"] == "digest/car.md"  # vectors left are still right
+
+
+async def test_a_model_change_re_embeds_and_never_mixes_spaces(workspace_dir: Path) -> None:
+    write(workspace_dir, NOTES)
+    async with vector_app(workspace_dir) as app:
+        index = embedded_index(app)
+        assert index.stats()["vectors"]["model"] == {
+            "backend": "hashed_words",
+            "model": "hashed-v1",
+            "dimension": 512,
+        }
+
+    overrides = {"components.embedding.model": "hashed-v2", "components.embedding.dimension": 256}
+    async with vector_app(workspace_dir, **overrides) as app:
+        index = app.component("index").service
+        chunks = chunk_count(app)
+        assert index.vectors.pending() == chunks  # none of the old vectors is of this space
+        answer = await app.run("search", query="how do I relax")
+        assert answer.metadata["results"] == []  # the 512-d vectors are not used for a 256-d query
+        index.embed_pending()
+        assert sum(embedder().embedded.values()) == chunks
+        figures = index.stats()["vectors"]
+        assert figures["model"] == {"backend": "hashed_words", "model": "hashed-v2", "dimension": 256}
+        assert figures["vectors"] == chunks
+
+    cache = VectorCache(workspace_dir / "metadata" / "vectors.sqlite3", embedder().stamp)
+    try:
+        assert cache.count() == chunks  # the old space was dropped when the new one was first written
+        rows = cache.query("SELECT vector FROM vectors")
+        assert {len(blob) for (blob,) in rows} == {256 * 4}
+    finally:
+        cache.close()
+
+
+async def test_the_vector_branch_honours_path_and_date_filters(workspace_dir: Path) -> None:
+    write(workspace_dir, NOTES)
+    async with vector_app(workspace_dir) as app:
+        index = embedded_index(app)
+
+        def paths(filters: SearchFilters) -> set[str]:
+            found = index.vectors.search("dentist", 50, filters)
+            rows = index.store.chunks_by_id([cid for cid, _ in found])
+            return {row.path for row in rows.values()}
+
+        assert paths(SearchFilters(path_prefix="digest/")) == {
+            "digest/hobbies.md",
+            "digest/car.md",
+            "digest/garden.md",
+            "digest/_buckets.md",
+        }
+        june_3 = paths(SearchFilters(start_date=date(2026, 6, 2)))
+        assert "daily/2026-06-03/notes.md" in june_3 and "daily/2026-06-01/notes.md" not in june_3
+        assert "digest/car.md" in june_3  # undated files are kept ...
+        strict = paths(SearchFilters(start_date=date(2026, 6, 2), strict_date_filter=True))
+        assert strict == {"daily/2026-06-03/notes.md"}  # ... unless the filter is strict
+        assert paths(SearchFilters(path_prefix="nowhere/")) == set()
+
+        hits = await app.run("search", query="relax", path_prefix="daily/")
+        assert {hit["path"] for hit in hits.metadata["results"]} <= {
+            "daily/2026-06-01/notes.md",
+            "daily/2026-06-03/notes.md",
+        }
+
+
+async def test_node_search_uses_the_same_hybrid(workspace_dir: Path) -> None:
+    write(workspace_dir, NOTES)
+    async with vector_app(workspace_dir) as app:
+        embedded_index(app)
+        nodes = await app.run("node_search", query="ways to unwind", limit=2)
+        assert nodes.metadata["results"][0]["path"] == "digest/hobbies.md"
+        assert all(not node["path"].startswith("daily/") for node in nodes.metadata["results"])
+
+
+async def test_the_index_loop_embeds_in_the_background(workspace_dir: Path) -> None:
+    write(workspace_dir, NOTES)
+    async with vector_app(
+        workspace_dir,
+        **{"jobs.index_update_loop.steps": [{"backend": "index_update_loop", "embed_idle_s": 0.05}]},
+    ) as app:
+        loop = asyncio.create_task(app.run("index_update_loop"))
+        try:
+            index = app.component("index").service
+            for _ in range(400):  # the loop embeds batch by batch (4 per batch here)
+                await asyncio.sleep(0.05)
+                if index.ready and index.vectors.pending() == 0:
+                    break
+            assert index.vectors.pending() == 0
+            answer = await app.run("search", query="how do I relax")
+            assert answer.metadata["results"][0]["path"] == "digest/hobbies.md"
+
+            write(workspace_dir, {"digest/music.md": "# Music\n\nPiano practice helps me unwind.\n"})
+            for _ in range(400):
+                await asyncio.sleep(0.05)
+                if index.store.paths_under("digest/music.md") and index.vectors.pending() == 0:
+                    break
+            found = await app.run("node_search", query="piano")
+            assert found.metadata["results"][0]["path"] == "digest/music.md"
+        finally:
+            loop.cancel()
+
+
+async def test_a_failing_embedder_leaves_keyword_search_working(workspace_dir: Path) -> None:
+    write(workspace_dir, NOTES)
+    async with vector_app(workspace_dir) as app:
+        index = app.component("index").service
+        index.ensure_ready()
+        embedder().fail_next = 1
+        with pytest.raises(ConnectionError):
+            index.vectors.embed_batch()
+        health = await app.run("health_check")
+        entry = health.metadata["components"]["index"]
+        assert entry["status"] == "degraded" and "embedding failed" in entry["reason"]
+        answer = await app.run("search", query="dentist")
+        assert answer.success and answer.metadata["results"][0]["path"].startswith("daily/")
+        assert answer.metadata["vectors_pending"] == chunk_count(app)
+
+        index.embed_pending()  # the endpoint is back
+        health = await app.run("health_check")
+        assert health.metadata["components"]["index"]["status"] == "ok"
+
+
+async def test_health_and_status_report_vectors_pending_and_model(workspace_dir: Path) -> None:
+    write(workspace_dir, NOTES)
+    async with vector_app(workspace_dir) as app:
+        index = app.component("index").service
+        index.ensure_ready()
+        status = await app.run("status")
+        vectors = status.metadata["components"]["index"]["vectors"]
+        assert vectors["vectors"] == 0 and vectors["vectors_pending"] == chunk_count(app)
+        assert vectors["model"]["model"] == "hashed-v1"
+        index.embed_pending()
+        health = await app.run("health_check")
+        assert health.metadata["components"]["index"]["vectors"]["vectors"] == chunk_count(app)
+        assert health.metadata["components"]["embedding"]["status"] == "ok"
+
+
+async def test_vectors_off_gives_keyword_search_and_no_vector_figures(app) -> None:
+    write(app.workspace_dir, NOTES)
+    index = app.component("index").service
+    assert index.vectors is None and "embedding" not in app.components
+    answer = await app.run("search", query="how do I relax")
+    assert answer.metadata["results"] == [] and "vectors_pending" not in answer.metadata
+    assert "vectors" not in index.stats()
