@@ -50,6 +50,8 @@ from subsamples import (  # noqa: E402
 BM25 = Mode("bm25", None)
 DENSE = Mode("dense", 1.0)
 BEIR_LIMIT = 10
+DEFAULT_WEIGHT = 0.3  # config/jobs/index.yaml vector_weight, chosen by this script's LoCoMo run
+DEFAULT_MULTIPLIER = 6  # ... and candidate_multiplier (the BEIR rows fuse outside the search job)
 
 
 def t(rows: list[dict], key: str) -> float:
@@ -97,7 +99,7 @@ def locomo_report(results: dict[Mode, dict[str, list[dict]]], grid: list[Mode]) 
         adversarial = [r for name in names for r in results[mode][name] if r["category"] == 5]
         weight = "" if mode.vector_weight is None else f"{mode.vector_weight:g}"
         print(
-            f"| {mode.name} | {weight} | {mode.candidate_multiplier} | "
+            f"| {mode.name} | {weight} | {mode.candidate_multiplier or 'default'} | "
             + " | ".join(f"{t(rows, f'turn@{b}'):.3f}" for b in BUDGETS)
             + f" | {t(rows, 'mrr'):.3f} | {t(adversarial, 'turn@2000'):.3f} |"
         )
@@ -172,11 +174,9 @@ def longmemeval_report(title: str, results: dict[Mode, list[dict]]) -> None:
 
 
 def describe(mode: Mode) -> str:
-    label = (
-        mode.name
-        if mode.vector_weight in (None, 1.0)
-        else f"hybrid w {mode.vector_weight:g} m {mode.candidate_multiplier}"
-    )
+    label = mode.name
+    if mode.vector_weight not in (None, 1.0):
+        label = f"hybrid w {mode.vector_weight:g} m {mode.candidate_multiplier or 'default'}"
     return label + ("" if mode.diversify else ", score order (no diversify)")
 
 
@@ -246,7 +246,7 @@ def main() -> None:
     grid = [
         Mode("hybrid", float(w), int(m)) for w in args.weights.split(",") for m in args.multipliers.split(",")
     ]
-    chosen = Mode("hybrid", args.weight or 0.7, args.multiplier or 3)
+    chosen = Mode("hybrid", args.weight or DEFAULT_WEIGHT, args.multiplier)
     if "locomo" in sets:
         modes = [BM25, DENSE, *grid] if vectors else [BM25]
         picked = locomo_report(locomo(modes), grid if vectors else [])

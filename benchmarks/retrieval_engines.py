@@ -108,7 +108,7 @@ class Mode:
 
     name: str
     vector_weight: float | None  # None: keyword only (the vector branch detached); 1.0: dense alone
-    candidate_multiplier: int = 3
+    candidate_multiplier: int | None = None  # None: as configured (config/jobs/index.yaml)
     diversify: bool = True  # False: the hits in plain score order (before reme.index.diversify)
 
 
@@ -142,12 +142,13 @@ async def _search_modes(files, queries, limit, modes) -> dict[Mode, list[list[Hi
             service = app.component("index").service
             await asyncio.to_thread(service.embed_pending)
             searcher, vectors = service.searcher, service.vectors
+            configured = searcher.candidate_multiplier
             results: dict[Mode, list[list[Hit]]] = {}
             try:
                 for mode in modes:
                     searcher.vector = None if mode.vector_weight is None else vectors
                     searcher.vector_weight = mode.vector_weight or 0.0
-                    searcher.candidate_multiplier = mode.candidate_multiplier
+                    searcher.candidate_multiplier = mode.candidate_multiplier or configured
                     search_module.diversify = diversify if mode.diversify else list
                     results[mode] = [await _ask(app, query, limit, files) for query in queries]
             finally:
