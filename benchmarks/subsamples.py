@@ -13,9 +13,11 @@ from datasets import BeirSet
 # LongMemEval-S dev: the first three cases (by id) whose question has answer sessions:
 # 000001 and 000003 multi-session (2 and 3 answer sessions), 000002 single-session preference.
 LONGMEMEVAL_CASES = 3
-SMALL_HAYSTACK_DISTRACTORS = 5  # the other answered cases: answer sessions + this many seeded others
-SCIFACT_DOCS = 600  # every test query's relevant documents + seeded random distractors
-CMRC_PASSAGES = 250  # seeded random passages, with every question written on them
+SMALL_HAYSTACK_CASES = 10  # the next answered cases, each cut to its answer sessions + seeded others
+SMALL_HAYSTACK_DISTRACTORS = 3
+SCIFACT_QUERIES = 100  # seeded test queries
+SCIFACT_DOCS = 300  # their relevant documents + seeded random distractors
+CMRC_PASSAGES = 120  # seeded random passages, with every question written on them
 SEED = 14
 
 
@@ -25,12 +27,15 @@ def longmemeval_subset(cases: list[dict], count: int = LONGMEMEVAL_CASES) -> lis
 
 
 def longmemeval_small_haystacks(
-    cases: list[dict], skip: int = LONGMEMEVAL_CASES, distractors: int = SMALL_HAYSTACK_DISTRACTORS
+    cases: list[dict],
+    skip: int = LONGMEMEVAL_CASES,
+    count: int = SMALL_HAYSTACK_CASES,
+    distractors: int = SMALL_HAYSTACK_DISTRACTORS,
 ) -> list[dict]:
-    """The answered cases after the first `skip`, each cut to its answer sessions plus `distractors`
-    seeded others (original order kept), so many more questions fit the embedding budget."""
+    """`count` answered cases after the first `skip`, each cut to its answer sessions plus
+    `distractors` seeded others (original order kept), so more questions fit the embedding budget."""
     small = []
-    for case in longmemeval_subset(cases, len(cases))[skip:]:
+    for case in longmemeval_subset(cases, len(cases))[skip : skip + count]:
         gold = {sid for q in case["queries"] for sid in q["metadata"]["answer_session_ids"]}
         others = [s["session_id"] for s in case["sessions"] if s["session_id"] not in gold]
         keep = gold | set(
@@ -40,13 +45,16 @@ def longmemeval_small_haystacks(
     return small
 
 
-def scifact_subset(data: BeirSet, size: int = SCIFACT_DOCS) -> BeirSet:
-    relevant = sorted({doc for judged in data.qrels.values() for doc in judged if doc in data.corpus})
+def scifact_subset(data: BeirSet, queries: int = SCIFACT_QUERIES, size: int = SCIFACT_DOCS) -> BeirSet:
+    chosen = sorted(data.queries)
+    random.Random(SEED).shuffle(chosen)
+    qrels = {q: data.qrels[q] for q in sorted(chosen[:queries])}
+    relevant = sorted({doc for judged in qrels.values() for doc in judged if doc in data.corpus})
     others = sorted(set(data.corpus) - set(relevant))
     random.Random(SEED).shuffle(others)
     keep = set(relevant) | set(others[: max(0, size - len(relevant))])
     corpus = {doc: text for doc, text in data.corpus.items() if doc in keep}
-    return BeirSet(corpus, data.queries, data.qrels)
+    return BeirSet(corpus, {q: data.queries[q] for q in qrels}, qrels)
 
 
 def cmrc_subset(data: BeirSet, size: int = CMRC_PASSAGES) -> BeirSet:
