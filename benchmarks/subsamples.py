@@ -10,10 +10,10 @@ import random
 
 from datasets import BeirSet
 
-# LongMemEval-S dev: the first three cases (by id) whose question has answer sessions:
-# 000001 and 000003 multi-session (2 and 3 answer sessions), 000002 single-session preference.
-LONGMEMEVAL_CASES = 3
-SMALL_HAYSTACK_CASES = 10  # the next answered cases, each cut to its answer sessions + seeded others
+# LongMemEval-S dev: the first two cases (by id) whose question has answer sessions, in full:
+# 000001 multi-session (2 answer sessions) and 000002 single-session preference.
+LONGMEMEVAL_CASES = 2
+SMALL_HAYSTACK_CASES = 6  # the next answered cases, each cut to its answer sessions + seeded others
 SMALL_HAYSTACK_DISTRACTORS = 3
 SCIFACT_QUERIES = 100  # seeded test queries
 SCIFACT_DOCS = 300  # their relevant documents + seeded random distractors
