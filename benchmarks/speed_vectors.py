@@ -79,7 +79,8 @@ def register_random_backend() -> str:
 
 
 def write_workspace(root: Path, chunks: int, rng: random.Random) -> list[str]:
-    """Notes of 10 sections of ~330 characters (one chunk each); returns the vocabulary."""
+    """Notes of 10 sections of ~430 characters (two chunks each: the `vectors` row says how many
+    there are); returns the vocabulary."""
     vocabulary = [f"w{n}" + "".join(rng.choice("aeioulnrst") for _ in range(4)) for n in range(5000)]
     per_file = 10
     for index in range((chunks + per_file - 1) // per_file):
@@ -193,7 +194,7 @@ def main() -> None:
     results = {size: asyncio.run(latency(size)) for size in sizes}
     if results:
         names = list(next(iter(results.values())))
-        print("| figure | " + " | ".join(f"{size:,} chunks" for size in results) + " |")
+        print("| figure | " + " | ".join(f"--chunks {size:,}" for size in results) + " |")
         print("|---|" + "---|" * len(results))
         for name in names:
             print(f"| {name} | " + " | ".join(f"{results[size][name]:.1f}" for size in results) + " |")
