@@ -104,6 +104,8 @@ async def test_hybrid_search_through_the_openai_backend(fake_server: FakeOpenAI,
         health = await app.run("health_check")
         assert health.metadata["components"]["embedding"]["model"] == "fake-embed"
         assert "sk-secret-value" not in str(health.metadata) and "sk-secret-value" not in health.answer
+        config = await app.run("app_config")
+        assert "sk-secret-value" not in config.answer and "sk-secret-value" not in str(config.metadata)
 
         fake_server.embedding_faults = [{"fault": "http", "status": 500}] * 10  # the endpoint goes down
         down = await app.run("search", query="steeps minutes")

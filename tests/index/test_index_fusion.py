@@ -40,9 +40,6 @@ class TrigramVectors:
         ]
         return sorted((s for s in scored if s[1] > 0), key=lambda s: -s[1])[:limit]
 
-    def pending(self) -> int:
-        return 0
-
 
 async def test_vector_branch_is_fused_with_keywords(app) -> None:
     root: Path = app.workspace_dir

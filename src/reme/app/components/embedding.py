@@ -78,33 +78,17 @@ class OpenAIEmbeddingComponent(EmbeddingComponent):
         model: str = "",
         base_url: str = "https://api.openai.com/v1",
         api_key: str = "",
-        dimension: int | None = None,
         batch_size: int = 64,
-        timeout: float = 30.0,
-        max_retries: int = 3,
-        query_prefix: str = "",
-        passage_prefix: str = "",
+        **settings: Any,  # dimension, timeout, max_retries, query_prefix, passage_prefix
     ) -> None:
         super().__init__(app, name, batch_size=batch_size)
-        if not model:
-            raise ValueError("model is required (the embedding model's name at the endpoint)")
-        if dimension is not None and (
-            isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1
-        ):
-            raise ValueError("dimension must be a positive integer, or null to ask the endpoint")
-        if not float(timeout) > 0 or not isinstance(max_retries, int) or max_retries < 0:
-            raise ValueError("timeout must be positive and max_retries a non-negative integer")
         self.base_url, self.model = base_url, model
         self.embedder = self.client = embed_openai.OpenAIEmbedder(
             base_url=base_url,
             model=model,
             api_key=api_key or os.environ.get("EMBEDDING_API_KEY", ""),
-            dimension=dimension,
             batch_size=batch_size,
-            timeout=float(timeout),
-            max_retries=max_retries,
-            query_prefix=query_prefix,
-            passage_prefix=passage_prefix,
+            **settings,
         )
 
     async def close(self) -> None:
