@@ -50,8 +50,8 @@ from subsamples import (  # noqa: E402
 BM25 = Mode("bm25", None)
 DENSE = Mode("dense", 1.0)
 BEIR_LIMIT = 10
-DEFAULT_WEIGHT = 0.3  # config/jobs/index.yaml vector_weight, chosen by this script's LoCoMo run
-DEFAULT_MULTIPLIER = 6  # ... and candidate_multiplier (the BEIR rows fuse outside the search job)
+DEFAULT_WEIGHT = 0.2  # config/jobs/index.yaml vector_weight, chosen by this script's LoCoMo run
+DEFAULT_MULTIPLIER = 3  # ... and candidate_multiplier (the BEIR rows fuse outside the search job)
 
 
 def t(rows: list[dict], key: str) -> float:
