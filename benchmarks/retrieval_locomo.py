@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from datasets import LocomoConversation, locomo_conversations  # noqa: E402
+from datasets import LocomoConversation, LocomoQuestion, locomo_conversations  # noqa: E402
 from reme.index.chunking import DEFAULT_CHUNK_CHARS, DEFAULT_CONTEXT_CHARS  # noqa: E402
 from retrieval_engines import ENGINES, search_files  # noqa: E402
 from retrieval_metrics import (  # noqa: E402
@@ -40,21 +40,29 @@ def evaluate(conversations: list[LocomoConversation], engine: str, chunk_chars: 
     """One row per question: its category and each metric."""
     rows = []
     for conversation in conversations:
-        files = {workspace_path(name): text for name, text in conversation.notes.items()}
+        files = conversation_files(conversation)
         lines = {path: text.split("\n") for path, text in files.items()}
         questions = [q for q in conversation.questions if q.evidence]
         ranked = search_files(
             engine, files, [q.question for q in questions], SEARCH_LIMIT, chunk_chars=chunk_chars, **options
         )
-        for question, hits in zip(questions, ranked, strict=True):
-            evidence = [(workspace_path(f), line) for f, line in question.evidence]
-            row = {"category": question.category, "mrr": reciprocal_rank(hits, evidence)}
-            for budget in BUDGETS:
-                visible = visible_lines(hits, lines, budget)
-                row[f"turn@{budget}"] = recall_within(evidence, visible)
-                row[f"file@{budget}"] = file_recall_within(evidence, visible)
-            rows.append(row)
+        rows += [question_row(q, hits, lines) for q, hits in zip(questions, ranked, strict=True)]
     return rows
+
+
+def conversation_files(conversation: LocomoConversation) -> dict[str, str]:
+    return {workspace_path(name): text for name, text in conversation.notes.items()}
+
+
+def question_row(question: LocomoQuestion, hits: list, lines: dict[str, list[str]]) -> dict:
+    """One question's category and metrics over its ranked hits."""
+    evidence = [(workspace_path(f), line) for f, line in question.evidence]
+    row = {"category": question.category, "mrr": reciprocal_rank(hits, evidence)}
+    for budget in BUDGETS:
+        visible = visible_lines(hits, lines, budget)
+        row[f"turn@{budget}"] = recall_within(evidence, visible)
+        row[f"file@{budget}"] = file_recall_within(evidence, visible)
+    return row
 
 
 def summary_lines(label: str, rows: list[dict]) -> list[str]:

@@ -52,24 +52,35 @@ def evaluate(cases: list[dict], engine: str, chunk_chars: int, **options) -> lis
     rows = []
     for case in cases:
         files, session_of, evidence = case_files(case)
-        queries = [q for q in case["queries"] if q["metadata"]["answer_session_ids"]]
+        queries = answered(case)
         ranked = search_files(
             engine, files, [q["question"] for q in queries], SEARCH_LIMIT, chunk_chars=chunk_chars, **options
         )
-        for query, hits in zip(queries, ranked, strict=True):
-            gold = set(query["metadata"]["answer_session_ids"])
-            order = list(dict.fromkeys(session_of[hit.path] for hit in hits))
-            row = {"type": query["metadata"]["question_type"]}
-            for k in SESSION_KS:
-                found = gold & set(order[:k])
-                row[f"any@{k}"] = float(bool(found))
-                row[f"all@{k}"] = float(found == gold)
-            turns = [line for session in gold for line in evidence.get(session, [])]
-            for budget in BUDGETS:
-                visible = visible_transcript_lines(hits, budget)
-                row[f"turn@{budget}"] = recall_within(turns, visible) if turns else float("nan")
-            rows.append(row)
+        rows += [
+            question_row(query, hits, session_of, evidence)
+            for query, hits in zip(queries, ranked, strict=True)
+        ]
     return rows
+
+
+def answered(case: dict) -> list[dict]:
+    return [q for q in case["queries"] if q["metadata"]["answer_session_ids"]]
+
+
+def question_row(query: dict, hits: list, session_of: dict, evidence: dict) -> dict:
+    """Session recall over the distinct sessions of the ranked hits, and turn recall within B."""
+    gold = set(query["metadata"]["answer_session_ids"])
+    order = list(dict.fromkeys(session_of[hit.path] for hit in hits))
+    row = {"type": query["metadata"]["question_type"]}
+    for k in SESSION_KS:
+        found = gold & set(order[:k])
+        row[f"any@{k}"] = float(bool(found))
+        row[f"all@{k}"] = float(found == gold)
+    turns = [line for session in gold for line in evidence.get(session, [])]
+    for budget in BUDGETS:
+        visible = visible_transcript_lines(hits, budget)
+        row[f"turn@{budget}"] = recall_within(turns, visible) if turns else float("nan")
+    return row
 
 
 def summary_lines(label: str, rows: list[dict]) -> list[str]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields
 from datetime import date
 from typing import Any, Protocol
 
+from reme.index.diversify import diversify
 from reme.index.graph import LinkGraph
 from reme.index.keyword import KeywordIndex
 from reme.index.store import MetadataStore
@@ -156,7 +157,7 @@ class Searcher:
     def _finish(
         self, scored: list[tuple[str, float]], limit: int, min_score: float, expand: bool, per_direction: int
     ) -> list[Hit]:
-        hits = [hit for hit in self.hydrate(scored) if hit.score >= min_score][:limit]
+        hits = diversify([hit for hit in self.hydrate(scored) if hit.score >= min_score])[:limit]
         if expand:
             self.expand_links(hits, per_direction)
         return hits

@@ -1,0 +1,88 @@
+"""Diversified ordering of search hits: pieces of one long line, transcripts as sessions."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from reme.index.diversify import diversify
+
+
+@dataclass(frozen=True)
+class H:
+    path: str
+    start_line: int
+    end_line: int
+    score: float
+
+
+def order(hits: list[H]) -> list[tuple[str, int, float]]:
+    return [(h.path, h.start_line, h.score) for h in diversify(hits)]
+
+
+def test_notes_without_repeated_spans_keep_score_order() -> None:
+    hits = [H("daily/a.md", 1, 3, 9.0), H("daily/a.md", 4, 6, 8.0), H("daily/b.md", 1, 2, 7.0)]
+    assert diversify(hits) == hits
+    assert diversify([]) == []
+
+
+def test_further_pieces_of_one_line_yield_to_other_text() -> None:
+    pieces = [H("notes/long.md", 7, 7, score) for score in (10.0, 9.5, 9.0)]
+    other = H("notes/short.md", 2, 4, 6.0)
+    result = diversify([*pieces, other])
+    assert result[0] == pieces[0]
+    assert result[1] == other  # 6.0 beats 9.5 × 0.5
+    assert result[2:] == pieces[1:]
+    assert [h.score for h in result] == [10.0, 6.0, 9.5, 9.0]  # scores are reported unchanged
+
+
+def test_a_transcript_with_several_matching_messages_outranks_a_single_match() -> None:
+    lone = H("session/dialog/a.jsonl", 3, 3, 10.0)
+    many = [H("session/dialog/b.jsonl", line, line, score) for line, score in ((1, 9.6), (5, 8.0), (9, 8.0))]
+    result = diversify([lone, *many])
+    assert result[0] == many[0]  # 0.96 + 0.1 × (0.8 + 0.8) > 1.0
+    assert result[1] == lone
+    assert result[2:] == many[1:]  # later hits of the session keep their own score
+
+
+def test_the_session_rule_leaves_markdown_alone() -> None:
+    lone = H("daily/a.md", 3, 3, 10.0)
+    many = [H("daily/b.md", line, line, score) for line, score in ((1, 9.6), (5, 8.0), (9, 8.0))]
+    assert diversify([lone, *many]) == [lone, *many]
+
+
+def test_scale_free_and_zero_scores() -> None:
+    small = [H("session/dialog/a.jsonl", 1, 1, 0.010), H("session/dialog/b.jsonl", 1, 1, 0.0096)]
+    small += [H("session/dialog/b.jsonl", n, n, 0.008) for n in (2, 3)]
+    large = [H(h.path, h.start_line, h.end_line, h.score * 1000) for h in small]
+    assert [(h.path, h.start_line) for h in diversify(small)] == [
+        (h.path, h.start_line) for h in diversify(large)
+    ]
+    zeros = [H("a.md", 1, 1, 0.0), H("a.md", 1, 1, 0.0)]
+    assert diversify(zeros) == zeros
+
+
+def _message(index: int, role: str, content: str) -> str:
+    record = {"id": f"m{index}", "role": role, "name": role, "content": content}
+    return json.dumps({**record, "created_at": f"2026-06-0{index % 9 + 1}T10:00:00"})
+
+
+async def test_search_job_shows_the_user_message_before_more_pieces_of_a_long_reply(app) -> None:
+    root: Path = app.workspace_dir
+    reply = " ".join(f"Sourdough starter tip {n}: feed the starter flour and water daily." for n in range(40))
+    lines = [
+        _message(0, "user", "My sourdough starter smells of acetone, what should I do?"),
+        _message(1, "assistant", reply),
+    ]
+    target = root / "session/dialog/bread.jsonl"
+    target.parent.mkdir(parents=True)
+    target.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    await app.run("reindex")
+    response = await app.run("search", query="sourdough starter", limit=3, expand_links=False)
+    assert response.success, response.answer
+    rows = response.metadata["results"]
+    spans = [(row["start_line"], row["end_line"]) for row in rows]
+    assert len(rows) == 3
+    assert (1, 1) in spans  # without diversification three pieces of line 2 fill the top 3
+    assert spans.count((2, 2)) == 2
