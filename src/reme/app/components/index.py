@@ -46,7 +46,7 @@ class IndexComponent(Component):
         max_file_bytes: int = MAX_FILE_BYTES,
         candidate_multiplier: int = 3,
         vector: str | None = None,
-        vector_weight: float = 0.7,
+        vector_weight: float = 0.2,
     ) -> None:
         super().__init__(app, name)
         self.index_settings = IndexSettings(
