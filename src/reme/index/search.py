@@ -95,7 +95,7 @@ class Searcher:
         *,
         candidate_multiplier: int = 3,
         vector: VectorBranch | None = None,
-        vector_weight: float = 0.7,
+        vector_weight: float = 0.2,
     ) -> None:
         self.store = store
         self.keyword = keyword

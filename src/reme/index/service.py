@@ -46,7 +46,7 @@ class IndexSettings:
     debounce_ms: int = 200
     max_file_bytes: int = MAX_FILE_BYTES
     candidate_multiplier: int = 3
-    vector_weight: float = 0.7
+    vector_weight: float = 0.2
 
     def __post_init__(self) -> None:
         if not isinstance(self.chunk_chars, int) or self.chunk_chars < 100:
