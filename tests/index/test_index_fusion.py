@@ -54,7 +54,7 @@ async def test_vector_branch_is_fused_with_keywords(app) -> None:
     keyword_only = await index.searcher.search("kiwifruit", limit=5)
     assert [hit.path for hit in keyword_only] == ["digest/a.md"]
 
-    hybrid = Searcher(index.store, index.keyword, index.graph, vector=TrigramVectors(index.store))
+    hybrid = Searcher(index.store, index.keyword, index.graph, vector=TrigramVectors(index.store), vector_weight=0.7)
     hits = await hybrid.search("kiwifruit", limit=5)
     assert [hit.path for hit in hits] == ["digest/a.md", "digest/b.md"]  # b found by the vector branch only
     assert hits[0].score == pytest.approx(0.3 / 61 + 0.7 / 61)
