@@ -101,7 +101,7 @@ async def digest_maintain(
         )
     started = datetime.now(port.tz)
     run_id = new_run_id(started)
-    async with port.exclusive("dream"):
+    async with port.exclusive("dream", "maintain"):
         candidates = await find_candidates(port, settings, path)
         meta: dict[str, Any] = {
             "run_id": run_id,
