@@ -162,6 +162,34 @@ async def test_an_overview_that_does_not_link_a_child_keeps_nothing(make_app: Ma
     assert digest_files(ws) == before
 
 
+async def test_a_child_may_spell_a_parent_source_without_md(make_app: MakeApp) -> None:
+    turns = split_turns()
+    args = turns[0]["args"]
+    source = f"derived_from:: [[{CARDS[0][: -len('.md')]}]]"  # the parent writes it with .md
+    args["content"] = args["content"].replace(f"derived_from:: [[{CARDS[0]}]]", source)
+    assert source in args["content"]
+    app = await make_app(**scripted([split_run(turns)]))
+    ws = app.workspace_dir
+    setup_digest(ws)
+    response = await app.run("digest_maintain")
+    assert response.success, response.answer
+    assert response.metadata["refusals"] == [] and all((ws / child).is_file() for child in CHILDREN)
+
+
+async def test_an_overview_may_link_its_children_by_short_name(make_app: MakeApp) -> None:
+    turns = split_turns()
+    for child in CHILDREN:
+        slug = child.rsplit("/", 1)[1][: -len(".md")]
+        turns[3]["args"]["new"] = turns[3]["args"]["new"].replace(f"[[{child}]]", f"[[{slug}]]")
+    assert "[[release-cadence]]" in turns[3]["args"]["new"]
+    app = await make_app(**scripted([split_run(turns)]))
+    ws = app.workspace_dir
+    setup_digest(ws)
+    response = await app.run("digest_maintain")
+    assert response.success, response.answer
+    assert "[[release-cadence]]" in body_of(ws / PARENT) and all((ws / child).is_file() for child in CHILDREN)
+
+
 async def test_the_model_may_decline_and_nothing_is_written(make_app: MakeApp) -> None:
     turns = [report([], split=False, reason="the rules belong together")]
     app = await make_app(**scripted([split_run(turns)]))
