@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from tests.pipelines.conftest import MakeApp, scripted, served_by
 from tests.pipelines.dream_support import journal_runs, put
 from tests.pipelines.maintain_support import (
@@ -18,6 +19,7 @@ from tests.pipelines.maintain_support import (
     split_turns,
 )
 
+import reme.workspace.transaction as transaction
 from reme.llm.testing.fake_openai import FakeOpenAI
 from reme.workspace import frontmatter
 from reme.workspace.edges import missing_edges
@@ -160,6 +162,34 @@ async def test_an_overview_that_does_not_link_a_child_keeps_nothing(make_app: Ma
     assert digest_files(ws) == before
 
 
+async def test_a_child_may_spell_a_parent_source_without_md(make_app: MakeApp) -> None:
+    turns = split_turns()
+    args = turns[0]["args"]
+    source = f"derived_from:: [[{CARDS[0][: -len('.md')]}]]"  # the parent writes it with .md
+    args["content"] = args["content"].replace(f"derived_from:: [[{CARDS[0]}]]", source)
+    assert source in args["content"]
+    app = await make_app(**scripted([split_run(turns)]))
+    ws = app.workspace_dir
+    setup_digest(ws)
+    response = await app.run("digest_maintain")
+    assert response.success, response.answer
+    assert response.metadata["refusals"] == [] and all((ws / child).is_file() for child in CHILDREN)
+
+
+async def test_an_overview_may_link_its_children_by_short_name(make_app: MakeApp) -> None:
+    turns = split_turns()
+    for child in CHILDREN:
+        slug = child.rsplit("/", 1)[1][: -len(".md")]
+        turns[3]["args"]["new"] = turns[3]["args"]["new"].replace(f"[[{child}]]", f"[[{slug}]]")
+    assert "[[release-cadence]]" in turns[3]["args"]["new"]
+    app = await make_app(**scripted([split_run(turns)]))
+    ws = app.workspace_dir
+    setup_digest(ws)
+    response = await app.run("digest_maintain")
+    assert response.success, response.answer
+    assert "[[release-cadence]]" in body_of(ws / PARENT) and all((ws / child).is_file() for child in CHILDREN)
+
+
 async def test_the_model_may_decline_and_nothing_is_written(make_app: MakeApp) -> None:
     turns = [report([], split=False, reason="the rules belong together")]
     app = await make_app(**scripted([split_run(turns)]))
@@ -170,6 +200,60 @@ async def test_the_model_may_decline_and_nothing_is_written(make_app: MakeApp) -
     assert response.success, response.answer
     assert response.metadata["declined"] == [{"parent": PARENT, "reason": "the rules belong together"}]
     assert digest_files(ws) == before and journal_runs(ws) == []
+
+
+async def test_a_refused_edit_then_a_declined_split_is_journaled_for_the_audit(make_app: MakeApp) -> None:
+    turns = [*split_turns(drop_link=True)[:-1], report([], split=False, reason="better left whole")]
+    app = await make_app(**scripted([split_run(turns)]))
+    ws = app.workspace_dir
+    setup_digest(ws)
+    before = digest_files(ws)
+    response = await app.run("digest_maintain")
+    assert response.success, response.answer
+    assert response.metadata["violations"] == [LOST] and response.metadata["declined"]
+    assert digest_files(ws) == before
+    [run] = journal_runs(ws)
+    assert run["violations"] == [LOST] and run["created"] == [] and run["modified"] == []
+    audit = await app.run("digest_audit")
+    assert audit.metadata["counts"]["conservation_violation"] == 1
+
+
+async def test_a_disk_error_mid_commit_fails_the_split_and_keeps_nothing(
+    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = await make_app(**scripted([split_run(split_turns())]))
+    ws = app.workspace_dir
+    setup_digest(ws)
+    before = digest_files(ws)
+    apply_change, calls = transaction.apply_change, []
+
+    def full_disk(w: object, relative: str, content: str | None) -> None:
+        calls.append(relative)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        apply_change(w, relative, content)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(transaction, "apply_change", full_disk)
+    response = await app.run("digest_maintain")
+    assert not response.success
+    [failed] = response.metadata["failed"]
+    assert "No space left on device" in failed["error"] and "nothing was written" in failed["error"]
+    assert digest_files(ws) == before  # parent byte-identical, no child on disk
+    assert not list((ws / "metadata/transactions").glob("*.json"))
+    monkeypatch.undo()
+    [run] = journal_runs(ws)  # the failure is journaled, the split is not
+    assert run["created"] == [] and run["modified"] == [] and run["failed_units"][0]["unit"] == PARENT
+
+
+async def test_max_children_over_the_transaction_cap_is_refused_saying_what_to_set(make_app: MakeApp) -> None:
+    steps = [{"backend": "digest_maintain", "max_children": transaction.MAX_FILES - 1}]
+    app = await make_app(**scripted([]), **{"jobs.digest_maintain.steps": steps})
+    setup_digest(app.workspace_dir)
+    before = digest_files(app.workspace_dir)
+    response = await app.run("digest_maintain")
+    assert not response.success and "max_children" in response.answer
+    assert f"between 1 and {transaction.MAX_FILES - 2}" in response.answer
+    assert digest_files(app.workspace_dir) == before
 
 
 async def test_no_overloaded_node_succeeds_without_a_model(make_app: MakeApp) -> None:

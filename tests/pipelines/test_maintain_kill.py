@@ -87,3 +87,30 @@ async def test_a_kill_during_the_commit_leaves_the_old_parent_or_the_whole_split
     assert sorted(split) == sorted([*before, *CHILDREN]) and split[PARENT] != before[PARENT]
     [run] = journal_runs(ws)  # the complete split, and the record that can revert it
     assert run["modified"][0]["path"] == PARENT and sorted(run["created"]) == sorted(CHILDREN)
+
+
+async def test_a_child_edited_after_the_kill_survives_recovery_and_is_reported(
+    tmp_path: Path, make_app: MakeApp
+) -> None:
+    ws = tmp_path / "ws"
+    setup_digest(ws)
+    before = digest_files(ws)
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_RUN, str(ws), json.dumps(SCRIPT), "1"],  # dies after one child
+        env=reme_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert killed.returncode == 137, killed.stdout + killed.stderr
+    [written] = [child for child in CHILDREN if (ws / child).exists()]
+    (ws / written).write_text("# Mine now\n\nA person kept working on this note.\n", encoding="utf-8")
+
+    app = await make_app(**scripted(SCRIPT))  # start-up recovery must not destroy that edit
+    assert (ws / written).read_text(encoding="utf-8") == "# Mine now\n\nA person kept working on this note.\n"
+    assert digest_files(ws) == {**before, written: (ws / written).read_bytes()}
+    assert not list((ws / "metadata/transactions").glob("*.json"))
+    health = (await app.run("health_check")).metadata["components"]["workspace"]
+    [recovered] = health["recovered_transactions"]
+    assert recovered["state"] == "conflict" and recovered["conflicts"] == [written]
+    assert health["status"] == "degraded" and written in health["reason"]

@@ -146,6 +146,28 @@ async def test_unknown_and_malformed_run_ids_are_refused(make_app: MakeApp) -> N
     assert not missing.success
 
 
+async def test_a_corrupt_run_record_is_reported_as_unreadable_not_as_missing(make_app: MakeApp) -> None:
+    app = await make_app()
+    run_id = "20260101T000000-000000-abcdef"
+    put(app.workspace_dir, f"journal/dream/runs/{run_id}.json", '{"run_id": "cut off')
+    before = (app.workspace_dir / f"journal/dream/runs/{run_id}.json").read_bytes()
+    for response in (
+        await app.run("dream_revert", run_id=run_id),
+        await app.run("journal", run_id=run_id),
+    ):
+        assert not response.success and "no run" not in response.answer
+        assert f"run record journal/dream/runs/{run_id}.json is unreadable: " in response.answer
+    assert (app.workspace_dir / f"journal/dream/runs/{run_id}.json").read_bytes() == before
+
+
+async def test_a_lock_held_by_a_revert_run_is_named_as_such(make_app: MakeApp) -> None:
+    app = await make_app()
+    async with AppPort(app).exclusive("dream", "revert"):
+        response = await app.run("digest_maintain")
+    assert not response.success and "a revert run is in progress" in response.answer
+    assert "dream run" not in response.answer
+
+
 async def test_revert_of_a_maintain_run_puts_the_parent_back_and_removes_the_children(
     make_app: MakeApp,
 ) -> None:

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
+import reme.workspace.transaction as transaction
 from reme.errors import Conflict, ReMeError
 from reme.workspace.layout import Workspace
 from reme.workspace.links import ScanLinks
 from reme.workspace.textio import sha256_of
-from reme.workspace.transaction import Change, commit, journal_dir, recover
+from reme.workspace.transaction import MAX_FILES, Change, commit, journal_dir, recover
 
 
 @pytest.fixture
@@ -68,8 +69,8 @@ def test_bad_requests_are_refused(ws: Workspace) -> None:
         commit(ws, ScanLinks(ws), [Change("x.md", "a", None), Change("x.md", "b", None)])
     with pytest.raises(ValueError):
         commit(ws, ScanLinks(ws), [Change("metadata/x.json", "a", None)])
-    with pytest.raises(ReMeError, match="at most"):
-        commit(ws, ScanLinks(ws), [Change(f"n/{i}.md", "a", None) for i in range(65)])
+    with pytest.raises(ReMeError, match="at most 512 files, got 513; split the work"):
+        commit(ws, ScanLinks(ws), [Change(f"n/{i}.md", "a", None) for i in range(MAX_FILES + 1)])
 
 
 def test_a_dead_writers_half_done_transaction_is_rolled_back(ws: Workspace) -> None:
@@ -93,3 +94,57 @@ def test_a_dead_writers_half_done_transaction_is_rolled_back(ws: Workspace) -> N
         ws.root / "digest/wiki/c.md"
     ).exists()
     assert not list(folder.glob("*.json")) and recover(ws) == []
+
+
+def test_a_file_edited_after_the_crash_is_kept_and_reported(ws: Workspace) -> None:
+    put(ws, "digest/wiki/a.md", "new a, written before the kill\n")
+    put(ws, "digest/wiki/c.md", "created before the kill, then edited by a person\n")
+    folder = journal_dir(ws)
+    folder.mkdir(parents=True)
+    intent = {
+        "id": "dead",
+        "files": [
+            {
+                "path": "digest/wiki/c.md",
+                "before": None,
+                "after_sha256": sha256_of("created before the kill\n"),
+            },
+            {
+                "path": "digest/wiki/a.md",
+                "before": "old a\n",
+                "after_sha256": sha256_of("new a, written before the kill\n"),
+            },
+            {"path": "digest/wiki/d.md", "before": None, "after_sha256": sha256_of("d\n")},  # not reached
+        ],
+    }
+    (folder / "dead.json").write_text(json.dumps(intent), encoding="utf-8")
+    [report] = recover(ws)
+    assert report["state"] == "conflict" and report["conflicts"] == ["digest/wiki/c.md"]
+    assert "digest/wiki/c.md" in report["error"]
+    assert (ws.root / "digest/wiki/c.md").read_text() == "created before the kill, then edited by a person\n"
+    assert (ws.root / "digest/wiki/a.md").read_text() == "old a\n"  # what the writer did is undone
+    assert not (ws.root / "digest/wiki/d.md").exists() and not list(folder.glob("*.json"))
+
+
+def test_a_write_that_fails_part_way_rolls_back_what_it_wrote(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = put(ws, "digest/wiki/a.md", "old a\n")
+    apply_change, calls = transaction.apply_change, []
+
+    def full_disk(w: Workspace, relative: str, content: str | None) -> None:
+        calls.append(relative)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        apply_change(w, relative, content)
+
+    monkeypatch.setattr(transaction, "apply_change", full_disk)
+    before = {p: p.read_bytes() for p in (ws.root / "digest").rglob("*.md")}
+    with pytest.raises(OSError, match="No space"):
+        commit(
+            ws,
+            ScanLinks(ws),
+            [Change("digest/wiki/c.md", "c\n", None), Change("digest/wiki/a.md", "new a\n", old)],
+        )
+    assert {p: p.read_bytes() for p in (ws.root / "digest").rglob("*.md")} == before
+    assert not list(journal_dir(ws).iterdir())  # no intent, no lock left for recovery

@@ -250,8 +250,8 @@ class AppPort:
     def keyed_lock(self, key: str) -> asyncio.Lock:
         return _LOCKS.setdefault(self.app, {}).setdefault(key, asyncio.Lock())
 
-    def exclusive(self, name: str) -> AbstractAsyncContextManager[None]:
-        return _exclusive(self.workspace.locks.lock_dir, check_segment(name, "lock name"))
+    def exclusive(self, name: str, kind: str | None = None) -> AbstractAsyncContextManager[None]:
+        return _exclusive(self.workspace.locks.lock_dir, check_segment(name, "lock name"), kind or name)
 
     def _state_path(self, name: str) -> Path:
         return self.workspace.root / self.folder("metadata") / f"{check_segment(name, 'state name')}.json"
@@ -312,23 +312,27 @@ class _DeferredSync:
 
 
 @asynccontextmanager
-async def _exclusive(lock_dir: Path, name: str) -> AsyncIterator[None]:
-    """Hold `<lock_dir>/<name>` without waiting; the holder's pid and start time sit beside it."""
+async def _exclusive(lock_dir: Path, name: str, kind: str | None = None) -> AsyncIterator[None]:
+    """Hold `<lock_dir>/<name>` without waiting; the holder's kind of run, pid and start time sit beside it."""
     lock_dir.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(lock_dir / name), timeout=0)
     holder = lock_dir / f"{name}.holder.json"
     try:
         lock.acquire()
     except Timeout:
+        held_by, since = name, ""
         try:
             info = json.loads(holder.read_text(encoding="utf-8"))
             since = f" since {info['since']} (process {info['pid']})"
-        except (OSError, ValueError, KeyError, TypeError):
-            since = ""
-        raise ReMeError(f"a {name} run is in progress{since}; try again when it has finished") from None
+            held_by = str(info.get("kind") or name)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            pass
+        raise ReMeError(
+            f"a {held_by} run is in progress{since} (it holds the {name!r} lock); try again when it has finished"
+        ) from None
     try:
         since = datetime.fromtimestamp(time.time(), UTC).isoformat(timespec="seconds")
-        atomic_write(holder, json.dumps({"pid": os.getpid(), "since": since}))
+        atomic_write(holder, json.dumps({"pid": os.getpid(), "since": since, "kind": kind or name}))
         yield
     finally:
         holder.unlink(missing_ok=True)

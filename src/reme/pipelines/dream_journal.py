@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
-from reme.errors import Conflict
+from reme.errors import Conflict, ReMeError
 from reme.pipelines.dream_integrate import Modified
 from reme.pipelines.port import MemoryPort
 
@@ -99,7 +99,10 @@ def record_text(record: RunRecord) -> str:
 
 
 async def load_record(port: MemoryPort, run_id: str) -> dict[str, Any] | None:
-    """A run's record, or None when no run has this id; ValueError for text that is no run id."""
+    """A run's record, or None when no run has this id; ValueError for text that is no run id.
+
+    A record that is there but is no JSON object is a `ReMeError` naming it (not "no run").
+    """
     if not RUN_ID.match(run_id):
         raise ValueError(
             f"{run_id!r} is not a run id (like 20260620T230000-123456-a1b2c3); see `reme journal`"
@@ -109,9 +112,17 @@ async def load_record(port: MemoryPort, run_id: str) -> dict[str, Any] | None:
         return None
     try:
         data = json.loads(found.content)
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
+    except ValueError as exc:
+        raise ReMeError(
+            f"run record {found.path} is unreadable: {exc}; restore it from a backup or remove it",
+            {"path": found.path},
+        ) from None
+    if not isinstance(data, dict):
+        raise ReMeError(
+            f"run record {found.path} is unreadable: not a JSON object; restore it from a backup or remove it",
+            {"path": found.path},
+        )
+    return data
 
 
 async def write_journal(port: MemoryPort, record: RunRecord, day: str, time_text: str) -> str:

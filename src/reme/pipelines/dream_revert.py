@@ -86,7 +86,7 @@ async def dream_revert(port: MemoryPort, *, run_id: str, force: bool) -> RevertO
         "revert_run_id": None,
         "journal_path": None,
     }
-    async with port.exclusive("dream"):
+    async with port.exclusive("dream", "revert"):
         changes = [
             change for target in targets(record) if (change := await _plan(port, target, force, revert, meta))
         ]

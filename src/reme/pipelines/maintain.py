@@ -33,7 +33,7 @@ from reme.pipelines.maintain_guard import SplitGuard, SplitReport, check_split
 from reme.pipelines.port import FileText, MemoryPort
 from reme.workspace.digest import is_node
 from reme.workspace.textio import sha256_of
-from reme.workspace.transaction import Change
+from reme.workspace.transaction import MAX_FILES, Change
 
 TOOLS = ("read", "node_search", "digest_write", "digest_edit")
 
@@ -93,9 +93,15 @@ async def digest_maintain(
     """One maintain run; failures of a split are recorded and make the run fail (`ReMeError`)."""
     if max_splits < 1:
         raise ReMeError("max_splits must be 1 or more")
+    if not 1 <= settings.max_children <= MAX_FILES - 2:  # the children, the parent and the run record
+        raise ReMeError(
+            f"digest_maintain's max_children is {settings.max_children}: set it between 1 and "
+            f"{MAX_FILES - 2} (one split commits its children, the parent and the run record together, "
+            f"at most {MAX_FILES} files)"
+        )
     started = datetime.now(port.tz)
     run_id = new_run_id(started)
-    async with port.exclusive("dream"):
+    async with port.exclusive("dream", "maintain"):
         candidates = await find_candidates(port, settings, path)
         meta: dict[str, Any] = {
             "run_id": run_id,
@@ -129,7 +135,7 @@ async def digest_maintain(
         meta["usage"] = usage
         add_usage(usage)
         record = journal.record
-        if record.actions or record.failed_units:
+        if record.actions or record.failed_units or record.violations or record.refusals:
             now = datetime.now(port.tz)
             record.finished_at = now.isoformat(timespec="seconds")
             await _save_record(port, journal, [])
@@ -248,13 +254,14 @@ async def _commit_split(
     changes.append(Change(parent.path, guard.parent_text, parent.sha256))
     try:
         await _save_record(port, journal, changes)
-    except (Conflict, ReMeError) as exc:
+    except (Conflict, ReMeError, OSError) as exc:  # the transaction rolled back what it had written
+        detail = exc.message if isinstance(exc, ReMeError) else str(exc)
         record.actions.pop()
         del record.created[-len(children) :]
         for child in children:
             record.created_sha256.pop(child, None)
         record.modified.pop()
-        return f"{type(exc).__name__}: {exc.message}; nothing was written"
+        return f"{type(exc).__name__}: {detail}; nothing was written"
     return None
 
 

@@ -26,6 +26,7 @@ from reme.pipelines.port import FileText, MemoryPort
 from reme.workspace import frontmatter
 from reme.workspace.digest import is_node, node_parts, source_links
 from reme.workspace.edges import describe, edges, missing_edges
+from reme.workspace.resolving import MD, ends_with, resolve, spellings
 
 WRITE_JOBS = ("write", "edit", "save", "delete", "move", "digest_write", "digest_edit", "frontmatter_update")
 
@@ -55,6 +56,38 @@ class SplitGuard:
 
     def parent_sources(self) -> set[str]:
         return {link.target for link in source_links(frontmatter.parse(self.parent.content).body)}
+
+    def file_of(self, target: str) -> str:
+        """The file a link target names (the workspace's link resolution over the disk and this split's
+        staged nodes), so `[[x]]`, `[[x.md]]` and a short `[[slug]]` compare equal; a target naming no
+        known file stands for `<target>.md`."""
+        found = resolve(target, self._known, self._ending_with)
+        if found is not None:
+            return found
+        return target if target.endswith(MD) else target + MD
+
+    def _known(self, path: str) -> bool:
+        if path == self.parent.path or path in self.children:
+            return True
+        try:
+            return self.port.exists(self.port.check_path(path))
+        except (ReMeError, ValueError, OSError):
+            return False
+
+    def _ending_with(self, suffix: str) -> list[str]:
+        return [path for path in (self.parent.path, *self.children) if ends_with(path, suffix)]
+
+    def invented_sources(self, content: str) -> list[str]:
+        """Sources of a child's text (as written) that name no file the parent cites."""
+        cited = {self.file_of(target) for target in self.parent_sources()}
+        return sorted(
+            {
+                link.target
+                for link in source_links(frontmatter.parse(content).body)
+                if self.file_of(link.target) not in cited
+                and not any(link.target in spellings(path) for path in cited)
+            }
+        )
 
     async def run_job(self, job: str, **params: Any) -> Any:
         if job == "digest_write":
@@ -93,9 +126,7 @@ class SplitGuard:
         if len(self.children) >= self.max_children:
             return self._refuse(f"at most {self.max_children} children per split")
         content = str(params.get("content", ""))
-        invented = sorted(
-            {link.target for link in source_links(frontmatter.parse(content).body)} - self.parent_sources()
-        )
+        invented = self.invented_sources(content)
         if invented:
             return self._refuse(
                 f"{path!r} cites sources the parent does not ({', '.join(invented)}); a child keeps the "
@@ -174,10 +205,8 @@ def check_split(guard: SplitGuard, report: SplitReport) -> tuple[str | None, lis
             f"the overview of {parent} ({len(new_parent)} characters) is not shorter than the node was ({old_size})",
             [],
         )
-    linked = {target for target, _ in edges(new_parent)}
-    unlinked = [
-        child for child in guard.children if child not in linked and child[: -len(".md")] not in linked
-    ]
+    linked = {guard.file_of(target) for target, _ in edges(new_parent)}
+    unlinked = [child for child in guard.children if child not in linked]
     if unlinked:
         return f"the overview {parent} must link each child; it does not link {', '.join(unlinked)}", []
     lost = guard.lost_edges(guard.parent_text)

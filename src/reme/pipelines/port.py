@@ -190,10 +190,11 @@ class MemoryPort(Protocol):
         """One in-process lock per key (a session, a resource): runs on the same card take turns."""
         ...
 
-    def exclusive(self, name: str) -> AbstractAsyncContextManager[None]:
+    def exclusive(self, name: str, kind: str | None = None) -> AbstractAsyncContextManager[None]:
         """A workspace-wide lock across processes (`metadata/locks/<name>`), taken without waiting.
 
-        Raises `ReMeError` at once when another run holds it, saying since when and which process.
+        `kind` (default `name`) is the kind of run holding it, as the refusal names it. Raises
+        `ReMeError` at once when another run holds it, saying which kind, since when and which process.
         """
         ...
 

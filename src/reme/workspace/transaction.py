@@ -1,11 +1,14 @@
 """Multi-file transactions: several files change together or not at all, a kill included.
 
 `commit(ws, links, changes)` checks each change's compare-and-set precondition under the paths'
-locks, records an intent `metadata/transactions/<id>.json` holding every file's pre-image (and holds
-`<id>.lock`, an OS lock that dies with its process), writes each file atomically (or unlinks it),
-then forgets the intent. An intent whose lock is free belongs to a writer that died part-way:
-`recover` rolls its files back to the pre-images, so readers end up with all the old files or all
-the new ones, never a mix. Recovery runs at start-up (workspace component), in `health_check` and
+locks, records an intent `metadata/transactions/<id>.json` holding every file's pre-image and the
+sha256 of its new text (and holds `<id>.lock`, an OS lock that dies with its process), writes each
+file atomically (or unlinks it), then forgets the intent. A write that fails part-way (a full disk,
+a permission) rolls the files already written back before the error goes up. An intent whose lock
+is free belongs to a writer that died part-way: `recover` rolls its files back to the pre-images, so
+readers end up with all the old files or all the new ones, never a mix. A file that holds neither
+its pre-image nor what the dead writer wrote was edited since the crash: it is left alone and
+reported (state `conflict`). Recovery runs at start-up (workspace component), in `health_check` and
 before every commit.
 """
 
@@ -15,7 +18,7 @@ import json
 import logging
 import uuid
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -30,7 +33,8 @@ from reme.workspace.links import LinkSource
 from reme.workspace.textio import Limits, check_text, read_text, sha256_of
 
 TRANSACTIONS_DIR = "transactions"
-MAX_FILES = 64
+# A dream run touches at most max_units (20) units of a few files each; a split max_children + 2.
+MAX_FILES = 512
 log = logging.getLogger(__name__)
 
 
@@ -51,6 +55,8 @@ class Change:
 class _PreImage:
     path: str
     before: str | None  # None: the file did not exist
+    after_sha256: str | None = None  # sha256 of what the transaction writes; None: it deletes the file
+    legacy: bool = False  # an intent from before after_sha256 was recorded: rolled back unconditionally
 
 
 def journal_dir(ws: Workspace) -> Path:
@@ -67,7 +73,11 @@ def commit(
     if not changes:
         return []
     if len(changes) > MAX_FILES:
-        raise ReMeError(f"a transaction changes at most {MAX_FILES} files, got {len(changes)}")
+        raise ReMeError(
+            f"a transaction changes at most {MAX_FILES} files, got {len(changes)}; "
+            "split the work into smaller runs (e.g. revert or process fewer units at a time)",
+            {"max_files": MAX_FILES, "files": len(changes)},
+        )
     relatives = [ws.check(change.path, write=True) for change in changes]
     if len(set(relatives)) != len(relatives):
         raise ReMeError("a transaction names the same file twice")
@@ -87,11 +97,23 @@ def commit(
             intent = {
                 "id": intent_id,
                 "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                "files": [asdict(image) for image in images],
+                "files": [
+                    {"path": image.path, "before": image.before, "after_sha256": image.after_sha256}
+                    for image in images
+                ],
             }
             atomic_write(record, json.dumps(intent, ensure_ascii=False), ws.root)
-            for relative, change in zip(relatives, changes, strict=True):
-                apply_change(ws, relative, change.content)
+            applied: list[_PreImage] = []
+            try:
+                for image, change in zip(images, changes, strict=True):
+                    applied.append(image)  # first: a write that fails half-way is undone too
+                    apply_change(ws, image.path, change.content)
+            except BaseException:
+                _undo(ws, applied, record)
+                raise
+            finally:
+                if not record.exists():  # kept only beside an intent that recovery must still settle
+                    (folder / f"{intent_id}.lock").unlink(missing_ok=True)
             _forget(record)
         (folder / f"{intent_id}.lock").unlink(missing_ok=True)
     links.sync_paths(relatives)
@@ -118,7 +140,26 @@ def _check(ws: Workspace, relative: str, change: Change, limits: Limits) -> _Pre
         raise Conflict(
             f"conflict: {relative!r} {state}; nothing was written", {"conflict": True, "path": relative}
         )
-    return _PreImage(relative, current)
+    after = None if change.content is None else sha256_of(change.content)
+    return _PreImage(relative, current, after)
+
+
+def _undo(ws: Workspace, applied: list[_PreImage], record: Path) -> None:
+    """Put back the pre-images of the files a failed commit reached, last first; then drop its intent.
+
+    When even that fails, the intent stays on disk for `recover` (which compares the after-states).
+    """
+    try:
+        for image in reversed(applied):
+            # a file the failed write left as it was needs nothing (a full disk may refuse a rewrite)
+            if _current_sha256(ws, image.path) != _sha_or_none(image.before):
+                apply_change(ws, image.path, image.before)
+    except Exception:
+        log.warning(
+            "undoing the failed transaction %s failed; recovery will retry", record.stem, exc_info=True
+        )
+        return
+    _forget(record)
 
 
 def apply_change(ws: Workspace, relative: str, content: str | None) -> None:
@@ -155,24 +196,64 @@ def recover(ws: Workspace, links: LinkSource | None = None) -> list[dict[str, An
 def _roll_back(ws: Workspace, record: Path, links: LinkSource | None) -> dict[str, Any]:
     try:
         intent = json.loads(record.read_text(encoding="utf-8"))
-        images = [_PreImage(str(f["path"]), f["before"]) for f in intent["files"]]
+        images = [
+            _PreImage(str(f["path"]), f["before"], f.get("after_sha256"), "after_sha256" not in f)
+            for f in intent["files"]
+        ]
     except (OSError, ValueError, TypeError, KeyError) as exc:
         log.warning("transaction intent %s is unreadable and is dropped: %s", record.name, exc)
         _forget(record)
         return {"id": record.stem, "paths": [], "state": "unreadable", "error": str(exc)}
     paths = [ws.check(image.path, write=True) for image in images]
+    conflicts: list[str] = []
     try:
         with ws.lock(*paths):
             for path, image in zip(paths, images, strict=True):
-                apply_change(ws, path, image.before)
+                current = _current_sha256(ws, path)
+                if current == _sha_or_none(image.before):
+                    continue  # not reached by the dead writer, or already put back
+                if image.legacy or current == image.after_sha256:
+                    apply_change(ws, path, image.before)
+                else:
+                    conflicts.append(path)  # edited since the crash: that edit is kept
     except Exception as exc:  # left on disk: the next recovery tries again
         log.warning("rolling back the interrupted transaction %s failed", record.stem, exc_info=True)
         return {"id": record.stem, "paths": paths, "state": "failed", "error": f"{type(exc).__name__}: {exc}"}
     _forget(record)
     if links is not None:
         links.sync_paths(paths)
+    if conflicts:
+        log.warning(
+            "rolled back the interrupted transaction %s except %s, changed since the crash and left as they are",
+            record.stem,
+            ", ".join(conflicts),
+        )
+        return {
+            "id": record.stem,
+            "paths": paths,
+            "state": "conflict",
+            "conflicts": conflicts,
+            "error": (
+                f"{', '.join(conflicts)} changed after the interrupted transaction and were left as they are; "
+                "the other files were rolled back: check these by hand"
+            ),
+        }
     log.warning("rolled back the interrupted transaction %s (%s)", record.stem, ", ".join(paths))
     return {"id": record.stem, "paths": paths, "state": "rolled_back"}
+
+
+def _sha_or_none(text: str | None) -> str | None:
+    return None if text is None else sha256_of(text)
+
+
+def _current_sha256(ws: Workspace, relative: str) -> str | None:
+    """The sha256 of a file's bytes now; None when it is absent; a folder or link gets a value no text has."""
+    target = ws.absolute(relative, write=True)
+    if target.is_symlink() or target.is_dir():
+        return "not-a-file"
+    if not target.is_file():
+        return None
+    return sha256_of(target.read_bytes())
 
 
 def _forget(record: Path) -> None:

@@ -93,6 +93,13 @@ class WorkspaceComponent(Component):
             health["reason"] = (
                 f"{len(stuck)} interrupted transaction(s) could not be rolled back; see recovered_transactions"
             )
+        edited = [path for entry in self.recovered_transactions for path in entry.get("conflicts", [])]
+        if edited:
+            health["status"] = "degraded"
+            health["reason"] = (
+                f"interrupted transaction(s) left {', '.join(edited)} as edited after the crash "
+                "(the rest was rolled back); check them by hand, see recovered_transactions"
+            )
         return health
 
 
