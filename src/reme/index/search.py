@@ -203,17 +203,21 @@ class Searcher:
             for path in paths
         ]
 
-    def node_search(self, query: str, limit: int, folder: str) -> list[dict[str, Any]]:
+    def node_search(
+        self, query: str, limit: int, folder: str, *, keyword_only: bool = False
+    ) -> list[dict[str, Any]]:
         """Best `limit` distinct nodes under `folder` by their best chunk (no text, no links).
 
         Generated pages such as `_buckets.md` are searchable text but not nodes: left out here.
+        `keyword_only`: BM25 scores alone, even with vectors on (a lexical similarity, as the
+        digest audit's near-duplicate ratio needs; fused scores are rank-based and say nothing).
         """
         prefix = folder.rstrip("/") + "/"
         fetch = max(limit * self.candidate_multiplier, limit)
         filters = SearchFilters(path_prefix=prefix)
         while True:
             keyword = self.keyword.search(query, fetch, prefix)
-            vector = self._vector(query, fetch, filters)
+            vector = [] if keyword_only else self._vector(query, fetch, filters)
             scored = self._fuse(keyword, vector)
             best: dict[str, float] = {}
             for hit in self.hydrate(scored):
