@@ -124,3 +124,65 @@ async def test_an_unknown_embedding_backend_is_a_config_error(tmp_path: Path) ->
     with pytest.raises(Exception, match="no_such_model"):
         async with ReMe(workspace_dir=tmp_path / "ws", timezone="UTC", **overrides):
             pass
+
+
+def openai_overrides(server: FakeOpenAI, **extra: object) -> dict[str, object]:
+    return {
+        "components.embedding.enabled": True,
+        "components.embedding.backend": "openai_embedding",
+        "components.embedding.base_url": server.base_url,
+        "components.embedding.model": "fake-embed",
+        "components.embedding.batch_size": 4,
+        **extra,
+    }
+
+
+async def test_a_text_the_model_rejects_is_bisected_out_and_the_rest_is_embedded(
+    fake_server: FakeOpenAI, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """HTTP 400 on one text: the batch is bisected, that text alone is marked failed (counted,
+    logged once, never sent again) and every other chunk gets its vector."""
+    root = tmp_path / "ws"
+    (root / "digest").mkdir(parents=True)
+    for number in range(10):
+        body = "POISON text the model refuses" if number == 0 else f"note {number} about topic{number}"
+        (root / f"digest/n{number}.md").write_text(f"# N{number}\n\n{body}.\n")
+    fake_server.embedding_reject = {"POISON"}
+    async with ReMe(workspace_dir=root, timezone="UTC", **openai_overrides(fake_server)) as app:
+        index = app.component("index").service
+        index.ensure_ready()
+        chunks = index.store.counts()["chunks"]
+        with caplog.at_level("WARNING", logger="reme.index.vectors"):
+            assert index.embed_pending() == chunks  # the rejected one counted, not raised
+            sent = len(fake_server.embedding_requests)
+            assert index.embed_pending() == 0  # nothing left: the failed text is not retried
+        assert len(fake_server.embedding_requests) == sent
+        figures = index.vector_figures()
+        assert (figures["vectors"], figures["vectors_pending"], figures["vectors_failed"]) == (chunks - 1, 0, 1)
+        assert figures["last_error"] is None
+        assert sum("rejected a chunk text" in r.getMessage() for r in caplog.records) == 1
+        status = await app.run("health_check")
+        assert status.metadata["components"]["index"]["vectors"]["vectors_failed"] == 1
+
+        (root / "digest/n0.md").write_text("# N0\n\nnow an acceptable text.\n")  # the chunk changes
+        index.indexer.sync_paths(["digest/n0.md"])
+        assert index.embed_pending() == 1
+        assert index.vector_figures()["vectors_failed"] == 0
+
+
+async def test_a_transient_error_is_no_rejection(fake_server: FakeOpenAI, tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    (root / "digest").mkdir(parents=True)
+    (root / "digest/a.md").write_text("# A\n\nsome text.\n")
+    overrides = openai_overrides(
+        fake_server, **{"components.embedding.max_retries": 0, "components.embedding.dimension": 8}
+    )
+    async with ReMe(workspace_dir=root, timezone="UTC", **overrides) as app:
+        index = app.component("index").service
+        index.ensure_ready()
+        fake_server.embedding_down = True
+        with pytest.raises(ReMeError, match="HTTP 503"):
+            index.embed_pending()
+        assert index.vector_figures()["vectors_failed"] == 0
+        fake_server.embedding_down = False
+        assert index.embed_pending() == index.store.counts()["chunks"]

@@ -2,7 +2,7 @@
 
 Batches of `batch_size` texts per request; HTTP 408/409/429/5xx and transport errors are retried
 `max_retries` times with exponential backoff (a `retry-after(-ms)` header is honoured); any other
-error is raised with what the endpoint said. The dimension is configured or asked once from the
+error is raised with what the endpoint said (400/413/422 as `EmbeddingRejected`: the input itself). The dimension is configured or asked once from the
 endpoint; a reply of another dimension is an error naming both (never a silently mixed space).
 Rows are L2-normalised here, since not every server does it.
 """
@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from reme.errors import ReMeError
-from reme.index.embedding import Stamp
+from reme.index.embedding import EmbeddingRejected, Stamp
 
 if TYPE_CHECKING:
     import numpy as np
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
+REJECT_STATUSES = frozenset({400, 413, 422})  # the input itself (too long, unacceptable): never retried
 MAX_BACKOFF_S = 30.0
 
 
@@ -119,7 +120,8 @@ class OpenAIEmbedder:
                 time.sleep(self._delay(attempt, response))
                 continue
             if response.status_code != 200:
-                raise ReMeError(
+                error = EmbeddingRejected if response.status_code in REJECT_STATUSES else ReMeError
+                raise error(
                     f"the embeddings endpoint {self.url} answered HTTP {response.status_code}: "
                     f"{response.text[:300]}"
                 )
