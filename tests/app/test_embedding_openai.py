@@ -186,3 +186,56 @@ async def test_a_transient_error_is_no_rejection(fake_server: FakeOpenAI, tmp_pa
         assert index.vector_figures()["vectors_failed"] == 0
         fake_server.embedding_down = False
         assert index.embed_pending() == index.store.counts()["chunks"]
+
+
+def two_notes(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    (root / "digest").mkdir(parents=True)
+    (root / "digest/solar.md").write_text("# Solar\n\nThe inverter of the roof panels failed.\n")
+    (root / "digest/tea.md").write_text("# Tea\n\nGreen tea steeps for two minutes.\n")
+    return root
+
+
+async def test_a_down_endpoint_costs_a_search_one_attempt_then_none(fake_server: FakeOpenAI, tmp_path: Path) -> None:
+    """Queries make one attempt (no retries, even for the dimension probe) and a failure opens a
+    breaker: the next searches answer from keywords without a request and say vectors are off."""
+    overrides = openai_overrides(fake_server, **{"components.embedding.backoff_s": 0.001})
+    async with ReMe(workspace_dir=two_notes(tmp_path), timezone="UTC", **overrides) as app:
+        app.component("index").service.ensure_ready()
+        fake_server.embedding_down = True  # dimension null: the probe is the first request
+        first = await app.run("search", query="steeps minutes")
+        assert first.success and first.metadata["results"][0]["path"] == "digest/tea.md"
+        assert len(fake_server.embedding_requests) == 1  # one attempt, not 1 + max_retries
+        assert "semantic search is unavailable" in first.answer and "HTTP 503" in first.metadata["vector_error"]
+        second = await app.run("node_search", query="steeps minutes")
+        assert second.metadata["results"][0]["path"] == "digest/tea.md"
+        assert len(fake_server.embedding_requests) == 1  # the breaker: no request at all
+        assert "semantic search is unavailable" in second.answer
+
+        fake_server.embedding_down = False
+        index = app.component("index").service
+        index.vectors.query_cooldown_s = 0  # the pause is over
+        index.embed_pending()
+        back = await app.run("search", query="steeps minutes")
+        assert "vector_error" not in back.metadata and back.metadata["vectors_pending"] == 0
+
+
+async def test_a_slow_endpoint_costs_a_query_one_short_attempt(fake_server: FakeOpenAI, tmp_path: Path) -> None:
+    overrides = openai_overrides(
+        fake_server, **{"components.embedding.dimension": 8, "components.embedding.query_timeout": 0.2}
+    )
+    async with ReMe(workspace_dir=two_notes(tmp_path), timezone="UTC", **overrides) as app:
+        index = app.component("index").service
+        index.ensure_ready()
+        index.embed_pending()
+        sent = len(fake_server.embedding_requests)
+        fake_server.embedding_faults = [{"fault": "slow", "seconds": 1.0}] * 5
+        answer = await app.run("search", query="steeps minutes")
+        assert answer.metadata["results"][0]["path"] == "digest/tea.md"
+        assert len(fake_server.embedding_requests) == sent + 1  # timed out once, not retried
+        assert "semantic search is unavailable" in answer.answer
+
+
+def test_query_timeout_must_be_positive(fake_server: FakeOpenAI) -> None:
+    with pytest.raises(ValueError, match="query_timeout"):
+        client(fake_server, query_timeout=0)

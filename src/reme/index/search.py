@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields
 from datetime import date
 from typing import Any, Protocol
 
+from reme.errors import ReMeError
 from reme.index.graph import LinkGraph
 from reme.index.keyword import KeywordIndex
 from reme.index.store import MetadataStore
@@ -41,6 +42,10 @@ class SearchFilters:
         return (self.start_date is None or day >= self.start_date) and (
             self.end_date is None or day <= self.end_date
         )
+
+
+class VectorsUnavailable(ReMeError):
+    """The vector branch is skipped for now (a recent query failed); keyword results stand."""
 
 
 class VectorBranch(Protocol):
@@ -141,6 +146,9 @@ class Searcher:
             return []
         try:
             return self.vector.search(query, limit, filters)
+        except VectorsUnavailable as exc:  # the breaker is open: said once, when it tripped
+            log.debug("%s", exc)
+            return []
         except Exception:
             log.warning("vector search failed; answering from the keyword index alone", exc_info=True)
             return []

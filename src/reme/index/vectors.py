@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,11 +31,12 @@ from typing import Any
 import numpy as np
 
 from reme.index.embedding import Embedder, EmbeddingRejected, Stamp, embedding_key, embedding_text
-from reme.index.search import SearchFilters
+from reme.index.search import SearchFilters, VectorsUnavailable
 from reme.index.store import MetadataStore
 from reme.index.wal import WalDatabase
 
 VECTORS_DB = "vectors.sqlite3"
+QUERY_COOLDOWN_S = 30.0  # after a failed query, searches answer from keywords alone this long
 WRITE_LOG_VERSIONS = 1000  # writes remembered by key, so a reader adopts only what another process wrote
 log = logging.getLogger(__name__)
 
@@ -184,6 +186,8 @@ class VectorIndex:
         self._failed: dict[str, str] = {}  # keys the model rejected -> why (skipped until they change)
         self._seen: tuple[int, int] | None = None  # (catalog generation, cache version) last synced
         self.last_error: str | None = None
+        self.query_cooldown_s = QUERY_COOLDOWN_S
+        self._query_failure: tuple[float, str] | None = None  # (monotonic time, error) of the last failed query
         self.embedded = 0  # vectors this process computed (figures, tests)
 
     # state ---------------------------------------------------------------------------------------
@@ -396,10 +400,28 @@ class VectorIndex:
 
     # search --------------------------------------------------------------------------------------
 
+    def unavailable(self) -> str | None:
+        """Why queries skip the vector branch now (a query failed under `query_cooldown_s` ago), or None."""
+        failure = self._query_failure
+        if failure is None or time.monotonic() - failure[0] >= self.query_cooldown_s:
+            return None
+        return failure[1]
+
     def search(self, query: str, limit: int, filters: SearchFilters) -> list[tuple[str, float]]:
-        """The `limit` embedded chunks closest to `query` (cosine) among those the filters admit."""
-        self.refresh()
-        query_vector = np.asarray(self.embedder.embed_query(query), dtype=np.float32)
+        """The `limit` embedded chunks closest to `query` (cosine) among those the filters admit.
+
+        A circuit breaker: after a failure (endpoint down or slow) the next queries for
+        `query_cooldown_s` raise at once, without a request, and the search answers from keywords."""
+        reason = self.unavailable()
+        if reason is not None:
+            raise VectorsUnavailable(f"semantic search is paused after a failure: {reason}")
+        try:
+            query_vector = np.asarray(self.embedder.embed_query(query), dtype=np.float32)
+            self.refresh()
+        except Exception as exc:
+            self._query_failure = (time.monotonic(), f"{type(exc).__name__}: {exc}"[:300])
+            raise
+        self._query_failure = None
         with self._lock:
             admitted = self._alive[: self._used]
             if filters != SearchFilters():

@@ -112,6 +112,9 @@ def _flag_pending(ctx: JobContext, index: IndexService) -> None:
     if index.vectors is None:
         return
     try:
+        reason = index.vectors.unavailable()  # a query just failed: no second wait on the endpoint
+        if reason is not None:
+            raise RuntimeError(reason)
         waiting = index.vectors.pending()
     except Exception as exc:  # the model cannot load or the endpoint is down: keyword results stand
         ctx.response.metadata["vector_error"] = f"{type(exc).__name__}: {exc}"
