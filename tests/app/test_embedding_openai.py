@@ -3,7 +3,9 @@ batching, retries on 429/5xx, clear errors, and hybrid search through the applic
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,7 +36,9 @@ def test_passages_are_sent_in_batches_and_normalised(fake_server: FakeOpenAI) ->
     sizes = [len(body["input"]) for body in fake_server.embedding_requests]
     assert sizes == [1, 3, 3, 1]
     assert fake_server.embedding_requests[1]["model"] == "fake-embed"
-    assert embedder.stamp.to_dict() == {"backend": "openai", "model": "fake-embed", "dimension": 8}
+    stamp = embedder.stamp.to_dict()
+    assert stamp["backend"] == "openai" and stamp["dimension"] == 8
+    assert re.fullmatch(r"fake-embed@[0-9a-f]{8}", stamp["model"])
 
 
 def test_a_configured_dimension_needs_no_probe_and_prefixes_are_added(fake_server: FakeOpenAI) -> None:
@@ -239,3 +243,38 @@ async def test_a_slow_endpoint_costs_a_query_one_short_attempt(fake_server: Fake
 def test_query_timeout_must_be_positive(fake_server: FakeOpenAI) -> None:
     with pytest.raises(ValueError, match="query_timeout"):
         client(fake_server, query_timeout=0)
+
+
+def test_the_stamp_names_the_endpoint_and_the_prefixes(fake_server: FakeOpenAI) -> None:
+    def stamp(**settings: Any) -> str:
+        settings = {"base_url": fake_server.base_url, **settings}
+        return OpenAIEmbedder(model="fake-embed", dimension=8, **settings).stamp.model
+
+    plain = stamp()
+    assert plain == stamp(base_url=fake_server.base_url + "/")  # a trailing slash is the same endpoint
+    assert len({plain, stamp(base_url="http://other:1/v1"), stamp(passage_prefix="passage: "),
+                stamp(query_prefix="query: ")}) == 4
+
+
+async def test_another_endpoint_with_a_same_named_model_re_embeds(tmp_path: Path) -> None:
+    root = two_notes(tmp_path)
+    first, second = FakeOpenAI(), FakeOpenAI()
+    try:
+        async with ReMe(workspace_dir=root, timezone="UTC", **openai_overrides(first)) as app:
+            index = app.component("index").service
+            index.ensure_ready()
+            chunks = index.store.counts()["chunks"]
+            assert index.embed_pending() == chunks
+        async with ReMe(workspace_dir=root, timezone="UTC", **openai_overrides(first)) as app:
+            index = app.component("index").service
+            index.ensure_ready()
+            assert index.vectors.pending() == 0  # same endpoint: the cache is kept
+        async with ReMe(workspace_dir=root, timezone="UTC", **openai_overrides(second)) as app:
+            index = app.component("index").service
+            index.ensure_ready()
+            assert index.vectors.pending() == chunks  # another server: another space
+            assert index.embed_pending() == chunks
+            assert second.embedding_requests
+    finally:
+        first.close()
+        second.close()

@@ -6,11 +6,15 @@ error is raised with what the endpoint said (400/413/422 as `EmbeddingRejected`:
 endpoint; a reply of another dimension is an error naming both (never a silently mixed space).
 Queries (and the dimension probe) are one attempt with `query_timeout`: a search waits seconds, not
 minutes, on an endpoint that is down; the background embedding retries on its own.
-Rows are L2-normalised here, since not every server does it.
+Rows are L2-normalised here, since not every server does it. The stamp's model is
+`<model>@<8 hex>`, a hash of the endpoint and the prefixes: another server with a same-named model,
+or another prefix, is another vector space and re-embeds.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 import time
 from collections.abc import Sequence
@@ -72,6 +76,7 @@ class OpenAIEmbedder:
         self.query_prefix = query_prefix
         self.passage_prefix = passage_prefix
         self._dimension = dimension
+        self.identity = f"{model}@{space_hash(self.url, passage_prefix, query_prefix)}"
         self._lock = threading.Lock()
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(timeout=float(timeout), headers=headers)
@@ -86,7 +91,7 @@ class OpenAIEmbedder:
                 if self._dimension is None:
                     probe = self._request(["dimension probe"], retries=0, timeout=self.query_timeout)
                     self._dimension = len(probe[0])
-        return Stamp("openai", self.model, self._dimension)
+        return Stamp("openai", self.identity, self._dimension)
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         return self._embed([self.passage_prefix + text for text in texts])
@@ -153,6 +158,12 @@ class OpenAIEmbedder:
 
     def _backoff(self, attempt: int) -> float:
         return min(MAX_BACKOFF_S, self.backoff_s * 2**attempt)
+
+
+def space_hash(url: str, passage_prefix: str, query_prefix: str) -> str:
+    """8 hex digits naming what besides the model's name shapes its vectors (endpoint, prefixes)."""
+    identity = json.dumps([url, passage_prefix, query_prefix])
+    return hashlib.sha256(identity.encode()).hexdigest()[:8]
 
 
 def _vectors(payload: Any, expected: int) -> list[list[float]]:
