@@ -278,3 +278,31 @@ async def test_another_endpoint_with_a_same_named_model_re_embeds(tmp_path: Path
     finally:
         first.close()
         second.close()
+
+
+async def test_the_background_loop_gets_past_a_rejected_text(fake_server: FakeOpenAI, tmp_path: Path) -> None:
+    import asyncio
+
+    from reme.app.steps.index import _embed_in_background
+
+    root = tmp_path / "ws"
+    (root / "digest").mkdir(parents=True)
+    for number in range(9):
+        body = "POISON" if number == 0 else f"note {number} about topic{number}"
+        (root / f"digest/n{number}.md").write_text(f"# N{number}\n\n{body}.\n")
+    fake_server.embedding_reject = {"POISON"}
+    async with ReMe(workspace_dir=root, timezone="UTC", **openai_overrides(fake_server)) as app:
+        index = app.component("index").service
+        index.ensure_ready()
+        chunks = index.store.counts()["chunks"]
+        loop = asyncio.create_task(_embed_in_background(index, 0.01, 30.0))
+        try:
+            for _ in range(500):  # well under the 30 s retry the old loop was stuck in
+                figures = index.vector_figures()
+                if figures["vectors"] == chunks - 1:
+                    break
+                await asyncio.sleep(0.01)
+            assert (figures["vectors"], figures["vectors_failed"], figures["vectors_pending"]) == (chunks - 1, 1, 0)
+        finally:
+            loop.cancel()
+            await asyncio.gather(loop, return_exceptions=True)
