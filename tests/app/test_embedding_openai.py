@@ -3,7 +3,9 @@ batching, retries on 429/5xx, clear errors, and hybrid search through the applic
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,7 +36,9 @@ def test_passages_are_sent_in_batches_and_normalised(fake_server: FakeOpenAI) ->
     sizes = [len(body["input"]) for body in fake_server.embedding_requests]
     assert sizes == [1, 3, 3, 1]
     assert fake_server.embedding_requests[1]["model"] == "fake-embed"
-    assert embedder.stamp.to_dict() == {"backend": "openai", "model": "fake-embed", "dimension": 8}
+    stamp = embedder.stamp.to_dict()
+    assert stamp["backend"] == "openai" and stamp["dimension"] == 8
+    assert re.fullmatch(r"fake-embed@[0-9a-f]{8}", stamp["model"])
 
 
 def test_a_configured_dimension_needs_no_probe_and_prefixes_are_added(fake_server: FakeOpenAI) -> None:
@@ -124,3 +128,181 @@ async def test_an_unknown_embedding_backend_is_a_config_error(tmp_path: Path) ->
     with pytest.raises(Exception, match="no_such_model"):
         async with ReMe(workspace_dir=tmp_path / "ws", timezone="UTC", **overrides):
             pass
+
+
+def openai_overrides(server: FakeOpenAI, **extra: object) -> dict[str, object]:
+    return {
+        "components.embedding.enabled": True,
+        "components.embedding.backend": "openai_embedding",
+        "components.embedding.base_url": server.base_url,
+        "components.embedding.model": "fake-embed",
+        "components.embedding.batch_size": 4,
+        **extra,
+    }
+
+
+async def test_a_text_the_model_rejects_is_bisected_out_and_the_rest_is_embedded(
+    fake_server: FakeOpenAI, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """HTTP 400 on one text: the batch is bisected, that text alone is marked failed (counted,
+    logged once, never sent again) and every other chunk gets its vector."""
+    root = tmp_path / "ws"
+    (root / "digest").mkdir(parents=True)
+    for number in range(10):
+        body = "POISON text the model refuses" if number == 0 else f"note {number} about topic{number}"
+        (root / f"digest/n{number}.md").write_text(f"# N{number}\n\n{body}.\n")
+    fake_server.embedding_reject = {"POISON"}
+    async with ReMe(workspace_dir=root, timezone="UTC", **openai_overrides(fake_server)) as app:
+        index = app.component("index").service
+        index.ensure_ready()
+        chunks = index.store.counts()["chunks"]
+        with caplog.at_level("WARNING", logger="reme.index.vectors"):
+            assert index.embed_pending() == chunks  # the rejected one counted, not raised
+            sent = len(fake_server.embedding_requests)
+            assert index.embed_pending() == 0  # nothing left: the failed text is not retried
+        assert len(fake_server.embedding_requests) == sent
+        figures = index.vector_figures()
+        assert (figures["vectors"], figures["vectors_pending"], figures["vectors_failed"]) == (chunks - 1, 0, 1)
+        assert figures["last_error"] is None
+        assert sum("rejected a chunk text" in r.getMessage() for r in caplog.records) == 1
+        status = await app.run("health_check")
+        assert status.metadata["components"]["index"]["vectors"]["vectors_failed"] == 1
+
+        (root / "digest/n0.md").write_text("# N0\n\nnow an acceptable text.\n")  # the chunk changes
+        index.indexer.sync_paths(["digest/n0.md"])
+        assert index.embed_pending() == 1
+        assert index.vector_figures()["vectors_failed"] == 0
+
+
+async def test_a_transient_error_is_no_rejection(fake_server: FakeOpenAI, tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    (root / "digest").mkdir(parents=True)
+    (root / "digest/a.md").write_text("# A\n\nsome text.\n")
+    overrides = openai_overrides(
+        fake_server, **{"components.embedding.max_retries": 0, "components.embedding.dimension": 8}
+    )
+    async with ReMe(workspace_dir=root, timezone="UTC", **overrides) as app:
+        index = app.component("index").service
+        index.ensure_ready()
+        fake_server.embedding_down = True
+        with pytest.raises(ReMeError, match="HTTP 503"):
+            index.embed_pending()
+        assert index.vector_figures()["vectors_failed"] == 0
+        fake_server.embedding_down = False
+        assert index.embed_pending() == index.store.counts()["chunks"]
+
+
+def two_notes(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    (root / "digest").mkdir(parents=True)
+    (root / "digest/solar.md").write_text("# Solar\n\nThe inverter of the roof panels failed.\n")
+    (root / "digest/tea.md").write_text("# Tea\n\nGreen tea steeps for two minutes.\n")
+    return root
+
+
+async def test_a_down_endpoint_costs_a_search_one_attempt_then_none(fake_server: FakeOpenAI, tmp_path: Path) -> None:
+    """Queries make one attempt (no retries, even for the dimension probe) and a failure opens a
+    breaker: the next searches answer from keywords without a request and say vectors are off."""
+    overrides = openai_overrides(fake_server, **{"components.embedding.backoff_s": 0.001})
+    async with ReMe(workspace_dir=two_notes(tmp_path), timezone="UTC", **overrides) as app:
+        app.component("index").service.ensure_ready()
+        fake_server.embedding_down = True  # dimension null: the probe is the first request
+        first = await app.run("search", query="steeps minutes")
+        assert first.success and first.metadata["results"][0]["path"] == "digest/tea.md"
+        assert len(fake_server.embedding_requests) == 1  # one attempt, not 1 + max_retries
+        assert "semantic search is unavailable" in first.answer and "HTTP 503" in first.metadata["vector_error"]
+        second = await app.run("node_search", query="steeps minutes")
+        assert second.metadata["results"][0]["path"] == "digest/tea.md"
+        assert len(fake_server.embedding_requests) == 1  # the breaker: no request at all
+        assert "semantic search is unavailable" in second.answer
+
+        fake_server.embedding_down = False
+        index = app.component("index").service
+        index.vectors.query_cooldown_s = 0  # the pause is over
+        index.embed_pending()
+        back = await app.run("search", query="steeps minutes")
+        assert "vector_error" not in back.metadata and back.metadata["vectors_pending"] == 0
+
+
+async def test_a_slow_endpoint_costs_a_query_one_short_attempt(fake_server: FakeOpenAI, tmp_path: Path) -> None:
+    overrides = openai_overrides(
+        fake_server, **{"components.embedding.dimension": 8, "components.embedding.query_timeout": 0.2}
+    )
+    async with ReMe(workspace_dir=two_notes(tmp_path), timezone="UTC", **overrides) as app:
+        index = app.component("index").service
+        index.ensure_ready()
+        index.embed_pending()
+        sent = len(fake_server.embedding_requests)
+        fake_server.embedding_faults = [{"fault": "slow", "seconds": 1.0}] * 5
+        answer = await app.run("search", query="steeps minutes")
+        assert answer.metadata["results"][0]["path"] == "digest/tea.md"
+        assert len(fake_server.embedding_requests) == sent + 1  # timed out once, not retried
+        assert "semantic search is unavailable" in answer.answer
+
+
+def test_query_timeout_must_be_positive(fake_server: FakeOpenAI) -> None:
+    with pytest.raises(ValueError, match="query_timeout"):
+        client(fake_server, query_timeout=0)
+
+
+def test_the_stamp_names_the_endpoint_and_the_prefixes(fake_server: FakeOpenAI) -> None:
+    def stamp(**settings: Any) -> str:
+        settings = {"base_url": fake_server.base_url, **settings}
+        return OpenAIEmbedder(model="fake-embed", dimension=8, **settings).stamp.model
+
+    plain = stamp()
+    assert plain == stamp(base_url=fake_server.base_url + "/")  # a trailing slash is the same endpoint
+    assert len({plain, stamp(base_url="http://other:1/v1"), stamp(passage_prefix="passage: "),
+                stamp(query_prefix="query: ")}) == 4
+
+
+async def test_another_endpoint_with_a_same_named_model_re_embeds(tmp_path: Path) -> None:
+    root = two_notes(tmp_path)
+    first, second = FakeOpenAI(), FakeOpenAI()
+    try:
+        async with ReMe(workspace_dir=root, timezone="UTC", **openai_overrides(first)) as app:
+            index = app.component("index").service
+            index.ensure_ready()
+            chunks = index.store.counts()["chunks"]
+            assert index.embed_pending() == chunks
+        async with ReMe(workspace_dir=root, timezone="UTC", **openai_overrides(first)) as app:
+            index = app.component("index").service
+            index.ensure_ready()
+            assert index.vectors.pending() == 0  # same endpoint: the cache is kept
+        async with ReMe(workspace_dir=root, timezone="UTC", **openai_overrides(second)) as app:
+            index = app.component("index").service
+            index.ensure_ready()
+            assert index.vectors.pending() == chunks  # another server: another space
+            assert index.embed_pending() == chunks
+            assert second.embedding_requests
+    finally:
+        first.close()
+        second.close()
+
+
+async def test_the_background_loop_gets_past_a_rejected_text(fake_server: FakeOpenAI, tmp_path: Path) -> None:
+    import asyncio
+
+    from reme.app.steps.index import _embed_in_background
+
+    root = tmp_path / "ws"
+    (root / "digest").mkdir(parents=True)
+    for number in range(9):
+        body = "POISON" if number == 0 else f"note {number} about topic{number}"
+        (root / f"digest/n{number}.md").write_text(f"# N{number}\n\n{body}.\n")
+    fake_server.embedding_reject = {"POISON"}
+    async with ReMe(workspace_dir=root, timezone="UTC", **openai_overrides(fake_server)) as app:
+        index = app.component("index").service
+        index.ensure_ready()
+        chunks = index.store.counts()["chunks"]
+        loop = asyncio.create_task(_embed_in_background(index, 0.01, 30.0))
+        try:
+            for _ in range(500):  # well under the 30 s retry the old loop was stuck in
+                figures = index.vector_figures()
+                if figures["vectors"] == chunks - 1:
+                    break
+                await asyncio.sleep(0.01)
+            assert (figures["vectors"], figures["vectors_failed"], figures["vectors_pending"]) == (chunks - 1, 1, 0)
+        finally:
+            loop.cancel()
+            await asyncio.gather(loop, return_exceptions=True)

@@ -297,3 +297,28 @@ def test_what_is_embedded_for_a_chunk_and_its_key() -> None:
     assert embedding_key(embedding_text(row)) == embedding_key(embedding_text(moved))  # content, not place
     huge = ChunkRow("c3", "a.md", 1, 1, [], "x" * (3 * MAX_EMBED_CHARS))
     assert len(embedding_text(huge)) == MAX_EMBED_CHARS
+
+
+async def test_another_process_s_writes_are_adopted_by_the_keys_it_wrote(
+    workspace_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader that sees another writer's batch looks up only the keys that batch stored (its
+    write log), not every chunk still pending; without the log it falls back to all of them."""
+    from reme.index.vectors import VectorIndex
+
+    write(workspace_dir, {f"digest/n{i}.md": f"# N{i}\n\nnote {i} on topic{i}.\n" for i in range(12)})
+    async with vector_app(workspace_dir) as app:
+        index = app.component("index").service
+        index.ensure_ready()
+        chunks = index.store.counts()["chunks"]
+        reader = VectorIndex(index.metadata_dir, index.store, embedder(), batch_size=4)
+        assert reader.pending() == chunks == index.vectors.pending()  # both loaded (a full look-up each)
+        asked: list[int] = []
+        original = VectorCache.get
+        monkeypatch.setattr(VectorCache, "get", lambda self, keys: asked.append(len(keys)) or original(self, keys))
+        assert index.vectors.embed_batch() == 4  # "another process" stores one batch
+        assert reader.pending() == chunks - 4 and asked == [4]
+        index.embed_pending()
+        assert reader.pending() == 0 and reader.figures()["vectors"] == chunks
+        assert sum(asked) == chunks  # each key looked up once, when it was written
+        reader.close()

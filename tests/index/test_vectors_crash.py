@@ -30,7 +30,7 @@ CHILD = textwrap.dedent(
     original = vectors.VectorCache.put
     calls = []
 
-    def put(self, items):
+    def put(self, items, *rest):
         calls.append(1)
         if phase == "inside_second_write" and len(calls) == 2:
             # the rows are written, the transaction is open: killed before its commit
@@ -38,7 +38,7 @@ CHILD = textwrap.dedent(
                 db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)",
                                [(k, v.tobytes()) for k, v in items])
                 die()
-        original(self, items)
+        original(self, items, *rest)
         if phase == "after_first_write":
             die()
 

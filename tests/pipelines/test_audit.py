@@ -142,3 +142,23 @@ async def test_a_node_that_is_only_a_link_is_no_near_duplicate_of_what_it_links(
     app = await make_app()
     response = await app.run("digest_audit")
     assert response.metadata["findings"] == [], response.answer
+
+
+async def test_near_duplicates_are_lexical_with_vectors_on_too(tmp_path: Path, make_app: MakeApp) -> None:
+    """With vectors on, node_search scores are RRF-fused (rank 2 / rank 1 ≈ 0.98): the audit must
+    still compare keyword scores, so the findings are exactly those of vectors off."""
+    from tests.embedders import hashed_words_backend, vector_overrides
+
+    ws = tmp_path / "ws"
+    plant(ws, [*CLEAN, *PLANTED.values(), TWIN])
+    app = await make_app()
+    off = await app.run("digest_audit")
+    await app.close()
+    with hashed_words_backend():
+        app = await make_app(**vector_overrides())
+        assert (await app.run("reindex")).success
+        on = await app.run("digest_audit")
+    assert on.success, on.answer
+    twins = [f for f in on.metadata["findings"] if f["kind"] == "near_duplicate"]
+    assert twins == [f for f in off.metadata["findings"] if f["kind"] == "near_duplicate"]
+    assert [f["path"] for f in twins] == ["digest/wiki/compost-a.md"]

@@ -213,8 +213,11 @@ class AppPort:
 
     # recall --------------------------------------------------------------------------------------
 
-    async def node_search(self, query: str, *, limit: int) -> list[dict[str, Any]]:
-        return list((await self._call("node_search", query=query, limit=limit)).metadata.get("results") or [])
+    async def node_search(self, query: str, *, limit: int, keyword_only: bool = False) -> list[dict[str, Any]]:
+        params: dict[str, Any] = {"query": query, "limit": limit}
+        if keyword_only:
+            params["keyword_only"] = True
+        return list((await self._call("node_search", **params)).metadata.get("results") or [])
 
     async def search(self, query: str, *, limit: int, path_prefix: str = "") -> list[dict[str, Any]]:
         params: dict[str, Any] = {"query": query, "limit": limit, "expand_links": False}

@@ -25,6 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from reme.errors import ReMeError
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -41,6 +43,12 @@ class Stamp:
 
     def to_dict(self) -> dict[str, Any]:
         return {"backend": self.backend, "model": self.model, "dimension": self.dimension}
+
+
+class EmbeddingRejected(ReMeError):
+    """The model refused this input itself (HTTP 400/413/422: too long, unacceptable text):
+    sending the same texts again fails again. The vector index then bisects the batch and marks the
+    text that fails alone as failed; any other error is taken as transient and retried later."""
 
 
 class Embedder(Protocol):

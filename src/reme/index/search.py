@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields
 from datetime import date
 from typing import Any, Protocol
 
+from reme.errors import ReMeError
 from reme.index.diversify import diversify
 from reme.index.graph import LinkGraph
 from reme.index.keyword import KeywordIndex
@@ -42,6 +43,10 @@ class SearchFilters:
         return (self.start_date is None or day >= self.start_date) and (
             self.end_date is None or day <= self.end_date
         )
+
+
+class VectorsUnavailable(ReMeError):
+    """The vector branch is skipped for now (a recent query failed); keyword results stand."""
 
 
 class VectorBranch(Protocol):
@@ -142,6 +147,9 @@ class Searcher:
             return []
         try:
             return self.vector.search(query, limit, filters)
+        except VectorsUnavailable as exc:  # the breaker is open: said once, when it tripped
+            log.debug("%s", exc)
+            return []
         except Exception:
             log.warning("vector search failed; answering from the keyword index alone", exc_info=True)
             return []
@@ -204,17 +212,21 @@ class Searcher:
             for path in paths
         ]
 
-    def node_search(self, query: str, limit: int, folder: str) -> list[dict[str, Any]]:
+    def node_search(
+        self, query: str, limit: int, folder: str, *, keyword_only: bool = False
+    ) -> list[dict[str, Any]]:
         """Best `limit` distinct nodes under `folder` by their best chunk (no text, no links).
 
         Generated pages such as `_buckets.md` are searchable text but not nodes: left out here.
+        `keyword_only`: BM25 scores alone, even with vectors on (a lexical similarity, as the
+        digest audit's near-duplicate ratio needs; fused scores are rank-based and say nothing).
         """
         prefix = folder.rstrip("/") + "/"
         fetch = max(limit * self.candidate_multiplier, limit)
         filters = SearchFilters(path_prefix=prefix)
         while True:
             keyword = self.keyword.search(query, fetch, prefix)
-            vector = self._vector(query, fetch, filters)
+            vector = [] if keyword_only else self._vector(query, fetch, filters)
             scored = self._fuse(keyword, vector)
             best: dict[str, float] = {}
             for hit in self.hydrate(scored):

@@ -9,6 +9,9 @@ brute force in memory.
   spaces never meet, and the files re-embed in the background.
 - Crash consistency: each batch of vectors is one SQLite (WAL) transaction, so a kill leaves the
   cache without that batch, never with half a vector; what is missing is simply still pending.
+- A text the model rejects (`EmbeddingRejected`) is found by bisecting its batch and marked failed
+  in the cache (per stamp): it is skipped, keyword-only, until its chunk changes or the model does;
+  every other text goes on being embedded. Any other error is transient: the batch is retried later.
 - Queries: the catalog's chunks with a cached vector form a float32 matrix (rows reused as chunks
   come and go); a query is one matrix-vector product over the rows the filters admit. numpy is
   imported only here, and this module only when an embedder is configured.
@@ -19,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,12 +30,14 @@ from typing import Any
 
 import numpy as np
 
-from reme.index.embedding import Embedder, Stamp, embedding_key, embedding_text
-from reme.index.search import SearchFilters
+from reme.index.embedding import Embedder, EmbeddingRejected, Stamp, embedding_key, embedding_text
+from reme.index.search import SearchFilters, VectorsUnavailable
 from reme.index.store import MetadataStore
 from reme.index.wal import WalDatabase
 
 VECTORS_DB = "vectors.sqlite3"
+QUERY_COOLDOWN_S = 30.0  # after a failed query, searches answer from keywords alone this long
+WRITE_LOG_VERSIONS = 1000  # writes remembered by key, so a reader adopts only what another process wrote
 log = logging.getLogger(__name__)
 
 
@@ -45,6 +51,8 @@ class VectorCache(WalDatabase):
         with self.transaction() as db:
             db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
+            db.execute("CREATE TABLE IF NOT EXISTS failed (key TEXT PRIMARY KEY, error TEXT NOT NULL)")
+            db.execute("CREATE TABLE IF NOT EXISTS written (version INTEGER PRIMARY KEY, keys TEXT NOT NULL)")
 
     def _meta(self, key: str) -> str | None:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -77,23 +85,50 @@ class VectorCache(WalDatabase):
                         found[key] = vector
         return found
 
-    def put(self, items: Sequence[tuple[str, np.ndarray]]) -> int:
-        """Store a batch atomically; first drop every vector of another stamp (never mix spaces).
-
-        Returns the cache's version after this write."""
+    def put(self, items: Sequence[tuple[str, np.ndarray]], failed: Sequence[tuple[str, str]] = ()) -> int:
+        """Store a batch atomically (vectors, and keys the model rejected with why); first drop
+        everything of another stamp (never mix spaces). Returns the cache's version after this write."""
         with self.transaction() as db:
             if self._meta("stamp") != self._stamp_json:
-                db.execute("DELETE FROM vectors")
+                for table in ("vectors", "failed", "written"):
+                    db.execute(f"DELETE FROM {table}")
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('stamp', ?)", (self._stamp_json,))
             db.executemany(
                 "INSERT OR REPLACE INTO vectors VALUES (?, ?)",
                 [(key, np.asarray(vector, dtype=np.float32).tobytes()) for key, vector in items],
             )
+            db.executemany("INSERT OR REPLACE INTO failed VALUES (?, ?)", list(failed))
             db.execute(
                 "INSERT INTO meta VALUES ('version', '1') "
                 "ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
             )
-            return int(self._meta("version") or 0)
+            version = int(self._meta("version") or 0)
+            db.execute(
+                "INSERT OR REPLACE INTO written VALUES (?, ?)", (version, json.dumps([k for k, _ in items]))
+            )
+            db.execute("DELETE FROM written WHERE version <= ?", (version - WRITE_LOG_VERSIONS,))
+            return version
+
+    def written_since(self, version: int) -> set[str] | None:
+        """Keys stored by the writes after `version`; None when the log does not reach back that far
+        (then a reader looks up everything it misses)."""
+        with self._lock:
+            if self._meta("stamp") != self._stamp_json:
+                return None
+            current = int(self._meta("version") or 0)
+            rows = self._db.execute(
+                "SELECT keys FROM written WHERE version > ? ORDER BY version", (version,)
+            ).fetchall()
+            if len(rows) != current - version:
+                return None
+            return {key for (keys,) in rows for key in json.loads(keys)}
+
+    def failed(self) -> dict[str, str]:
+        """Keys the model rejected in this stamp's space -> the error it gave."""
+        with self._lock:
+            if self._meta("stamp") != self._stamp_json:
+                return {}
+            return dict(self._db.execute("SELECT key, error FROM failed").fetchall())
 
     def keep_only(self, keys: set[str]) -> int:
         """Delete every vector whose key is not in `keys` (one transaction); how many went."""
@@ -102,6 +137,7 @@ class VectorCache(WalDatabase):
             db.execute("DELETE FROM live")
             db.executemany("INSERT OR IGNORE INTO live VALUES (?)", [(key,) for key in keys])
             removed = db.execute("DELETE FROM vectors WHERE key NOT IN (SELECT key FROM live)").rowcount
+            db.execute("DELETE FROM failed WHERE key NOT IN (SELECT key FROM live)")
             db.execute("DELETE FROM live")
             return int(removed)
 
@@ -146,8 +182,12 @@ class VectorIndex:
         self._path_ids: dict[str, int] = {}
         self._pending: dict[str, _Pending] = {}  # chunk id -> what to embed
         self._pending_path: dict[str, str] = {}
+        self._by_key: dict[str, set[str]] = {}  # cache key -> pending chunk ids with that text
+        self._failed: dict[str, str] = {}  # keys the model rejected -> why (skipped until they change)
         self._seen: tuple[int, int] | None = None  # (catalog generation, cache version) last synced
         self.last_error: str | None = None
+        self.query_cooldown_s = QUERY_COOLDOWN_S
+        self._query_failure: tuple[float, str] | None = None  # (monotonic time, error) of the last failed query
         self.embedded = 0  # vectors this process computed (figures, tests)
 
     # state ---------------------------------------------------------------------------------------
@@ -157,6 +197,7 @@ class VectorIndex:
         with self._lock:
             if self._cache is None:
                 self._cache = VectorCache(self.db_path, self.embedder.stamp)
+                self._failed = self._cache.failed()
                 dimension = self._cache.stamp.dimension
                 self._matrix = np.zeros((0, dimension), dtype=np.float32)
             return self._cache
@@ -178,13 +219,21 @@ class VectorIndex:
             for chunk_id in [c for c in self._rows if c not in ids]:
                 self._drop_row(chunk_id)
             for chunk_id in [c for c in self._pending if c not in ids]:
-                del self._pending[chunk_id], self._pending_path[chunk_id]
+                self._unpend(chunk_id)
             known = self._rows.keys() | self._pending.keys()
             new = [c for c in ids if c not in known]
+            keys: set[str] = set()
             for chunk_id, path, pending in self._describe(new):
                 self._pending[chunk_id], self._pending_path[chunk_id] = pending, path
-            written_elsewhere = self._seen is None or seen[1] != self._seen[1]
-            self._adopt(cache, list(self._pending) if written_elsewhere else new)
+                self._by_key.setdefault(pending.key, set()).add(chunk_id)
+                keys.add(pending.key)
+            if self._seen is None:
+                keys = set(self._by_key)
+            elif seen[1] != self._seen[1]:  # another process wrote: adopt what it stored
+                elsewhere = cache.written_since(self._seen[1])
+                keys |= set(self._by_key) if elsewhere is None else elsewhere & self._by_key.keys()
+                self._failed = cache.failed()
+            self._adopt(cache, keys)
             self._seen = seen
 
     def _describe(self, chunk_ids: list[str]) -> Iterator[tuple[str, str, _Pending]]:
@@ -192,17 +241,28 @@ class VectorIndex:
             text = embedding_text(row)
             yield row.chunk_id, row.path, _Pending(embedding_key(text), text)
 
-    def _adopt(self, cache: VectorCache, chunk_ids: list[str]) -> None:
-        """Move these pending chunks into the matrix where their vector is cached (by any process)."""
-        if chunk_ids:
-            found = cache.get(list({self._pending[c].key for c in chunk_ids}))
-            self._place(found, chunk_ids)
+    def _adopt(self, cache: VectorCache, keys: Iterable[str]) -> None:
+        """Move the pending chunks of these keys into the matrix where their vector is cached (by any process)."""
+        wanted = [key for key in keys if key in self._by_key]
+        if wanted:
+            self._place(cache.get(wanted))
 
-    def _place(self, vectors: dict[str, np.ndarray], chunk_ids: Iterable[str]) -> None:
-        for chunk_id in [c for c in chunk_ids if self._pending[c].key in vectors]:
-            pending = self._pending.pop(chunk_id)
-            self._add_row(chunk_id, self._pending_path.pop(chunk_id), vectors[pending.key])
-            self._keys[chunk_id] = pending.key
+    def _place(self, vectors: dict[str, np.ndarray]) -> None:
+        """Give every pending chunk whose text is among `vectors` its row (only those keys' chunks)."""
+        for key, vector in vectors.items():
+            for chunk_id in sorted(self._by_key.get(key, ())):
+                path = self._pending_path[chunk_id]
+                self._unpend(chunk_id)
+                self._add_row(chunk_id, path, vector)
+                self._keys[chunk_id] = key
+
+    def _unpend(self, chunk_id: str) -> None:
+        pending = self._pending.pop(chunk_id)
+        del self._pending_path[chunk_id]
+        ids = self._by_key[pending.key]
+        ids.discard(chunk_id)
+        if not ids:
+            del self._by_key[pending.key]
 
     def _add_row(self, chunk_id: str, path: str, vector: np.ndarray) -> None:
         if self._free:
@@ -233,47 +293,92 @@ class VectorIndex:
     # embedding -----------------------------------------------------------------------------------
 
     def pending(self) -> int:
-        """Chunks of the catalog still without a vector (after following the catalog)."""
+        """Chunks of the catalog still waiting for a vector (after following the catalog); chunks
+        whose text the model rejected are not waiting: see `failed()`."""
         self.refresh()
         with self._lock:
-            return len(self._pending)
+            return len(self._pending) - self._failed_chunks()
+
+    def failed(self) -> int:
+        """Chunks whose text the model rejected (keyword-only until the text or the model changes)."""
+        self.refresh()
+        with self._lock:
+            return self._failed_chunks()
+
+    def _failed_chunks(self) -> int:
+        return sum(len(self._by_key[key]) for key in self._failed if key in self._by_key)
 
     def embed_batch(self) -> int:
         """Embed and store the next batch of pending chunks; how many were embedded (0: none pending).
 
         The model runs outside the index lock, so searches go on meanwhile; texts that repeat
-        (the same line in many files) are embedded once.
+        (the same line in many files) are embedded once. A batch the model rejects
+        (`EmbeddingRejected`) is bisected: the texts that fail alone are marked failed (counted,
+        logged once, skipped from then on) and the others are stored; the count includes them.
+        Any other error is raised with nothing stored (transient: the caller retries later).
         """
         with self._embed_lock:
             self.refresh()
             with self._lock:
                 batch: dict[str, str] = {}
-                for pending in self._pending.values():
-                    batch.setdefault(pending.key, pending.text)
-                    if len(batch) >= self.batch_size:
-                        break
+                for key, ids in self._by_key.items():
+                    if key not in self._failed:
+                        batch[key] = self._pending[next(iter(ids))].text
+                        if len(batch) >= self.batch_size:
+                            break
             if not batch:
                 return 0
-            keys, texts = list(batch), list(batch.values())
+            stored: list[tuple[str, np.ndarray]] = []
+            rejected: list[tuple[str, str]] = []
             try:
-                vectors = self.embedder.embed_passages(texts)
-                dimension = self.cache().stamp.dimension
-                if vectors.shape != (len(texts), dimension):
-                    raise ValueError(
-                        f"the embedder returned shape {vectors.shape} for {len(texts)} text(s) of "
-                        f"dimension {dimension}"
-                    )
+                self._embed_bisecting(list(batch.items()), stored, rejected)
             except Exception as exc:
                 self.last_error = f"{type(exc).__name__}: {exc}"
                 raise
-            version = self.cache().put(list(zip(keys, vectors, strict=True)))
+            version = self.cache().put(stored, rejected)
             self.last_error = None
-            self.embedded += len(keys)
+            self.embedded += len(stored)
+            for key, error in rejected:
+                log.warning(
+                    "vectors: the embedder rejected a chunk text (%d characters, key %s): %s; "
+                    "it is found by keywords only until it changes",
+                    len(batch[key]),
+                    key[:12],
+                    error,
+                )
             with self._lock:
-                self._place(dict(zip(keys, vectors, strict=True)), list(self._pending))
+                self._failed.update(rejected)
+                self._place(dict(stored))
                 if self._seen is not None and version == self._seen[1] + 1:  # no other writer meanwhile
                     self._seen = (self._seen[0], version)
-            return len(keys)
+            return len(stored) + len(rejected)
+
+    def _embed_bisecting(
+        self,
+        items: list[tuple[str, str]],
+        stored: list[tuple[str, np.ndarray]],
+        rejected: list[tuple[str, str]],
+    ) -> None:
+        """Embed `items` (key, text) into `stored`; halve on a rejection down to single texts,
+        which go to `rejected` with the error. Other errors propagate."""
+        texts = [text for _, text in items]
+        try:
+            vectors = self.embedder.embed_passages(texts)
+        except EmbeddingRejected as exc:
+            if len(items) == 1:
+                rejected.append((items[0][0], exc.message[:300]))
+                return
+            middle = len(items) // 2
+            self._embed_bisecting(items[:middle], stored, rejected)
+            self._embed_bisecting(items[middle:], stored, rejected)
+            return
+        dimension = self.cache().stamp.dimension
+        if vectors.shape != (len(texts), dimension):
+            raise ValueError(
+                f"the embedder returned shape {vectors.shape} for {len(texts)} text(s) of "
+                f"dimension {dimension}"
+            )
+        stored.extend(zip([key for key, _ in items], vectors, strict=True))
 
     def embed_all(self, progress: Any = None, should_stop: Any = None) -> int:
         """Embed until nothing is pending (or `should_stop()`); `progress(done, total)` after each batch."""
@@ -295,10 +400,28 @@ class VectorIndex:
 
     # search --------------------------------------------------------------------------------------
 
+    def unavailable(self) -> str | None:
+        """Why queries skip the vector branch now (a query failed under `query_cooldown_s` ago), or None."""
+        failure = self._query_failure
+        if failure is None or time.monotonic() - failure[0] >= self.query_cooldown_s:
+            return None
+        return failure[1]
+
     def search(self, query: str, limit: int, filters: SearchFilters) -> list[tuple[str, float]]:
-        """The `limit` embedded chunks closest to `query` (cosine) among those the filters admit."""
-        self.refresh()
-        query_vector = np.asarray(self.embedder.embed_query(query), dtype=np.float32)
+        """The `limit` embedded chunks closest to `query` (cosine) among those the filters admit.
+
+        A circuit breaker: after a failure (endpoint down or slow) the next queries for
+        `query_cooldown_s` raise at once, without a request, and the search answers from keywords."""
+        reason = self.unavailable()
+        if reason is not None:
+            raise VectorsUnavailable(f"semantic search is paused after a failure: {reason}")
+        try:
+            query_vector = np.asarray(self.embedder.embed_query(query), dtype=np.float32)
+            self.refresh()
+        except Exception as exc:
+            self._query_failure = (time.monotonic(), f"{type(exc).__name__}: {exc}"[:300])
+            raise
+        self._query_failure = None
         with self._lock:
             admitted = self._alive[: self._used]
             if filters != SearchFilters():
@@ -336,6 +459,7 @@ class VectorIndex:
             return {
                 "vectors": len(self._rows),
                 "vectors_pending": pending,
+                "vectors_failed": self._failed_chunks(),
                 "model": stamp.to_dict(),
                 "vector_bytes": self.cache().size_bytes(),
                 "last_error": self.last_error,

@@ -2,13 +2,19 @@
 
 Batches of `batch_size` texts per request; HTTP 408/409/429/5xx and transport errors are retried
 `max_retries` times with exponential backoff (a `retry-after(-ms)` header is honoured); any other
-error is raised with what the endpoint said. The dimension is configured or asked once from the
+error is raised with what the endpoint said (400/413/422 as `EmbeddingRejected`: the input itself). The dimension is configured or asked once from the
 endpoint; a reply of another dimension is an error naming both (never a silently mixed space).
-Rows are L2-normalised here, since not every server does it.
+Queries (and the dimension probe) are one attempt with `query_timeout`: a search waits seconds, not
+minutes, on an endpoint that is down; the background embedding retries on its own.
+Rows are L2-normalised here, since not every server does it. The stamp's model is
+`<model>@<8 hex>`, a hash of the endpoint and the prefixes: another server with a same-named model,
+or another prefix, is another vector space and re-embeds.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 import time
 from collections.abc import Sequence
@@ -17,12 +23,13 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from reme.errors import ReMeError
-from reme.index.embedding import Stamp
+from reme.index.embedding import EmbeddingRejected, Stamp
 
 if TYPE_CHECKING:
     import numpy as np
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
+REJECT_STATUSES = frozenset({400, 413, 422})  # the input itself (too long, unacceptable): never retried
 MAX_BACKOFF_S = 30.0
 
 
@@ -38,6 +45,7 @@ class OpenAIEmbedder:
         dimension: int | None = None,
         batch_size: int = 64,
         timeout: float = 30.0,
+        query_timeout: float = 5.0,
         max_retries: int = 3,
         backoff_s: float = 0.5,
         query_prefix: str = "",
@@ -51,19 +59,24 @@ class OpenAIEmbedder:
             raise ValueError("dimension must be a positive integer, or null to ask the endpoint")
         if (
             not float(timeout) > 0
+            or not float(query_timeout) > 0
             or isinstance(max_retries, bool)
             or not isinstance(max_retries, int)
             or max_retries < 0
         ):
-            raise ValueError("timeout must be positive and max_retries a non-negative integer")
+            raise ValueError(
+                "timeout and query_timeout must be positive and max_retries a non-negative integer"
+            )
         self.url = base_url.rstrip("/") + "/embeddings"
         self.model = model
         self.batch_size = batch_size
         self.max_retries = max_retries
         self.backoff_s = backoff_s
+        self.query_timeout = float(query_timeout)
         self.query_prefix = query_prefix
         self.passage_prefix = passage_prefix
         self._dimension = dimension
+        self.identity = f"{model}@{space_hash(self.url, passage_prefix, query_prefix)}"
         self._lock = threading.Lock()
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(timeout=float(timeout), headers=headers)
@@ -76,22 +89,25 @@ class OpenAIEmbedder:
         if self._dimension is None:
             with self._lock:
                 if self._dimension is None:
-                    self._dimension = len(self._request(["dimension probe"])[0])
-        return Stamp("openai", self.model, self._dimension)
+                    probe = self._request(["dimension probe"], retries=0, timeout=self.query_timeout)
+                    self._dimension = len(probe[0])
+        return Stamp("openai", self.identity, self._dimension)
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         return self._embed([self.passage_prefix + text for text in texts])
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self._embed([self.query_prefix + text])[0]
+        """One attempt within `query_timeout` (a search must not stall on a down endpoint)."""
+        return self._embed([self.query_prefix + text], query=True)[0]
 
-    def _embed(self, texts: list[str]) -> np.ndarray:
+    def _embed(self, texts: list[str], query: bool = False) -> np.ndarray:
         import numpy as np
 
         dimension = self.stamp.dimension
+        policy: dict[str, Any] = {"retries": 0, "timeout": self.query_timeout} if query else {}
         rows: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
-            rows.extend(self._request(texts[start : start + self.batch_size]))
+            rows.extend(self._request(texts[start : start + self.batch_size], **policy))
         matrix = np.asarray(rows, dtype=np.float32).reshape(len(rows), -1) if rows else None
         if matrix is None:
             return np.zeros((0, dimension), dtype=np.float32)
@@ -103,13 +119,17 @@ class OpenAIEmbedder:
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         return matrix / np.where(norms > 0, norms, 1.0)
 
-    def _request(self, texts: list[str]) -> list[list[float]]:
-        """One POST, retried on transient failures; the vectors in input order."""
+    def _request(
+        self, texts: list[str], *, retries: int | None = None, timeout: float | None = None
+    ) -> list[list[float]]:
+        """One POST, retried on transient failures (`max_retries` unless `retries`); the vectors in input order."""
         body = {"model": self.model, "input": texts, "encoding_format": "float"}
-        for attempt in range(self.max_retries + 1):
-            last = attempt == self.max_retries
+        retries = self.max_retries if retries is None else retries
+        extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
+        for attempt in range(retries + 1):
+            last = attempt == retries
             try:
-                response = self._client.post(self.url, json=body)
+                response = self._client.post(self.url, json=body, **extra)
             except httpx.TransportError as exc:
                 if last:
                     raise ReMeError(f"cannot reach the embeddings endpoint {self.url}: {exc}") from None
@@ -119,7 +139,8 @@ class OpenAIEmbedder:
                 time.sleep(self._delay(attempt, response))
                 continue
             if response.status_code != 200:
-                raise ReMeError(
+                error = EmbeddingRejected if response.status_code in REJECT_STATUSES else ReMeError
+                raise error(
                     f"the embeddings endpoint {self.url} answered HTTP {response.status_code}: "
                     f"{response.text[:300]}"
                 )
@@ -137,6 +158,12 @@ class OpenAIEmbedder:
 
     def _backoff(self, attempt: int) -> float:
         return min(MAX_BACKOFF_S, self.backoff_s * 2**attempt)
+
+
+def space_hash(url: str, passage_prefix: str, query_prefix: str) -> str:
+    """8 hex digits naming what besides the model's name shapes its vectors (endpoint, prefixes)."""
+    identity = json.dumps([url, passage_prefix, query_prefix])
+    return hashlib.sha256(identity.encode()).hexdigest()[:8]
 
 
 def _vectors(payload: Any, expected: int) -> list[list[float]]:

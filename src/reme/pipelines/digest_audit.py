@@ -151,7 +151,8 @@ async def _near_duplicates(
         if not query:
             continue
         try:
-            hits = await port.node_search(query, limit=settings.neighbours + 1)
+            # lexical similarity (SPEC 12.5): BM25 scores, never RRF-fused ones (rank-based, ~1 apart)
+            hits = await port.node_search(query, limit=settings.neighbours + 1, keyword_only=True)
         except ReMeError:
             return []  # no index: near-duplicates are not audited
         own = next((float(hit["score"]) for hit in hits if hit["path"] == node.path), 0.0)

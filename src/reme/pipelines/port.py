@@ -168,8 +168,10 @@ class MemoryPort(Protocol):
 
     # recall --------------------------------------------------------------------------------------
 
-    async def node_search(self, query: str, *, limit: int) -> list[dict[str, Any]]:
-        """Digest nodes for a query, best first: `{path, score, name, description}` (no body text)."""
+    async def node_search(self, query: str, *, limit: int, keyword_only: bool = False) -> list[dict[str, Any]]:
+        """Digest nodes for a query, best first: `{path, score, name, description}` (no body text).
+
+        `keyword_only`: keyword (BM25) scores alone even with vectors on, for lexical comparisons."""
         ...
 
     async def search(self, query: str, *, limit: int, path_prefix: str = "") -> list[dict[str, Any]]:

@@ -79,7 +79,7 @@ class OpenAIEmbeddingComponent(EmbeddingComponent):
         base_url: str = "https://api.openai.com/v1",
         api_key: str = "",
         batch_size: int = 64,
-        **settings: Any,  # dimension, timeout, max_retries, query_prefix, passage_prefix
+        **settings: Any,  # dimension, timeout, query_timeout, max_retries, query_prefix, passage_prefix
     ) -> None:
         super().__init__(app, name, batch_size=batch_size)
         self.base_url, self.model = base_url, model

@@ -9,6 +9,7 @@ import asyncio
 import logging
 import sys
 from datetime import date
+from functools import partial
 
 from reme.app.components.index import index_service
 from reme.app.components.workspace import workspace_of
@@ -111,6 +112,9 @@ def _flag_pending(ctx: JobContext, index: IndexService) -> None:
     if index.vectors is None:
         return
     try:
+        reason = index.vectors.unavailable()  # a query just failed: no second wait on the endpoint
+        if reason is not None:
+            raise RuntimeError(reason)
         waiting = index.vectors.pending()
     except Exception as exc:  # the model cannot load or the endpoint is down: keyword results stand
         ctx.response.metadata["vector_error"] = f"{type(exc).__name__}: {exc}"
@@ -131,7 +135,10 @@ async def node_search(ctx: JobContext, folder: str | None = None, ready_wait_s: 
         raise JobError("query is empty; give some words to search for")
     index = await _ready_index(ctx, ready_wait_s)
     folder = folder or workspace_of(ctx.app).folder("digest")
-    nodes = await asyncio.to_thread(index.searcher.node_search, query, ctx.params["limit"], folder)
+    keyword_only = bool(ctx.params.get("keyword_only", False))
+    nodes = await asyncio.to_thread(
+        partial(index.searcher.node_search, keyword_only=keyword_only), query, ctx.params["limit"], folder
+    )
     ctx.response.answer = _with_readiness(ctx, index, render_nodes(query, nodes))
     ctx.response.metadata["results"] = nodes
     _flag_pending(ctx, index)

@@ -21,7 +21,10 @@ script entry.
 sharing words are close) of `embedding_dimension`, and takes no script entry; its faults are a
 separate queue, `embedding_faults`, one entry per request until used up: `{"fault": "http",
 "status": 429}`, `{"fault": "slow", "seconds": 2.0}` or `{"fault": "dimension", "dimension": 4}`
-(vectors of the wrong size). Its request bodies are kept in `embedding_requests`.
+(vectors of the wrong size). `embedding_reject` (a set of substrings) answers HTTP 400 "input
+rejected" to every request with an input containing one of them, as a model refusing a text does.
+`embedding_down = True` answers HTTP 503 to every request. Its request bodies are kept in
+`embedding_requests`.
 
 Every request body is kept in `requests` for assertions. Usage is fixed per reply
 (`PROMPT_TOKENS` in, `COMPLETION_TOKENS` out) so summed usage is predictable.
@@ -59,6 +62,8 @@ class FakeOpenAI:
         self.embedding_dimension = embedding_dimension
         self.embedding_faults: list[dict[str, Any]] = []
         self.embedding_requests: list[dict[str, Any]] = []
+        self.embedding_reject: set[str] = set()
+        self.embedding_down = False
         self.refuse_tool_choice = refuse_tool_choice
         self.refuse_json_schema = refuse_json_schema
         self.requests: list[dict[str, Any]] = []
@@ -250,6 +255,10 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             texts = [texts] if isinstance(texts, str) else texts
             if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
                 return self._json(400, {"error": {"message": "input must be a string or a list of strings"}})
+            if server.embedding_down:
+                return self._json(503, {"error": {"message": "embedding service down", "type": "fake"}})
+            if any(marker in text for marker in server.embedding_reject for text in texts):
+                return self._json(400, {"error": {"message": "input rejected: too long", "type": "fake"}})
             dimension = int(fault.get("dimension", server.embedding_dimension))
             data = [
                 {"object": "embedding", "index": i, "embedding": hashed_words(text, dimension)}
