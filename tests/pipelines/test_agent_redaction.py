@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from reme.pipelines.agent_transcripts import TOOL_RESULT_CHARS, tool_result_note
+from reme.pipelines.messages import content_text
 from reme.pipelines.redaction import PATTERNS, redact, redact_value
 
 
@@ -153,3 +155,17 @@ def test_a_long_adversarial_message_is_redacted_in_linear_time() -> None:
         "    redact(shape * (200_000 // len(shape)))\n"
     )
     subprocess.run([sys.executable, "-c", script], check=True, timeout=30)
+
+
+SECRET = "ghp_" + "R2d2C3poBb8Ee4Ll9Ww0Xx7Yy6Zz5Aa1Kk3M"
+
+
+@pytest.mark.parametrize("offset", [10, 20, 30])
+def test_a_secret_across_the_cut_of_a_tool_note_leaves_no_prefix(offset: int) -> None:
+    # the note is cut to its first characters; the secret straddles the cut
+    result = tool_result_note("x" * (TOOL_RESULT_CHARS - offset) + " " + SECRET + " tail")
+    call = content_text(
+        {"content": [{"type": "tool_use", "name": "Bash", "input": "y" * (200 - offset) + " " + SECRET}]}
+    )
+    for note in (result, call):
+        assert "ghp_" not in note and SECRET[:offset] not in note, note
