@@ -302,3 +302,46 @@ def test_doctor_names_captures_that_waited_too_long(tmp_path: Path, transcripts)
     assert "reme hook drain" in check["fix"]
     assert hook("drain", "", workspace).returncode == 0  # the fix it names works
     assert len(saved(workspace, S1)) == 10 and agents_checks() == []
+
+
+@pytest.mark.parametrize(
+    ("status", "answer"),
+    [(401, "missing or wrong access token"), (500, "internal error"), (200, "Conflict: a dream runs")],
+)
+def test_a_service_that_does_not_save_keeps_the_capture_queued(
+    tmp_path: Path, transcripts, status: int, answer: str
+) -> None:
+    import http.server
+    import os
+    import threading
+
+    class Refusing(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - the http.server name
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            body = json.dumps({"success": False, "answer": answer, "metadata": {}}).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    workspace = tmp_path / "ws"
+    (workspace / "metadata").mkdir(parents=True)
+    info = {"host": "127.0.0.1", "port": server.server_address[1], "backend": "http", "pid": os.getpid()}
+    (workspace / "metadata" / "service.json").write_text(json.dumps(info))
+    try:
+        refused = hook("Stop", event("Stop", transcripts[S1]), workspace, REME_HOOK_SPAWN="0")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert refused.returncode == 0, refused.stderr
+    assert markers(workspace) == [f"{S1}.json"]  # not lost: it waits for the next try
+    (workspace / "metadata" / "service.json").unlink()
+    drained = hook("drain", "", workspace)  # what the next capture starts when the service fails
+    assert drained.returncode == 0, drained.stderr
+    assert len(saved(workspace, S1)) == 10 and markers(workspace) == []

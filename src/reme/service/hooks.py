@@ -196,17 +196,27 @@ def call_service(
     from reme.service.client import call_job
 
     reply = call_job(info, job, params, _token(), workspace, timeout=max(timeout, 0.05))
-    return reply.response or {"success": False, "answer": f"HTTP {reply.status}"}
+    return {
+        **(reply.response or {"success": False, "answer": f"HTTP {reply.status}"}),
+        "status": reply.status,
+    }
 
 
-def _send(info: Any, workspace: str, path: str, raw: str, timeout: float) -> None:
+# statuses that refuse the input itself (a body or parameters the job never accepts): resending it
+# fails again, so its marker goes. Anything else (401 token mismatch, 409 another workspace, a 5xx,
+# a job that failed on a conflict) is about the service: the marker stays for the next try.
+INPUT_REFUSED = (400, 422)
+
+
+def _send(info: Any, workspace: str, path: str, raw: str, timeout: float) -> bool:
+    """Send one capture; False when the service did not take it (the marker stays queued)."""
     try:
         capture = json.loads(raw)
         params, end = append_params(workspace, capture)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         _note(f"dropping capture {path}: {exc}")  # its transcript is gone or the marker is damaged
         _done(path, raw)
-        return
+        return True
     response = (
         call_service(info, workspace, "agent_session_append", params, timeout)
         if params["messages"]
@@ -214,9 +224,16 @@ def _send(info: Any, workspace: str, path: str, raw: str, timeout: float) -> Non
     )
     if response.get("success"):
         saved_up_to(workspace, capture, end)
-    else:  # a refusal is about the input: retrying it would fail again (the next capture re-marks it)
+    elif response.get("status") in INPUT_REFUSED:  # retrying the same input would fail again
         _note(f"capture of {capture['session_id']} refused: {response.get('answer')}")
+    else:
+        _note(
+            f"the service did not save the capture of {capture['session_id']} "
+            f"(HTTP {response.get('status')}: {response.get('answer')}); it stays queued"
+        )
+        return False
     _done(path, raw)
+    return True
 
 
 def drain_through(info: Any, workspace: str, budget: float, first: str | None = None) -> bool:
@@ -229,7 +246,8 @@ def drain_through(info: Any, workspace: str, budget: float, first: str | None = 
         if left <= 0:
             return False
         try:
-            _send(info, workspace, path, raw, left)
+            if not _send(info, workspace, path, raw, left):
+                return False
         except (ServiceUnreachable, OSError) as exc:
             _note(f"the service did not take the capture in time ({exc}); it stays queued")
             return False
@@ -410,6 +428,7 @@ def drain(workspace: str) -> None:
 async def _drain_in_process(workspace: str) -> None:
     from reme.app.application import Application
     from reme.app.config import load_config
+    from reme.app.jobs import ParameterError, validate_params
 
     config = load_config(None, {"workspace_dir": workspace, "scheduler.cron": False})
     async with Application(config) as app:
@@ -423,13 +442,20 @@ async def _drain_in_process(workspace: str) -> None:
                     _note(f"dropping capture {path}: {exc}")
                     _done(path, raw)
                     continue
+                handled.add((path, raw))
+                spec = app.jobs["agent_session_append"]
+                try:
+                    validate_params(spec, params)
+                except ParameterError as exc:  # the input itself is refused: resending fails again
+                    _note(f"capture {path} refused: {exc}")
+                    _done(path, raw)
+                    continue
                 response = await app.run("agent_session_append", **params)
                 if response.success:
                     saved_up_to(workspace, capture, end)
-                else:
-                    _note(f"capture {path} refused: {response.answer}")
-                _done(path, raw)
-                handled.add((path, raw))
+                    _done(path, raw)
+                else:  # a conflict, a failing store: the marker stays for the next capture or drain
+                    _note(f"capture {path} not saved ({response.answer}); it stays queued")
 
 
 # entry -----------------------------------------------------------------------------------------
