@@ -141,10 +141,16 @@ async def test_a_resumed_session_keeps_the_copied_turns_once_and_marks_where_the
     records = saved(app, S2)
     assert [r.get("metadata", {}).get("session_id") for r in records] == [S1, S1, None, None]
     assert records[2]["content"] == "Resuming: make the attempt count configurable."
-    assert sorted(response.metadata["note_paths"]) == [
-        f"daily/2026-06-01/{S2}.md",
-        f"daily/2026-06-02/{S2}.md",
-    ]
+    # the copied turns (2026-06-01) belong to S1's own card: only the new day is pending for S2
+    assert response.metadata["note_paths"] == [f"daily/2026-06-02/{S2}.md"]
+    assert response.metadata["carried_over"] == 2
+    assert not (app.workspace_dir / f"daily/2026-06-01/{S2}.md").exists()
+    copied_only = await app.run(
+        "agent_session_append", session_id="copy-only", messages=lines[:2], source="claude_code"
+    )
+    assert copied_only.success and copied_only.metadata["added"] >= 1
+    assert copied_only.metadata["queued"] is False
+    assert copied_only.metadata["note_paths"] == []
     again = await app.run("agent_session_append", session_id=S2, messages=lines, source="claude_code")
     assert again.metadata["added"] == 0
 

@@ -118,7 +118,17 @@ async def agent_session_append(
             return MemoryOutcome(
                 f"nothing new: {session_path(port, session_id)} has these messages", metadata
             )
-        days = sorted({d.isoformat() for r in added if (d := local_date(r.get("created_at"), port.tz))})
+        # turns a resumed session copied from another one are kept (the dialog reads whole) but are
+        # not new to memory: the origin's own dialog holds them and is distilled there
+        fresh = [r for r in added if (r.get("metadata") or {}).get("session_id") in (None, session_id)]
+        metadata["carried_over"] = len(added) - len(fresh)
+        if not fresh:
+            return MemoryOutcome(
+                f"{len(added)} message(s) carried over from an earlier session saved to "
+                f"{session_path(port, session_id)}; nothing new to distil",
+                metadata,
+            )
+        days = sorted({d.isoformat() for r in fresh if (d := local_date(r.get("created_at"), port.tz))})
         for day in days or [port.today().isoformat()]:
             card, _front, _created = await ensure_card(port, session_id, day)
             await mark_pending(port, card)
