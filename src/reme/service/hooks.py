@@ -50,11 +50,12 @@ def _note(message: str) -> None:
     print(f"reme hook: {message}", file=sys.stderr)
 
 
-def workspace_of(assigned: dict[str, str]) -> str:
-    """The workspace as an absolute path: `workspace_dir=`, else `$REME_WORKSPACE_DIR`, else `./.reme`."""
-    from reme.service.service_info import default_workspace
+def workspace_of(assigned: dict[str, str]) -> str | None:
+    """The workspace as an absolute path: `workspace_dir=`, else `$REME_WORKSPACE_DIR`, else None.
 
-    return os.path.abspath(os.path.expanduser(assigned.get("workspace_dir") or default_workspace()))
+    Never `./.reme`: a hook runs in whatever project is open, and would write captures into it."""
+    chosen = assigned.get("workspace_dir") or os.environ.get("REME_WORKSPACE_DIR")
+    return os.path.abspath(os.path.expanduser(chosen)) if chosen else None
 
 
 def read_payload(stream: Any) -> dict[str, Any]:
@@ -473,6 +474,9 @@ def main(args: list[str], stdin: Any = None) -> int:
     event = bare[0]
     try:
         workspace = workspace_of(assigned)
+        if workspace is None:  # quietly: a hook must never disturb the session
+            _note(f"{event}: no workspace_dir= and no REME_WORKSPACE_DIR; nothing done")
+            return 0
         if event == "drain":
             drain(workspace)
             return 0
