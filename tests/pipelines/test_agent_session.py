@@ -14,6 +14,7 @@ from tests.pipelines.conftest import MakeApp, scripted
 
 from reme import ReMe
 from reme.pipelines.agent_transcripts import codex_session_id, read_claude_code, read_codex
+from reme.pipelines.recall import OPEN
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "agents"
 S1 = "4f1c2a9e-8b7d-4c3e-9a10-2b6f0d5e7a11"
@@ -177,12 +178,28 @@ async def test_plain_messages_are_cleaned_too(make_app: MakeApp) -> None:
         {
             "id": "m2",
             "role": "assistant",
-            "content": "<reme-context trust='x'>only recalled",
-        },  # unclosed: to the end
+            "content": f"{OPEN}only recalled",
+        },  # recall's own, unclosed: to the end
+        {"id": "m3", "role": "user", "content": "what does <reme-context> do? and the rest stays"},
     ]
     response = await app.run("agent_session_append", session_id="plain-1", messages=messages)
-    assert response.success and response.metadata["added"] == 1
-    assert [r["content"] for r in saved(app, "plain-1")] == ["my token: [REDACTED:secret_assignment]  go"]
+    assert response.success and response.metadata["added"] == 2
+    assert [r["content"] for r in saved(app, "plain-1")] == [
+        "my token: [REDACTED:secret_assignment]  go",
+        "what does <reme-context> do? and the rest stays",
+    ]
+
+
+def test_strip_context_cuts_whole_blocks_and_only_recalls_own_unclosed_one() -> None:
+    from reme.pipelines.agent_session import strip_context
+
+    assert strip_context("a <reme-context x='1'>old</REME-CONTEXT> b") == "a  b"
+    assert strip_context(f"keep {OPEN}recalled to the end") == "keep"
+    assert strip_context("I typed <reme-context trust='x'> by hand, keep this") == (
+        "I typed <reme-context trust='x'> by hand, keep this"
+    )
+    many = "<reme-context>" * 50_000 + " tail"  # linear: no closing tag is searched for twice
+    assert strip_context(many) == many.strip()
 
 
 async def test_bad_input_is_refused_and_nothing_is_written(make_app: MakeApp) -> None:
