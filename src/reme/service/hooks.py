@@ -18,6 +18,7 @@ Only the standard library and the small client modules load unless the hook must
 
 from __future__ import annotations
 
+import glob
 import io
 import json
 import os
@@ -71,7 +72,8 @@ def read_payload(stream: Any) -> dict[str, Any]:
 
 def read_transcript(path: str, start: int = 0) -> tuple[list[Any], int]:
     """The JSON lines of a transcript file from byte `start` (at most its last 16 MiB), and where
-    the last complete line ends; a line still being written and lines that are not JSON are left out."""
+    the last line read ends (at most MAX_ENTRIES entries); a line still being written and lines that
+    are not JSON are left out."""
     with open(path, "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         start = start if 0 <= start <= size else 0  # a shorter file was rewritten: read it all
@@ -81,13 +83,17 @@ def read_transcript(path: str, start: int = 0) -> tuple[list[Any], int]:
         begin = handle.tell()
         data = handle.read(size - begin)
     complete = data[: data.rfind(b"\n") + 1]
-    entries = []
-    for line in complete.splitlines():
+    entries: list[Any] = []
+    read = 0  # bytes taken: past MAX_ENTRIES the rest waits for the next capture, never skipped
+    for line in complete.splitlines(keepends=True):
+        if len(entries) >= MAX_ENTRIES:
+            break
+        read += len(line)
         try:
             entries.append(json.loads(line))
         except ValueError:
             continue
-    return entries[-MAX_ENTRIES:], begin + len(complete)
+    return entries, begin + read
 
 
 # markers --------------------------------------------------------------------------------------
@@ -315,7 +321,7 @@ def _capture_of(event: str, payload: dict[str, Any], assigned: dict[str, str]) -
 
 
 def codex_rollout(payload: dict[str, Any], codex_home: str | None = None) -> tuple[str, str] | None:
-    """(session id, rollout file) for a Codex `notify` payload: the rollout named by its thread id,
+    """(session id, rollout file) for a Codex `notify` payload: the rollout named by its thread id (any day),
     else the newest rollout of the last two days (Codex writes `sessions/YYYY/MM/DD/rollout-…-<id>.jsonl`)."""
     home = codex_home or os.environ.get("CODEX_HOME") or os.path.expanduser("~/.codex")
     wanted = next(
@@ -326,15 +332,21 @@ def codex_rollout(payload: dict[str, Any], codex_home: str | None = None) -> tup
         ),
         None,
     )
-    days = sorted(
-        os.path.join(root, "") for root, dirs, _ in os.walk(os.path.join(home, "sessions")) if not dirs
-    )
+    sessions = os.path.join(home, "sessions")
     found = []
-    for folder in days[-2:] if wanted is None else days[-7:]:
-        for name in os.listdir(folder):
-            match = ROLLOUT_ID.search(name)
-            if match and (wanted is None or match.group(1) == wanted):
-                found.append((os.path.getmtime(folder + name), match.group(1), folder + name))
+    if wanted is not None:  # the rollout named by its thread id, however old (a resumed thread)
+        pattern = os.path.join(glob.escape(sessions), "**", f"rollout-*-{glob.escape(wanted)}.jsonl")
+        for path in glob.glob(pattern, recursive=True):
+            match = ROLLOUT_ID.search(os.path.basename(path))
+            if match and match.group(1) == wanted:
+                found.append((os.path.getmtime(path), wanted, path))
+    else:
+        days = sorted(os.path.join(root, "") for root, dirs, _ in os.walk(sessions) if not dirs)
+        for folder in days[-2:]:
+            for name in os.listdir(folder):
+                match = ROLLOUT_ID.search(name)
+                if match:
+                    found.append((os.path.getmtime(folder + name), match.group(1), folder + name))
     if not found:
         return None
     _, session_id, path = max(found)
@@ -381,7 +393,7 @@ def recall(event: str, payload: dict[str, Any], assigned: dict[str, str], worksp
             _note(f"recall failed: {response.get('answer')}")
         return
     output = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": block}}
-    print(json.dumps(output, ensure_ascii=False))
+    print(json.dumps(output, ensure_ascii=True))  # any console encoding reads it
 
 
 # in-process runs ------------------------------------------------------------------------------
