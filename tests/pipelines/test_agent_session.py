@@ -14,6 +14,7 @@ from tests.pipelines.conftest import MakeApp, scripted
 
 from reme import ReMe
 from reme.pipelines.agent_transcripts import codex_session_id, read_claude_code, read_codex
+from reme.pipelines.recall import OPEN
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "agents"
 S1 = "4f1c2a9e-8b7d-4c3e-9a10-2b6f0d5e7a11"
@@ -141,10 +142,16 @@ async def test_a_resumed_session_keeps_the_copied_turns_once_and_marks_where_the
     records = saved(app, S2)
     assert [r.get("metadata", {}).get("session_id") for r in records] == [S1, S1, None, None]
     assert records[2]["content"] == "Resuming: make the attempt count configurable."
-    assert sorted(response.metadata["note_paths"]) == [
-        f"daily/2026-06-01/{S2}.md",
-        f"daily/2026-06-02/{S2}.md",
-    ]
+    # the copied turns (2026-06-01) belong to S1's own card: only the new day is pending for S2
+    assert response.metadata["note_paths"] == [f"daily/2026-06-02/{S2}.md"]
+    assert response.metadata["carried_over"] == 2
+    assert not (app.workspace_dir / f"daily/2026-06-01/{S2}.md").exists()
+    copied_only = await app.run(
+        "agent_session_append", session_id="copy-only", messages=lines[:2], source="claude_code"
+    )
+    assert copied_only.success and copied_only.metadata["added"] >= 1
+    assert copied_only.metadata["queued"] is False
+    assert copied_only.metadata["note_paths"] == []
     again = await app.run("agent_session_append", session_id=S2, messages=lines, source="claude_code")
     assert again.metadata["added"] == 0
 
@@ -171,12 +178,28 @@ async def test_plain_messages_are_cleaned_too(make_app: MakeApp) -> None:
         {
             "id": "m2",
             "role": "assistant",
-            "content": "<reme-context trust='x'>only recalled",
-        },  # unclosed: to the end
+            "content": f"{OPEN}only recalled",
+        },  # recall's own, unclosed: to the end
+        {"id": "m3", "role": "user", "content": "what does <reme-context> do? and the rest stays"},
     ]
     response = await app.run("agent_session_append", session_id="plain-1", messages=messages)
-    assert response.success and response.metadata["added"] == 1
-    assert [r["content"] for r in saved(app, "plain-1")] == ["my token: [REDACTED:secret_assignment]  go"]
+    assert response.success and response.metadata["added"] == 2
+    assert [r["content"] for r in saved(app, "plain-1")] == [
+        "my token: [REDACTED:secret_assignment]  go",
+        "what does <reme-context> do? and the rest stays",
+    ]
+
+
+def test_strip_context_cuts_whole_blocks_and_only_recalls_own_unclosed_one() -> None:
+    from reme.pipelines.agent_session import strip_context
+
+    assert strip_context("a <reme-context x='1'>old</REME-CONTEXT> b") == "a  b"
+    assert strip_context(f"keep {OPEN}recalled to the end") == "keep"
+    assert strip_context("I typed <reme-context trust='x'> by hand, keep this") == (
+        "I typed <reme-context trust='x'> by hand, keep this"
+    )
+    many = "<reme-context>" * 50_000 + " tail"  # linear: no closing tag is searched for twice
+    assert strip_context(many) == many.strip()
 
 
 async def test_bad_input_is_refused_and_nothing_is_written(make_app: MakeApp) -> None:

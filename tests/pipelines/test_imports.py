@@ -579,6 +579,44 @@ async def test_claude_md_imports_never_pull_secrets_or_files_outside_the_project
     assert b"sk-live" not in everything and b"private notes" not in everything
 
 
+async def test_claude_md_follows_only_memory_markdown_under_the_claude_home(
+    app: ReMe, workspace_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    claude = home / ".claude"
+    (claude / "rules").mkdir(parents=True)
+    (claude / "projects" / "-repo").mkdir(parents=True)
+    (claude / "settings.json").write_text('{"env": {"API_TOKEN": "settings-secret-1"}}\n')
+    (claude / "history.jsonl").write_text('{"display": "history-secret-2"}\n')
+    (claude / "projects" / "-repo" / "abc.jsonl").write_text('{"t": "transcript-secret-3"}\n')
+    (claude / "projects" / "-repo" / "notes.md").write_text("transcript-adjacent-4\n")
+    (claude / "CLAUDE.md").write_text("# Mine\n\npersonal-rules-5\n")
+    (claude / "rules" / "style.md").write_text("# Style\n\nstyle-rule-6\n")
+    monkeypatch.setenv("HOME", str(home))
+    project = tmp_path / "cloned-repo"
+    project.mkdir()
+    (project / "notes.txt").write_text("plain-text-7\n")
+    (project / "CLAUDE.md").write_text(
+        "# Rules\n\n@~/.claude/settings.json @~/.claude/history.jsonl @~/.claude/projects/-repo/abc.jsonl "
+        "@~/.claude/projects/-repo/notes.md @notes.txt @~/.claude/CLAUDE.md @~/.claude/rules/style.md\n\n"
+        "password=hunter2hunter2\n"
+    )
+    meta = await run_ok(app, "import_claude_code", source=str(project / "CLAUDE.md"))
+    refused = {entry["item"].split(" ")[0] for entry in meta["skipped"]}
+    assert refused == {
+        "@~/.claude/settings.json",
+        "@~/.claude/history.jsonl",
+        "@~/.claude/projects/-repo/abc.jsonl",
+        "@~/.claude/projects/-repo/notes.md",
+        "@notes.txt",
+    }
+    everything = b"".join(files_under(workspace_dir / "imports").values())
+    for leak in (b"secret-1", b"secret-2", b"secret-3", b"adjacent-4", b"plain-text-7", b"hunter2hunter2"):
+        assert leak not in everything
+    assert b"personal-rules-5" in everything and b"style-rule-6" in everything
+    assert b"[REDACTED:secret_assignment]" in everything
+
+
 async def test_queued_conversations_are_distilled_later_by_auto_memory_pending(make_app: MakeApp) -> None:
     app = await make_app(**scripted(card_script("- learned from ChatGPT\n", "From $session_id")))
     meta = await run_ok(

@@ -302,3 +302,90 @@ def test_doctor_names_captures_that_waited_too_long(tmp_path: Path, transcripts)
     assert "reme hook drain" in check["fix"]
     assert hook("drain", "", workspace).returncode == 0  # the fix it names works
     assert len(saved(workspace, S1)) == 10 and agents_checks() == []
+
+
+@pytest.mark.parametrize(
+    ("status", "answer"),
+    [(401, "missing or wrong access token"), (500, "internal error"), (200, "Conflict: a dream runs")],
+)
+def test_a_service_that_does_not_save_keeps_the_capture_queued(
+    tmp_path: Path, transcripts, status: int, answer: str
+) -> None:
+    import http.server
+    import os
+    import threading
+
+    class Refusing(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - the http.server name
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            body = json.dumps({"success": False, "answer": answer, "metadata": {}}).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    workspace = tmp_path / "ws"
+    (workspace / "metadata").mkdir(parents=True)
+    info = {"host": "127.0.0.1", "port": server.server_address[1], "backend": "http", "pid": os.getpid()}
+    (workspace / "metadata" / "service.json").write_text(json.dumps(info))
+    try:
+        refused = hook("Stop", event("Stop", transcripts[S1]), workspace, REME_HOOK_SPAWN="0")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert refused.returncode == 0, refused.stderr
+    assert markers(workspace) == [f"{S1}.json"]  # not lost: it waits for the next try
+    (workspace / "metadata" / "service.json").unlink()
+    drained = hook("drain", "", workspace)  # what the next capture starts when the service fails
+    assert drained.returncode == 0, drained.stderr
+    assert len(saved(workspace, S1)) == 10 and markers(workspace) == []
+
+
+def test_a_long_transcript_is_read_in_parts_and_none_is_skipped(tmp_path: Path, monkeypatch) -> None:
+    from reme.service import hooks
+
+    monkeypatch.setattr(hooks, "MAX_ENTRIES", 3)
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps({"n": n}) + "\n" for n in range(7)), encoding="utf-8")
+    got, offset = [], 0
+    while True:
+        entries, offset = hooks.read_transcript(str(path), offset)
+        if not entries:
+            break
+        got += [e["n"] for e in entries]
+    assert got == list(range(7)) and offset == path.stat().st_size
+
+
+def test_codex_notify_finds_the_rollout_of_an_old_thread(tmp_path: Path) -> None:
+    from reme.service.hooks import codex_rollout
+
+    home = tmp_path / "codex"
+    old = home / "sessions" / "2025" / "01" / "03"
+    old.mkdir(parents=True)
+    rollout = old / f"rollout-2025-01-03T10-00-00-{CODEX}.jsonl"
+    rollout.write_text("{}\n")
+    for day in range(1, 10):  # more recent days than the old search looked at
+        (home / "sessions" / "2026" / "02" / f"{day:02d}").mkdir(parents=True)
+    assert codex_rollout({"thread-id": CODEX}, str(home)) == (CODEX, str(rollout))
+    assert codex_rollout({"thread-id": "0199a2b3-0000-7e6f-8a9b-0c1d2e3f4a5b"}, str(home)) is None
+
+
+def test_recall_output_is_ascii_json(tmp_path: Path, monkeypatch, capsys) -> None:
+    from reme.service import hooks
+
+    monkeypatch.setattr(hooks, "http_service", lambda workspace: None)
+    monkeypatch.setattr(hooks, "markers", lambda workspace, first=None: [])
+    monkeypatch.setattr(
+        hooks,
+        "run_in_process",
+        lambda *a: {"success": True, "answer": "<reme-context>café ☕</reme-context>"},
+    )
+    hooks.recall("SessionStart", {"cwd": str(tmp_path)}, {}, str(tmp_path))
+    out = capsys.readouterr().out
+    assert out.isascii() and "café ☕" in json.loads(out)["hookSpecificOutput"]["additionalContext"]

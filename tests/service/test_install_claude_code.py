@@ -232,6 +232,42 @@ def test_the_packaged_plugin_is_a_valid_claude_code_plugin() -> None:
             assert [shlex.split(h["command"])[:3] for h in group["hooks"]] == [["reme", "hook", event]]
     servers = json.loads((PLUGIN / ".mcp.json").read_text())["mcpServers"]
     assert servers["reme"]["args"][:3] == ["start", "service.backend=mcp", "service.transport=stdio"]
+    # without REME_WORKSPACE_DIR Claude Code would pass the literal `${REME_WORKSPACE_DIR}`
+    assert servers["reme"]["args"][3] == "workspace_dir=${REME_WORKSPACE_DIR:-~/.reme}"
+
+
+def test_the_plugin_hooks_default_to_the_home_workspace(tmp_path: Path) -> None:
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    stop = json.loads((PLUGIN / "hooks" / "hooks.json").read_text())["hooks"]["Stop"][0]["hooks"][0]
+    assert stop["command"] == 'reme hook Stop workspace_dir="${REME_WORKSPACE_DIR:-$HOME/.reme}"'
+    expanded = subprocess.run(  # as Claude Code runs a hook command: through the shell
+        ["bash", "-c", stop["command"].replace("reme hook Stop", "printf %s", 1)],
+        capture_output=True,
+        text=True,
+        env=reme_env(HOME=str(home)),
+        check=True,
+    ).stdout
+    assert expanded == f"workspace_dir={home}/.reme"
+
+
+def test_a_hook_with_no_workspace_does_nothing_in_the_open_project(tmp_path: Path) -> None:
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("")
+    payload = {"session_id": "abc", "transcript_path": str(transcript), "hook_event_name": "Stop"}
+    result = subprocess.run(
+        [REME, "hook", "Stop"],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=reme_env(REME_HOOK_SPAWN="0"),
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0 and result.stdout == ""
+    assert "no workspace_dir" in result.stderr
+    assert not (tmp_path / ".reme").exists()
     skill = (PLUGIN / "skills" / "reme-memory" / "SKILL.md").read_text()
     assert yaml.safe_load(skill.split("---\n", 2)[1])["name"] == "reme-memory"
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from reme.errors import ReMeError
 from reme.workspace import textio
+from reme.workspace.paths import is_markdown
 
 
 @dataclass(frozen=True)
@@ -147,10 +148,12 @@ def read_folder(
     return files, skipped
 
 
-def allowed_reference(target: Path, roots: tuple[Path, ...]) -> Path:
+def allowed_reference(target: Path, roots: tuple[Path, ...], claude_home: Path | None = None) -> Path:
     """A file a memory file imports (`@path`), if it may come in: inside one of `roots` (the memory
-    file's folder, `~/.claude/`) and no dot-file (`.env`, `.npmrc`) — a cloned repository's CLAUDE.md
-    must not pull `~/.ssh/id_rsa` or a secrets file into a searchable workspace."""
+    file's folder, `~/.claude/`), no dot-file (`.env`, `.npmrc`), a Markdown file, and inside
+    `claude_home` (`~/.claude/`) only `CLAUDE.md`, `rules/` and the auto-memory Markdown — a cloned
+    repository's CLAUDE.md must not pull `~/.ssh/id_rsa`, `~/.claude/settings.json` (tokens), the
+    prompt history or session transcripts into a searchable workspace."""
     if not any(_inside(root, target) for root in roots):
         raise ReMeError(
             f"{target} is outside {' and '.join(str(root) for root in roots)}; import it on its own if you mean it"
@@ -160,4 +163,14 @@ def allowed_reference(target: Path, roots: tuple[Path, ...]) -> Path:
         raise ReMeError(
             f"{target} is a hidden file (it may hold secrets); import it on its own if you mean it"
         )
+    if not is_markdown(target.name):
+        raise ReMeError(f"{target} is not a Markdown file; only Markdown is followed from an @ reference")
+    if claude_home is not None and _inside(claude_home, target):
+        parts = target.resolve().relative_to(claude_home.resolve()).parts
+        memory = len(parts) == 4 and parts[0] == "projects" and parts[2] == "memory"
+        if not (parts == ("CLAUDE.md",) or parts[0] == "rules" or memory):
+            raise ReMeError(
+                f"{target} is not CLAUDE.md, a rule (rules/) or auto-memory Markdown (projects/*/memory/) "
+                f"of {claude_home}; nothing else there is followed from an @ reference"
+            )
     return target

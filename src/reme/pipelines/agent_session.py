@@ -31,19 +31,41 @@ from reme.pipelines.auto_memory import (
 from reme.pipelines.distil import mark_pending
 from reme.pipelines.messages import local_date, normalise_messages, truncate
 from reme.pipelines.port import MemoryPort
+from reme.pipelines.recall import OPEN
 from reme.pipelines.redaction import redact, redact_value
 from reme.pipelines.transcript import parse_transcript
 
 QUEUE_STATE = "agent_sessions"
 MAX_FAILURES = 3  # a session that failed this often waits until it grows again (or a flush)
 CONTEXT_TAG = "reme-context"
-_CONTEXT_BLOCK = re.compile(rf"<{CONTEXT_TAG}\b[^>]*>.*?(?:</{CONTEXT_TAG}\s*>|\Z)", re.S | re.I)
+_CONTEXT_OPEN = re.compile(rf"<{CONTEXT_TAG}\b[^<>]{{0,500}}>", re.I)
+_CONTEXT_CLOSE = re.compile(rf"</{CONTEXT_TAG}\s*>", re.I)
 _READ_CHARS = 1_000_000  # a message is cleaned whole (a secret cut in half would survive), then truncated
 
 
 def strip_context(text: str) -> str:
-    """`text` without the `<reme-context>` blocks recall put into the session (an unclosed one to the end)."""
-    return _CONTEXT_BLOCK.sub("", text).strip() if CONTEXT_TAG in text.lower() else text
+    """`text` without the `<reme-context>` blocks recall put into the session: every complete block,
+    and an unclosed one (to the end) only when it opens with the exact tag recall writes — a user
+    who merely mentions `<reme-context>` keeps the rest of the message."""
+    if CONTEXT_TAG not in text.lower():
+        return text
+    kept: list[str] = []
+    pos, closes = 0, True  # closes: a closing tag may still follow (once none does, none ever will)
+    while opening := _CONTEXT_OPEN.search(text, pos):
+        close = _CONTEXT_CLOSE.search(text, opening.end()) if closes else None
+        if close is not None:
+            kept.append(text[pos : opening.start()])
+            pos = close.end()
+            continue
+        closes = False
+        if text.startswith(OPEN, opening.start()):
+            kept.append(text[pos : opening.start()])
+            pos = len(text)
+            break
+        kept.append(text[pos : opening.end()])
+        pos = opening.end()
+    kept.append(text[pos:])
+    return "".join(kept).strip()
 
 
 def clean_records(records: Sequence[dict[str, Any]], max_chars: int) -> list[dict[str, Any]]:
@@ -118,7 +140,17 @@ async def agent_session_append(
             return MemoryOutcome(
                 f"nothing new: {session_path(port, session_id)} has these messages", metadata
             )
-        days = sorted({d.isoformat() for r in added if (d := local_date(r.get("created_at"), port.tz))})
+        # turns a resumed session copied from another one are kept (the dialog reads whole) but are
+        # not new to memory: the origin's own dialog holds them and is distilled there
+        fresh = [r for r in added if (r.get("metadata") or {}).get("session_id") in (None, session_id)]
+        metadata["carried_over"] = len(added) - len(fresh)
+        if not fresh:
+            return MemoryOutcome(
+                f"{len(added)} message(s) carried over from an earlier session saved to "
+                f"{session_path(port, session_id)}; nothing new to distil",
+                metadata,
+            )
+        days = sorted({d.isoformat() for r in fresh if (d := local_date(r.get("created_at"), port.tz))})
         for day in days or [port.today().isoformat()]:
             card, _front, _created = await ensure_card(port, session_id, day)
             await mark_pending(port, card)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reme.pipelines.messages import content_text, strip_base64
+from reme.pipelines.redaction import redact
 
 TOOL_RESULT_CHARS = 400
 SOURCES = ("reme", "claude_code", "codex")
@@ -39,7 +40,8 @@ class Reading:
 
 
 def _trimmed(text: str, limit: int = TOOL_RESULT_CHARS) -> str:
-    text = " ".join(strip_base64(text).split())
+    # redacted before the cut, so a secret straddling it leaves no prefix behind
+    text = " ".join(redact(strip_base64(text)).split())
     return text if len(text) <= limit else f"{text[:limit]}… [{len(text) - limit} more characters]"
 
 

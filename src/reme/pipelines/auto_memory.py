@@ -155,7 +155,9 @@ async def pending_cards_of_session(
     port: MemoryPort, session_id: str, records: Sequence[dict[str, Any]], skip: str
 ) -> list[tuple[str, str]]:
     """(day, card) of pending cards of this session on the days its messages span, except `skip`."""
-    days = sorted({d.isoformat() for r in records if (d := local_date(r.get("created_at"), port.tz))} - {skip})
+    days = sorted(
+        {d.isoformat() for r in records if (d := local_date(r.get("created_at"), port.tz))} - {skip}
+    )
     found = []
     for day in days:
         for path, front in await cards_of_day(port, day):

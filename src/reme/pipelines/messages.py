@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime, tzinfo
 from typing import Any
 
+from reme.pipelines.redaction import redact
+
 TIME_KEYS = ("created_at", "timestamp", "time_created", "createdAt", "created_time")
 DROPPED_ROLES = ("tool", "function", "ipython")
 DROPPED_BLOCKS = ("tool_result", "function_call_output", "thinking", "redacted_thinking", "reasoning")
@@ -41,7 +43,7 @@ def _scrub(value: Any) -> Any:
 def _tool_note(name: Any, args: Any) -> str:
     if not isinstance(args, str):
         args = json.dumps(args, ensure_ascii=False, default=str)
-    args = strip_base64(args)
+    args = redact(strip_base64(args))  # before the cut, so a secret across it leaves no prefix behind
     return f"[tool call {name}: {args[:200]}{'…' if len(args) > 200 else ''}]"
 
 

@@ -12,7 +12,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-# (kind, pattern, group to replace: 0 = the whole match). Order matters: the wider patterns first.
+# (kind, pattern, group to replace: 0 = the whole match, -1 = whichever group matched). Order
+# matters: the wider patterns first. Every repetition that can start anywhere is bounded and every
+# key/scheme is anchored by a lookbehind, so a long adversarial message costs linear time (messages
+# of a million characters are cleaned in the service's event loop).
+_KEYWORD = r"(?:password|passwd|passphrase|secret(?:[_-]?key)?|token|api[_-]?key|access[_-]?key|auth[_-]?key|private[_-]?key|credentials?)"
 PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
     (
         "private_key",
@@ -23,36 +27,80 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
         0,
     ),
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), 0),
-    ("bearer_token", re.compile(r"\b(?:Bearer|Token)\s+([A-Za-z0-9._~+/=-]{16,})", re.I), 1),
+    (
+        "basic_auth",
+        re.compile(r"(?i:\bauthorization)[\"']?\s*[:=]\s*[\"']?(?i:basic)\s+([A-Za-z0-9+/]{8,}={0,2})"),
+        1,
+    ),
+    # `Token` only capitalised (prose says "token ..."), and a value with a digit in it (prose has none)
+    (
+        "bearer_token",
+        re.compile(r"\b(?:(?i:bearer)|Token)\s+(?=[A-Za-z._~+/=-]{0,200}\d)([A-Za-z0-9._~+/=-]{16,})"),
+        1,
+    ),
     ("api_key", re.compile(r"\bsk-(?:ant-|proj-|live-)?[A-Za-z0-9_-]{20,}"), 0),
     ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"), 0),
+    ("gitlab_token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"), 0),
+    ("huggingface_token", re.compile(r"\bhf_[A-Za-z0-9]{30,}"), 0),
+    ("npm_token", re.compile(r"\bnpm_[A-Za-z0-9]{36,}"), 0),
     ("slack_token", re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}"), 0),
     ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b"), 0),
     ("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), 0),
     ("stripe_key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"), 0),
-    ("url_password", re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s:/@]+:([^\s@/]{3,})@", re.I), 1),
+    (
+        "url_password",
+        re.compile(r"(?<![a-z0-9+.-])[a-z][a-z0-9+.-]{0,30}://[^\s:/@]{1,256}:([^\s@/]{3,256})@", re.I),
+        1,
+    ),
+    # `--password hunter22`, `--token=...`; `mysql -phunter22`
+    (
+        "cli_password",
+        re.compile(
+            r"(?<![\w-])--(?:password|passwd|pass|token|secret|api-key)(?:=|\s+)[\"']?([^\s\"'-][^\s\"']{3,})"
+            r"|\bmysql(?:dump|admin)?\b[^\n]{0,200}?\s-p([^\s\"']{3,})"
+        ),
+        -1,
+    ),
     (
         "secret_assignment",
         re.compile(
-            r"""(?ix)
-            \b[\w.-]*(?:password|passwd|pwd|passphrase|secret|token|api[_-]?key|access[_-]?key|
-                auth[_-]?key|private[_-]?key|credentials?)[\w.-]*
+            rf"""(?ix)
+            (?<![\w.-])(?:[\w.-]{{0,40}}[_.-])?{_KEYWORD}   # the keyword ends the key, as a whole segment
             ["']?\s*[:=]\s*
-            (?:"([^"\s]{4,})"|'([^'\s]{4,})'|([^\s"',;]{4,}))
+            (?:"([^"\n]{{4,256}})"|'([^'\n]{{4,256}})'|([^\s"',;]{{4,}}))
             """
         ),
-        -1,  # whichever value group matched
+        -1,
     ),
 )
 REDACTED = "[REDACTED:{kind}]"
+# assigned values that are not secrets: numbers, booleans/null, paths, code and variable references
+_LITERALS = frozenset({"true", "false", "yes", "no", "null", "none", "nil", "undefined"})
+_CODE = ("(", "[", "os.environ", "process.env", "getenv")
+
+
+def _not_a_secret(value: str) -> bool:
+    bare = value.strip()
+    return (
+        bare.replace(".", "").replace(",", "").replace("_", "").isdigit()
+        or bare.lower() in _LITERALS
+        or bare.startswith(("/", "~/", "./", "../", "$"))
+        or re.match(r"[A-Za-z]:\\", bare) is not None
+        or any(marker in bare for marker in _CODE)
+    )
 
 
 def _replace(kind: str, group: int) -> Any:
     def substitute(match: re.Match[str]) -> str:
         if group == 0:
             return REDACTED.format(kind=kind)
-        index = group if group > 0 else next(i for i in range(1, 4) if match.group(i) is not None)
-        if match.group(index).startswith("[REDACTED:"):
+        index = (
+            group
+            if group > 0
+            else next(i for i in range(1, match.re.groups + 1) if match.group(i) is not None)
+        )
+        value = match.group(index)
+        if value.startswith("[REDACTED:") or (kind == "secret_assignment" and _not_a_secret(value)):
             return match.group(0)
         start, end = match.span(index)
         base = match.start(0)

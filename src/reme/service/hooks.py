@@ -18,6 +18,7 @@ Only the standard library and the small client modules load unless the hook must
 
 from __future__ import annotations
 
+import glob
 import io
 import json
 import os
@@ -50,11 +51,12 @@ def _note(message: str) -> None:
     print(f"reme hook: {message}", file=sys.stderr)
 
 
-def workspace_of(assigned: dict[str, str]) -> str:
-    """The workspace as an absolute path: `workspace_dir=`, else `$REME_WORKSPACE_DIR`, else `./.reme`."""
-    from reme.service.service_info import default_workspace
+def workspace_of(assigned: dict[str, str]) -> str | None:
+    """The workspace as an absolute path: `workspace_dir=`, else `$REME_WORKSPACE_DIR`, else None.
 
-    return os.path.abspath(os.path.expanduser(assigned.get("workspace_dir") or default_workspace()))
+    Never `./.reme`: a hook runs in whatever project is open, and would write captures into it."""
+    chosen = assigned.get("workspace_dir") or os.environ.get("REME_WORKSPACE_DIR")
+    return os.path.abspath(os.path.expanduser(chosen)) if chosen else None
 
 
 def read_payload(stream: Any) -> dict[str, Any]:
@@ -70,7 +72,8 @@ def read_payload(stream: Any) -> dict[str, Any]:
 
 def read_transcript(path: str, start: int = 0) -> tuple[list[Any], int]:
     """The JSON lines of a transcript file from byte `start` (at most its last 16 MiB), and where
-    the last complete line ends; a line still being written and lines that are not JSON are left out."""
+    the last line read ends (at most MAX_ENTRIES entries); a line still being written and lines that
+    are not JSON are left out."""
     with open(path, "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         start = start if 0 <= start <= size else 0  # a shorter file was rewritten: read it all
@@ -80,13 +83,17 @@ def read_transcript(path: str, start: int = 0) -> tuple[list[Any], int]:
         begin = handle.tell()
         data = handle.read(size - begin)
     complete = data[: data.rfind(b"\n") + 1]
-    entries = []
-    for line in complete.splitlines():
+    entries: list[Any] = []
+    read = 0  # bytes taken: past MAX_ENTRIES the rest waits for the next capture, never skipped
+    for line in complete.splitlines(keepends=True):
+        if len(entries) >= MAX_ENTRIES:
+            break
+        read += len(line)
         try:
             entries.append(json.loads(line))
         except ValueError:
             continue
-    return entries[-MAX_ENTRIES:], begin + len(complete)
+    return entries, begin + read
 
 
 # markers --------------------------------------------------------------------------------------
@@ -196,17 +203,27 @@ def call_service(
     from reme.service.client import call_job
 
     reply = call_job(info, job, params, _token(), workspace, timeout=max(timeout, 0.05))
-    return reply.response or {"success": False, "answer": f"HTTP {reply.status}"}
+    return {
+        **(reply.response or {"success": False, "answer": f"HTTP {reply.status}"}),
+        "status": reply.status,
+    }
 
 
-def _send(info: Any, workspace: str, path: str, raw: str, timeout: float) -> None:
+# statuses that refuse the input itself (a body or parameters the job never accepts): resending it
+# fails again, so its marker goes. Anything else (401 token mismatch, 409 another workspace, a 5xx,
+# a job that failed on a conflict) is about the service: the marker stays for the next try.
+INPUT_REFUSED = (400, 422)
+
+
+def _send(info: Any, workspace: str, path: str, raw: str, timeout: float) -> bool:
+    """Send one capture; False when the service did not take it (the marker stays queued)."""
     try:
         capture = json.loads(raw)
         params, end = append_params(workspace, capture)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         _note(f"dropping capture {path}: {exc}")  # its transcript is gone or the marker is damaged
         _done(path, raw)
-        return
+        return True
     response = (
         call_service(info, workspace, "agent_session_append", params, timeout)
         if params["messages"]
@@ -214,9 +231,16 @@ def _send(info: Any, workspace: str, path: str, raw: str, timeout: float) -> Non
     )
     if response.get("success"):
         saved_up_to(workspace, capture, end)
-    else:  # a refusal is about the input: retrying it would fail again (the next capture re-marks it)
+    elif response.get("status") in INPUT_REFUSED:  # retrying the same input would fail again
         _note(f"capture of {capture['session_id']} refused: {response.get('answer')}")
+    else:
+        _note(
+            f"the service did not save the capture of {capture['session_id']} "
+            f"(HTTP {response.get('status')}: {response.get('answer')}); it stays queued"
+        )
+        return False
     _done(path, raw)
+    return True
 
 
 def drain_through(info: Any, workspace: str, budget: float, first: str | None = None) -> bool:
@@ -229,7 +253,8 @@ def drain_through(info: Any, workspace: str, budget: float, first: str | None = 
         if left <= 0:
             return False
         try:
-            _send(info, workspace, path, raw, left)
+            if not _send(info, workspace, path, raw, left):
+                return False
         except (ServiceUnreachable, OSError) as exc:
             _note(f"the service did not take the capture in time ({exc}); it stays queued")
             return False
@@ -296,7 +321,7 @@ def _capture_of(event: str, payload: dict[str, Any], assigned: dict[str, str]) -
 
 
 def codex_rollout(payload: dict[str, Any], codex_home: str | None = None) -> tuple[str, str] | None:
-    """(session id, rollout file) for a Codex `notify` payload: the rollout named by its thread id,
+    """(session id, rollout file) for a Codex `notify` payload: the rollout named by its thread id (any day),
     else the newest rollout of the last two days (Codex writes `sessions/YYYY/MM/DD/rollout-…-<id>.jsonl`)."""
     home = codex_home or os.environ.get("CODEX_HOME") or os.path.expanduser("~/.codex")
     wanted = next(
@@ -307,15 +332,21 @@ def codex_rollout(payload: dict[str, Any], codex_home: str | None = None) -> tup
         ),
         None,
     )
-    days = sorted(
-        os.path.join(root, "") for root, dirs, _ in os.walk(os.path.join(home, "sessions")) if not dirs
-    )
+    sessions = os.path.join(home, "sessions")
     found = []
-    for folder in days[-2:] if wanted is None else days[-7:]:
-        for name in os.listdir(folder):
-            match = ROLLOUT_ID.search(name)
-            if match and (wanted is None or match.group(1) == wanted):
-                found.append((os.path.getmtime(folder + name), match.group(1), folder + name))
+    if wanted is not None:  # the rollout named by its thread id, however old (a resumed thread)
+        pattern = os.path.join(glob.escape(sessions), "**", f"rollout-*-{glob.escape(wanted)}.jsonl")
+        for path in glob.glob(pattern, recursive=True):
+            match = ROLLOUT_ID.search(os.path.basename(path))
+            if match and match.group(1) == wanted:
+                found.append((os.path.getmtime(path), wanted, path))
+    else:
+        days = sorted(os.path.join(root, "") for root, dirs, _ in os.walk(sessions) if not dirs)
+        for folder in days[-2:]:
+            for name in os.listdir(folder):
+                match = ROLLOUT_ID.search(name)
+                if match:
+                    found.append((os.path.getmtime(folder + name), match.group(1), folder + name))
     if not found:
         return None
     _, session_id, path = max(found)
@@ -362,7 +393,7 @@ def recall(event: str, payload: dict[str, Any], assigned: dict[str, str], worksp
             _note(f"recall failed: {response.get('answer')}")
         return
     output = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": block}}
-    print(json.dumps(output, ensure_ascii=False))
+    print(json.dumps(output, ensure_ascii=True))  # any console encoding reads it
 
 
 # in-process runs ------------------------------------------------------------------------------
@@ -410,6 +441,7 @@ def drain(workspace: str) -> None:
 async def _drain_in_process(workspace: str) -> None:
     from reme.app.application import Application
     from reme.app.config import load_config
+    from reme.app.jobs import ParameterError, validate_params
 
     config = load_config(None, {"workspace_dir": workspace, "scheduler.cron": False})
     async with Application(config) as app:
@@ -423,13 +455,20 @@ async def _drain_in_process(workspace: str) -> None:
                     _note(f"dropping capture {path}: {exc}")
                     _done(path, raw)
                     continue
+                handled.add((path, raw))
+                spec = app.jobs["agent_session_append"]
+                try:
+                    validate_params(spec, params)
+                except ParameterError as exc:  # the input itself is refused: resending fails again
+                    _note(f"capture {path} refused: {exc}")
+                    _done(path, raw)
+                    continue
                 response = await app.run("agent_session_append", **params)
                 if response.success:
                     saved_up_to(workspace, capture, end)
-                else:
-                    _note(f"capture {path} refused: {response.answer}")
-                _done(path, raw)
-                handled.add((path, raw))
+                    _done(path, raw)
+                else:  # a conflict, a failing store: the marker stays for the next capture or drain
+                    _note(f"capture {path} not saved ({response.answer}); it stays queued")
 
 
 # entry -----------------------------------------------------------------------------------------
@@ -447,6 +486,9 @@ def main(args: list[str], stdin: Any = None) -> int:
     event = bare[0]
     try:
         workspace = workspace_of(assigned)
+        if workspace is None:  # quietly: a hook must never disturb the session
+            _note(f"{event}: no workspace_dir= and no REME_WORKSPACE_DIR; nothing done")
+            return 0
         if event == "drain":
             drain(workspace)
             return 0

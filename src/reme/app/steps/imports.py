@@ -45,6 +45,7 @@ from reme.pipelines.imports import (
     write_import,
 )
 from reme.pipelines.names import slugify
+from reme.pipelines.redaction import redact
 from reme.workspace.paths import is_markdown
 
 CONVERSATIONS = "conversations.json"
@@ -89,22 +90,23 @@ async def import_claude_code(ctx: JobContext, max_bytes: int = 5_000_000, max_it
     if entry.is_dir():  # `.claude/rules/`, an auto-memory folder: each Markdown file in it
         files, skipped = read_folder(entry, FolderLimits(max_items, max_bytes, max_items * max_bytes))
         entries = [
-            (str(entry.resolve() / f.relative), decode_text(f.data, f.relative))
+            (str(entry.resolve() / f.relative), redact(decode_text(f.data, f.relative)))
             for f in files
             if is_markdown(f.relative)
         ]
         home = entry.resolve()
     else:
         entries, skipped, home = (
-            [(str(entry.resolve()), read_text_file(entry, max_bytes))],
+            [(str(entry.resolve()), redact(read_text_file(entry, max_bytes)))],
             [],
             entry.resolve().parent,
         )
-    roots = (home, (Path.home() / ".claude").resolve())
+    claude_home = (Path.home() / ".claude").resolve()
+    roots = (home, claude_home)
 
     def load(base: str, ref: str) -> tuple[str, str]:
         target = (Path(base).parent / Path(ref).expanduser()).resolve()
-        return str(target), read_text_file(allowed_reference(target, roots), max_bytes)
+        return str(target), redact(read_text_file(allowed_reference(target, roots, claude_home), max_bytes))
 
     reader: Loader = load
     documents, followed = collect_documents(entries, reader, max_documents=max_items)
