@@ -20,9 +20,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock, Timeout
+from filelock import FileLock
 
 from reme.workspace.atomic import atomic_write, fsync_dir
+from reme.workspace.intents import settle_dead
 from reme.workspace.layout import Workspace
 
 MOVES_DIR = "moves"
@@ -66,24 +67,7 @@ def recover(ws: Workspace, finish: Callable[[MoveIntent], dict[str, Any]]) -> li
     forward, plus what `finish` reported), `not_moved` (the rename never happened) or `failed`.
     A failed intent stays on disk and is tried again on the next recovery.
     """
-    folder = journal_dir(ws)
-    if not folder.is_dir():
-        return []
-    reports = []
-    for record in sorted(folder.glob("*.json")):
-        lock = FileLock(record.with_suffix(".lock"), timeout=0)
-        try:
-            lock.acquire()
-        except Timeout:
-            continue  # a live move of another thread or process
-        try:
-            if record.exists():
-                reports.append(_settle(ws, record, finish))
-        finally:
-            lock.release()
-        if not record.exists():
-            record.with_suffix(".lock").unlink(missing_ok=True)
-    return reports
+    return settle_dead(journal_dir(ws), lambda record: _settle(ws, record, finish))
 
 
 def _settle(ws: Workspace, record: Path, finish: Callable[[MoveIntent], dict[str, Any]]) -> dict[str, Any]:

@@ -23,11 +23,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock, Timeout
+from filelock import FileLock
 
 from reme.errors import Conflict, ReMeError
 from reme.workspace import confined
 from reme.workspace.atomic import atomic_write, fsync_dir
+from reme.workspace.intents import settle_dead
 from reme.workspace.layout import Workspace
 from reme.workspace.links import LinkSource
 from reme.workspace.textio import Limits, check_text, read_text, sha256_of
@@ -173,24 +174,7 @@ def apply_change(ws: Workspace, relative: str, content: str | None) -> None:
 
 def recover(ws: Workspace, links: LinkSource | None = None) -> list[dict[str, Any]]:
     """Roll back every transaction a dead writer left; one report `{id, paths, state}` per intent."""
-    folder = journal_dir(ws)
-    if not folder.is_dir():
-        return []
-    reports = []
-    for record in sorted(folder.glob("*.json")):
-        lock = FileLock(record.with_suffix(".lock"), timeout=0)
-        try:
-            lock.acquire()
-        except Timeout:
-            continue  # a live transaction of another thread or process
-        try:
-            if record.exists():
-                reports.append(_roll_back(ws, record, links))
-        finally:
-            lock.release()
-        if not record.exists():
-            record.with_suffix(".lock").unlink(missing_ok=True)
-    return reports
+    return settle_dead(journal_dir(ws), lambda record: _roll_back(ws, record, links))
 
 
 def _roll_back(ws: Workspace, record: Path, links: LinkSource | None) -> dict[str, Any]:
