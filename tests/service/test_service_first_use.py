@@ -24,18 +24,23 @@ def files_of(folder):
     return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
 
 
+def user_files_of(folder):
+    """The files outside metadata/: the running service's own index segments and logs come and go."""
+    return [path for path in files_of(folder) if not path.startswith("metadata/")]
+
+
 # 1. never the wrong workspace -------------------------------------------------------------------
 
 
 def test_workspace_dir_without_a_service_fails_and_writes_nowhere(service, run_reme, tmp_path):
     other = tmp_path / "other-notes"
     other.mkdir()
-    before = files_of(service.workspace)
+    before = user_files_of(service.workspace)
     result = run_reme("write", f"workspace_dir={other}", "path=a.md", "content=hello")
     assert result.returncode == 1
     assert f"no reme service runs for workspace {other}" in result.stderr
     assert f"reme start workspace_dir={other}" in result.stderr
-    assert files_of(other) == [] and files_of(service.workspace) == before
+    assert files_of(other) == [] and user_files_of(service.workspace) == before
 
 
 def test_a_service_of_another_workspace_refuses_before_running(service, run_reme, tmp_path):
@@ -43,7 +48,7 @@ def test_a_service_of_another_workspace_refuses_before_running(service, run_reme
     copy = tmp_path / "copy"
     (copy / "metadata").mkdir(parents=True)
     shutil.copy(service.workspace / "metadata" / "service.json", copy / "metadata" / "service.json")
-    before = files_of(service.workspace)
+    before = user_files_of(service.workspace)
     for where in ([f"workspace_dir={copy}"], [f"workspace_dir={copy}", f"port={service.info['port']}"]):
         result = run_reme("write", *where, "path=b.md", "content=hello")
         assert result.returncode == 1, result.stderr
@@ -51,7 +56,7 @@ def test_a_service_of_another_workspace_refuses_before_running(service, run_reme
             f"this service serves workspace {service.workspace.resolve()}, not {copy.resolve()}"
             in result.stderr
         )
-    assert files_of(service.workspace) == before
+    assert user_files_of(service.workspace) == before
 
 
 def test_a_copied_default_workspace_is_not_served_by_the_original(service, run_reme, tmp_path):
@@ -59,13 +64,13 @@ def test_a_copied_default_workspace_is_not_served_by_the_original(service, run_r
     copy = tmp_path / ".reme"
     (copy / "metadata").mkdir(parents=True)
     shutil.copy(service.workspace / "metadata" / "service.json", copy / "metadata" / "service.json")
-    before = files_of(service.workspace)
+    before = user_files_of(service.workspace)
     result = run_reme("write", "path=c.md", "content=hello", cwd=tmp_path)
     assert result.returncode == 1
     assert (
         f"this service serves workspace {service.workspace.resolve()}, not {copy.resolve()}" in result.stderr
     )
-    assert files_of(service.workspace) == before
+    assert user_files_of(service.workspace) == before
 
 
 def test_every_answer_names_its_workspace(service):
