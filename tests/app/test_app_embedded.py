@@ -11,11 +11,13 @@ import threading
 from pathlib import Path
 
 import pytest
+import yaml
 
 import reme
 from reme import ReMe, ReMeSync
 from reme.app.application import ComponentError
 from reme.app.config import ConfigError
+from reme.app.jobs import build_job
 from reme.errors import ReMeError
 
 
@@ -151,3 +153,14 @@ async def test_a_job_enabled_flag_must_be_a_boolean(workspace_dir):
     with pytest.raises(ConfigError, match=r"jobs\.traverse\.enabled: expected true or false"):
         async with ReMe(workspace_dir=workspace_dir, **{"jobs.traverse.enabled": "sometimes"}):
             pass
+
+
+def test_an_unquoted_comma_in_a_parameter_description_is_a_config_error():
+    raw = yaml.safe_load(
+        "parameters:\n"
+        "  properties:\n"
+        "    n: {type: integer, description: how many, at most ten}\n"
+        "steps: [{backend: version}]\n"
+    )
+    with pytest.raises(ConfigError, match=r"jobs\.echo\.parameters\.properties\.n: key 'at most ten' has no value"):
+        build_job("echo", raw)

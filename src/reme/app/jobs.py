@@ -243,6 +243,13 @@ def _normalise_schema(where: str, schema: dict[str, Any] | None) -> dict[str, An
     schema.setdefault("type", "object")
     schema.setdefault("properties", {})
     schema.setdefault("additionalProperties", False)
+    for name, prop in (schema["properties"] or {}).items():
+        stray = [key for key, value in prop.items() if value is None] if isinstance(prop, dict) else []
+        if stray:  # YAML's `{description: a, b}` silently makes `b` a key with no value
+            raise ConfigError(
+                f"{where}.parameters.properties.{name}: key {stray[0]!r} has no value"
+                " (quote a description that contains a comma)"
+            )
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
