@@ -315,10 +315,100 @@ async def test_another_process_s_writes_are_adopted_by_the_keys_it_wrote(
         assert reader.pending() == chunks == index.vectors.pending()  # both loaded (a full look-up each)
         asked: list[int] = []
         original = VectorCache.get
-        monkeypatch.setattr(VectorCache, "get", lambda self, keys: asked.append(len(keys)) or original(self, keys))
+        monkeypatch.setattr(
+            VectorCache, "get", lambda self, keys: asked.append(len(keys)) or original(self, keys)
+        )
         assert index.vectors.embed_batch() == 4  # "another process" stores one batch
         assert reader.pending() == chunks - 4 and asked == [4]
         index.embed_pending()
         assert reader.pending() == 0 and reader.figures()["vectors"] == chunks
         assert sum(asked) == chunks  # each key looked up once, when it was written
         reader.close()
+
+
+def _neighbour_file(first: str, last: str) -> str:
+    return f"# Notes\n\n## One\n\n{first}\n\n## Two\n\nZebra lamp.\n\n## Three\n\n{last}\n"
+
+
+NEIGHBOURS = {
+    "digest/a.md": _neighbour_file("Zebra rides.", "Garden tomatoes."),  # a neighbour about zebras
+    "digest/b.md": _neighbour_file("Brake pads.", "Dentist cleaning."),  # neighbours about nothing of it
+}
+
+
+def _middle_scores(index, filters: SearchFilters = SearchFilters()) -> dict[str, float]:
+    """path -> vector score of the file's "Zebra lamp" chunk (the same text, so the same vector)."""
+    ranked = index.vectors.search("zebra lamp", 50, filters)
+    rows = index.store.chunks_by_id([cid for cid, _ in ranked])
+    return {rows[cid].path: score for cid, score in ranked if "Zebra lamp" in rows[cid].text}
+
+
+async def test_a_chunk_whose_neighbours_match_the_query_ranks_higher(workspace_dir: Path) -> None:
+    write(workspace_dir, NEIGHBOURS)
+    async with vector_app(workspace_dir) as app:
+        index = embedded_index(app)
+        assert index.vectors.context == 0.3  # the default
+        scores = _middle_scores(index)
+        assert scores["digest/a.md"] > scores["digest/b.md"]
+        assert 0 < scores["digest/a.md"] <= 1  # still a cosine (of the normalised mixed vector)
+
+
+async def test_vector_context_zero_ranks_by_each_chunk_s_own_vector(workspace_dir: Path) -> None:
+    from tests.embedders import hashed_vector
+
+    from reme.index.embedding import embedding_text
+
+    write(workspace_dir, {**NEIGHBOURS, **NOTES})
+    async with vector_app(workspace_dir, **{"components.index.vector_context": 0}) as app:
+        index = embedded_index(app)
+        for query in ("zebra lamp", "how do I relax", "dentist cleaning"):
+            ranked = index.vectors.search(query, 100, SearchFilters())
+            rows = index.store.chunks_by_id([cid for cid, _ in ranked])
+            assert len(rows) == index.store.counts()["chunks"]
+            q = hashed_vector(query, embedder().dimension)
+            own = sorted(
+                (
+                    (cid, float(hashed_vector(embedding_text(row), embedder().dimension) @ q))
+                    for cid, row in rows.items()
+                ),
+                key=lambda item: (-item[1], item[0]),
+            )
+            assert [cid for cid, _ in ranked] == [cid for cid, _ in own]
+            assert [score for _, score in ranked] == pytest.approx([score for _, score in own], abs=1e-6)
+        scores = _middle_scores(index)
+        assert scores["digest/a.md"] == scores["digest/b.md"]  # neighbours play no part
+
+
+async def test_editing_a_chunk_re_mixes_its_neighbours(workspace_dir: Path) -> None:
+    write(workspace_dir, NEIGHBOURS)
+    async with vector_app(workspace_dir) as app:
+        index = embedded_index(app)
+        before = _middle_scores(index)
+        assert before["digest/a.md"] > before["digest/b.md"]
+        # only a.md's first chunk changes (then only b.md's): the middle chunks' own text never does
+        write(workspace_dir, {"digest/a.md": _neighbour_file("Brake pads.", "Garden tomatoes.")})
+        index.sync_paths("digest/a.md")
+        index.embed_pending()
+        edited = _middle_scores(index)
+        assert edited["digest/a.md"] < before["digest/a.md"]  # its neighbour no longer matches
+        assert edited["digest/a.md"] == pytest.approx(before["digest/b.md"])  # like b.md's now
+        write(workspace_dir, {"digest/b.md": _neighbour_file("Zebra rides.", "Dentist cleaning.")})
+        index.sync_paths("digest/b.md")
+        index.embed_pending()
+        after = _middle_scores(index)
+        assert after["digest/a.md"] < before["digest/a.md"]  # lost its matching neighbour
+        assert after["digest/b.md"] == pytest.approx(before["digest/a.md"])  # gained it
+        assert after["digest/b.md"] > after["digest/a.md"]
+
+
+async def test_filters_judge_the_chunk_itself_with_neighbour_context(workspace_dir: Path) -> None:
+    write(workspace_dir, NEIGHBOURS)
+    async with vector_app(workspace_dir) as app:
+        index = embedded_index(app)
+        everything = _middle_scores(index)
+        assert everything["digest/a.md"] > everything["digest/b.md"]  # mixed, as unfiltered
+        only_b = SearchFilters(path_prefix="digest/b")
+        ranked = index.vectors.search("zebra lamp", 50, only_b)
+        rows = index.store.chunks_by_id([cid for cid, _ in ranked])
+        assert ranked and {row.path for row in rows.values()} == {"digest/b.md"}
+        assert _middle_scores(index, only_b) == {"digest/b.md": pytest.approx(everything["digest/b.md"])}

@@ -100,7 +100,7 @@ class Searcher:
         *,
         candidate_multiplier: int = 3,
         vector: VectorBranch | None = None,
-        vector_weight: float = 0.2,
+        vector_weight: float = 0.3,
     ) -> None:
         self.store = store
         self.keyword = keyword

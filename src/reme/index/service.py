@@ -46,7 +46,8 @@ class IndexSettings:
     debounce_ms: int = 200
     max_file_bytes: int = MAX_FILE_BYTES
     candidate_multiplier: int = 3
-    vector_weight: float = 0.2
+    vector_weight: float = 0.3
+    vector_context: float = 0.3
 
     def __post_init__(self) -> None:
         if not isinstance(self.chunk_chars, int) or self.chunk_chars < 100:
@@ -55,6 +56,8 @@ class IndexSettings:
             raise ValueError("candidate_multiplier must be a positive integer")
         if not 0.0 <= float(self.vector_weight) <= 1.0:
             raise ValueError("vector_weight must be between 0 and 1 (the keyword ranking weighs 1 - it)")
+        if not float(self.vector_context) >= 0.0:
+            raise ValueError("vector_context must be at least 0 (0 ranks each chunk by its own vector)")
 
 
 class IndexService:
@@ -107,7 +110,13 @@ class IndexService:
         if self.embedder is not None:
             from reme.index.vectors import VectorIndex  # numpy only when vectors are on
 
-            self.vectors = VectorIndex(self.metadata_dir, store, self.embedder, self.embed_batch_size)
+            self.vectors = VectorIndex(
+                self.metadata_dir,
+                store,
+                self.embedder,
+                self.embed_batch_size,
+                context=self.settings.vector_context,
+            )
         self.searcher = Searcher(
             store,
             self.keyword,

@@ -15,6 +15,11 @@ brute force in memory.
 - Queries: the catalog's chunks with a cached vector form a float32 matrix (rows reused as chunks
   come and go); a query is one matrix-vector product over the rows the filters admit. numpy is
   imported only here, and this module only when an embedder is configured.
+- Neighbour context: a chunk is ranked by `normalise(v + context·(v_prev + v_next))`, where
+  v_prev / v_next are the vectors of the chunks just before / after it in the same file (0 when
+  there is none or it has no vector yet); derived from the cached vectors, never embedded. The
+  neighbour links follow the catalog, so an edit re-mixes the chunks around it; `context` 0 ranks
+  by each chunk's own vector alone. Filters still judge the chunk itself.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from reme.index.store import MetadataStore
 from reme.index.wal import WalDatabase
 
 VECTORS_DB = "vectors.sqlite3"
+DEFAULT_CONTEXT = 0.3  # neighbour weight in a chunk's ranking vector (LoCoMo, benchmarks/README.md)
 QUERY_COOLDOWN_S = 30.0  # after a failed query, searches answer from keywords alone this long
 WRITE_LOG_VERSIONS = 1000  # writes remembered by key, so a reader adopts only what another process wrote
 log = logging.getLogger(__name__)
@@ -162,8 +168,18 @@ class VectorIndex:
     `search()` ranks the embedded chunks the filters admit.
     """
 
-    def __init__(self, metadata_dir: Path, catalog: MetadataStore, embedder: Embedder, batch_size: int = 16):
+    def __init__(
+        self,
+        metadata_dir: Path,
+        catalog: MetadataStore,
+        embedder: Embedder,
+        batch_size: int = 16,
+        context: float = DEFAULT_CONTEXT,
+    ):
+        if not float(context) >= 0.0:
+            raise ValueError("vector_context must be at least 0")
         self.db_path = metadata_dir / VECTORS_DB
+        self.context = float(context)  # weight of the neighbours' vectors in a chunk's ranking vector
         self.catalog = catalog
         self.embedder = embedder
         self.batch_size = max(1, batch_size)
@@ -185,9 +201,17 @@ class VectorIndex:
         self._by_key: dict[str, set[str]] = {}  # cache key -> pending chunk ids with that text
         self._failed: dict[str, str] = {}  # keys the model rejected -> why (skipped until they change)
         self._seen: tuple[int, int] | None = None  # (catalog generation, cache version) last synced
+        self._neighbours: dict[
+            str, tuple[str | None, str | None]
+        ] = {}  # chunk id -> (previous, next) in its file
+        self._mix: tuple[np.ndarray, np.ndarray, np.ndarray] | None = (
+            None  # (prev row, next row, 1/norm); None: stale
+        )
         self.last_error: str | None = None
         self.query_cooldown_s = QUERY_COOLDOWN_S
-        self._query_failure: tuple[float, str] | None = None  # (monotonic time, error) of the last failed query
+        self._query_failure: tuple[float, str] | None = (
+            None  # (monotonic time, error) of the last failed query
+        )
         self.embedded = 0  # vectors this process computed (figures, tests)
 
     # state ---------------------------------------------------------------------------------------
@@ -215,7 +239,11 @@ class VectorIndex:
             seen = (self.catalog.generation(), cache.version())
             if seen == self._seen:
                 return
-            ids = {row[0] for row in self.catalog.query("SELECT chunk_id FROM chunks")}
+            rows = self.catalog.query("SELECT chunk_id, path FROM chunks ORDER BY path, seq")
+            ids = {row[0] for row in rows}
+            if self.context:
+                self._neighbours = _neighbours(rows)
+            self._mix = None
             for chunk_id in [c for c in self._rows if c not in ids]:
                 self._drop_row(chunk_id)
             for chunk_id in [c for c in self._pending if c not in ids]:
@@ -255,6 +283,7 @@ class VectorIndex:
                 self._unpend(chunk_id)
                 self._add_row(chunk_id, path, vector)
                 self._keys[chunk_id] = key
+                self._mix = None
 
     def _unpend(self, chunk_id: str) -> None:
         pending = self._pending.pop(chunk_id)
@@ -431,6 +460,8 @@ class VectorIndex:
             if not admitted_count or limit < 1:
                 return []
             scores = self._matrix[: self._used] @ query_vector  # no copy of the matrix
+            if self.context:
+                scores = self._mixed(scores)
             scores[~admitted] = -np.inf
             take = min(limit, admitted_count)
             top = (
@@ -438,6 +469,41 @@ class VectorIndex:
             )
             ranked = [(self._row_ids[int(row)], float(scores[row])) for row in top]
         return sorted(ranked, key=lambda item: (-item[1], item[0]))
+
+    def _mix_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per row: the rows of its previous and next chunk (-1: none or no vector) and the inverse
+        norm of its mixed vector `v + context·(v_prev + v_next)`; recomputed after any change."""
+        if self._mix is not None:
+            return self._mix
+        used = self._used
+        prev = np.full(used, -1, dtype=np.int64)
+        nxt = np.full(used, -1, dtype=np.int64)
+        for chunk_id, row in self._rows.items():
+            before, after = self._neighbours.get(chunk_id, (None, None))
+            if before is not None and before in self._rows:
+                prev[row] = self._rows[before]
+            if after is not None and after in self._rows:
+                nxt[row] = self._rows[after]
+        inverse = np.zeros(used, dtype=np.float32)
+        for start in range(0, used, 4096):  # bounded temporaries
+            end = min(used, start + 4096)
+            mixed = self._matrix[start:end].copy()
+            for side in (prev[start:end], nxt[start:end]):
+                has = side >= 0
+                mixed[has] += self.context * self._matrix[side[has]]
+            norms = np.linalg.norm(mixed, axis=1)
+            inverse[start:end] = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+        self._mix = (prev, nxt, inverse)
+        return self._mix
+
+    def _mixed(self, scores: np.ndarray) -> np.ndarray:
+        """Own cosines -> cosines of the neighbour-mixed vectors (linear: mixed·q = s + context·(s_prev + s_next))."""
+        prev, nxt, inverse = self._mix_rows()
+        mixed = scores.copy()
+        for side in (prev, nxt):
+            has = side >= 0
+            mixed[has] += self.context * scores[side[has]]
+        return mixed * inverse
 
     def prune(self, slack: int = 1000) -> int:
         """Drop cached vectors no chunk of the catalog uses any more (edited or deleted text), once
@@ -464,6 +530,16 @@ class VectorIndex:
                 "vector_bytes": self.cache().size_bytes(),
                 "last_error": self.last_error,
             }
+
+
+def _neighbours(rows: Sequence[Sequence[Any]]) -> dict[str, tuple[str | None, str | None]]:
+    """(chunk id, path) rows in file order -> each chunk's previous and next chunk in the same file."""
+    found: dict[str, tuple[str | None, str | None]] = {}
+    for i, (chunk_id, path) in enumerate(rows):
+        before = rows[i - 1][0] if i > 0 and rows[i - 1][1] == path else None
+        after = rows[i + 1][0] if i + 1 < len(rows) and rows[i + 1][1] == path else None
+        found[chunk_id] = (before, after)
+    return found
 
 
 def _grow(array: np.ndarray, rows: int) -> np.ndarray:

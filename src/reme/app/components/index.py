@@ -46,7 +46,8 @@ class IndexComponent(Component):
         max_file_bytes: int = MAX_FILE_BYTES,
         candidate_multiplier: int = 3,
         vector: str | None = None,
-        vector_weight: float = 0.2,
+        vector_weight: float = 0.3,
+        vector_context: float = 0.3,
     ) -> None:
         super().__init__(app, name)
         self.index_settings = IndexSettings(
@@ -56,6 +57,7 @@ class IndexComponent(Component):
             max_file_bytes=int(max_file_bytes),
             candidate_multiplier=candidate_multiplier,
             vector_weight=float(vector_weight),
+            vector_context=float(vector_context),
         )
         self.tokenizer = Tokenizer(**(tokenizer or {}))
         self._scope_settings = (sources, exclude)
