@@ -24,6 +24,12 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def scripted_overrides(script: list[Any], *, cron: bool = True) -> tuple[str, ...]:
+    """CLI overrides that give a process the scripted LLM with `script` (and, unless `cron`, no cron jobs)."""
+    overrides = ("components.llm.backend=scripted", f"components.llm.script={json.dumps(script)}")
+    return overrides if cron else (*overrides, "scheduler.cron=false")
+
+
 def reme_env(**extra: str) -> dict[str, str]:
     """The current environment without REME_*/LLM_* variables (tests must not see the developer's)."""
     env = {key: value for key, value in os.environ.items() if not key.startswith(("REME_", "LLM_"))}

@@ -9,6 +9,7 @@ import pytest
 from mcp import Client
 from tests.pipelines.proactive_helpers import found, load_yaml, reply, write_note
 from tests.service.test_service_cli import run_in_terminal
+from tests.support import scripted_overrides
 
 from reme import ReMe
 from reme.pipelines.proactive_topics import topic_id
@@ -18,7 +19,7 @@ DAY = "2026-06-20"
 NOTE = f"daily/{DAY}/work.md"
 TITLES = ["Kyoto trip", "Tax return"]
 SCRIPT = [{"output": reply([found(t, NOTE) for t in TITLES], order=[topic_id(TITLES[1])])}]
-LLM = ("components.llm.backend=scripted", f"components.llm.script={json.dumps(SCRIPT)}")
+LLM = scripted_overrides(SCRIPT)
 
 
 @pytest.fixture(scope="module")

@@ -21,18 +21,14 @@ from tests.pipelines.dream_support import (
     put,
     unit,
 )
-from tests.support import REME, reme_env, run_reme_process
+from tests.support import REME, reme_env, run_reme_process, scripted_overrides
 
 from reme import ReMe
 from reme.llm.testing.fake_openai import FakeOpenAI
 from reme.service.mcp import build_mcp_server
 
 SCRIPT = [extract_run(unit()), integrate_run(create_turns())]
-SCRIPTED = (
-    "components.llm.backend=scripted",
-    f"components.llm.script={json.dumps(SCRIPT)}",
-    "scheduler.cron=false",
-)
+SCRIPTED = scripted_overrides(SCRIPT, cron=False)
 
 
 def test_http_and_cli_run_auto_dream_on_the_service(reme_service: Any, tmp_path: Path) -> None:

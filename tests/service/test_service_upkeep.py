@@ -9,16 +9,13 @@ from typing import Any
 import httpx
 from mcp import Client
 from tests.pipelines.maintain_support import CHILDREN, PARENT, setup_digest, split_run, split_turns
+from tests.support import scripted_overrides
 
 from reme import ReMe, ReMeSync
 from reme.service.mcp import build_mcp_server
 
 SCRIPT = [split_run(split_turns())]
-SCRIPTED = (
-    "components.llm.backend=scripted",
-    f"components.llm.script={json.dumps(SCRIPT)}",
-    "scheduler.cron=false",
-)
+SCRIPTED = scripted_overrides(SCRIPT, cron=False)
 
 
 def test_http_split_then_cli_journal_audit_and_revert(reme_service: Any, tmp_path: Path) -> None:
