@@ -141,17 +141,22 @@ def openai_overrides(server: FakeOpenAI, **extra: object) -> dict[str, object]:
     }
 
 
+def poisoned_workspace(root: Path, notes: int, poison: str, server: FakeOpenAI) -> Path:
+    """`notes` digest nodes, the first holding `poison`, which the fake endpoint rejects with HTTP 400."""
+    (root / "digest").mkdir(parents=True)
+    for number in range(notes):
+        body = poison if number == 0 else f"note {number} about topic{number}"
+        (root / f"digest/n{number}.md").write_text(f"# N{number}\n\n{body}.\n")
+    server.embedding_reject = {"POISON"}
+    return root
+
+
 async def test_a_text_the_model_rejects_is_bisected_out_and_the_rest_is_embedded(
     fake_server: FakeOpenAI, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """HTTP 400 on one text: the batch is bisected, that text alone is marked failed (counted,
     logged once, never sent again) and every other chunk gets its vector."""
-    root = tmp_path / "ws"
-    (root / "digest").mkdir(parents=True)
-    for number in range(10):
-        body = "POISON text the model refuses" if number == 0 else f"note {number} about topic{number}"
-        (root / f"digest/n{number}.md").write_text(f"# N{number}\n\n{body}.\n")
-    fake_server.embedding_reject = {"POISON"}
+    root = poisoned_workspace(tmp_path / "ws", 10, "POISON text the model refuses", fake_server)
     async with ReMe(workspace_dir=root, timezone="UTC", **openai_overrides(fake_server)) as app:
         index = app.component("index").service
         index.ensure_ready()
@@ -285,12 +290,7 @@ async def test_the_background_loop_gets_past_a_rejected_text(fake_server: FakeOp
 
     from reme.app.steps.index import _embed_in_background
 
-    root = tmp_path / "ws"
-    (root / "digest").mkdir(parents=True)
-    for number in range(9):
-        body = "POISON" if number == 0 else f"note {number} about topic{number}"
-        (root / f"digest/n{number}.md").write_text(f"# N{number}\n\n{body}.\n")
-    fake_server.embedding_reject = {"POISON"}
+    root = poisoned_workspace(tmp_path / "ws", 9, "POISON", fake_server)
     async with ReMe(workspace_dir=root, timezone="UTC", **openai_overrides(fake_server)) as app:
         index = app.component("index").service
         index.ensure_ready()
