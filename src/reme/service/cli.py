@@ -104,16 +104,6 @@ def _main(args: list[str]) -> int:
 # calling a running service ---------------------------------------------------------------------
 
 
-def _token() -> str | None:
-    """`REME_API_TOKEN` from the environment, else from a `.env` file here (as the service reads it)."""
-    token = os.environ.get("REME_API_TOKEN")
-    if token is None and os.path.isfile(".env"):
-        from dotenv import dotenv_values
-
-        token = dotenv_values(".env").get("REME_API_TOKEN")
-    return token or None
-
-
 class Refused(Exception):
     """The call cannot go ahead; the message says why and what to do (exit status 1)."""
 
@@ -193,7 +183,9 @@ def call(job: str, assigned: dict[str, str], bare: list[str], as_json: bool) -> 
         SERVICE_FILE
     ):  # found in the default workspace: hold it to that
         folder = default_workspace()
-    remote = Remote(info, _token(), None if folder is None else resolve(folder))
+    from reme.service.client import client_token
+
+    remote = Remote(info, client_token(), None if folder is None else resolve(folder))
     try:
         params: dict[str, Any] = {}
         if assigned or bare:

@@ -9,6 +9,7 @@ the CLI near bare Python start.
 from __future__ import annotations
 
 import json
+import os
 import socket
 from collections.abc import Iterator
 from io import BufferedReader
@@ -107,6 +108,16 @@ def _sse_data(lines: Iterator[bytes]) -> Iterator[Any]:
                 yield json.loads(payload)
             except ValueError:
                 yield payload
+
+
+def client_token() -> str | None:
+    """`REME_API_TOKEN` from the environment, else from a `.env` file here (as the service reads it)."""
+    token = os.environ.get("REME_API_TOKEN")
+    if token is None and os.path.isfile(".env"):
+        from dotenv import dotenv_values
+
+        token = dotenv_values(".env").get("REME_API_TOKEN")
+    return token or None
 
 
 def call_job(

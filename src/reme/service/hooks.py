@@ -199,10 +199,9 @@ def call_service(
     info: Any, workspace: str, job: str, params: dict[str, Any], timeout: float
 ) -> dict[str, Any]:
     """A job's Response from the service; raises OSError/ServiceUnreachable when it does not answer in time."""
-    from reme.service.cli import _token
-    from reme.service.client import call_job
+    from reme.service.client import call_job, client_token
 
-    reply = call_job(info, job, params, _token(), workspace, timeout=max(timeout, 0.05))
+    reply = call_job(info, job, params, client_token(), workspace, timeout=max(timeout, 0.05))
     return {
         **(reply.response or {"success": False, "answer": f"HTTP {reply.status}"}),
         "status": reply.status,
