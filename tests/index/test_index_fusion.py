@@ -1,4 +1,4 @@
-"""Hybrid search seam: reciprocal rank fusion, and a vector branch plugged into the searcher."""
+"""Hybrid search seam: the two fusions (relative score, RRF), and a vector branch plugged into the searcher."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from reme.index.search import Searcher, SearchFilters, reciprocal_rank_fusion
+from reme.index.search import Searcher, SearchFilters, fuse, reciprocal_rank_fusion, relative_score_fusion
 
 
 def test_reciprocal_rank_fusion_weights_and_ranks() -> None:
@@ -17,6 +17,47 @@ def test_reciprocal_rank_fusion_weights_and_ranks() -> None:
     assert list(fused) == ["c", "a", "b"]
     only_keyword = reciprocal_rank_fusion([("x", 1.0), ("y", 0.5)], [], 0.7)
     assert [cid for cid, _ in only_keyword] == ["x", "y"]
+
+
+def test_relative_score_fusion_scales_each_branch_to_zero_one_then_weighs() -> None:
+    keyword = [("a", 9.0), ("b", 5.0), ("c", 1.0)]  # scaled 1, 0.5, 0
+    vector = [("c", 0.9), ("d", 0.7), ("a", 0.5)]  # scaled 1, 0.5, 0
+    fused = dict(relative_score_fusion(keyword, vector, 0.4))
+    assert fused["a"] == pytest.approx(0.6 * 1 + 0.4 * 0)
+    assert fused["b"] == pytest.approx(0.6 * 0.5)  # missing from the vector branch: 0 there
+    assert fused["c"] == pytest.approx(0.6 * 0 + 0.4 * 1)
+    assert fused["d"] == pytest.approx(0.4 * 0.5)
+    assert list(fused) == ["a", "c", "b", "d"]
+
+
+def test_relative_score_fusion_lets_a_sure_branch_win_where_ranks_cannot() -> None:
+    """The vectors put `x` far ahead of everything; keywords barely prefer `y` (and three others) to `x`: the sure
+    branch decides. RRF, seeing only ranks, keeps the keyword order at the same weight."""
+    keyword = [
+        ("y", 10.0),
+        ("k0", 9.99),
+        ("k1", 9.98),
+        ("k2", 9.97),
+        ("x", 9.96),
+        *[(f"k{i}", i - 2.0) for i in (7, 6, 5, 4, 3)],
+    ]
+    vector = [("x", 0.95), *[(f"v{i}", 0.40 - i / 100) for i in range(8)], ("y", 0.3)]
+    assert relative_score_fusion(keyword, vector, 0.3)[0][0] == "x"
+    assert reciprocal_rank_fusion(keyword, vector, 0.3)[0][0] == "y"
+
+
+def test_relative_score_fusion_of_equal_scores_and_single_candidates() -> None:
+    """No spread to scale (one candidate, or all equal): every candidate of that branch counts fully."""
+    fused = dict(relative_score_fusion([("a", 2.0)], [("b", 0.5), ("c", 0.5)], 0.5))
+    assert fused == {"a": 0.5, "b": 0.5, "c": 0.5}
+    assert list(fused) == ["a", "b", "c"]  # ties in chunk-id order, deterministic
+
+
+def test_one_branch_keeps_its_own_scores_in_either_fusion() -> None:
+    for fusion in ("relative_score", "rrf"):
+        assert fuse([("a", 3.0), ("b", 1.0)], [], 0.4, fusion) == [("a", 3.0), ("b", 1.0)]
+        assert fuse([], [("v", 0.8)], 0.4, fusion) == [("v", 0.8)]
+        assert fuse([], [], 0.4, fusion) == []
 
 
 class TrigramVectors:
@@ -54,18 +95,35 @@ async def test_vector_branch_is_fused_with_keywords(app) -> None:
     keyword_only = await index.searcher.search("kiwifruit", limit=5)
     assert [hit.path for hit in keyword_only] == ["digest/a.md"]
 
-    hybrid = Searcher(index.store, index.keyword, index.graph, vector=TrigramVectors(index.store), vector_weight=0.7)
-    hits = await hybrid.search("kiwifruit", limit=5)
+    vectors = TrigramVectors(index.store)
+    rrf = Searcher(index.store, index.keyword, index.graph, vector=vectors, vector_weight=0.7, fusion="rrf")
+    hits = await rrf.search("kiwifruit", limit=5)
     assert [hit.path for hit in hits] == ["digest/a.md", "digest/b.md"]  # b found by the vector branch only
     assert hits[0].score == pytest.approx(0.3 / 61 + 0.7 / 61)
     assert hits[1].score == pytest.approx(0.7 / 62)
 
-    vector_only = await hybrid.search("turbinesque", limit=5, filters=SearchFilters("digest/c"))
+    hybrid = Searcher(index.store, index.keyword, index.graph, vector=vectors, vector_weight=0.7)
+    assert hybrid.fusion == "relative_score"  # the default
+    hits = await hybrid.search("kiwifruit", limit=5)
+    assert [hit.path for hit in hits] == ["digest/a.md", "digest/b.md"]
+    assert hits[0].score == pytest.approx(0.3 * 1 + 0.7 * 1)  # top of both branches
+    assert hits[1].score == pytest.approx(0.0)  # the vector branch's last: scaled to 0, still listed
+
+    vector_only = await rrf.search("turbinesque", limit=5, filters=SearchFilters("digest/c"))
     assert [hit.path for hit in vector_only] == ["digest/c.md"]  # one branch answered: its own scores
     grams = TrigramVectors.grams
     assert vector_only[0].score == pytest.approx(
         len(grams("turbinesque") & grams("wind turbines offshore")) / 9
     )
+
+
+async def test_unknown_fusion_is_refused_at_start(tmp_path: Path) -> None:
+    from reme import ReMe
+    from reme.app.application import ComponentError
+
+    with pytest.raises(ComponentError, match="fusion must be one of relative_score, rrf, not 'rank'"):
+        async with ReMe(workspace_dir=tmp_path / "ws", timezone="UTC", **{"components.index.fusion": "rank"}):
+            pass
 
 
 @pytest.mark.parametrize("weight", [-0.1, 1.5])

@@ -83,7 +83,8 @@ async def test_search_fuses_what_is_embedded_and_says_what_is_pending(workspace_
 
 async def test_both_branches_are_fused_with_reciprocal_rank_fusion(workspace_dir: Path) -> None:
     write(workspace_dir, NOTES)
-    async with vector_app(workspace_dir, **{"components.index.vector_weight": 0.6}) as app:
+    overrides = {"components.index.vector_weight": 0.6, "components.index.fusion": "rrf"}
+    async with vector_app(workspace_dir, **overrides) as app:
         index = embedded_index(app)
         keyword = index.searcher._keyword("dentist cleaning", 15, SearchFilters())
         vector = index.vectors.search("dentist cleaning", 15, SearchFilters())
@@ -95,6 +96,30 @@ async def test_both_branches_are_fused_with_reciprocal_rank_fusion(workspace_dir
         expected = 0.4 / (RRF_K + ranks_k[top]) + 0.6 / (RRF_K + ranks_v[top])
         assert hits[0].score == pytest.approx(expected)
         assert hits[0].path == "daily/2026-06-01/notes.md"  # first in both rankings
+
+
+async def test_by_default_both_branches_are_fused_by_relative_score(workspace_dir: Path) -> None:
+    """The configured default (LoCoMo dev choice): each branch's scores min–max scaled, weighed 0.6 / 0.4."""
+    write(workspace_dir, NOTES)
+    async with vector_app(workspace_dir) as app:
+        index = embedded_index(app)
+        assert (index.searcher.fusion, index.searcher.vector_weight) == ("relative_score", 0.4)
+        keyword = index.searcher._keyword("dentist cleaning", 15, SearchFilters())
+        vector = index.vectors.search("dentist cleaning", 15, SearchFilters())
+        hits = await index.searcher.search("dentist cleaning", limit=3, expand_links=False)
+
+        def scaled(ranking: list[tuple[str, float]]) -> dict[str, float]:
+            low, high = min(s for _, s in ranking), max(s for _, s in ranking)
+            return {cid: (s - low) / (high - low) for cid, s in ranking}
+
+        k, v = scaled(keyword), scaled(vector)
+        expected = {cid: 0.6 * k.get(cid, 0.0) + 0.4 * v.get(cid, 0.0) for cid in k | v}
+        chunks = index.store.chunks_by_id(list(expected))
+        best = max(expected, key=lambda cid: expected[cid])
+        assert hits[0].path == chunks[best].path == "daily/2026-06-01/notes.md"
+        assert hits[0].score == pytest.approx(expected[best]) == pytest.approx(1.0)  # first in both
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+        assert all(0.0 <= h.score <= 1.0 for h in hits)
 
 
 async def test_unchanged_chunks_are_never_embedded_again(workspace_dir: Path) -> None:

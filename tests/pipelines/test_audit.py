@@ -145,7 +145,7 @@ async def test_a_node_that_is_only_a_link_is_no_near_duplicate_of_what_it_links(
 
 
 async def test_near_duplicates_are_lexical_with_vectors_on_too(tmp_path: Path, make_app: MakeApp) -> None:
-    """With vectors on, node_search scores are RRF-fused (rank 2 / rank 1 ≈ 0.98): the audit must
+    """With vectors on, node_search scores are fused (scaled per query, partly by meaning): the audit must
     still compare keyword scores, so the findings are exactly those of vectors off."""
     from tests.embedders import hashed_words_backend, vector_overrides
 

@@ -11,7 +11,7 @@ Two rules, both chosen on the LongMemEval-S and LoCoMo development sets (benchma
   × the summed relative scores of its next `SESSION_DEPTH - 1` best distinct spans, so the
   sessions a multi-session question needs reach the top; later hits of it keep their own score.
 
-Scores are compared relative to the best hit, so the same rules hold for BM25 and fused (RRF)
+Scores are compared relative to the best hit, so the same rules hold for BM25 and fused
 scores. The reported score stays each hit's own; only the order changes. Day notes and other
 Markdown without over-long lines come back in exactly their score order.
 """

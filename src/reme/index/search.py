@@ -91,6 +91,46 @@ def reciprocal_rank_fusion(
     return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
 
 
+def relative_score_fusion(
+    keyword: Sequence[tuple[str, float]],
+    vector: Sequence[tuple[str, float]],
+    vector_weight: float,
+) -> list[tuple[str, float]]:
+    """Fuse two rankings by their scores: `(1 - w)·k̂ + w·v̂`, each branch's scores min–max scaled
+    to [0, 1] over its own candidates (all equal → 1), a chunk missing from a branch 0 there.
+
+    Why not rank fusion: ranks forget how sure a branch is. With RRF (k = 60) a chunk the vectors
+    put far ahead of the rest gains little more than one barely ahead, so on LoCoMo a confident
+    semantic match seldom beats a middling keyword one (benchmarks/README.md, "Fusion").
+    """
+    fused: dict[str, float] = {}
+    for weight, ranking in ((1.0 - vector_weight, keyword), (vector_weight, vector)):
+        if not ranking:
+            continue
+        scores = [score for _, score in ranking]
+        low, span = min(scores), max(scores) - min(scores)
+        for chunk_id, score in ranking:
+            scaled = (score - low) / span if span > 0 else 1.0
+            fused[chunk_id] = fused.get(chunk_id, 0.0) + weight * scaled
+    return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
+
+
+FUSIONS = {"relative_score": relative_score_fusion, "rrf": reciprocal_rank_fusion}
+"""`components.index.fusion`: how the keyword and vector rankings are merged."""
+
+
+def fuse(
+    keyword: Sequence[tuple[str, float]],
+    vector: Sequence[tuple[str, float]],
+    vector_weight: float,
+    fusion: str = "relative_score",
+) -> list[tuple[str, float]]:
+    """SPEC 5.3 step 2: both branches present → fused with `fusion`; one branch → its own scores."""
+    if keyword and vector:
+        return FUSIONS[fusion](keyword, vector, vector_weight)
+    return list(keyword or vector)
+
+
 class Searcher:
     def __init__(
         self,
@@ -100,14 +140,18 @@ class Searcher:
         *,
         candidate_multiplier: int = 3,
         vector: VectorBranch | None = None,
-        vector_weight: float = 0.3,
+        vector_weight: float = 0.4,
+        fusion: str = "relative_score",
     ) -> None:
+        if fusion not in FUSIONS:
+            raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}, not {fusion!r}")
         self.store = store
         self.keyword = keyword
         self.graph = graph
         self.candidate_multiplier = max(1, candidate_multiplier)
         self.vector = vector
         self.vector_weight = vector_weight
+        self.fusion = fusion
 
     def _keyword(self, query: str, limit: int, filters: SearchFilters) -> list[tuple[str, float]]:
         return self.keyword.search(
@@ -157,10 +201,7 @@ class Searcher:
     def _fuse(
         self, keyword: list[tuple[str, float]], vector: list[tuple[str, float]]
     ) -> list[tuple[str, float]]:
-        """SPEC 5.3: both branches present → RRF; one branch → its own scores."""
-        if keyword and vector:
-            return reciprocal_rank_fusion(keyword, vector, self.vector_weight)
-        return keyword or vector
+        return fuse(keyword, vector, self.vector_weight, self.fusion)
 
     def _finish(
         self, scored: list[tuple[str, float]], limit: int, min_score: float, expand: bool, per_direction: int

@@ -23,7 +23,7 @@ from reme.index.graph import LinkGraph
 from reme.index.guard import IndexGuard
 from reme.index.keyword import KeywordIndex, engine_folder
 from reme.index.progress import IndexProgress
-from reme.index.search import Searcher
+from reme.index.search import FUSIONS, Searcher
 from reme.index.sources import Scope
 from reme.index.store import MetadataStore
 from reme.index.sync import MAX_FILE_BYTES, Indexer, Progress, SyncReport
@@ -46,8 +46,9 @@ class IndexSettings:
     debounce_ms: int = 200
     max_file_bytes: int = MAX_FILE_BYTES
     candidate_multiplier: int = 3
-    vector_weight: float = 0.3
+    vector_weight: float = 0.4
     vector_context: float = 0.3
+    fusion: str = "relative_score"
 
     def __post_init__(self) -> None:
         if not isinstance(self.chunk_chars, int) or self.chunk_chars < 100:
@@ -56,6 +57,8 @@ class IndexSettings:
             raise ValueError("candidate_multiplier must be a positive integer")
         if not 0.0 <= float(self.vector_weight) <= 1.0:
             raise ValueError("vector_weight must be between 0 and 1 (the keyword ranking weighs 1 - it)")
+        if self.fusion not in FUSIONS:
+            raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}, not {self.fusion!r}")
         if not float(self.vector_context) >= 0.0:
             raise ValueError("vector_context must be at least 0 (0 ranks each chunk by its own vector)")
 
@@ -124,6 +127,7 @@ class IndexService:
             candidate_multiplier=self.settings.candidate_multiplier,
             vector=self.vectors,
             vector_weight=self.settings.vector_weight,
+            fusion=self.settings.fusion,
         )
         self._repair()
 

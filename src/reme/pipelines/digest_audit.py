@@ -151,7 +151,7 @@ async def _near_duplicates(
         if not query:
             continue
         try:
-            # lexical similarity (SPEC 12.5): BM25 scores, never RRF-fused ones (rank-based, ~1 apart)
+            # lexical similarity (SPEC 12.5): BM25 scores, never fused ones (scaled per query, meaning-based)
             hits = await port.node_search(query, limit=settings.neighbours + 1, keyword_only=True)
         except ReMeError:
             return []  # no index: near-duplicates are not audited

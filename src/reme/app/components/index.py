@@ -46,8 +46,9 @@ class IndexComponent(Component):
         max_file_bytes: int = MAX_FILE_BYTES,
         candidate_multiplier: int = 3,
         vector: str | None = None,
-        vector_weight: float = 0.3,
+        vector_weight: float = 0.4,
         vector_context: float = 0.3,
+        fusion: str = "relative_score",
     ) -> None:
         super().__init__(app, name)
         self.index_settings = IndexSettings(
@@ -58,6 +59,7 @@ class IndexComponent(Component):
             candidate_multiplier=candidate_multiplier,
             vector_weight=float(vector_weight),
             vector_context=float(vector_context),
+            fusion=str(fusion),
         )
         self.tokenizer = Tokenizer(**(tokenizer or {}))
         self._scope_settings = (sources, exclude)
