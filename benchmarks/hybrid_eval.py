@@ -241,11 +241,18 @@ def main() -> None:
     parser.add_argument("--multipliers", default="2,3,4,6", help="candidate_multiplier grid (LoCoMo)")
     parser.add_argument("--weight", type=float, default=None, help="skip the LoCoMo choice: use this")
     parser.add_argument("--multiplier", type=int, default=None)
+    parser.add_argument("--fusion", default=DEFAULT_FUSION, help="with --weight: this fusion")
     parser.add_argument(
         "--locomo-limit",
         type=int,
         default=LOCOMO_LIMIT,
         help="search limit (5: what an agent asks by default)",
+    )
+    parser.add_argument(
+        "--longmemeval-full",
+        type=int,
+        default=None,
+        help="answered LongMemEval cases scored whole (default 2)",
     )
     parser.add_argument("--bm25-only", action="store_true", help="the BM25 rows only (no embeddings)")
     args = parser.parse_args()
@@ -262,7 +269,7 @@ def main() -> None:
         for w in args.weights.split(",")
         for m in args.multipliers.split(",")
     ]
-    chosen = Mode("hybrid", args.weight or DEFAULT_WEIGHT, args.multiplier, fusion=DEFAULT_FUSION)
+    chosen = Mode("hybrid", args.weight or DEFAULT_WEIGHT, args.multiplier, fusion=args.fusion)
     if "locomo" in sets:
         modes = [BM25, DENSE, *grid] if vectors else [BM25]
         picked = locomo_report(locomo(modes, args.locomo_limit), grid if vectors else [])
@@ -276,7 +283,11 @@ def main() -> None:
         )
         if vectors:
             modes = [plain, BM25, chosen, replace(chosen, diversify=False), DENSE]
-            subset = longmemeval_subset(everything)
+            subset = (
+                longmemeval_subset(everything, args.longmemeval_full)
+                if args.longmemeval_full
+                else longmemeval_subset(everything)
+            )
             ids = ", ".join(c["case_id"] for c in subset)
             longmemeval_report(
                 f"LongMemEval-S dev, first {len(subset)} answered cases ({ids})", longmemeval(subset, modes)

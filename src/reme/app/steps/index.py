@@ -124,7 +124,8 @@ def _flag_pending(ctx: JobContext, index: IndexService) -> None:
     if waiting:
         ctx.response.answer += (
             f"\n\n(note: {waiting} chunk(s) not embedded yet; they are matched by keywords only until "
-            "the index loop embeds them)"
+            "the index loop embeds them: a running service (`reme start`) does it in the background, "
+            "`reindex` at once)"
         )
 
 
