@@ -490,7 +490,8 @@ class VectorIndex:
         and the inverse norm of its mixed vector `v + context·(v_prev + v_next)` (0 for a free row).
 
         Kept up to date incrementally: only the rows the changes since the last call touch are
-        re-mixed, every row when they are many (a re-index, the first search) or unknown."""
+        re-mixed, every row when they are many (a re-index, the first search) or unknown. The
+        arrays returned are views of the index's own, valid until the next change."""
         remix = self._remix
         if remix is None or len(remix) > REMIX_FULL_FRACTION * len(self._rows):
             self._mix_all()
@@ -525,11 +526,13 @@ class VectorIndex:
 
     def _mix_some(self, rows: np.ndarray) -> None:
         """Re-link and re-normalise these live rows from the neighbour map and the matrix."""
-        ids, links, matrix = self._row_ids, self._neighbours, self._matrix
+        ids, links, found, matrix = self._row_ids, self._neighbours, self._rows, self._matrix
+        befores, afters, none = [], [], (None, None)
         for row in rows.tolist():
-            before, after = links.get(ids[row], (None, None))
-            self._prev[row] = self._rows.get(before, -1) if before is not None else -1
-            self._next[row] = self._rows.get(after, -1) if after is not None else -1
+            before, after = links.get(ids[row], none)
+            befores.append(-1 if before is None else found.get(before, -1))  # -1 also: no vector yet
+            afters.append(-1 if after is None else found.get(after, -1))
+        self._prev[rows], self._next[rows] = befores, afters
         for start in range(0, len(rows), 4096):  # bounded temporaries
             block = rows[start : start + 4096]
             mixed = matrix[block]  # a copy (fancy indexing)
