@@ -8,6 +8,10 @@ with an embedding component registered here that returns deterministic random un
 the vector store, its brute-force matrix product and the fusion run for real, and the model's
 cost is left out: it is measured apart). Side by side per size: the `search` job keyword only,
 the same job hybrid, the vector branch alone, and the vector branch under a `path_prefix` filter.
+Then the first vector-branch search after one background batch of 16 new chunks (a new note
+synced, one `embed_batch`): with the neighbour mix recomputed for every row (what each change
+cost before the mix was kept up incrementally) and incrementally (the rows the batch touched),
+median of 7 batches each.
 `--blas-threads 1` pins numpy's BLAS to one thread: on a busy machine a multi-threaded
 matrix-vector product spends most of its time waiting for its threads.
 
@@ -31,6 +35,7 @@ import time
 from pathlib import Path
 
 QUERIES = 200
+BATCHES = 7  # new-chunk batches timed per way of re-mixing
 DIMENSION = 384
 
 
@@ -142,6 +147,28 @@ async def latency(chunks: int) -> dict[str, float]:
                 figures[f"{name} p95"] = percentile(times, 0.95)
             figures["vector branch, path_prefix p50"] = percentile(scoped, 0.5)
             figures["vector branch, path_prefix p95"] = percentile(scoped, 0.95)
+            vectors.batch_size = 16
+            for way in ("full", "incremental"):
+                firsts = []
+                for batch in range(BATCHES):
+                    path = f"digest/new-{way}-{batch}.md"
+                    text = "\n".join(
+                        f"## Part {n}\n\n" + " ".join(rng.choice(vocabulary) for _ in range(45))
+                        for n in range(10)
+                    )
+                    (root / path).write_text(f"# New\n\n{text}\n", encoding="utf-8")
+                    service.sync_paths([path])
+                    assert vectors.embed_batch() == 16
+                    if way == "full":
+                        vectors._remix = None  # what every change meant before the incremental upkeep
+                    t = time.perf_counter()
+                    vectors.search(queries[batch], 15, SearchFilters())
+                    firsts.append((time.perf_counter() - t) * 1e3)
+                    while vectors.embed_batch():  # the rest of the note, untimed
+                        vectors.search(queries[batch], 15, SearchFilters())
+                figures[f"first vector search after 16 new chunks, {way} re-mix p50"] = percentile(
+                    firsts, 0.5
+                )
             figures["rss_mb"] = psutil.Process().memory_info().rss / 2**20
             figures["vectors_mb"] = service.vectors.figures()["vector_bytes"] / 2**20
         return figures

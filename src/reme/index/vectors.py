@@ -19,7 +19,9 @@ brute force in memory.
   v_prev / v_next are the vectors of the chunks just before / after it in the same file (0 when
   there is none or it has no vector yet); derived from the cached vectors, never embedded. The
   neighbour links follow the catalog, so an edit re-mixes the chunks around it; `context` 0 ranks
-  by each chunk's own vector alone. Filters still judge the chunk itself.
+  by each chunk's own vector alone. Filters still judge the chunk itself. The mix is kept up to
+  date incrementally: a change re-mixes only the rows it touches (the changed chunks and their
+  neighbours), so a search during background embedding does not redo every row.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ VECTORS_DB = "vectors.sqlite3"
 DEFAULT_CONTEXT = 0.3  # neighbour weight in a chunk's ranking vector (LoCoMo, benchmarks/README.md)
 QUERY_COOLDOWN_S = 30.0  # after a failed query, searches answer from keywords alone this long
 WRITE_LOG_VERSIONS = 1000  # writes remembered by key, so a reader adopts only what another process wrote
+REMIX_FULL_FRACTION = 0.25  # re-mix every row once more than this share of them is touched
 log = logging.getLogger(__name__)
 
 
@@ -204,9 +207,12 @@ class VectorIndex:
         self._neighbours: dict[
             str, tuple[str | None, str | None]
         ] = {}  # chunk id -> (previous, next) in its file
-        self._mix: tuple[np.ndarray, np.ndarray, np.ndarray] | None = (
-            None  # (prev row, next row, 1/norm); None: stale
-        )
+        # per row, grown with the matrix: the rows of its previous / next chunk (-1: none, no vector
+        # or a free row) and the inverse norm of its mixed vector (0 for a free row)
+        self._prev = np.zeros(0, dtype=np.int64)
+        self._next = np.zeros(0, dtype=np.int64)
+        self._inverse = np.zeros(0, dtype=np.float32)
+        self._remix: set[str] | None = None  # chunk ids changed since the last mix; None: every row
         self.last_error: str | None = None
         self.query_cooldown_s = QUERY_COOLDOWN_S
         self._query_failure: tuple[float, str] | None = (
@@ -242,8 +248,11 @@ class VectorIndex:
             rows = self.catalog.query("SELECT chunk_id, path FROM chunks ORDER BY path, seq")
             ids = {row[0] for row in rows}
             if self.context:
-                self._neighbours = _neighbours(rows)
-            self._mix = None
+                neighbours = _neighbours(rows)
+                if self._remix is not None:  # re-mix the chunks whose links changed (moved, edited around)
+                    old = self._neighbours
+                    self._remix.update(c for c, link in neighbours.items() if old.get(c) != link)
+                self._neighbours = neighbours
             for chunk_id in [c for c in self._rows if c not in ids]:
                 self._drop_row(chunk_id)
             for chunk_id in [c for c in self._pending if c not in ids]:
@@ -283,7 +292,8 @@ class VectorIndex:
                 self._unpend(chunk_id)
                 self._add_row(chunk_id, path, vector)
                 self._keys[chunk_id] = key
-                self._mix = None
+                if self._remix is not None:
+                    self._remix.add(chunk_id)
 
     def _unpend(self, chunk_id: str) -> None:
         pending = self._pending.pop(chunk_id)
@@ -304,6 +314,9 @@ class VectorIndex:
                 self._matrix = _grow(self._matrix, grown)
                 self._row_path = _grow(self._row_path, grown)
                 self._alive = _grow(self._alive, grown)
+                self._prev = _grow(self._prev, grown, fill=-1)
+                self._next = _grow(self._next, grown, fill=-1)
+                self._inverse = _grow(self._inverse, grown)
         if path not in self._path_ids:
             self._path_ids[path] = len(self._paths)
             self._paths.append(path)
@@ -317,6 +330,8 @@ class VectorIndex:
         del self._keys[chunk_id]
         row = self._rows.pop(chunk_id)
         self._alive[row] = False
+        self._prev[row] = self._next[row] = -1  # a reused row starts unmixed; the rows that
+        self._inverse[row] = 0.0  # pointed here changed links, so `refresh` marks them
         self._free.append(row)
 
     # embedding -----------------------------------------------------------------------------------
@@ -471,30 +486,61 @@ class VectorIndex:
         return sorted(ranked, key=lambda item: (-item[1], item[0]))
 
     def _mix_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per row: the rows of its previous and next chunk (-1: none or no vector) and the inverse
-        norm of its mixed vector `v + context·(v_prev + v_next)`; recomputed after any change."""
-        if self._mix is not None:
-            return self._mix
+        """Per row: the rows of its previous and next chunk (-1: none, no vector yet or a free row)
+        and the inverse norm of its mixed vector `v + context·(v_prev + v_next)` (0 for a free row).
+
+        Kept up to date incrementally: only the rows the changes since the last call touch are
+        re-mixed, every row when they are many (a re-index, the first search) or unknown. The
+        arrays returned are views of the index's own, valid until the next change."""
+        remix = self._remix
+        if remix is None or len(remix) > REMIX_FULL_FRACTION * len(self._rows):
+            self._mix_all()
+        elif remix:
+            rows = self._touched(remix)
+            if len(rows) > REMIX_FULL_FRACTION * len(self._rows):
+                self._mix_all()
+            else:
+                self._mix_some(np.fromiter(rows, dtype=np.int64, count=len(rows)))
+        self._remix = set()
         used = self._used
-        prev = np.full(used, -1, dtype=np.int64)
-        nxt = np.full(used, -1, dtype=np.int64)
-        for chunk_id, row in self._rows.items():
-            before, after = self._neighbours.get(chunk_id, (None, None))
-            if before is not None and before in self._rows:
-                prev[row] = self._rows[before]
-            if after is not None and after in self._rows:
-                nxt[row] = self._rows[after]
-        inverse = np.zeros(used, dtype=np.float32)
-        for start in range(0, used, 4096):  # bounded temporaries
-            end = min(used, start + 4096)
-            mixed = self._matrix[start:end].copy()
-            for side in (prev[start:end], nxt[start:end]):
+        return self._prev[:used], self._next[:used], self._inverse[:used]
+
+    def _touched(self, chunk_ids: set[str]) -> set[int]:
+        """The rows whose mix may have changed: the changed chunks' own rows and their neighbours'
+        (whose previous / next chunk got a vector or a new row). Dropped chunks are not among
+        them: their rows were reset, and their old neighbours' links changed."""
+        rows = self._rows
+        touched: set[int] = set()
+        for chunk_id in chunk_ids:
+            for linked in (chunk_id, *self._neighbours.get(chunk_id, ())):
+                if linked is not None and linked in rows:
+                    touched.add(rows[linked])
+        return touched
+
+    def _mix_all(self) -> None:
+        """Re-mix every row (free rows: no neighbours, inverse 0)."""
+        self._prev[:] = -1
+        self._next[:] = -1
+        self._inverse[:] = 0.0
+        self._mix_some(np.flatnonzero(self._alive[: self._used]))
+
+    def _mix_some(self, rows: np.ndarray) -> None:
+        """Re-link and re-normalise these live rows from the neighbour map and the matrix."""
+        ids, links, found, matrix = self._row_ids, self._neighbours, self._rows, self._matrix
+        befores, afters, none = [], [], (None, None)
+        for row in rows.tolist():
+            before, after = links.get(ids[row], none)
+            befores.append(-1 if before is None else found.get(before, -1))  # -1 also: no vector yet
+            afters.append(-1 if after is None else found.get(after, -1))
+        self._prev[rows], self._next[rows] = befores, afters
+        for start in range(0, len(rows), 4096):  # bounded temporaries
+            block = rows[start : start + 4096]
+            mixed = matrix[block]  # a copy (fancy indexing)
+            for side in (self._prev[block], self._next[block]):
                 has = side >= 0
-                mixed[has] += self.context * self._matrix[side[has]]
+                mixed[has] += self.context * matrix[side[has]]
             norms = np.linalg.norm(mixed, axis=1)
-            inverse[start:end] = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
-        self._mix = (prev, nxt, inverse)
-        return self._mix
+            self._inverse[block] = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
 
     def _mixed(self, scores: np.ndarray) -> np.ndarray:
         """Own cosines -> cosines of the neighbour-mixed vectors (linear: mixed·q = s + context·(s_prev + s_next))."""
@@ -542,7 +588,7 @@ def _neighbours(rows: Sequence[Sequence[Any]]) -> dict[str, tuple[str | None, st
     return found
 
 
-def _grow(array: np.ndarray, rows: int) -> np.ndarray:
-    grown = np.zeros((rows, *array.shape[1:]), dtype=array.dtype)
+def _grow(array: np.ndarray, rows: int, fill: float = 0) -> np.ndarray:
+    grown = np.full((rows, *array.shape[1:]), fill, dtype=array.dtype)
     grown[: array.shape[0]] = array
     return grown
