@@ -293,8 +293,9 @@ def main() -> None:
                 f"LongMemEval-S dev, first {len(subset)} answered cases ({ids})", longmemeval(subset, modes)
             )
             small = longmemeval_small_haystacks(everything, skip=len(subset))
-            title = f"LongMemEval-S dev, the other {len(small)} answered cases, answer sessions + {SMALL_HAYSTACK_DISTRACTORS} others"
-            longmemeval_report(title, longmemeval(small, modes))
+            if small:  # none left when --longmemeval-full takes every answered case
+                title = f"LongMemEval-S dev, the other {len(small)} answered cases, answer sessions + {SMALL_HAYSTACK_DISTRACTORS} others"
+                longmemeval_report(title, longmemeval(small, modes))
     beir_sets = {
         "scifact": lambda: scifact_subset(beir_set(DATA_DIR / "beir-scifact")),
         "cmrc": lambda: cmrc_subset(beir_set(DATA_DIR / "cmrc2018" / "beir-dev")),
