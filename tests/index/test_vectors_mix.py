@@ -125,6 +125,15 @@ def count_calls(monkeypatch: pytest.MonkeyPatch, vectors: VectorIndex, name: str
     return calls
 
 
+def embedded_and_mixed(app: ReMe) -> tuple[Any, VectorIndex]:
+    """The index with every chunk embedded and mixed once (the first search mixes every row)."""
+    service = app.component("index").service
+    service.ensure_ready()
+    service.embed_pending()
+    service.vectors.search("w0x", 5, SearchFilters())
+    return service, service.vectors
+
+
 def sync(service: Any, *paths: str) -> None:
     service.sync_paths(list(paths))
 
@@ -194,11 +203,7 @@ async def test_a_search_after_one_batch_re_mixes_only_the_rows_it_touched(
 ) -> None:
     write(workspace_dir, {f"digest/n{n}.md": note(n) for n in range(12)})
     async with vector_app(workspace_dir) as app:
-        service = app.component("index").service
-        service.ensure_ready()
-        service.embed_pending()
-        vectors = service.vectors
-        vectors.search("w0x", 5, SearchFilters())  # the first search mixes every row
+        service, vectors = embedded_and_mixed(app)
         full = count_calls(monkeypatch, vectors, "_mix_all")
         some = count_calls(monkeypatch, vectors, "_mix_some")
 
@@ -221,11 +226,7 @@ async def test_a_large_change_re_mixes_every_row(
 ) -> None:
     write(workspace_dir, {f"digest/n{n}.md": note(n) for n in range(8)})
     async with vector_app(workspace_dir) as app:
-        service = app.component("index").service
-        service.ensure_ready()
-        service.embed_pending()
-        vectors = service.vectors
-        vectors.search("w0x", 5, SearchFilters())
+        service, vectors = embedded_and_mixed(app)
         full = count_calls(monkeypatch, vectors, "_mix_all")
         (workspace_dir / "digest/n0.md").unlink()  # a whole file gone: nobody else's links change
         sync(service, "digest/n0.md")
