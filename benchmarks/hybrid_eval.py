@@ -40,6 +40,7 @@ from retrieval_longmemeval import SESSION_KS, answered, case_files  # noqa: E402
 from retrieval_longmemeval import question_row as lme_row  # noqa: E402
 from retrieval_metrics import BUDGETS, mean  # noqa: E402
 from subsamples import (  # noqa: E402
+    LONGMEMEVAL_CASES,
     SMALL_HAYSTACK_DISTRACTORS,
     cmrc_subset,
     longmemeval_small_haystacks,
@@ -251,8 +252,8 @@ def main() -> None:
     parser.add_argument(
         "--longmemeval-full",
         type=int,
-        default=None,
-        help="answered LongMemEval cases scored whole (default 2)",
+        default=LONGMEMEVAL_CASES,
+        help="answered LongMemEval cases scored whole",
     )
     parser.add_argument("--bm25-only", action="store_true", help="the BM25 rows only (no embeddings)")
     args = parser.parse_args()
@@ -283,11 +284,7 @@ def main() -> None:
         )
         if vectors:
             modes = [plain, BM25, chosen, replace(chosen, diversify=False), DENSE]
-            subset = (
-                longmemeval_subset(everything, args.longmemeval_full)
-                if args.longmemeval_full
-                else longmemeval_subset(everything)
-            )
+            subset = longmemeval_subset(everything, args.longmemeval_full)
             ids = ", ".join(c["case_id"] for c in subset)
             longmemeval_report(
                 f"LongMemEval-S dev, first {len(subset)} answered cases ({ids})", longmemeval(subset, modes)

@@ -143,14 +143,14 @@ async def _search_modes(files, queries, limit, modes) -> dict[Mode, list[list[Hi
             service = app.component("index").service
             await asyncio.to_thread(service.embed_pending)
             searcher, vectors = service.searcher, service.vectors
-            configured = searcher.candidate_multiplier, searcher.fusion
+            multiplier, fusion = searcher.candidate_multiplier, searcher.fusion  # as configured
             results: dict[Mode, list[list[Hit]]] = {}
             try:
                 for mode in modes:
                     searcher.vector = None if mode.vector_weight is None else vectors
                     searcher.vector_weight = mode.vector_weight or 0.0
-                    searcher.candidate_multiplier = mode.candidate_multiplier or configured[0]
-                    searcher.fusion = mode.fusion or configured[1]
+                    searcher.candidate_multiplier = mode.candidate_multiplier or multiplier
+                    searcher.fusion = mode.fusion or fusion
                     search_module.diversify = diversify if mode.diversify else list
                     results[mode] = [await _ask(app, query, limit, files) for query in queries]
             finally:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -22,15 +23,26 @@ from pathlib import Path
 REME = str(Path(sys.executable).with_name("reme"))
 
 
-def median_ms(command: list[str], runs: int) -> float:
+def median_ms(command: list[str], runs: int, stdin: str | None = None, **env: str) -> float:
+    """Median wall time of `command` over `runs` runs, in ms (`stdin` fed to it, `env` added)."""
     times = []
     for _ in range(runs):
         started = time.perf_counter()
-        done = subprocess.run(command, capture_output=True, text=True)
+        done = subprocess.run(command, input=stdin, capture_output=True, text=True, env={**os.environ, **env})
         times.append(time.perf_counter() - started)
         if done.returncode:
             raise SystemExit(f"{' '.join(command)} failed: {done.stderr}")
     return 1000 * statistics.median(times)
+
+
+def wait_for_service(workspace: Path, service: subprocess.Popen[bytes]) -> None:
+    """Until `service` has written its service file (60 s at most)."""
+    info = workspace / "metadata" / "service.json"
+    deadline = time.monotonic() + 60
+    while not (info.exists() and json.loads(info.read_text()).get("pid") == service.pid):
+        if time.monotonic() > deadline or service.poll() is not None:
+            raise SystemExit("the service did not start")
+        time.sleep(0.1)
 
 
 def main() -> None:
@@ -45,12 +57,7 @@ def main() -> None:
             stderr=subprocess.DEVNULL,
         )
         try:
-            info = workspace / "metadata" / "service.json"
-            deadline = time.monotonic() + 60
-            while not (info.exists() and json.loads(info.read_text()).get("pid") == service.pid):
-                if time.monotonic() > deadline or service.poll() is not None:
-                    raise SystemExit("the service did not start")
-                time.sleep(0.1)
+            wait_for_service(workspace, service)
             where = f"workspace_dir={workspace}"
             subprocess.run(
                 [REME, "write", "path=digest/solar.md", "content=Solar panels.", where],

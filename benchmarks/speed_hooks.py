@@ -15,35 +15,16 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REME = str(Path(sys.executable).with_name("reme"))
+sys.path.insert(0, str(Path(__file__).parent))
+from speed_cli import median_ms, wait_for_service  # noqa: E402
+
 FIXTURE = Path(__file__).parents[1] / "tests" / "fixtures" / "agents" / "claude_session.jsonl"
-
-
-def median_ms(command: list[str], runs: int, stdin: str = "", **env: str) -> float:
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        done = subprocess.run(command, input=stdin, capture_output=True, text=True, env={**os.environ, **env})
-        times.append(time.perf_counter() - started)
-        if done.returncode:
-            raise SystemExit(f"{' '.join(command)} failed: {done.stderr}")
-    return 1000 * statistics.median(times)
-
-
-def wait_for_service(workspace: Path, service: subprocess.Popen[bytes]) -> None:
-    info = workspace / "metadata" / "service.json"
-    deadline = time.monotonic() + 60
-    while not (info.exists() and json.loads(info.read_text()).get("pid") == service.pid):
-        if time.monotonic() > deadline or service.poll() is not None:
-            raise SystemExit("the service did not start")
-        time.sleep(0.1)
 
 
 def main() -> None:

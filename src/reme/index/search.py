@@ -131,6 +131,13 @@ FUSIONS = {"relative_score": relative_score_fusion, "rrf": reciprocal_rank_fusio
 """`components.index.fusion`: how the keyword and vector rankings are merged."""
 
 
+def check_fusion(fusion: str) -> str:
+    """`fusion` if it names one of `FUSIONS`; a ValueError listing them otherwise."""
+    if fusion not in FUSIONS:
+        raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}, not {fusion!r}")
+    return fusion
+
+
 def fuse(
     keyword: Sequence[tuple[str, float]],
     vector: Sequence[tuple[str, float]],
@@ -155,15 +162,13 @@ class Searcher:
         vector_weight: float = 0.5,
         fusion: str = "relative_score",
     ) -> None:
-        if fusion not in FUSIONS:
-            raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}, not {fusion!r}")
         self.store = store
         self.keyword = keyword
         self.graph = graph
         self.candidate_multiplier = max(1, candidate_multiplier)
         self.vector = vector
         self.vector_weight = vector_weight
-        self.fusion = fusion
+        self.fusion = check_fusion(fusion)
 
     def _keyword(self, query: str, limit: int, filters: SearchFilters) -> list[tuple[str, float]]:
         return self.keyword.search(

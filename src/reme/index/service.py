@@ -23,7 +23,7 @@ from reme.index.graph import LinkGraph
 from reme.index.guard import IndexGuard
 from reme.index.keyword import KeywordIndex, engine_folder
 from reme.index.progress import IndexProgress
-from reme.index.search import FUSIONS, Searcher
+from reme.index.search import Searcher, check_fusion
 from reme.index.sources import Scope
 from reme.index.store import MetadataStore
 from reme.index.sync import MAX_FILE_BYTES, Indexer, Progress, SyncReport
@@ -57,8 +57,7 @@ class IndexSettings:
             raise ValueError("candidate_multiplier must be a positive integer")
         if not 0.0 <= float(self.vector_weight) <= 1.0:
             raise ValueError("vector_weight must be between 0 and 1 (the keyword ranking weighs 1 - it)")
-        if self.fusion not in FUSIONS:
-            raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}, not {self.fusion!r}")
+        check_fusion(self.fusion)
         if not float(self.vector_context) >= 0.0:
             raise ValueError("vector_context must be at least 0 (0 ranks each chunk by its own vector)")
 

@@ -492,15 +492,11 @@ class VectorIndex:
         Kept up to date incrementally: only the rows the changes since the last call touch are
         re-mixed, every row when they are many (a re-index, the first search) or unknown. The
         arrays returned are views of the index's own, valid until the next change."""
-        remix = self._remix
-        if remix is None or len(remix) > REMIX_FULL_FRACTION * len(self._rows):
+        rows = None if self._remix is None else self._touched(self._remix)
+        if rows is None or len(rows) > REMIX_FULL_FRACTION * len(self._rows):
             self._mix_all()
-        elif remix:
-            rows = self._touched(remix)
-            if len(rows) > REMIX_FULL_FRACTION * len(self._rows):
-                self._mix_all()
-            else:
-                self._mix_some(np.fromiter(rows, dtype=np.int64, count=len(rows)))
+        elif rows:
+            self._mix_some(np.fromiter(rows, dtype=np.int64, count=len(rows)))
         self._remix = set()
         used = self._used
         return self._prev[:used], self._next[:used], self._inverse[:used]
