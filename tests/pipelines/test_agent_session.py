@@ -24,7 +24,7 @@ SECRETS = (
     "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z",
     "ghp_R2d2C3poBb8Ee4Ll9Ww0Xx7Yy6Zz5Aa1Kk3Mm",
     "eyJhbGciOiJIUzI1NiJ9",
-    "AKIAIOSFODNN7EXAMPLE",
+    "AKIAQ3EGUKLB7XRZ2M4P",
     "hunter2hunter2",
 )
 
@@ -105,7 +105,8 @@ async def test_append_saves_a_redacted_transcript_and_queues_a_pending_card(make
     ]
     text = (app.workspace_dir / f"session/dialog/{S1}.jsonl").read_text(encoding="utf-8")
     assert not [s for s in SECRETS if s in text]
-    assert "[REDACTED:api_key]" in text and "[REDACTED:github_token]" in text and "[REDACTED:jwt]" in text
+    assert "[REDACTED:high-entropy-token]" in text and "[REDACTED:github-pat]" in text
+    assert "[REDACTED:authorization-header]" in text
     assert "base64" not in text and "iVBOR" not in text
     assert "reme-context" not in text and "RECALLED" not in text  # recalled memory is never re-memorised
     assert records[7]["content"] == "Also log every retry at WARNING level."
@@ -162,7 +163,7 @@ async def test_codex_rollout_is_captured_with_stable_ids(make_app: MakeApp) -> N
     first = await app.run("agent_session_append", session_id=CODEX, messages=lines, source="codex")
     assert first.success and first.metadata["added"] == 4
     text = (app.workspace_dir / f"session/dialog/{CODEX}.jsonl").read_text(encoding="utf-8")
-    assert "AKIAIOSFODNN7EXAMPLE" not in text and "hunter2hunter2" not in text
+    assert "AKIAQ3EGUKLB7XRZ2M4P" not in text and "hunter2hunter2" not in text
     again = await app.run("agent_session_append", session_id=CODEX, messages=lines, source="codex")
     assert again.metadata["added"] == 0
 
@@ -185,7 +186,7 @@ async def test_plain_messages_are_cleaned_too(make_app: MakeApp) -> None:
     response = await app.run("agent_session_append", session_id="plain-1", messages=messages)
     assert response.success and response.metadata["added"] == 2
     assert [r["content"] for r in saved(app, "plain-1")] == [
-        "my token: [REDACTED:secret_assignment]  go",
+        "my token: [REDACTED:secret-assignment]  go",
         "what does <reme-context> do? and the rest stays",
     ]
 

@@ -163,7 +163,7 @@ async def test_claude_md_follows_only_memory_markdown_under_the_claude_home(
     for leak in (b"secret-1", b"secret-2", b"secret-3", b"adjacent-4", b"plain-text-7", b"hunter2hunter2"):
         assert leak not in everything
     assert b"personal-rules-5" in everything and b"style-rule-6" in everything
-    assert b"[REDACTED:secret_assignment]" in everything
+    assert b"[REDACTED:password-assignment]" in everything
 
 
 async def test_an_import_chain_longer_than_the_cap_is_refused(tmp_path: Path) -> None:

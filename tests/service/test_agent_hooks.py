@@ -233,7 +233,7 @@ def test_codex_notify_and_capture_save_the_rollout(tmp_path: Path, reme_service)
     )
     assert result.returncode == 0 and result.stdout == "", result.stderr
     records = saved(workspace, CODEX)
-    assert len(records) == 4 and "AKIAIOSFODNN7EXAMPLE" not in json.dumps(records)
+    assert len(records) == 4 and "AKIAQ3EGUKLB7XRZ2M4P" not in json.dumps(records)
     before = (workspace / "session" / "dialog" / f"{CODEX}.jsonl").read_bytes()
     again = hook("capture", "", workspace, "source=codex", f"transcript_path={rollout}")
     assert again.returncode == 0, again.stderr

@@ -29,10 +29,10 @@ from reme.pipelines.auto_memory import (
     session_path,
 )
 from reme.pipelines.distil import mark_pending
-from reme.pipelines.messages import local_date, normalise_messages, truncate
+from reme.pipelines.messages import READ_CHARS, local_date, normalise_messages, truncate
 from reme.pipelines.port import MemoryPort
 from reme.pipelines.recall import OPEN
-from reme.pipelines.redaction import redact, redact_value
+from reme.pipelines.redaction import redact_record
 from reme.pipelines.transcript import parse_transcript
 
 QUEUE_STATE = "agent_sessions"
@@ -40,7 +40,6 @@ MAX_FAILURES = 3  # a session that failed this often waits until it grows again 
 CONTEXT_TAG = "reme-context"
 _CONTEXT_OPEN = re.compile(rf"<{CONTEXT_TAG}\b[^<>]{{0,500}}>", re.I)
 _CONTEXT_CLOSE = re.compile(rf"</{CONTEXT_TAG}\s*>", re.I)
-_READ_CHARS = 1_000_000  # a message is cleaned whole (a secret cut in half would survive), then truncated
 
 
 def strip_context(text: str) -> str:
@@ -72,13 +71,10 @@ def clean_records(records: Sequence[dict[str, Any]], max_chars: int) -> list[dic
     """Records with recalled context cut out, secrets redacted and text truncated; empty ones dropped."""
     cleaned = []
     for record in records:
-        text = redact(strip_context(record["content"]))
-        if not text:
+        out = redact_record({**record, "content": strip_context(record["content"])})
+        if not out["content"]:
             continue
-        out = {**record, "content": truncate(text, max_chars)}
-        if "metadata" in out:
-            out["metadata"] = redact_value(out["metadata"])
-        cleaned.append(out)
+        cleaned.append({**out, "content": truncate(out["content"], max_chars)})
     return cleaned
 
 
@@ -122,7 +118,7 @@ async def agent_session_append(
     """Save the new turns of a session and queue it for distillation; the same turns twice change nothing."""
     check_session_id(session_id)
     reading = read_source(messages, source, session_id)
-    incoming = clean_records(normalise_messages(reading.messages, port.tz, _READ_CHARS), max_message_chars)
+    incoming = clean_records(normalise_messages(reading.messages, port.tz, READ_CHARS), max_message_chars)
     async with port.keyed_lock(f"session:{session_id}"):
         saved = await port.load(session_path(port, session_id))
         known = {r["id"] for r in parse_transcript(saved.content if saved else "", port.tz)}

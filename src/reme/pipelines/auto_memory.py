@@ -18,9 +18,10 @@ from reme.llm.runner import AgentFailed
 from reme.pipelines.cards import cards_of_day, daily_days, find_card
 from reme.pipelines.dates import pin_body, render_for_prompt
 from reme.pipelines.distil import distil_card, mark_pending
-from reme.pipelines.messages import local_date, normalise_messages
+from reme.pipelines.messages import READ_CHARS, local_date, normalise_messages, truncate
 from reme.pipelines.names import short_hash
 from reme.pipelines.port import MemoryPort
+from reme.pipelines.redaction import redact, redact_record
 from reme.pipelines.transcript import merge, parse_transcript
 from reme.workspace.dates import parse_date
 from reme.workspace.paths import check_segment
@@ -179,9 +180,13 @@ async def auto_memory(
     # Validate everything before the first write.
     check_session_id(session_id)
     explicit = parse_date(date_text) if date_text else None
-    incoming = normalise_messages(messages, port.tz, max_message_chars)
+    # redacted before the cut (a secret cut in half would survive) and before the first write
+    incoming = [
+        {**clean, "content": truncate(clean["content"], max_message_chars)}
+        for clean in map(redact_record, normalise_messages(messages, port.tz, READ_CHARS))
+    ]
     async with port.keyed_lock(f"session:{session_id}"):
-        return await _remember(port, session_id, incoming, explicit, memory_hint, add_usage)
+        return await _remember(port, session_id, incoming, explicit, redact(memory_hint), add_usage)
 
 
 async def _remember(

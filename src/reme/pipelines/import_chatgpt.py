@@ -19,6 +19,7 @@ from reme.pipelines.agent_session import clean_records
 from reme.pipelines.imports import ImportBatch, ImportedNote, ImportedTranscript, check_items, note_text
 from reme.pipelines.messages import normalise_messages
 from reme.pipelines.names import short_hash
+from reme.pipelines.redaction import redact
 from reme.workspace.transcript import transcript_path
 
 KIND = "chatgpt"
@@ -151,7 +152,8 @@ def chatgpt_batch(
     )
     batch = ImportBatch()
     for shown, conversation in batch.objects(conversations, "conversations", "conversation"):
-        title = " ".join(str(conversation.get("title") or "").split())[:MAX_TITLE] or "Untitled conversation"
+        # redacted whole, before the cut: the title names the note, heads it and is indexed
+        title = " ".join(redact(str(conversation.get("title") or "")).split())[:MAX_TITLE] or "Untitled conversation"
         shown = f"{shown} {title!r}"
         try:
             raw = [m for node in branch(conversation) if (m := message_of(node))]

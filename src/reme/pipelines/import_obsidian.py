@@ -14,6 +14,7 @@ import posixpath
 from collections.abc import Callable, Sequence
 
 from reme.pipelines.imports import ImportBatch, ImportedFile, ImportedNote
+from reme.pipelines.redaction import redact_note
 from reme.workspace import frontmatter
 from reme.workspace.paths import check_new_name, check_relative, is_markdown
 from reme.workspace.textio import decode_text
@@ -93,7 +94,7 @@ def obsidian_batch(files: Sequence[tuple[str, bytes]], *, destination: str) -> I
     index = VaultIndex([*notes, *attachments], aliases)
     for relative, text in notes.items():
         rewritten, _count = retarget_links(text, _mapping(index, relative, destination))
-        batch.notes.append(ImportedNote(f"{destination}/{relative}", rewritten, relative))
+        batch.notes.append(ImportedNote(f"{destination}/{relative}", redact_note(rewritten), relative))
     for relative, data in attachments.items():
         batch.files.append(ImportedFile(f"{destination}/{relative}", data, relative))
     return batch

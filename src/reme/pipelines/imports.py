@@ -28,6 +28,7 @@ from reme.errors import ReMeError
 from reme.pipelines.auto_memory import check_session_id, choose_date, ensure_card, session_path
 from reme.pipelines.distil import mark_pending
 from reme.pipelines.port import MemoryPort
+from reme.pipelines.redaction import redact, redact_value
 from reme.pipelines.transcript import merge, parse_transcript
 from reme.workspace import frontmatter
 from reme.workspace.fmsplit import split
@@ -284,8 +285,8 @@ async def write_import(
 
 
 def note_text(metadata: dict[str, Any], body: str) -> str:
-    """A fresh note: front matter (name and description first) and the body."""
-    return frontmatter.render_new(metadata) + body
+    """A fresh note: front matter (name and description first) and the body, secrets redacted."""
+    return frontmatter.render_new(redact_value(metadata)) + redact(body)
 
 
 def check_items(

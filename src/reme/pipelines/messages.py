@@ -122,6 +122,9 @@ def _stable_id(role: str, moment: datetime | None, content: str, occurrence: int
     return f"m-{digest[:16]}"
 
 
+READ_CHARS = 1_000_000  # a message is cleaned whole (a secret cut in half would survive), then truncated
+
+
 def truncate(text: str, max_chars: int) -> str:
     if len(text) <= max_chars:
         return text

@@ -1,128 +1,284 @@
-"""Secrets out of captured text: API keys, tokens, private keys and `password=`-style values.
+"""Secrets out of captured text: gitleaks' maintained rules plus reme's own for what they miss.
 
-Agent transcripts are full of pasted credentials (a `.env` the agent read, a curl with a bearer
-token). Everything captured from an agent session passes `redact` before it is written, so a secret
-never reaches the workspace, its index or a distilling model. Each pattern is named, and the
-replacement says which kind was removed, so a reader still sees that something was there.
+Agent transcripts and chat exports are full of pasted credentials (a `.env` the agent read, a curl
+with a bearer token). Everything captured or imported passes `redact` before a byte of it is
+written, so a secret never reaches the workspace, its index, a log or a distilling model. The
+provider formats (200+ of them: Stripe, GitLab, Twilio, ...) come from gitleaks' rule set
+(`secret_rules`); reme adds what a rule set built for source files misses in prose: passwords in
+URLs, `password=` / `secretKey = "..."` assignments, private key blocks, Authorization headers and
+`--password` flags. A redacted value reads `[REDACTED:<rule>]`, so a reader knows what was there.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-# (kind, pattern, group to replace: 0 = the whole match, -1 = whichever group matched). Order
-# matters: the wider patterns first. Every repetition that can start anywhere is bounded and every
-# key/scheme is anchored by a lookbehind, so a long adversarial message costs linear time (messages
-# of a million characters are cleaned in the service's event loop).
-_KEYWORD = r"(?:password|passwd|passphrase|secret(?:[_-]?key)?|token|api[_-]?key|access[_-]?key|auth[_-]?key|private[_-]?key|credentials?)"
-PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
+from reme.workspace import frontmatter
+from reme.workspace.secret_rules import Rule, RuleSet, load_rules, shannon
+
+REDACTED = "[REDACTED:{kind}]"
+_MARK = "[REDACTED:"
+
+# reme's own rules: (rule id, pattern). The value to hide is the named group `v` (the whole match
+# when there is none). Every repetition is bounded and every key is anchored, so a long hostile
+# message costs linear time.
+_PASSWORD_KEY = r"(?:passw(?:or)?d|passphrase|pwd|pass)"
+_SECRET_KEY = (
+    r"(?:secret|token|api[_.-]?key|apikey|access[_.-]?key|auth[_.-]?key|private[_.-]?key|"
+    r"client[_.-]?secret|credentials?|key|auth)"
+)
+_VALUE = r"""(?:"(?P<v>[^"\n]{4,256})"|'(?P<w>[^'\n]{4,256})'|(?P<x>[^\s"',;<>`]{4,256}))"""
+OWN_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
-        "private_key",
+        "private-key-block",
         re.compile(
-            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+            r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----.*?"
+            r"(?:-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----|\Z)",
             re.S,
         ),
-        0,
     ),
-    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), 0),
     (
-        "basic_auth",
-        re.compile(r"(?i:\bauthorization)[\"']?\s*[:=]\s*[\"']?(?i:basic)\s+([A-Za-z0-9+/]{8,}={0,2})"),
-        1,
+        "url-password",
+        re.compile(r"(?<![a-z0-9+.-])[a-z][a-z0-9+.-]{0,30}://[^\s:/@]{1,256}:(?P<v>[^\s@/]{1,256})@", re.I),
     ),
-    # `Token` only capitalised (prose says "token ..."), and a value with a digit in it (prose has none)
     (
-        "bearer_token",
-        re.compile(r"\b(?:(?i:bearer)|Token)\s+(?=[A-Za-z._~+/=-]{0,200}\d)([A-Za-z0-9._~+/=-]{16,})"),
-        1,
-    ),
-    ("api_key", re.compile(r"\bsk-(?:ant-|proj-|live-)?[A-Za-z0-9_-]{20,}"), 0),
-    ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"), 0),
-    ("gitlab_token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"), 0),
-    ("huggingface_token", re.compile(r"\bhf_[A-Za-z0-9]{30,}"), 0),
-    ("npm_token", re.compile(r"\bnpm_[A-Za-z0-9]{36,}"), 0),
-    ("slack_token", re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}"), 0),
-    ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b"), 0),
-    ("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), 0),
-    ("stripe_key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"), 0),
-    (
-        "url_password",
-        re.compile(r"(?<![a-z0-9+.-])[a-z][a-z0-9+.-]{0,30}://[^\s:/@]{1,256}:([^\s@/]{3,256})@", re.I),
-        1,
-    ),
-    # `--password hunter22`, `--token=...`; `mysql -phunter22`
-    (
-        "cli_password",
+        "authorization-header",
         re.compile(
-            r"(?<![\w-])--(?:password|passwd|pass|token|secret|api-key)(?:=|\s+)[\"']?([^\s\"'-][^\s\"']{3,})"
-            r"|\bmysql(?:dump|admin)?\b[^\n]{0,200}?\s-p([^\s\"']{3,})"
+            r"(?i:\b(?:proxy-)?authorization)[\"']?\s{0,5}[:=]\s{0,5}[\"']?(?i:bearer|basic|token|digest|apikey)?\s{0,5}"
+            r"(?P<v>[A-Za-z0-9._~+/=:-]{8,4096})"
         ),
-        -1,
     ),
     (
-        "secret_assignment",
+        "bearer-token",
+        re.compile(r"\b(?i:bearer)\s{1,5}(?=[A-Za-z._~+/-]{0,4096}\d)(?P<v>[A-Za-z0-9._~+/-]{12,4096}=*)"),
+    ),
+    (
+        "cli-password",
         re.compile(
-            rf"""(?ix)
-            (?<![\w.-])(?:[\w.-]{{0,40}}[_.-])?{_KEYWORD}   # the keyword ends the key, as a whole segment
-            ["']?\s*[:=]\s*
-            (?:"([^"\n]{{4,256}})"|'([^'\n]{{4,256}})'|([^\s"',;]{{4,}}))
-            """
+            r"(?<![\w-])--(?:password|passwd|pass|token|secret|api-key|apikey|auth-token)(?:=|\s{1,5})"
+            r"[\"']?(?P<v>[^\s\"'-][^\s\"']{3,255})"
+            r"|\bmysql(?:dump|admin)?\b[^\n]{0,200}?\s-p(?P<w>[^\s\"']{3,255})"
         ),
-        -1,
+    ),
+    (
+        "password-assignment",
+        re.compile(
+            rf"(?i)(?<![\w.-])(?:[\w.-]{{0,60}}?)(?<![a-z]){_PASSWORD_KEY}[\"']?\s{{0,5}}(?::=|=>|=|:)\s{{0,5}}{_VALUE}"
+        ),
+    ),
+    (
+        "secret-assignment",
+        re.compile(
+            rf"(?ix)(?<![\w.-])(?:[\w.-]{{0,60}}?){_SECRET_KEY}[\"']?\s{{0,5}}(?::=|=>|=|:)\s{{0,5}}{_VALUE}"
+        ),
     ),
 )
-REDACTED = "[REDACTED:{kind}]"
-# assigned values that are not secrets: numbers, booleans/null, paths, code and variable references
-_LITERALS = frozenset({"true", "false", "yes", "no", "null", "none", "nil", "undefined"})
-_CODE = ("(", "[", "os.environ", "process.env", "getenv")
+
+# A token standing alone in prose (a title, a chat line) that no rule recognises by its format: kept
+# as text unless it looks random (long, letters and digits, high entropy) or, for a hex string or a
+# UUID (as often a commit or an id as a key), a provider that gitleaks knows is named on its line.
+_TOKEN = re.compile(r"(?<![\w+=~-])[A-Za-z0-9_+=~-]{10,512}(?![\w+=~-])")
+_HEXISH = re.compile(r"[0-9a-fA-F-]+")
+_PARTS = re.compile(r"[-_~]")
+_WORD = re.compile(r"[a-z]{4,}")
+
+_OWN = frozenset(kind for kind, _ in OWN_RULES)
+
+# values of an assignment that are not secrets: literals, paths, code, references, placeholders
+_LITERALS = frozenset(
+    {"true", "false", "yes", "no", "null", "none", "nil", "undefined", "required", "optional"}
+)
+_CODE = ("(", "[", "{", "os.environ", "process.env", "getenv", "://")
 
 
-def _not_a_secret(value: str) -> bool:
+def _plain_value(value: str) -> bool:
     bare = value.strip()
     return (
-        bare.replace(".", "").replace(",", "").replace("_", "").isdigit()
+        bare.replace(".", "").replace(",", "").replace("_", "").replace("-", "").isdigit()
         or bare.lower() in _LITERALS
-        or bare.startswith(("/", "~/", "./", "../", "$"))
+        or bare.startswith(("/", "~/", "./", "../", "$", "%", "<", "*", "<<"))
         or re.match(r"[A-Za-z]:\\", bare) is not None
         or any(marker in bare for marker in _CODE)
+        or bare.isalpha()
+        and bare.islower()  # a word of prose ("must", "here", "required")
     )
 
 
-def _replace(kind: str, group: int) -> Any:
-    def substitute(match: re.Match[str]) -> str:
-        if group == 0:
-            return REDACTED.format(kind=kind)
-        index = (
-            group
-            if group > 0
-            else next(i for i in range(1, match.re.groups + 1) if match.group(i) is not None)
-        )
-        value = match.group(index)
-        if value.startswith("[REDACTED:") or (kind == "secret_assignment" and _not_a_secret(value)):
-            return match.group(0)
-        start, end = match.span(index)
-        base = match.start(0)
-        text = match.group(0)
-        return text[: start - base] + REDACTED.format(kind=kind) + text[end - base :]
+def _secret_like(value: str) -> bool:
+    """A value for a generic key (`token`, `key`, `auth`): long, mixed, not a word or a number."""
+    return (
+        len(value) >= 8
+        and not any(ch.isspace() for ch in value)
+        and any(ch.isdigit() for ch in value)
+        and any(ch.isalpha() for ch in value)
+        and shannon(value) >= 2.5
+    )
 
-    return substitute
+
+def _own_findings(text: str) -> Iterator[tuple[int, int, str]]:
+    for kind, pattern in OWN_RULES:
+        for match in pattern.finditer(text):
+            names = [n for n in ("v", "w", "x") if n in pattern.groupindex and match.group(n) is not None]
+            start, end = match.span(names[0]) if names else match.span()
+            value = text[start:end]
+            if value.startswith(_MARK) or _MARK in text[max(0, start - 1) : start + 10]:
+                continue
+            if kind == "password-assignment" and _plain_value(value):
+                continue
+            if kind == "secret-assignment" and (_plain_value(value) or not _secret_like(value)):
+                continue
+            yield start, end, kind
+
+
+def _switches(token: str) -> int:
+    """How often a letter and a digit meet: many in a random key, few in `build-2025-rc2`."""
+    return sum(
+        1 for a, b in zip(token, token[1:], strict=False) if a.isdigit() != b.isdigit() and (a + b).isalnum()
+    )
+
+
+def _random_tokens(text: str, providers: frozenset[str]) -> Iterator[tuple[int, int, str]]:
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        digits = sum(ch.isdigit() for ch in token)
+        letters = sum(ch.isalpha() for ch in token)
+        line = _line(text, match.start(), match.end()).lower()
+        named = any(word in providers for word in _WORD.findall(line))
+        entropy = shannon(token)
+        if named:  # a provider on the line: an id, a hex key or a UUID next to it is its credential
+            secret = (digits >= 2 and letters >= 2 and entropy >= 3.0) or (digits >= 15 and token.isdigit())
+        else:  # judged by its longest part: `chatgpt-<uuid>`, `rollout-2026-06-03` are names
+            part = max(_PARTS.split(token), key=len)
+            secret = (
+                len(part) >= 16
+                and not _HEXISH.fullmatch(part)
+                and shannon(part) >= 3.5
+                and _switches(part) >= 4
+            )
+        if secret:
+            yield match.start(), match.end(), "high-entropy-token"
+
+
+def _secret_span(rule: Rule, match: re.Match[str]) -> tuple[int, int]:
+    if rule.group and rule.group <= (match.re.groups or 0) and match.group(rule.group) is not None:
+        return match.span(rule.group)
+    for index in range(1, (match.re.groups or 0) + 1):
+        if match.group(index):
+            return match.span(index)
+    return match.span()
+
+
+def _line(text: str, start: int, end: int) -> str:
+    return text[text.rfind("\n", 0, start) + 1 : (text.find("\n", end) + 1 or len(text) + 1) - 1]
+
+
+def _rule_findings(text: str, ruleset: RuleSet) -> Iterator[tuple[int, int, str]]:
+    lowered = text.lower()
+    for rule in ruleset.rules:
+        if rule.keywords and not any(k in lowered for k in rule.keywords):
+            continue
+        for match in rule.regex.finditer(text):
+            start, end = _secret_span(rule, match)
+            secret = text[start:end]
+            if not secret or secret.startswith(_MARK):
+                continue
+            if rule.entropy and (
+                shannon(secret) <= rule.entropy
+                or (rule.id.startswith("generic") and not any(ch.isdigit() for ch in secret))
+            ):
+                continue
+            line = _line(text, match.start(), match.end())
+            if ruleset.allow.allows(secret, match.group(), line) or any(
+                a.allows(secret, match.group(), line) for a in rule.allows
+            ):
+                continue
+            yield start, end, rule.id
+
+
+def findings(text: str, ruleset: RuleSet | None = None) -> list[tuple[int, int, str]]:
+    """Non-overlapping (start, end, rule) spans of the secrets in `text`, the widest kept first."""
+    ruleset = load_rules() if ruleset is None else ruleset
+    found = sorted(
+        [*_rule_findings(text, ruleset), *_own_findings(text), *_random_tokens(text, ruleset.providers)],
+        key=lambda f: (f[0], -(f[1] - f[0])),
+    )
+    kept: list[tuple[int, int, str]] = []
+    for start, end, kind in found:
+        if kept and start < kept[-1][1]:  # overlapping: one span covering both, the most specific name
+            first, last, named = kept[-1]
+            kept[-1] = (first, max(end, last), min(named, kind, key=_rank))
+            continue
+        kept.append((start, end, kind))
+    return kept
+
+
+def _rank(kind: str) -> int:
+    """A provider's own rule names a secret best; generic and entropy-only findings last."""
+    if kind == "high-entropy-token":
+        return 3
+    if kind.startswith("generic"):
+        return 2
+    return 1 if kind in _OWN else 0
+
+
+def _apply(text: str, spans: list[tuple[int, int, str]]) -> str:
+    out, pos = [], 0
+    for start, end, kind in spans:
+        out.append(text[pos:start])
+        out.append(REDACTED.format(kind=kind))
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def redact(text: str) -> str:
-    """`text` with every recognised secret replaced by `[REDACTED:<kind>]`."""
-    for kind, pattern, group in PATTERNS:
-        text = pattern.sub(_replace(kind, group), text)
-    return text
+    """`text` with every recognised secret replaced by `[REDACTED:<rule>]`."""
+    if len(text) < 8:
+        return text
+    spans = findings(text)
+    return _apply(text, spans) if spans else text
 
 
 def redact_value(value: Any) -> Any:
-    """Redact every string inside a JSON-like value (metadata of a captured message)."""
+    """Redact every string inside a JSON-like value (keys included: a secret can be a key)."""
     if isinstance(value, str):
         return redact(value)
-    if isinstance(value, list):
+    if isinstance(value, list | tuple):
         return [redact_value(v) for v in value]
     if isinstance(value, Mapping):
-        return {k: redact_value(v) for k, v in value.items()}
+        return {redact(k) if isinstance(k, str) else k: _keyed(k, v) for k, v in value.items()}
     return value
+
+
+def _keyed(key: Any, value: Any) -> Any:
+    """A mapping's value redacted with its key in view (`{"password": "hunter22"}`)."""
+    if not isinstance(key, str) or not isinstance(value, str) or len(key) > 200:
+        return redact_value(value)
+    start = len(key) + 3
+    spans = findings(f'{key}: "{value}"')
+    inside = [(max(s, start) - start, min(e, start + len(value)) - start, k) for s, e, k in spans]
+    inside = [(s, e, k) for s, e, k in inside if s < e]
+    return _apply(value, inside) if inside else value
+
+
+def redact_note(text: str) -> str:
+    """A Markdown note redacted: its body as text, its front matter value by value (a secret in
+    `key: value` is replaced inside the YAML, re-rendered, so the front matter stays valid)."""
+    document = frontmatter.parse(text)
+    if not document.has_front_matter:
+        return redact(text)
+    head = document.head
+    if redact(head) != head:
+        head = frontmatter.render_new(redact_value(document.metadata))
+    return head + redact(document.body)
+
+
+def redact_record(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A normalised transcript record with its text and metadata redacted (before any cut: a
+    secret cut in half would no longer be recognised)."""
+    out = {**record, "content": redact(str(record.get("content") or ""))}
+    if "metadata" in out:
+        out["metadata"] = redact_value(out["metadata"])
+    return out
