@@ -259,7 +259,8 @@ def test_each_capture_sends_only_the_lines_added_since_the_last_saved_one(tmp_pa
     )  # the last one half-written
     capture = {"session_id": S1, "source": "claude_code", "transcript_path": str(transcript)}
     (workspace / "metadata" / "agent" / "captures").mkdir(parents=True)
-    params, end = append_params(str(workspace), capture)
+    params, part = append_params(str(workspace), capture)
+    end = part.end
     assert len(params["messages"]) == 10 and end == len("".join(lines[:10]).encode())
     assert (
         append_params(str(workspace), capture)[0]["messages"] == params["messages"]
@@ -267,7 +268,8 @@ def test_each_capture_sends_only_the_lines_added_since_the_last_saved_one(tmp_pa
     saved_up_to(str(workspace), capture, end)
     with transcript.open("a", encoding="utf-8") as handle:
         handle.write("\n" + "".join(lines[11:]))
-    params, end = append_params(str(workspace), capture)
+    params, part = append_params(str(workspace), capture)
+    end = part.end
     assert [e.get("uuid") for e in params["messages"]] == [
         json.loads(line).get("uuid") for line in lines[10:]
     ]
@@ -355,10 +357,11 @@ def test_a_long_transcript_is_read_in_parts_and_none_is_skipped(tmp_path: Path, 
     path.write_text("".join(json.dumps({"n": n}) + "\n" for n in range(7)), encoding="utf-8")
     got, offset = [], 0
     while True:
-        entries, offset = hooks.read_transcript(str(path), offset)
-        if not entries:
+        part = hooks.read_transcript(str(path), offset)
+        offset = part.end
+        got += [e["n"] for e in part.entries]
+        if not part.more:
             break
-        got += [e["n"] for e in entries]
     assert got == list(range(7)) and offset == path.stat().st_size
 
 

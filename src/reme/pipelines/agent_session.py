@@ -14,7 +14,7 @@ session) are cut out, so recalled memory is never memorised again, and secrets a
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -114,11 +114,20 @@ async def agent_session_append(
     messages: Sequence[Any],
     source: str,
     max_message_chars: int,
+    skipped: Mapping[str, int] | None = None,
 ) -> MemoryOutcome:
-    """Save the new turns of a session and queue it for distillation; the same turns twice change nothing."""
+    """Save the new turns of a session and queue it for distillation; the same turns twice change nothing.
+
+    A record of a transcript that cannot be used (not an object, an unknown shape, a bad time) is
+    left out and counted by reason, with the ones the caller left out before sending (`skipped`:
+    lines that were not JSON or over the size bound); every other turn is kept."""
     check_session_id(session_id)
     reading = read_source(messages, source, session_id)
-    incoming = clean_records(normalise_messages(reading.messages, port.tz, READ_CHARS), max_message_chars)
+    for reason, count in (skipped or {}).items():
+        reading.skipped[reason] = reading.skipped.get(reason, 0) + count
+    lenient = reading.skip if source != "reme" else None  # reme's own format: a bad message is an error
+    raw = normalise_messages(reading.messages, port.tz, READ_CHARS, skip=lenient)
+    incoming = clean_records(raw, max_message_chars)
     async with port.keyed_lock(f"session:{session_id}"):
         saved = await port.load(session_path(port, session_id))
         known = {r["id"] for r in parse_transcript(saved.content if saved else "", port.tz)}
@@ -132,9 +141,10 @@ async def agent_session_append(
             "note_paths": [],
             "queued": False,
         }
+        note = skipped_note(reading.skipped)
         if not changed:
             return MemoryOutcome(
-                f"nothing new: {session_path(port, session_id)} has these messages", metadata
+                f"nothing new: {session_path(port, session_id)} has these messages{note}", metadata
             )
         # turns a resumed session copied from another one are kept (the dialog reads whole) but are
         # not new to memory: the origin's own dialog holds them and is distilled there
@@ -143,7 +153,7 @@ async def agent_session_append(
         if not fresh:
             return MemoryOutcome(
                 f"{len(added)} message(s) carried over from an earlier session saved to "
-                f"{session_path(port, session_id)}; nothing new to distil",
+                f"{session_path(port, session_id)}; nothing new to distil{note}",
                 metadata,
             )
         days = sorted({d.isoformat() for r in fresh if (d := local_date(r.get("created_at"), port.tz))})
@@ -156,9 +166,23 @@ async def agent_session_append(
         metadata["queued"] = True
     return MemoryOutcome(
         f"{len(added)} new message(s) saved to {session_path(port, session_id)}; "
-        f"distillation queued ({', '.join(metadata['note_paths'])} pending)",
+        f"distillation queued ({', '.join(metadata['note_paths'])} pending){note}",
         metadata,
     )
+
+
+# records that could not be used, as opposed to records that hold no turn (a summary, a sidechain,
+# a snapshot: counted in `skipped` too, but routine)
+DAMAGED = ("not_json", "not_an_object", "over_size", "unreadable", "no_message")
+
+
+def skipped_note(skipped: Mapping[str, int]) -> str:
+    """`; 3 record(s) skipped: 2 not_json, 1 not_an_object` for records that could not be used."""
+    damaged = {reason: n for reason, n in skipped.items() if reason in DAMAGED and n}
+    if not damaged:
+        return ""
+    listed = ", ".join(f"{n} {reason}" for reason, n in sorted(damaged.items()))
+    return f"; {sum(damaged.values())} record(s) skipped: {listed}"
 
 
 async def agent_session_flush(

@@ -138,10 +138,13 @@ def read_claude_code(entries: Sequence[Any], session_id: str | None = None) -> R
     """Messages of a Claude Code transcript (`~/.claude/projects/<project>/<session>.jsonl`), ids from `uuid`."""
     out = Reading()
     for entry in entries:
-        if isinstance(entry, Mapping):
-            _claude_entry(entry, session_id, out)
-        else:
+        if not isinstance(entry, Mapping):
             out.skip("not_an_object")
+            continue
+        try:
+            _claude_entry(entry, session_id, out)
+        except (ValueError, TypeError, AttributeError, KeyError):  # a malformed record: the rest is kept
+            out.skip("unreadable")
     return out
 
 
@@ -231,10 +234,13 @@ def read_codex(entries: Sequence[Any]) -> Reading:
     """Messages of a Codex CLI rollout (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`); ids derived from time and text."""
     out = Reading()
     for line in entries:
-        if isinstance(line, Mapping):
-            _codex_line(line, out)
-        else:
+        if not isinstance(line, Mapping):
             out.skip("not_an_object")
+            continue
+        try:
+            _codex_line(line, out)
+        except (ValueError, TypeError, AttributeError, KeyError):  # a malformed record: the rest is kept
+            out.skip("unreadable")
     return out
 
 

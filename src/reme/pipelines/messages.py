@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, date, datetime, tzinfo
 from typing import Any
 
@@ -131,22 +131,31 @@ def truncate(text: str, max_chars: int) -> str:
     return f"{text[:max_chars]}\n[truncated {len(text) - max_chars} characters]"
 
 
-def normalise_messages(raw: Sequence[Any], tz: tzinfo, max_chars: int = 8000) -> list[dict[str, Any]]:
-    """Transcript records for `raw`; raise ValueError naming the first bad message."""
+def normalise_messages(
+    raw: Sequence[Any], tz: tzinfo, max_chars: int = 8000, skip: Callable[[str], None] | None = None
+) -> list[dict[str, Any]]:
+    """Transcript records for `raw`; raise ValueError naming the first bad message, or, given
+    `skip`, leave each bad message out and tell `skip` why (a transcript keeps its other turns)."""
     records: list[dict[str, Any]] = []
     seen: dict[tuple[str, str | None, str], int] = {}
     for index, message in enumerate(raw):
         where = f"messages[{index}]"
-        if not isinstance(message, Mapping):
-            raise ValueError(f"{where} must be an object with role and content")
-        role = message.get("role")
-        if not isinstance(role, str) or not role.strip():
-            raise ValueError(f"{where}.role must be a non-empty string")
         try:
-            moment = message_time(message, tz)
-            text = content_text(message)
-        except ValueError as exc:
-            raise ValueError(f"{where}: {exc}") from None
+            if not isinstance(message, Mapping):
+                raise ValueError(f"{where} must be an object with role and content")
+            role = message.get("role")
+            if not isinstance(role, str) or not role.strip():
+                raise ValueError(f"{where}.role must be a non-empty string")
+            try:
+                moment = message_time(message, tz)
+                text = content_text(message)
+            except (ValueError, TypeError, OverflowError) as exc:
+                raise ValueError(f"{where}: {exc}") from None
+        except ValueError:
+            if skip is None:
+                raise
+            skip("unreadable")
+            continue
         if role in DROPPED_ROLES or not text:
             continue
         text = truncate(text, max_chars)

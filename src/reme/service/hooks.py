@@ -18,6 +18,7 @@ Only the standard library and the small client modules load unless the hook must
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import io
 import json
@@ -25,13 +26,16 @@ import os
 import re
 import sys
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 CAPTURE_EVENTS = ("Stop", "PreCompact", "SessionEnd", "capture", "codex-notify")
 RECALL_EVENTS = ("SessionStart", "UserPromptSubmit")
-EVENTS = (*RECALL_EVENTS, *CAPTURE_EVENTS, "drain")
+EVENTS = (*RECALL_EVENTS, *CAPTURE_EVENTS, "drain", "drop")
 MAX_STDIN_BYTES = 1 << 20
 MAX_TRANSCRIPT_BYTES = 16 << 20  # the tail of a longer transcript: earlier turns were captured before
+MAX_LINE_BYTES = 8 << 20  # one record (a turn with a pasted image); a longer line is skipped, counted
+MAX_PART_BYTES = 1 << 20  # one request to the service: a long transcript goes in parts, others between
 MAX_ENTRIES = 50000  # = agent_session_append's maxItems
 CAPTURE_BUDGET = 0.8  # seconds a capture hook may spend talking to the service (`REME_HOOK_BUDGET`)
 RECALL_TIMEOUT = 5.0
@@ -41,7 +45,8 @@ CAPTURES = os.path.join("metadata", "agent", "captures")
 USAGE = (
     "usage: reme hook SessionStart|UserPromptSubmit|Stop|PreCompact|SessionEnd [workspace_dir=DIR]  (JSON on stdin)\n"
     "       reme hook capture source=codex|claude_code transcript_path=FILE [session_id=ID] [workspace_dir=DIR]\n"
-    "       reme hook codex-notify [workspace_dir=DIR] JSON  (Codex CLI's `notify` program)"
+    "       reme hook codex-notify [workspace_dir=DIR] JSON  (Codex CLI's `notify` program)\n"
+    "       reme hook drain|drop [session_id=ID] [workspace_dir=DIR]  (retry the queued captures / give one up)"
 )
 SESSION_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,127}")  # names files here; the job checks it again
 ROLLOUT_ID = re.compile(r"rollout-.*-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$")
@@ -70,30 +75,64 @@ def read_payload(stream: Any) -> dict[str, Any]:
     return data
 
 
-def read_transcript(path: str, start: int = 0) -> tuple[list[Any], int]:
-    """The JSON lines of a transcript file from byte `start` (at most its last 16 MiB), and where
-    the last line read ends (at most MAX_ENTRIES entries); a line still being written and lines that
-    are not JSON are left out."""
+@dataclass
+class Part:
+    """What one read of a transcript gives: entries to send, where they end, lines left out by reason."""
+
+    entries: list[Any] = field(default_factory=list)
+    end: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    more: bool = False  # a bound was reached: the rest follows in the next part
+
+    def skip(self, reason: str) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+
+def read_transcript(path: str, start: int = 0) -> Part:
+    """The JSON lines of a transcript from byte `start` (at most its last 16 MiB), read line by line
+    in bounded memory, up to MAX_PART_BYTES / MAX_ENTRIES (`more` says the rest waits for the next
+    part). A line still being written is left for later; a line that is not JSON or longer than
+    MAX_LINE_BYTES is skipped and counted, never the turns around it."""
+    part = Part()
     with open(path, "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         start = start if 0 <= start <= size else 0  # a shorter file was rewritten: read it all
         handle.seek(max(start, size - MAX_TRANSCRIPT_BYTES))
         if handle.tell() > start:
-            handle.readline()  # a partial line
-        begin = handle.tell()
-        data = handle.read(size - begin)
-    complete = data[: data.rfind(b"\n") + 1]
-    entries: list[Any] = []
-    read = 0  # bytes taken: past MAX_ENTRIES the rest waits for the next capture, never skipped
-    for line in complete.splitlines(keepends=True):
-        if len(entries) >= MAX_ENTRIES:
-            break
-        read += len(line)
-        try:
-            entries.append(json.loads(line))
-        except ValueError:
-            continue
-    return entries, begin + read
+            _skip_line(handle)  # a partial line
+        part.end = handle.tell()
+        taken = 0
+        while part.end < size:
+            if len(part.entries) >= MAX_ENTRIES or taken >= MAX_PART_BYTES:
+                part.more = True
+                break
+            line = handle.readline(MAX_LINE_BYTES + 1)
+            if not line.endswith(b"\n"):
+                if len(line) <= MAX_LINE_BYTES:
+                    break  # still being written: the next capture takes it
+                _skip_line(handle)
+                part.skip("over_size")
+                part.end = handle.tell()
+                continue
+            part.end += len(line)
+            taken += len(line)
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                if line.strip():
+                    part.skip("not_json")
+                continue
+            if isinstance(entry, dict):
+                part.entries.append(entry)
+            else:
+                part.skip("not_an_object")
+    return part
+
+
+def _skip_line(handle: Any) -> None:
+    """Read past the end of the current line without holding it (it may be huge)."""
+    while (chunk := handle.readline(1 << 20)) and not chunk.endswith(b"\n"):
+        pass
 
 
 # markers --------------------------------------------------------------------------------------
@@ -139,45 +178,110 @@ def markers(workspace: str, first: str | None = None) -> list[tuple[str, str]]:
             continue
     ordered = [(path, raw) for _, path, raw in sorted(found)]
     lead = os.path.join(folder, f"{first}.json")
-    return sorted(ordered, key=lambda item: item[0] != lead)
+    # the session that called first, then captures that never failed, then failed ones (retried last)
+    return sorted(ordered, key=lambda item: (item[0] != lead, os.path.exists(failure_path(item[0]))))
 
 
 def _done(path: str, raw: str) -> None:
-    """Remove a marker unless a newer capture rewrote it meanwhile (its transcript has grown since)."""
+    """Remove a marker (and its failure note) unless a newer capture rewrote it meanwhile."""
     try:
         with open(path, encoding="utf-8") as handle:
             if handle.read() == raw:
                 os.unlink(path)
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(failure_path(path))
     except OSError:
         pass
+
+
+def failure_path(marker: str) -> str:
+    return marker[: -len(".json")] + ".failed"
+
+
+def failed(marker: str, reason: str) -> None:
+    """Note why a capture failed beside its marker, which stays: the next drain tries it again,
+    `reme doctor` shows the reason, `reme hook drop` gives it up."""
+    path = failure_path(marker)
+    attempts = (read_failure(marker) or {}).get("attempts", 0)
+    note = {"reason": reason, "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "attempts": int(attempts) + 1}
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(note, handle)
+    os.replace(tmp, path)
+    _note(f"capture {os.path.basename(marker)} not saved ({reason}); it stays queued")
+
+
+def read_failure(marker: str) -> dict[str, Any] | None:
+    try:
+        with open(failure_path(marker), encoding="utf-8") as handle:
+            note = json.load(handle)
+        return note if isinstance(note, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def drop(workspace: str, session_id: str) -> bool:
+    """Give up a queued capture (`reme hook drop session_id=...`); False when there is none."""
+    if not SESSION_ID.fullmatch(session_id):
+        return False
+    marker = os.path.join(_marker_dir(workspace), f"{session_id}.json")
+    found = os.path.exists(marker)
+    for path in (marker, failure_path(marker)):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+    return found
 
 
 def _sent_path(workspace: str, session_id: str) -> str:
     return os.path.join(_marker_dir(workspace), f"{session_id}.sent")
 
 
-def append_params(workspace: str, capture: dict[str, Any]) -> tuple[dict[str, Any], int]:
-    """The `agent_session_append` parameters for a capture: the lines its transcript gained since
-    the last capture that was saved (all of it for a new file), and the offset they end at."""
-    start = 0
+def _sent(workspace: str, session_id: str) -> dict[str, Any]:
     try:
-        with open(_sent_path(workspace, capture["session_id"]), encoding="utf-8") as handle:
+        with open(_sent_path(workspace, session_id), encoding="utf-8") as handle:
             sent = json.load(handle)
-        if sent.get("transcript_path") == capture["transcript_path"]:
+        return sent if isinstance(sent, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def append_params(workspace: str, capture: dict[str, Any]) -> tuple[dict[str, Any], Part]:
+    """The `agent_session_append` parameters for a capture: the next part of the lines its
+    transcript gained since the last part that was saved (from the start for a new file)."""
+    sent = _sent(workspace, capture["session_id"])
+    start = 0
+    if sent.get("transcript_path") == capture["transcript_path"]:
+        try:
             start = int(sent.get("offset") or 0)
-    except (OSError, ValueError, TypeError, AttributeError):
-        pass
-    entries, end = read_transcript(capture["transcript_path"], start)
-    params = {"session_id": capture["session_id"], "source": capture["source"], "messages": entries}
-    return params, end
+        except (TypeError, ValueError):
+            start = 0
+    part = read_transcript(capture["transcript_path"], start)
+    params: dict[str, Any] = {
+        "session_id": capture["session_id"],
+        "source": capture["source"],
+        "messages": part.entries,
+    }
+    if part.skipped:
+        params["skipped"] = part.skipped
+    return params, part
 
 
-def saved_up_to(workspace: str, capture: dict[str, Any], offset: int) -> None:
-    """Remember how far a transcript is saved, so the next capture sends only what follows."""
+def saved_up_to(
+    workspace: str, capture: dict[str, Any], offset: int, skipped: dict[str, int] | None = None
+) -> None:
+    """Remember how far a transcript is saved, so the next capture sends only what follows, and
+    the records skipped so far (by reason) for `reme doctor`."""
     path = _sent_path(workspace, capture["session_id"])
+    before = _sent(workspace, capture["session_id"])
+    total = before.get("skipped") if before.get("transcript_path") == capture["transcript_path"] else None
+    counts = dict(total) if isinstance(total, dict) else {}
+    for reason, count in (skipped or {}).items():
+        counts[reason] = int(counts.get(reason) or 0) + int(count)
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump({"transcript_path": capture["transcript_path"], "offset": offset}, handle)
+        json.dump(
+            {"transcript_path": capture["transcript_path"], "offset": offset, "skipped": counts}, handle
+        )
     os.replace(tmp, path)
 
 
@@ -214,32 +318,55 @@ def call_service(
 INPUT_REFUSED = (400, 422)
 
 
-def _send(info: Any, workspace: str, path: str, raw: str, timeout: float) -> bool:
-    """Send one capture; False when the service did not take it (the marker stays queued)."""
+def _capture(path: str, raw: str) -> dict[str, Any] | None:
+    """The capture a marker names; None (and a failure note) when the marker is damaged."""
     try:
         capture = json.loads(raw)
-        params, end = append_params(workspace, capture)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        _note(f"dropping capture {path}: {exc}")  # its transcript is gone or the marker is damaged
-        _done(path, raw)
+        if isinstance(capture, dict) and all(
+            isinstance(capture.get(k), str) for k in ("session_id", "transcript_path", "source")
+        ):
+            return capture
+    except ValueError:
+        pass
+    failed(path, "the marker is damaged (not a capture's JSON); drop it")
+    return None
+
+
+def _skipped(response: dict[str, Any], part: Part) -> dict[str, int]:
+    counts = (response.get("metadata") or {}).get("skipped")
+    return counts if isinstance(counts, dict) else part.skipped
+
+
+def _send(info: Any, workspace: str, path: str, raw: str, timeout: float) -> bool:
+    """Send one capture, part by part; False when the service did not take it or time ran out
+    (the marker stays queued). A capture the service refuses, or whose transcript is gone, keeps
+    its marker with a failure note and the drain goes on with the others."""
+    deadline = time.monotonic() + timeout
+    capture = _capture(path, raw)
+    if capture is None:
         return True
-    response = (
-        call_service(info, workspace, "agent_session_append", params, timeout)
-        if params["messages"]
-        else {"success": True}  # nothing new since the last capture
-    )
-    if response.get("success"):
-        saved_up_to(workspace, capture, end)
-    elif response.get("status") in INPUT_REFUSED:  # retrying the same input would fail again
-        _note(f"capture of {capture['session_id']} refused: {response.get('answer')}")
-    else:
-        _note(
-            f"the service did not save the capture of {capture['session_id']} "
-            f"(HTTP {response.get('status')}: {response.get('answer')}); it stays queued"
+    while True:
+        try:
+            params, part = append_params(workspace, capture)
+        except OSError as exc:
+            failed(path, f"its transcript cannot be read: {exc.strerror or exc}")
+            return True
+        response = (
+            call_service(info, workspace, "agent_session_append", params, deadline - time.monotonic())
+            if params["messages"]
+            else {"success": True}  # nothing new since the last capture
         )
-        return False
-    _done(path, raw)
-    return True
+        if response.get("success"):
+            saved_up_to(workspace, capture, part.end, _skipped(response, part))
+            if part.more and time.monotonic() < deadline:
+                continue
+            if part.more:
+                return False  # the rest in the next drain: the marker stays
+            _done(path, raw)
+            return True
+        status = response.get("status")
+        failed(path, f"the service answered HTTP {status}: {response.get('answer')}")
+        return status in INPUT_REFUSED  # resending the same input fails again: go on with the others
 
 
 def drain_through(info: Any, workspace: str, budget: float, first: str | None = None) -> bool:
@@ -255,9 +382,9 @@ def drain_through(info: Any, workspace: str, budget: float, first: str | None = 
             if not _send(info, workspace, path, raw, left):
                 return False
         except (ServiceUnreachable, OSError) as exc:
-            _note(f"the service did not take the capture in time ({exc}); it stays queued")
+            failed(path, f"the service did not take it in time ({exc})")
             return False
-    return True
+    return not markers(workspace) or all(read_failure(p) for p, _ in markers(workspace))
 
 
 def spawn_drain(workspace: str) -> None:
@@ -305,7 +432,7 @@ def _capture_of(event: str, payload: dict[str, Any], assigned: dict[str, str]) -
     if not session_id and source == "codex":
         from reme.pipelines.agent_transcripts import codex_session_id
 
-        session_id = codex_session_id(read_transcript(transcript)[0][:5])
+        session_id = codex_session_id(read_transcript(transcript).entries[:5])
     if not isinstance(session_id, str) or not SESSION_ID.fullmatch(session_id) or ".." in session_id:
         _note(f"{event}: session_id {session_id!r} is missing or not a plain name; nothing captured")
         return None
@@ -447,27 +574,30 @@ async def _drain_in_process(workspace: str) -> None:
         handled: set[tuple[str, str]] = set()  # a marker rewritten meanwhile is a new capture
         while pending := [item for item in markers(workspace) if item not in handled]:
             for path, raw in pending:
-                try:
-                    capture = json.loads(raw)
-                    params, end = append_params(workspace, capture)
-                except (OSError, ValueError, KeyError, TypeError) as exc:
-                    _note(f"dropping capture {path}: {exc}")
-                    _done(path, raw)
-                    continue
                 handled.add((path, raw))
-                spec = app.jobs["agent_session_append"]
-                try:
-                    validate_params(spec, params)
-                except ParameterError as exc:  # the input itself is refused: resending fails again
-                    _note(f"capture {path} refused: {exc}")
-                    _done(path, raw)
-                    continue
-                response = await app.run("agent_session_append", **params)
-                if response.success:
-                    saved_up_to(workspace, capture, end)
-                    _done(path, raw)
-                else:  # a conflict, a failing store: the marker stays for the next capture or drain
-                    _note(f"capture {path} not saved ({response.answer}); it stays queued")
+                capture = _capture(path, raw)
+                while capture is not None:
+                    try:
+                        params, part = append_params(workspace, capture)
+                    except OSError as exc:
+                        failed(path, f"its transcript cannot be read: {exc.strerror or exc}")
+                        break
+                    if params["messages"]:
+                        try:
+                            validate_params(app.jobs["agent_session_append"], params)
+                        except ParameterError as exc:  # the input itself is refused: resending fails again
+                            failed(path, f"refused: {exc}")
+                            break
+                        response = await app.run("agent_session_append", **params)
+                        if not response.success:  # a conflict, a failing store: tried again next time
+                            failed(path, str(response.answer))
+                            break
+                        saved_up_to(workspace, capture, part.end, response.metadata.get("skipped"))
+                    else:
+                        saved_up_to(workspace, capture, part.end, part.skipped)
+                    if not part.more:
+                        _done(path, raw)
+                        break
 
 
 # entry -----------------------------------------------------------------------------------------
@@ -490,6 +620,14 @@ def main(args: list[str], stdin: Any = None) -> int:
             return 0
         if event == "drain":
             drain(workspace)
+            return 0
+        if event == "drop":  # the user gives up a capture that keeps failing (`reme doctor` names it)
+            session_id = assigned.get("session_id", "")
+            print(
+                f"dropped the capture of {session_id}"
+                if drop(workspace, session_id)
+                else f"no capture of {session_id!r} is queued"
+            )
             return 0
         if event == "codex-notify":
             payload = read_payload(io.StringIO(notice or "{}"))

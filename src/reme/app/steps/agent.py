@@ -26,6 +26,7 @@ async def agent_session_append_step(ctx: JobContext, max_message_chars: int = 80
         messages=ctx.params.get("messages") or [],
         source=ctx.params.get("source") or "reme",
         max_message_chars=int(max_message_chars),
+        skipped=ctx.params.get("skipped"),
     )
     _finish(ctx, outcome)
 
