@@ -10,7 +10,6 @@ run records (the newest `max_runs`).
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -18,7 +17,7 @@ from typing import Any
 
 from reme.errors import ReMeError
 from reme.pipelines.digest_nodes import Overload, load_nodes
-from reme.pipelines.dream_journal import journal_folder
+from reme.pipelines.dream_journal import journal_folder, read_record
 from reme.pipelines.port import FileText, MemoryPort
 from reme.workspace import frontmatter
 from reme.workspace.digest import SOURCE_PREDICATE, SOURCES_HEADING, source_links
@@ -178,12 +177,10 @@ async def _violations(port: MemoryPort, max_runs: int) -> list[dict[str, Any]]:
     entries = (await port.list_files(folder, extensions=(".json",)))[-max_runs:]
     found = []
     for entry in entries:
-        loaded = await port.load(entry.path)
-        try:
-            record = json.loads(loaded.content) if loaded else {}
-        except ValueError:
+        record, problem = await read_record(port, entry.path)
+        if problem is not None:  # an unusable record is the journal listing's to report
             continue
-        for violation in record.get("violations") or [] if isinstance(record, dict) else []:
+        for violation in record.get("violations") or []:
             lost = ", ".join(describe(edge) for edge in violation.get("missing_edges") or [])
             found.append(
                 {

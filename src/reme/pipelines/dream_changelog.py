@@ -10,12 +10,11 @@ Diffs are cut at `max_diff_lines` per node.
 from __future__ import annotations
 
 import difflib
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from reme.errors import ReMeError
-from reme.pipelines.dream_journal import journal_folder, load_record
+from reme.pipelines.dream_journal import journal_folder, load_record, read_record
 from reme.pipelines.dream_revert import targets
 from reme.pipelines.port import MemoryPort
 
@@ -62,13 +61,13 @@ def _lines(run: dict[str, Any]) -> list[str]:
 async def changelog(port: MemoryPort, *, limit: int, kind: str | None) -> ChangelogOutcome:
     entries = await port.list_files(f"{journal_folder(port)}/runs", extensions=(".json",))
     runs: list[dict[str, Any]] = []
+    skipped: list[dict[str, str]] = []  # records that cannot be read: one line each, the rest listed
     for entry in reversed(entries[-MAX_SCANNED:]):  # run ids sort by start time
-        loaded = await port.load(entry.path)
-        try:
-            record = json.loads(loaded.content) if loaded else None
-        except ValueError:
+        record, problem = await read_record(port, entry.path)
+        if problem is not None:
+            skipped.append({"path": entry.path, "reason": problem})
             continue
-        if isinstance(record, dict) and (kind is None or _kind(record) == kind):
+        if kind is None or _kind(record) == kind:
             runs.append(_brief(record))
             if len(runs) >= limit:
                 break
@@ -78,8 +77,9 @@ async def changelog(port: MemoryPort, *, limit: int, kind: str | None) -> Change
         if runs
         else f"no {which}run in the journal yet"
     )
-    answer = "\n".join([head, *(line for run in runs for line in _lines(run))])
-    return ChangelogOutcome(answer, {"runs": runs})
+    notes = [f"skipped {s['path']}: {s['reason']}" for s in skipped]
+    answer = "\n".join([head, *(line for run in runs for line in _lines(run)), *notes])
+    return ChangelogOutcome(answer, {"runs": runs, "skipped_records": skipped})
 
 
 async def run_detail(port: MemoryPort, *, run_id: str, max_diff_lines: int) -> ChangelogOutcome:

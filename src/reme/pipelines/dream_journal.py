@@ -101,28 +101,90 @@ def record_text(record: RunRecord) -> str:
 async def load_record(port: MemoryPort, run_id: str) -> dict[str, Any] | None:
     """A run's record, or None when no run has this id; ValueError for text that is no run id.
 
-    A record that is there but is no JSON object is a `ReMeError` naming it (not "no run").
-    """
+    A record that is there but cannot be used (over the size cap, not JSON, not the shape of a run
+    record) is a `ReMeError` whose message names it and says what to do (not "no run")."""
     if not RUN_ID.match(run_id):
         raise ValueError(
             f"{run_id!r} is not a run id (like 20260620T230000-123456-a1b2c3); see `reme journal`"
         )
-    found = await port.load(record_path(port, run_id))
-    if found is None:
+    path = record_path(port, run_id)
+    if not port.exists(path):
         return None
+    data, problem = await read_record(port, path)
+    if problem is not None:
+        raise ReMeError(
+            f"run record {path} is unreadable: {problem}; nothing was changed — restore it from a "
+            "backup or remove it",
+            {"path": path},
+        )
+    return data
+
+
+async def read_record(port: MemoryPort, path: str) -> tuple[dict[str, Any], str | None]:
+    """A run record and None, or {} and why it cannot be used (a sentence fragment)."""
+    try:
+        found = await port.load(path)
+    except (ReMeError, ValueError, OSError) as exc:
+        return {}, _first_line(getattr(exc, "message", None) or str(exc))
+    if found is None:
+        return {}, "it is gone"
     try:
         data = json.loads(found.content)
     except ValueError as exc:
-        raise ReMeError(
-            f"run record {found.path} is unreadable: {exc}; restore it from a backup or remove it",
-            {"path": found.path},
-        ) from None
+        return {}, f"it is not JSON ({exc})"
+    except RecursionError:
+        return {}, "its JSON nests too deeply to be a run record"
+    problem = record_problem(data)
+    return (data, None) if problem is None else ({}, problem)
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0][:300] if text.strip() else "it cannot be read"
+
+
+_LISTS = {  # field -> keys each entry must have as text (None: the entry itself is text)
+    "actions": ("action", "target_path", "reason"),
+    "failed_units": ("unit", "error"),
+    "created": None,
+    "modified": ("path", "sha256_after"),
+    "deleted": ("path",),
+    "violations": ("path",),
+    "refusals": ("unit", "refusal"),
+}
+
+
+def record_problem(data: Any) -> str | None:
+    """What keeps `data` from being a run record the journal and a revert can use, or None."""
     if not isinstance(data, dict):
-        raise ReMeError(
-            f"run record {found.path} is unreadable: not a JSON object; restore it from a backup or remove it",
-            {"path": found.path},
-        )
-    return data
+        return f"it holds a JSON {type(data).__name__}, not a run record object"
+    for key in ("run_id", "kind", "started_at", "finished_at", "reverts", "error"):
+        if data.get(key) is not None and not isinstance(data[key], str):
+            return f"its `{key}` is not text"
+    for key, needed in _LISTS.items():
+        entries = data.get(key) or []
+        if not isinstance(entries, list):
+            return f"its `{key}` is not a list"
+        for index, entry in enumerate(entries):
+            if needed is None:
+                if not isinstance(entry, str):
+                    return f"`{key}[{index}]` is not a path"
+                continue
+            if not isinstance(entry, dict):
+                return f"`{key}[{index}]` is not an object"
+            missing = [k for k in needed if not isinstance(entry.get(k), str)]
+            if missing:
+                return f"`{key}[{index}]` has no text `{missing[0]}`"
+            if key in ("modified", "deleted") and not isinstance(entry.get("content_before"), str | None):
+                return f"`{key}[{index}].content_before` is not text"
+    if not isinstance(data.get("created_sha256") or {}, dict):
+        return "its `created_sha256` is not an object"
+    for violation in data.get("violations") or []:
+        if not isinstance(violation.get("missing_edges") or [], list) or not all(
+            isinstance(edge, dict) and isinstance(edge.get("target"), str)
+            for edge in violation.get("missing_edges") or []
+        ):
+            return "a violation's `missing_edges` are not links"
+    return None
 
 
 async def write_journal(port: MemoryPort, record: RunRecord, day: str, time_text: str) -> str:

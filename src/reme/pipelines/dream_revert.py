@@ -50,7 +50,7 @@ def targets(record: dict[str, Any]) -> list[_Target]:
     """Per path, the state before the run and the state it left, from the record's entries in order."""
     found: dict[str, _Target] = {}
     for entry in record.get("deleted") or []:
-        found[entry["path"]] = _Target(entry["path"], entry["content_before"], None)
+        found[entry["path"]] = _Target(entry["path"], entry.get("content_before"), None)
     created_sha = record.get("created_sha256") or {}
     for path in record.get("created") or []:
         found.setdefault(path, _Target(path, None, created_sha.get(path), path in created_sha))
@@ -59,7 +59,7 @@ def targets(record: dict[str, Any]) -> list[_Target]:
         if path in found:
             found[path].after, found[path].known = entry["sha256_after"], True
         else:
-            found[path] = _Target(path, entry["content_before"], entry["sha256_after"])
+            found[path] = _Target(path, entry.get("content_before"), entry["sha256_after"])
     return list(found.values())
 
 

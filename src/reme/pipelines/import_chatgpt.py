@@ -158,8 +158,9 @@ def chatgpt_batch(
         try:
             raw = [m for node in branch(conversation) if (m := message_of(node))]
             records = clean_records(normalise_messages(raw, tz, max_message_chars), max_message_chars)
-        except ValueError as exc:
-            batch.skip(shown, str(exc))
+        except (ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
+            # one malformed conversation is reported; the others are imported
+            batch.skip(shown, f"malformed: {exc}" if not isinstance(exc, ValueError) else str(exc))
             continue
         if not records:
             batch.skip(shown, "no visible user or assistant message")
