@@ -359,7 +359,18 @@ def _chatgpt(items: list[tuple[str, str, str]]) -> list[dict[str, Any]]:
 
 
 def _hooks(workspace: Path, items: list[tuple[str, str, str]], paths: set[str], tmp: Path) -> None:
-    os.environ["REME_HOOK_SPAWN"] = "0"
+    spawn = os.environ.get("REME_HOOK_SPAWN")
+    os.environ["REME_HOOK_SPAWN"] = "0"  # the drain runs below, in this process
+    try:
+        _hook_captures(workspace, items, paths, tmp)
+    finally:
+        if spawn is None:
+            del os.environ["REME_HOOK_SPAWN"]
+        else:
+            os.environ["REME_HOOK_SPAWN"] = spawn
+
+
+def _hook_captures(workspace: Path, items: list[tuple[str, str, str]], paths: set[str], tmp: Path) -> None:
     if "claude_hook" in paths:
         transcript = tmp / "claude.jsonl"
         transcript.write_text("".join(json.dumps(line) + "\n" for line in _claude_transcript(items)))

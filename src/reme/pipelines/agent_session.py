@@ -13,6 +13,7 @@ session) are cut out, so recalled memory is never memorised again, and secrets a
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -127,7 +128,8 @@ async def agent_session_append(
         reading.skipped[reason] = reading.skipped.get(reason, 0) + count
     lenient = reading.skip if source != "reme" else None  # reme's own format: a bad message is an error
     raw = normalise_messages(reading.messages, port.tz, READ_CHARS, skip=lenient)
-    incoming = clean_records(raw, max_message_chars)
+    # redaction is the costly part of a large capture: off the event loop, other sessions go on
+    incoming = await asyncio.to_thread(clean_records, raw, max_message_chars)
     async with port.keyed_lock(f"session:{session_id}"):
         saved = await port.load(session_path(port, session_id))
         known = {r["id"] for r in parse_transcript(saved.content if saved else "", port.tz)}
