@@ -30,7 +30,7 @@ from reme.pipelines.auto_memory import (
     session_path,
 )
 from reme.pipelines.distil import mark_pending
-from reme.pipelines.messages import READ_CHARS, local_date, normalise_messages, truncate
+from reme.pipelines.messages import READ_CHARS, local_date, normalise_messages
 from reme.pipelines.port import MemoryPort
 from reme.pipelines.recall import OPEN
 from reme.pipelines.redaction import redact_record
@@ -72,10 +72,9 @@ def clean_records(records: Sequence[dict[str, Any]], max_chars: int) -> list[dic
     """Records with recalled context cut out, secrets redacted and text truncated; empty ones dropped."""
     cleaned = []
     for record in records:
-        out = redact_record({**record, "content": strip_context(record["content"])})
-        if not out["content"]:
-            continue
-        cleaned.append({**out, "content": truncate(out["content"], max_chars)})
+        out = redact_record({**record, "content": strip_context(record["content"])}, max_chars)
+        if out["content"]:
+            cleaned.append(out)
     return cleaned
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reme.pipelines.messages import content_text, strip_base64
-from reme.pipelines.redaction import redact
+from reme.pipelines.redaction import SECRET_SPAN, redact
 
 TOOL_RESULT_CHARS = 400
 SOURCES = ("reme", "claude_code", "codex")
@@ -40,9 +40,11 @@ class Reading:
 
 
 def _trimmed(text: str, limit: int = TOOL_RESULT_CHARS) -> str:
-    # redacted before the cut, so a secret straddling it leaves no prefix behind
-    text = " ".join(redact(strip_base64(text)).split())
-    return text if len(text) <= limit else f"{text[:limit]}… [{len(text) - limit} more characters]"
+    # the kept part and a margin redacted before the cut: a secret straddling it leaves no prefix
+    # behind, and a huge output costs what its first characters cost
+    text = " ".join(strip_base64(text).split())
+    head = redact(text[: limit + SECRET_SPAN])
+    return head if len(text) <= limit else f"{head[:limit]}… [{len(text) - limit} more characters]"
 
 
 def tool_result_note(content: Any, *, error: bool = False) -> str:

@@ -18,7 +18,7 @@ from reme.llm.runner import AgentFailed
 from reme.pipelines.cards import cards_of_day, daily_days, find_card
 from reme.pipelines.dates import pin_body, render_for_prompt
 from reme.pipelines.distil import distil_card, mark_pending
-from reme.pipelines.messages import READ_CHARS, local_date, normalise_messages, truncate
+from reme.pipelines.messages import READ_CHARS, local_date, normalise_messages
 from reme.pipelines.names import short_hash
 from reme.pipelines.port import MemoryPort
 from reme.pipelines.redaction import redact, redact_record
@@ -181,10 +181,7 @@ async def auto_memory(
     check_session_id(session_id)
     explicit = parse_date(date_text) if date_text else None
     # redacted before the cut (a secret cut in half would survive) and before the first write
-    incoming = [
-        {**clean, "content": truncate(clean["content"], max_message_chars)}
-        for clean in map(redact_record, normalise_messages(messages, port.tz, READ_CHARS))
-    ]
+    incoming = [redact_record(r, max_message_chars) for r in normalise_messages(messages, port.tz, READ_CHARS)]
     async with port.keyed_lock(f"session:{session_id}"):
         return await _remember(port, session_id, incoming, explicit, redact(memory_hint), add_usage)
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, date, datetime, tzinfo
 from typing import Any
 
-from reme.pipelines.redaction import redact
+from reme.pipelines.redaction import SECRET_SPAN, redact
 
 TIME_KEYS = ("created_at", "timestamp", "time_created", "createdAt", "created_time")
 DROPPED_ROLES = ("tool", "function", "ipython")
@@ -43,8 +43,9 @@ def _scrub(value: Any) -> Any:
 def _tool_note(name: Any, args: Any) -> str:
     if not isinstance(args, str):
         args = json.dumps(args, ensure_ascii=False, default=str)
-    args = redact(strip_base64(args))  # before the cut, so a secret across it leaves no prefix behind
-    return f"[tool call {name}: {args[:200]}{'…' if len(args) > 200 else ''}]"
+    args = strip_base64(args)
+    head = redact(args[: 200 + SECRET_SPAN])  # past the cut too: a secret across it leaves no prefix
+    return f"[tool call {name}: {head[:200]}{'…' if len(args) > 200 else ''}]"
 
 
 def _block_text(block: Any) -> str:

@@ -117,8 +117,23 @@ def _secret_like(value: str) -> bool:
     )
 
 
+# what must appear (lowercased) before a rule of reme's own is worth running: most text has none
+_NEEDLES = {
+    "private-key-block": ("private key",),
+    "url-password": ("://",),
+    "authorization-header": ("authorization",),
+    "bearer-token": ("bearer",),
+    "cli-password": ("--", "mysql"),
+    "password-assignment": ("pass", "pwd"),
+    "secret-assignment": ("secret", "token", "key", "credential", "auth"),
+}
+
+
 def _own_findings(text: str) -> Iterator[tuple[int, int, str]]:
+    lowered = text.lower()
     for kind, pattern in OWN_RULES:
+        if not any(needle in lowered for needle in _NEEDLES[kind]):
+            continue
         for match in pattern.finditer(text):
             names = [n for n in ("v", "w", "x") if n in pattern.groupindex and match.group(n) is not None]
             start, end = match.span(names[0]) if names else match.span()
@@ -241,6 +256,19 @@ def redact(text: str) -> str:
     return _apply(text, spans) if spans else text
 
 
+SECRET_SPAN = 4096  # longer than a secret a rule finds in one piece (a private key block runs to the end)
+
+
+def redact_cut(text: str, max_chars: int) -> str:
+    """`text` redacted, then cut to `max_chars` with a note of the cut. Only what is kept is
+    scanned, plus a margin, so a secret across the cut is still recognised whole and leaves no
+    prefix behind: a long tool output costs what its kept part costs."""
+    if len(text) <= max_chars:
+        return redact(text)
+    head = redact(text[: max_chars + SECRET_SPAN])
+    return f"{head[:max_chars]}\n[truncated {len(text) - max_chars} characters]"
+
+
 def redact_value(value: Any) -> Any:
     """Redact every string inside a JSON-like value (keys included: a secret can be a key)."""
     if isinstance(value, str):
@@ -275,10 +303,10 @@ def redact_note(text: str) -> str:
     return head + redact(document.body)
 
 
-def redact_record(record: Mapping[str, Any]) -> dict[str, Any]:
-    """A normalised transcript record with its text and metadata redacted (before any cut: a
-    secret cut in half would no longer be recognised)."""
-    out = {**record, "content": redact(str(record.get("content") or ""))}
+def redact_record(record: Mapping[str, Any], max_chars: int) -> dict[str, Any]:
+    """A normalised transcript record with its text redacted and cut to `max_chars` (`redact_cut`)
+    and its metadata redacted."""
+    out = {**record, "content": redact_cut(str(record.get("content") or ""), max_chars)}
     if "metadata" in out:
         out["metadata"] = redact_value(out["metadata"])
     return out
