@@ -108,3 +108,31 @@ def test_a_failed_capture_keeps_its_marker_until_it_succeeds_or_is_dropped(tmp_p
     dropped = hook("drop", "", workspace, f"session_id={S1}")
     assert dropped.returncode == 0 and "dropped the capture" in dropped.stdout
     assert markers(workspace) == [] and doctor_agents(workspace) == []
+
+
+def test_a_transcript_is_read_in_bounded_parts_and_an_over_long_line_is_skipped(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from reme.service import hooks
+
+    monkeypatch.setattr(hooks, "MAX_LINE_BYTES", 200)
+    monkeypatch.setattr(hooks, "MAX_PART_BYTES", 100)
+    path = tmp_path / "t.jsonl"
+    lines = [json.dumps({"n": n, "pad": "x" * 40}) + "\n" for n in range(6)]
+    lines.insert(3, json.dumps({"n": "long", "pad": "y" * 1000}) + "\n")
+    path.write_text("".join(lines) + '{"n": 99, "still": "being wri', encoding="utf-8")
+    got: list[Any] = []
+    skipped: dict[str, int] = {}
+    offset, parts = 0, 0
+    while True:
+        part = hooks.read_transcript(str(path), offset)
+        parts += 1
+        assert len(part.entries) <= 2  # a part stops once it holds MAX_PART_BYTES
+        got += [e["n"] for e in part.entries]
+        for reason, count in part.skipped.items():
+            skipped[reason] = skipped.get(reason, 0) + count
+        offset = part.end
+        if not part.more:
+            break
+    assert got == [0, 1, 2, 3, 4, 5] and skipped == {"over_size": 1} and parts >= 3
+    assert offset == len("".join(lines).encode())  # the line still being written waits

@@ -201,6 +201,9 @@ def failure_path(marker: str) -> str:
 def failed(marker: str, reason: str) -> None:
     """Note why a capture failed beside its marker, which stays: the next drain tries it again,
     `reme doctor` shows the reason, `reme hook drop` gives it up."""
+    from reme.pipelines.redaction import redact  # a refusal may quote the input: no secret in the log
+
+    reason = redact(reason)
     path = failure_path(marker)
     attempts = (read_failure(marker) or {}).get("attempts", 0)
     note = {"reason": reason, "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "attempts": int(attempts) + 1}
