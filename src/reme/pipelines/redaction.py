@@ -82,6 +82,9 @@ OWN_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
 _TOKEN = re.compile(r"(?<![\w+=~-])[A-Za-z0-9_+=~-]{10,512}(?![\w+=~-])")
 _HEXISH = re.compile(r"[0-9a-fA-F-]+")
 _PARTS = re.compile(r"[-_~]")
+_HASH_NAMES = frozenset(
+    {"md5", "sha", "sha1", "sha224", "sha256", "sha384", "sha512", "blake2b", "blake3", "commit"}
+)
 _WORD = re.compile(r"[a-z]{4,}")
 
 _OWN = frozenset(kind for kind, _ in OWN_RULES)
@@ -165,13 +168,13 @@ def _random_tokens(text: str, providers: frozenset[str]) -> Iterator[tuple[int, 
         if named:  # a provider on the line: an id, a hex key or a UUID next to it is its credential
             secret = (digits >= 2 and letters >= 2 and entropy >= 3.0) or (digits >= 15 and token.isdigit())
         else:  # judged by its longest part: `chatgpt-<uuid>`, `rollout-2026-06-03` are names
-            part = max(_PARTS.split(token), key=len)
-            secret = (
-                len(part) >= 16
-                and not _HEXISH.fullmatch(part)
-                and shannon(part) >= 3.5
-                and _switches(part) >= 4
-            )
+            parts = _PARTS.split(token)
+            part = max(parts, key=len)
+            if _HEXISH.fullmatch(part):  # a hash, unless a prefix names it a key (`live_<hex>`)
+                named_hash = parts[0].lower() in _HASH_NAMES  # `sha256-<hex>` is a digest
+                secret = len(part) >= 24 and len(parts) > 1 and not named_hash and shannon(part) >= 3.0
+            else:
+                secret = len(part) >= 16 and shannon(part) >= 3.5 and _switches(part) >= 4
         if secret:
             yield match.start(), match.end(), "high-entropy-token"
 

@@ -372,12 +372,19 @@ def _send(info: Any, workspace: str, path: str, raw: str, timeout: float) -> boo
         return status in INPUT_REFUSED  # resending the same input fails again: go on with the others
 
 
-def drain_through(info: Any, workspace: str, budget: float, first: str | None = None) -> bool:
-    """Send the waiting captures (`first` first) to the service within `budget` seconds; True when none is left."""
+def drain_through(
+    info: Any, workspace: str, budget: float, first: str | None = None, others: bool = True
+) -> bool:
+    """Send the waiting captures (`first` first, then the others unless `others` is False) to the
+    service within `budget` seconds; True when none is left to this call."""
     from reme.service.client import ServiceUnreachable
 
     deadline = time.monotonic() + budget
-    for path, raw in markers(workspace, first):
+    waiting = markers(workspace, first)
+    if not others:
+        own = os.path.join(_marker_dir(workspace), f"{first}.json")
+        waiting = [item for item in waiting if item[0] == own]
+    for path, raw in waiting:
         left = deadline - time.monotonic()
         if left <= 0:
             return False
@@ -387,7 +394,7 @@ def drain_through(info: Any, workspace: str, budget: float, first: str | None = 
         except (ServiceUnreachable, OSError) as exc:
             failed(path, f"the service did not take it in time ({exc})")
             return False
-    return not markers(workspace) or all(read_failure(p) for p, _ in markers(workspace))
+    return not others or not markers(workspace) or all(read_failure(p) for p, _ in markers(workspace))
 
 
 def spawn_drain(workspace: str) -> None:
@@ -488,8 +495,23 @@ def capture(event: str, payload: dict[str, Any], assigned: dict[str, str], works
         return
     write_marker(workspace, found)
     info = http_service(workspace)
-    if info is None or not drain_through(info, workspace, capture_budget(), found["session_id"]):
+    # a drain already at work (a huge transcript in parts) keeps the others: this hook sends its own
+    others = not draining(workspace)
+    if info is None or not drain_through(info, workspace, capture_budget(), found["session_id"], others):
         spawn_drain(workspace)
+
+
+def draining(workspace: str) -> bool:
+    """Whether a `reme hook drain` holds the workspace's drain lock now."""
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(os.path.join(_marker_dir(workspace), ".drain.lock"), timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        return True
+    lock.release()
+    return False
 
 
 def recall(event: str, payload: dict[str, Any], assigned: dict[str, str], workspace: str) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+
 from reme.app.jobs import JobContext
 from reme.app.port import AppPort
 from reme.app.registry import register_step
@@ -29,6 +32,18 @@ async def agent_session_append_step(ctx: JobContext, max_message_chars: int = 80
         skipped=ctx.params.get("skipped"),
     )
     _finish(ctx, outcome)
+    if len(ctx.params.get("messages") or []) >= LARGE_CAPTURE:
+        give_back_memory()
+
+
+LARGE_CAPTURE = 50  # messages in one append: a part of a long transcript
+
+
+def give_back_memory() -> None:
+    """After a large capture, hand the heap glibc keeps in its (per-thread) arenas back to the OS,
+    so one huge transcript does not raise the service's memory for good; a no-op elsewhere."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 @register_step("agent_session_flush")
