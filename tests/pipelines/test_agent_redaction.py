@@ -11,7 +11,7 @@ import pytest
 
 from reme.pipelines.agent_transcripts import TOOL_RESULT_CHARS, tool_result_note
 from reme.pipelines.messages import content_text
-from reme.pipelines.redaction import redact, redact_note, redact_value
+from reme.pipelines.redaction import redact, redact_cut, redact_note, redact_value
 from reme.workspace import frontmatter
 from reme.workspace.secret_rules import go_to_python, load_rules
 
@@ -207,3 +207,19 @@ def test_a_secret_across_the_cut_of_a_tool_note_leaves_no_prefix(offset: int) ->
     )
     for note in (result, call):
         assert "ghp_" not in note and SECRET[:offset] not in note, note
+
+
+@pytest.mark.parametrize("offset", [5, 20, 35])
+def test_a_cut_message_is_redacted_across_the_cut_and_counts_what_it_dropped(offset: int) -> None:
+    secret = "ghp_" + _rand(36)
+    text = "x" * (100 - offset) + " " + secret + " tail " + "y" * 50_000
+    out = redact_cut(text, 100)
+    assert secret[:offset] not in out and out.endswith(f"[truncated {len(text) - 100} characters]")
+    assert redact_cut("short ghp_" + secret[4:], 100) == "short [REDACTED:github-pat]"
+
+
+def test_hashes_and_ids_stay_but_a_key_prefixed_hex_goes() -> None:
+    digest = "".join(_RNG.choice("0123456789abcdef") for _ in range(40))
+    for kept in (f"commit {digest}", f"sha256-{digest}", f"chatgpt-{_RNG.getrandbits(128):032x}"):
+        assert redact(kept) == kept
+    assert redact(f"use live_{digest}") == "use [REDACTED:high-entropy-token]"

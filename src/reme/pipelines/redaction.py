@@ -82,8 +82,9 @@ OWN_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
 _TOKEN = re.compile(r"(?<![\w+=~-])[A-Za-z0-9_+=~-]{10,512}(?![\w+=~-])")
 _HEXISH = re.compile(r"[0-9a-fA-F-]+")
 _PARTS = re.compile(r"[-_~]")
-_HASH_NAMES = frozenset(
-    {"md5", "sha", "sha1", "sha224", "sha256", "sha384", "sha512", "blake2b", "blake3", "commit"}
+# words that make `<word>_<hex>` a key rather than an id or a digest (`live_<hex>`, `test_pub_<hex>`)
+_KEY_WORDS = frozenset(
+    {"live", "test", "prod", "key", "pub", "pk", "sk", "rk", "secret", "token", "api", "private"}
 )
 _WORD = re.compile(r"[a-z]{4,}")
 
@@ -170,9 +171,9 @@ def _random_tokens(text: str, providers: frozenset[str]) -> Iterator[tuple[int, 
         else:  # judged by its longest part: `chatgpt-<uuid>`, `rollout-2026-06-03` are names
             parts = _PARTS.split(token)
             part = max(parts, key=len)
-            if _HEXISH.fullmatch(part):  # a hash, unless a prefix names it a key (`live_<hex>`)
-                named_hash = parts[0].lower() in _HASH_NAMES  # `sha256-<hex>` is a digest
-                secret = len(part) >= 24 and len(parts) > 1 and not named_hash and shannon(part) >= 3.0
+            if _HEXISH.fullmatch(part):  # an id or a digest, unless a word names it a key
+                keyed = any(p.lower() in _KEY_WORDS for p in parts if p is not part)
+                secret = len(part) >= 24 and keyed and shannon(part) >= 3.0
             else:
                 secret = len(part) >= 16 and shannon(part) >= 3.5 and _switches(part) >= 4
         if secret:
