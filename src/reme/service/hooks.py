@@ -37,6 +37,7 @@ MAX_TRANSCRIPT_BYTES = 16 << 20  # the tail of a longer transcript: earlier turn
 MAX_LINE_BYTES = 8 << 20  # one record (a turn with a pasted image); a longer line is skipped, counted
 MAX_PART_BYTES = 1 << 20  # one request to the service: a long transcript goes in parts, others between
 MAX_ENTRIES = 50000  # = agent_session_append's maxItems
+MAX_REASON = 300  # characters of a failure's reason kept beside its marker
 CAPTURE_BUDGET = 0.8  # seconds a capture hook may spend talking to the service (`REME_HOOK_BUDGET`)
 RECALL_TIMEOUT = 5.0
 PROMPT_RECALL = {"limit": 3, "max_chars": 1500}
@@ -201,9 +202,7 @@ def failure_path(marker: str) -> str:
 def failed(marker: str, reason: str) -> None:
     """Note why a capture failed beside its marker, which stays: the next drain tries it again,
     `reme doctor` shows the reason, `reme hook drop` gives it up."""
-    from reme.pipelines.redaction import redact  # a refusal may quote the input: no secret in the log
-
-    reason = redact(reason)
+    reason = reason[:MAX_REASON]  # answers name parameters, not their values; bounded all the same
     path = failure_path(marker)
     attempts = (read_failure(marker) or {}).get("attempts", 0)
     note = {"reason": reason, "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "attempts": int(attempts) + 1}
@@ -391,8 +390,8 @@ def drain_through(
         try:
             if not _send(info, workspace, path, raw, left):
                 return False
-        except (ServiceUnreachable, OSError) as exc:
-            failed(path, f"the service did not take it in time ({exc})")
+        except (ServiceUnreachable, OSError) as exc:  # slow, not failed: the marker waits as it is
+            _note(f"the service did not take the capture in time ({exc}); it stays queued")
             return False
     return not others or not markers(workspace) or all(read_failure(p) for p, _ in markers(workspace))
 
