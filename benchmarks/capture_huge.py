@@ -72,11 +72,21 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--mb", type=int, default=200)
     parser.add_argument("--small-runs", type=int, default=5)
+    parser.add_argument(
+        "--service-arg", action="append", default=[], help="a config override for the service"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp) / "ws"
         service = subprocess.Popen(
-            [REME, "start", f"workspace_dir={workspace}", "service.port=0", "scheduler.cron=false"],
+            [
+                REME,
+                "start",
+                f"workspace_dir={workspace}",
+                "service.port=0",
+                "scheduler.cron=false",
+                *args.service_arg,
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
