@@ -10,7 +10,10 @@ import base64
 import contextlib
 import json
 import os
+import subprocess
+import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,38 +30,55 @@ PNG = b"\x89PNG\r\n\x1a\n"
 INSIDE_NOTE = "---\nname: inside\n---\nA note that belongs here, about ordinary things.\n"
 OUTSIDE_NOTE = f"---\nname: {MARKER}\ndescription: {MARKER}\n---\n{MARKER} {MARKER} outside secret text\n" * 3
 HTTP_ROUNDS = 250  # each round asks every HTTP read job once
-MCP_ROUNDS = 60
+MCP_ROUNDS = 100
 INDEX_SYNCS = 600
-# 2,500 HTTP answers + 540 MCP answers + 600 index syncs: over 3,000 attempts in all
+# 2,500 HTTP answers + 900 MCP answers + 600 index syncs: over 4,000 attempts in all
 
 
-def _flipper(root: Path, outside: Path, stop: threading.Event, flips: list[int]) -> None:
-    """Swap `digest/race` between the real folder and a link to `outside`, as fast as it can."""
-    race, parked = root / "digest/race", root / "digest/parked"
-    while not stop.is_set():
-        with contextlib.suppress(OSError):
-            os.rename(race, parked)
-            os.symlink(outside, race)
-            flips[0] += 1
-        with contextlib.suppress(OSError):
-            os.unlink(race)
-            os.rename(parked, race)
+FLIPPER = """
+import os, random, sys, time
+race, parked, outside, stop = sys.argv[1:]
+flips = 0
+while not os.path.exists(stop):
+    try:
+        os.rename(race, parked)
+        os.symlink(outside, race)
+        flips += 1
+    except OSError:
+        pass
+    time.sleep(random.random() * 0.0004)  # each state lasts a while, up to a few requests' reads
+    try:
+        os.unlink(race)
+        os.rename(parked, race)
+    except OSError:
+        pass
+    time.sleep(random.random() * 0.0004)
+print(flips)
+"""
 
 
 @contextlib.contextmanager
 def flipping(root: Path, outside: Path) -> Iterator[list[int]]:
-    stop, flips = threading.Event(), [0]
-    thread = threading.Thread(target=_flipper, args=(root, outside, stop, flips), daemon=True)
-    thread.start()
+    """`digest/race` swaps between the real folder and a link to `outside`, as fast as a process of
+    its own can (a thread would share the reader's interpreter lock and flip far less often)."""
+    race, parked, stop = root / "digest/race", root / "digest/parked", root.parent / "stop-flipping"
+    flipper = subprocess.Popen(
+        [sys.executable, "-c", FLIPPER, str(race), str(parked), str(outside), str(stop)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    flips = [0]
     try:
+        time.sleep(0.2)
         yield flips
     finally:
-        stop.set()
-        thread.join()
-        with contextlib.suppress(OSError):  # leave the real folder in place
-            if (root / "digest/race").is_symlink():
-                os.unlink(root / "digest/race")
-                os.rename(root / "digest/parked", root / "digest/race")
+        stop.touch()
+        flips[0] = int(flipper.communicate(timeout=30)[0] or 0)
+        stop.unlink()
+        if race.is_symlink():  # leave the real folder in place
+            os.unlink(race)
+        if parked.is_dir():
+            os.rename(parked, race)
 
 
 def lay_out(tmp_path: Path) -> tuple[Path, Path]:
@@ -172,19 +192,17 @@ async def test_read_only_mcp_tools_never_return_outside_bytes_while_a_folder_fli
         cwd=str(tmp_path),
     )
     leaks, attempts, refused = [], 0, 0
+    tools = [(job, arguments) for job, arguments in READS if job != "export"]  # export: not read-only
     async with Client(params) as client:
         with flipping(workspace, outside) as flips:
-            for _ in range(MCP_ROUNDS):
-                for job, arguments in READS:
-                    if job == "export":
-                        continue  # not a tool of the read-only profile
-                    result = await client.call_tool(job, arguments)
+            for _ in range(MCP_ROUNDS):  # each round: every tool at once
+                results = await asyncio.gather(*(client.call_tool(job, args) for job, args in tools))
+                for (job, _args), result in zip(tools, results, strict=True):
                     attempts += 1
                     refused += bool(result.is_error)
                     answer = result.structured_content or {"answer": result.content[0].text}
                     if leaked(job, answer):
                         leaks.append((job, json.dumps(answer)[:300]))
-                await asyncio.sleep(0)
     assert flips[0] > 10
     assert attempts == MCP_ROUNDS * (len(READS) - 1) and refused > 0
     assert leaks == [], f"{len(leaks)} of {attempts} MCP answers carried outside bytes: {leaks[:3]}"
@@ -195,11 +213,15 @@ async def test_the_indexer_never_indexes_outside_bytes_while_a_folder_flips(tmp_
     async with ReMe(workspace_dir=workspace, **{"components.index.watch": False}) as app:
         index = app.component("index").service
         index.ensure_ready()
+        store, leaks = index.indexer.store, 0
         with flipping(workspace, outside) as flips:
             for i in range(INDEX_SYNCS):
                 path = "digest/race/note.md" if i % 2 else "digest/race"
                 index.indexer.sync_paths([path], force=True)
+                # after every sync, not only at the end: a later sync would overwrite what leaked
+                leaks += bool(store.query("SELECT 1 FROM chunks WHERE text LIKE ? LIMIT 1", [f"%{MARKER}%"]))
         assert flips[0] > 10
+        assert leaks == 0, f"{leaks} of {INDEX_SYNCS} syncs left outside text in the index"
         content = json.dumps(index_content(index.indexer), default=str)
         assert MARKER not in content
         index.indexer.sync_paths(["digest/race"], force=True)
