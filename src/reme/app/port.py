@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 import os
+import stat
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -164,10 +165,14 @@ class AppPort:
         return sorted(files, key=lambda entry: entry.path)
 
     async def list_dirs(self, folder: str) -> list[str]:
-        root = self.workspace.resolve(folder, allow_root=True)
-        if not root.is_dir():
+        relative = self.workspace.relative_for(folder, allow_root=True)
+        try:  # through confined descriptors, as `list`: a folder swapped for a link lists nothing
+            children = confined_read.entries(self.workspace.root, relative)
+        except (OSError, UnsafePathError):
             return []
-        return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+        return sorted(
+            name for name, info, _link in children if stat.S_ISDIR(info.st_mode) and not name.startswith(".")
+        )
 
     # digest drafts -------------------------------------------------------------------------------
 
