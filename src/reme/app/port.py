@@ -92,11 +92,9 @@ class AppPort:
     async def read_bytes(self, path: str, *, max_bytes: int) -> bytes:
         relative = self.workspace.relative_for(path)
         try:
-            return confined_read.read_bytes(self.workspace.root, relative, max_bytes, what="this read")[0]
-        except UnsafePathError:
-            raise
-        except ValueError as exc:
-            raise ReMeError(f"too large: {exc}") from None
+            return confined_read.read_bytes(self.workspace.root, relative, max_bytes)[0]
+        except confined_read.TooLarge as exc:
+            raise ReMeError(f"too large: {exc.size} bytes > max_bytes {max_bytes}") from None
 
     async def save_batch(self, files: Sequence[tuple[str, str, str | None]]) -> None:
         links = link_source(self.app)

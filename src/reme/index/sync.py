@@ -356,7 +356,7 @@ class Indexer:
             raw, _ = confined_read.read_bytes(self.root, path, self.max_file_bytes, follow_links=False)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError, UnsafePathError):
             return None
-        except ValueError:
+        except confined_read.TooLarge:
             return _unindexed(
                 path, stamp, f"file is larger than max_file_bytes ({self.max_file_bytes}); not indexed"
             )

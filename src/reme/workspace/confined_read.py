@@ -27,6 +27,14 @@ _READ_FLAGS = (
 )
 
 
+class TooLarge(ValueError):
+    """A file over the byte cap of a read; `size` is what it holds (at least the cap + 1)."""
+
+    def __init__(self, message: str, size: int) -> None:
+        super().__init__(message)
+        self.size = size
+
+
 class LinkRefused(UnsafePathError):
     """A symlink on the way that leads outside the workspace (or, where links are not followed, any)."""
 
@@ -57,7 +65,7 @@ def read_bytes(
 ) -> tuple[bytes, os.stat_result]:
     """Bytes of a regular file (with its `stat`), read from its confined descriptor.
 
-    Folders raise IsADirectoryError, other non-files FileNotFoundError, files over `max_bytes` ValueError.
+    Folders raise IsADirectoryError, other non-files FileNotFoundError, files over `max_bytes` TooLarge.
     """
     with opened(root, relative, follow_links=follow_links) as fd:
         info = os.fstat(fd)
@@ -66,8 +74,9 @@ def read_bytes(
         if not stat_module.S_ISREG(info.st_mode):
             raise FileNotFoundError(f"{relative!r} is not a regular file")
         if info.st_size > max_bytes:
-            raise ValueError(
-                f"{relative!r} is {info.st_size} bytes, over the {max_bytes}-byte cap for {what}"
+            raise TooLarge(
+                f"{relative!r} is {info.st_size} bytes, over the {max_bytes}-byte cap for {what}",
+                info.st_size,
             )
         chunks, left = [], max_bytes + 1
         while left > 0:
@@ -78,7 +87,7 @@ def read_bytes(
             left -= len(chunk)
         data = b"".join(chunks)
         if len(data) > max_bytes:  # grew since the fstat
-            raise ValueError(f"{relative!r} is over the {max_bytes}-byte cap for {what}")
+            raise TooLarge(f"{relative!r} is over the {max_bytes}-byte cap for {what}", len(data))
         return data, info
 
 
