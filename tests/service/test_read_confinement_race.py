@@ -30,9 +30,9 @@ PNG = b"\x89PNG\r\n\x1a\n"
 INSIDE_NOTE = "---\nname: inside\n---\nA note that belongs here, about ordinary things.\n"
 OUTSIDE_NOTE = f"---\nname: {MARKER}\ndescription: {MARKER}\n---\n{MARKER} {MARKER} outside secret text\n" * 3
 HTTP_ROUNDS = 250  # each round asks every HTTP read job once
-MCP_ROUNDS = 100
-INDEX_SYNCS = 600
-# 2,500 HTTP answers + 900 MCP answers + 600 index syncs: over 4,000 attempts in all
+MCP_ROUNDS = 80
+INDEX_SYNCS = 300
+# 2,500 HTTP answers + 720 MCP answers + 300 index syncs: over 3,000 attempts in all
 
 
 FLIPPER = """
