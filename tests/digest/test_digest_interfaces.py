@@ -52,7 +52,7 @@ def test_http_digest_jobs(service):
     assert written == {
         "success": True,
         "answer": "Created digest/ops/release.md",
-        "metadata": {"path": "digest/ops/release.md", "created": True},
+        "metadata": {"path": "digest/ops/release.md", "created": True, "workspace": str(root.resolve())},
     }
     refused = post(service, "digest_write", path="digest/personal/x.md", content=BODY, description="d")
     assert refused["success"] is False and "'personal' is not configured" in refused["answer"]
@@ -70,7 +70,7 @@ def test_http_digest_jobs(service):
     edited = post(
         service, "digest_edit", path="digest/ops/release.md", old="Ship weekly.", new="Ship on Mondays."
     )
-    assert edited["metadata"] == {"path": "digest/ops/release.md", "count": 1}
+    assert edited["metadata"] == {"path": "digest/ops/release.md", "count": 1, "workspace": str(root.resolve())}
 
 
 def test_cli_digest_jobs_against_the_service(service):
@@ -139,7 +139,11 @@ async def test_mcp_tools_include_the_digest_jobs(app):
             "digest_write", {"path": "digest/wiki/cadence.md", "content": BODY, "description": "Cadence"}
         )
         assert wrote.is_error is False
-        assert wrote.structured_content["metadata"] == {"path": "digest/wiki/cadence.md", "created": True}
+        assert wrote.structured_content["metadata"] == {
+            "path": "digest/wiki/cadence.md",
+            "created": True,
+            "workspace": str(app.workspace_dir),  # a change names the workspace it changed
+        }
         before = (app.workspace_dir / "digest/wiki/cadence.md").read_bytes()
         dropped = await client.call_tool(
             "digest_edit", {"path": "digest/wiki/cadence.md", "old": f"[[{SOURCE}]]", "new": "the chat"}

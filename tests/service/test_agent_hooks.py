@@ -25,7 +25,7 @@ def hook(
     event: str, payload: dict[str, Any] | str, workspace: Path, *extra: str, **env: str
 ) -> subprocess.CompletedProcess[str]:
     """Run one hook; a generous service budget unless the test sets one (this machine is shared)."""
-    env = {"REME_HOOK_BUDGET": "60", **env}
+    env = {"REME_HOOK_BUDGET": "60", "HOME": str(workspace.parent / "home"), **env}  # `transcripts` live there
     return subprocess.run(
         [REME, "hook", event, f"workspace_dir={workspace}", *extra],
         input=payload if isinstance(payload, str) else json.dumps(payload),
@@ -199,7 +199,7 @@ def test_a_capture_hook_imports_neither_the_app_nor_the_web_stack(tmp_path: Path
         capture_output=True,
         text=True,
         timeout=60,
-        env=reme_env(REME_HOOK_SPAWN="0"),
+        env=reme_env(REME_HOOK_SPAWN="0", HOME=str(tmp_path / "home")),
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout.splitlines()[-1]) == []
@@ -235,7 +235,7 @@ def test_codex_notify_and_capture_save_the_rollout(tmp_path: Path, reme_service)
     records = saved(workspace, CODEX)
     assert len(records) == 4 and "AKIAQ3EGUKLB7XRZ2M4P" not in json.dumps(records)
     before = (workspace / "session" / "dialog" / f"{CODEX}.jsonl").read_bytes()
-    again = hook("capture", "", workspace, "source=codex", f"transcript_path={rollout}")
+    again = hook("capture", "", workspace, "source=codex", f"transcript_path={rollout}", CODEX_HOME=str(codex_home))
     assert again.returncode == 0, again.stderr
     assert (workspace / "session" / "dialog" / f"{CODEX}.jsonl").read_bytes() == before
     assert markers(workspace) == []

@@ -99,6 +99,7 @@ async def test_mcp_tools_read_and_resolve(tmp_path):
             assert done.structured_content["metadata"] == {
                 "topic_id": topic_id("Kyoto trip"),
                 "resolved": True,
+                "workspace": str(app.workspace_dir),  # a change names the workspace it changed
             }
             again = await client.call_tool("proactive_read", {"date": DAY})
             assert again.structured_content["answer"]["topics"] == []
@@ -110,7 +111,11 @@ def test_cli_resolves_a_topic_and_the_next_read_leaves_it_out(service, run_reme)
         "proactive_resolve", f"topic_id={topic_id('Tax return')}", "reason=filed", where, "--json"
     )
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["metadata"] == {"topic_id": topic_id("Tax return"), "resolved": True}
+    assert json.loads(done.stdout)["metadata"] == {
+        "topic_id": topic_id("Tax return"),
+        "resolved": True,
+        "workspace": str(service.workspace.resolve()),
+    }
     read = run_reme("proactive_read", f"date={DAY}", "include_content=false", where, "--json")
     answer = json.loads(read.stdout)["answer"]
     assert [t["title"] for t in answer["topics"]] == ["Kyoto trip"]

@@ -151,15 +151,6 @@ def test_default_workspace_follows_reme_workspace_dir(tmp_path, http_service, ru
     assert served_by(run_reme("status", "--json", cwd=tmp_path, env=env), http_service)
 
 
-def port_is_free(port: int) -> bool:
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
 def exited_pid() -> int:
     gone = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
@@ -167,16 +158,14 @@ def exited_pid() -> int:
     return int(gone.stdout)
 
 
-def test_stale_service_file_falls_back_to_the_default_address(tmp_path, run_reme):
-    """Holds whether or not a service of the developer's listens on 2333: the note is printed either way."""
+def test_a_stale_service_file_is_reported_and_nothing_is_tried_elsewhere(tmp_path, run_reme):
+    """Never the default address instead (docs/workspaces.md): it may serve another workspace."""
     fake_service_file(tmp_path / ".reme", dead_port(), pid=exited_pid())
     result = run_reme("version", cwd=tmp_path)
-    assert "(pid" in result.stderr and "has exited; trying http://127.0.0.1:2333" in result.stderr
-    if not port_is_free(2333):
-        return
     assert result.returncode == 1
-    assert "no reme service reachable at http://127.0.0.1:2333 (default address; the service" in result.stderr
-    assert "reme start" in result.stderr
+    assert "(pid" in result.stderr and "has exited" in result.stderr and "nothing was done" in result.stderr
+    assert "127.0.0.1:2333" not in result.stderr
+    assert "start one with `reme start`" in result.stderr
 
 
 def test_unreachable_service_names_where_it_looked(tmp_path, run_reme):

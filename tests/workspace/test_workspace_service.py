@@ -20,7 +20,12 @@ def test_http_write_read_move_and_delete(workspace_service):
     assert written == {
         "success": True,
         "answer": "Created digest/http/solar.md",
-        "metadata": {"path": "digest/http/solar.md", "created": True, "indexed": True},
+        "metadata": {
+            "path": "digest/http/solar.md",
+            "created": True,
+            "indexed": True,
+            "workspace": str(root.resolve()),  # a change names the workspace it changed
+        },
     }
     assert (root / "digest/http/solar.md").read_text() == "---\nname: Solar\n---\nSun\n"
     post(workspace_service, "write", path="digest/http/ev.md", content="[[digest/http/solar.md|S]]\n")
@@ -93,7 +98,11 @@ def test_cli_daily_jobs(workspace_service):
     card = workspace_service.cli(
         "--json", "daily_create", "date=2026-06-01", "session_id=s42", "description=From the CLI"
     )
-    assert json.loads(card.stdout)["metadata"] == {"path": "daily/2026-06-01/s42.md", "created": True}
+    assert json.loads(card.stdout)["metadata"] == {
+        "path": "daily/2026-06-01/s42.md",
+        "created": True,
+        "workspace": str(root.resolve()),
+    }
     assert workspace_service.cli("daily_reindex", "date=2026-06-01").returncode == 0
     assert (root / "daily/2026-06-01.md").read_text() == (
         "---\nname: '2026-06-01'\ndescription: 1 note(s).\n---\n<!-- notes:auto -->\n"

@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 import os
+import stat
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -27,10 +28,10 @@ from reme.app.components.llm import LLMComponent
 from reme.app.components.workspace import workspace_of
 from reme.errors import Conflict, LLMUnavailable, ReMeError
 from reme.pipelines.port import Embeddings, FileEntry, FileText, ModelHandle
-from reme.workspace import digest_writing, writing
+from reme.workspace import confined_read, digest_writing, writing
 from reme.workspace.atomic import atomic_write
 from reme.workspace.links import LinkSource
-from reme.workspace.paths import check_segment, is_markdown
+from reme.workspace.paths import UnsafePathError, check_segment, is_markdown
 from reme.workspace.transaction import Change, commit
 from reme.workspace.writing import ConflictError
 
@@ -89,13 +90,11 @@ class AppPort:
         return FileText(path, content, str(meta["sha256"]), float(meta["mtime"]))
 
     async def read_bytes(self, path: str, *, max_bytes: int) -> bytes:
-        absolute = self.workspace.resolve(path)
-        with absolute.open("rb") as file:
-            size = os.fstat(file.fileno()).st_size
-            data = file.read(max_bytes + 1) if size <= max_bytes else b""
-        if size > max_bytes or len(data) > max_bytes:
-            raise ReMeError(f"too large: {max(size, len(data))} bytes > max_bytes {max_bytes}")
-        return data
+        relative = self.workspace.relative_for(path)
+        try:
+            return confined_read.read_bytes(self.workspace.root, relative, max_bytes)[0]
+        except confined_read.TooLarge as exc:
+            raise ReMeError(f"too large: {exc.size} bytes > max_bytes {max_bytes}") from None
 
     async def save_batch(self, files: Sequence[tuple[str, str, str | None]]) -> None:
         links = link_source(self.app)
@@ -164,10 +163,14 @@ class AppPort:
         return sorted(files, key=lambda entry: entry.path)
 
     async def list_dirs(self, folder: str) -> list[str]:
-        root = self.workspace.resolve(folder, allow_root=True)
-        if not root.is_dir():
+        relative = self.workspace.relative_for(folder, allow_root=True)
+        try:  # through confined descriptors, as `list`: a folder swapped for a link lists nothing
+            children = confined_read.entries(self.workspace.root, relative)
+        except (OSError, UnsafePathError):
             return []
-        return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+        return sorted(
+            name for name, info, _link in children if stat.S_ISDIR(info.st_mode) and not name.startswith(".")
+        )
 
     # digest drafts -------------------------------------------------------------------------------
 

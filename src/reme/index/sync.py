@@ -26,7 +26,9 @@ from reme.index.keyword import KeywordIndex
 from reme.index.memory import release_memory
 from reme.index.sources import MARKDOWN_EXTENSIONS, Scope, Source
 from reme.index.store import ChunkRow, FileRecord, FileRow, LinkRow, MetadataStore
+from reme.workspace import confined_read
 from reme.workspace.frontmatter import parse as parse_front_matter
+from reme.workspace.paths import UnsafePathError
 from reme.workspace.textio import DEFAULT_MAX_TEXT_BYTES
 from reme.workspace.wikilinks import parse_links
 
@@ -145,22 +147,18 @@ class Indexer:
         return found
 
     def _walk(self, folder: str, source: Source, found: dict[str, tuple[int, int]]) -> None:
-        try:
-            entries = os.scandir(self.root / folder)
-        except (FileNotFoundError, NotADirectoryError, PermissionError):
-            return
-        with entries:
-            for entry in entries:
-                name = entry.name
-                if name.startswith("."):
-                    continue
-                path = f"{folder}/{name}" if folder else name
-                if entry.is_dir(follow_symlinks=False):
-                    if source.recursive and not self.scope.prunes(path, source):
-                        self._walk(path, source, found)
-                elif entry.is_file(follow_symlinks=False) and self.scope.admits(path):
-                    st = entry.stat(follow_symlinks=False)
-                    found[path] = (st.st_mtime_ns, st.st_size)
+        try:  # the folder itself through no symlink, even one swapped in since it was looked at
+            with confined_read.opened(self.root, folder, follow_links=False) as fd:
+                listed = _listing(fd)
+        except (FileNotFoundError, NotADirectoryError, PermissionError, UnsafePathError):
+            return  # gone, or swapped for a link, since it was looked at
+        for name, is_dir, st in sorted(listed):
+            path = f"{folder}/{name}" if folder else name
+            if is_dir:
+                if source.recursive and not self.scope.prunes(path, source):
+                    self._walk(path, source, found)
+            elif stat.S_ISREG(st.st_mode) and self.scope.admits(path):
+                found[path] = (st.st_mtime_ns, st.st_size)
 
     def _disk_stamp(self, path: str) -> tuple[int, int] | None:
         st = _lstat_without_links(self.root, path)
@@ -354,10 +352,14 @@ class Indexer:
             return _unindexed(
                 path, stamp, f"file is larger than max_file_bytes ({self.max_file_bytes}); not indexed"
             )
-        try:
-            raw = (self.root / path).read_bytes()
-        except (FileNotFoundError, NotADirectoryError):
+        try:  # never through a symlink, as `scan` walks: one swapped in meanwhile is refused
+            raw, _ = confined_read.read_bytes(self.root, path, self.max_file_bytes, follow_links=False)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError, UnsafePathError):
             return None
+        except confined_read.TooLarge:
+            return _unindexed(
+                path, stamp, f"file is larger than max_file_bytes ({self.max_file_bytes}); not indexed"
+            )
         except OSError as exc:
             return _unindexed(path, stamp, f"unreadable: {exc}")
         try:
@@ -402,6 +404,22 @@ def _batches(
 def _unindexed(path: str, stamp: tuple[int, int], error: str) -> tuple[FileRecord, Iterable[list[Chunk]]]:
     """A catalog entry without content (no chunk windows), so reconcile skips the file until it changes."""
     return FileRecord(FileRow(path, *stamp, error=error)), ()
+
+
+def _listing(fd: int) -> list[tuple[str, bool, os.stat_result]]:
+    """`(name, is folder, lstat)` of the visible entries of an open folder; one removed meanwhile is left out."""
+    listed = []
+    with os.scandir(fd) as entries:
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            try:
+                listed.append(
+                    (entry.name, entry.is_dir(follow_symlinks=False), entry.stat(follow_symlinks=False))
+                )
+            except FileNotFoundError:
+                continue
+    return sorted(listed, key=lambda item: item[0])
 
 
 def _lstat_without_links(root: Path, path: str) -> os.stat_result | None:

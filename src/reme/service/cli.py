@@ -40,7 +40,9 @@ usage:
 values are typed by the job's parameter schema: `query=2024` stays a string, `limit=3` is a number
 where the schema wants one, JSON for list and object parameters; config overrides are typed
 generically (JSON arrays/objects, numbers, booleans; `007` stays a string).
-with workspace_dir= the CLI talks only to that workspace's service, never to another one.
+the workspace: workspace_dir=, else $REME_WORKSPACE_DIR, else the nearest .reme/ of this folder or a
+parent, else ~/.reme (`reme start` alone serves ./.reme); the CLI talks only to that workspace's
+service, never to another one, and names it after each change (docs/workspaces.md).
 --json prints the whole Response; the exit status is 0 when success is true, 1 otherwise.
 """
 DISCOVERY_KEYS = ("host", "port", "workspace_dir")
@@ -90,6 +92,10 @@ def _main(args: list[str]) -> int:
     if bare and command in ("start", "doctor"):
         print(f"reme: expected key=value, got {bare[0]!r}\n\n{USAGE}", file=sys.stderr, end="")
         return 2
+    if command in ("doctor", "import", "export") and not {"workspace_dir", "config"} & set(assigned):
+        from reme.service.service_info import default_workspace
+
+        assigned["workspace_dir"] = default_workspace()  # the workspace a job call would reach
     if command == "doctor":
         from reme.service.doctor import doctor
 
@@ -160,16 +166,18 @@ class Remote:
 def call(job: str, assigned: dict[str, str], bare: list[str], as_json: bool) -> int:
     from reme.service.client import ServiceUnreachable
     from reme.service.identity import resolve
-    from reme.service.service_info import SERVICE_FILE, NoService, default_workspace, discover
+    from reme.service.service_info import ENV_SERVICE_INFO, NoService, default_workspace, discover
 
     where = {key: assigned.pop(key) for key in DISCOVERY_KEYS if key in assigned}
-    folder = where.get("workspace_dir")
+    addressed = "host" in where or "port" in where or bool(os.environ.get(ENV_SERVICE_INFO))
+    folder = where.get("workspace_dir") or (None if addressed else default_workspace())
     try:
         info = discover(host=where.get("host"), port=where.get("port"), workspace_dir=folder)
     except NoService as exc:
+        start_here = "`reme start`" if folder and _is_local(folder) else f"`reme start workspace_dir={folder}`"
         print(
             f"reme: {exc}; nothing was done.\n"
-            f"start one with `reme start workspace_dir={folder}`, "
+            f"start one with {start_here}, pass workspace_dir=DIR for another workspace, "
             f"or run the job in-process with `reme start job={job} workspace_dir={folder} ...`",
             file=sys.stderr,
         )
@@ -177,12 +185,6 @@ def call(job: str, assigned: dict[str, str], bare: list[str], as_json: bool) -> 
     except ValueError as exc:
         print(f"reme: {exc}", file=sys.stderr)
         return 2
-    if info.source.startswith("default address; "):  # a stale service file: say where this goes instead
-        print(f"reme: {info.source.partition('; ')[2]}; trying {info.url}", file=sys.stderr)
-    if folder is None and info.source.endswith(
-        SERVICE_FILE
-    ):  # found in the default workspace: hold it to that
-        folder = default_workspace()
     from reme.service.client import client_token
 
     remote = Remote(info, client_token(), None if folder is None else resolve(folder))
@@ -219,6 +221,11 @@ def call(job: str, assigned: dict[str, str], bare: list[str], as_json: bool) -> 
     except OSError as exc:
         print(f"\nreme: the stream from {info.url} broke off: {exc}", file=sys.stderr)
         return 1
+
+
+def _is_local(folder: str) -> bool:
+    """Whether `folder` is the `.reme/` of the current folder, which a plain `reme start` serves."""
+    return os.path.abspath(os.path.expanduser(folder)) == os.path.abspath(".reme")
 
 
 # running in-process ----------------------------------------------------------------------------
@@ -278,6 +285,8 @@ async def run_once(
                 success = show_chunk(chunk, as_json)
             return 0 if success else 1
         response = (await app.run(job, **params)).to_dict()
+        if spec is not None and not spec.read_only:
+            response["metadata"] = {**response.get("metadata", {}), "workspace": str(app.workspace_dir)}
         if out is not None and response.get("success"):
             answer = response["answer"]
             try:
@@ -345,6 +354,9 @@ def render(response: dict[str, Any], as_json: bool, job: str | None = None) -> i
     else:
         text = answer if isinstance(answer, str) else _dumps(answer)
         print(text if success else f"error: {text}", file=stream)
+    changed = (response.get("metadata") or {}).get("workspace")
+    if success and changed:  # a job that may change files names the workspace it acted on
+        print(f"reme: workspace {changed}", file=sys.stderr)
     return 0 if success else 1
 
 

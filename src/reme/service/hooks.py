@@ -47,7 +47,9 @@ USAGE = (
     "usage: reme hook SessionStart|UserPromptSubmit|Stop|PreCompact|SessionEnd [workspace_dir=DIR]  (JSON on stdin)\n"
     "       reme hook capture source=codex|claude_code transcript_path=FILE [session_id=ID] [workspace_dir=DIR]\n"
     "       reme hook codex-notify [workspace_dir=DIR] JSON  (Codex CLI's `notify` program)\n"
-    "       reme hook drain|drop [session_id=ID] [workspace_dir=DIR]  (retry the queued captures / give one up)"
+    "       reme hook drain|drop [session_id=ID] [workspace_dir=DIR]  (retry the queued captures / give one up)\n"
+    "transcripts are read only under ~/.claude/projects, ~/.codex/sessions or a folder of\n"
+    "transcript_dirs=DIR[:DIR...] / $REME_TRANSCRIPT_DIRS"
 )
 SESSION_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,127}")  # names files here; the job checks it again
 ROLLOUT_ID = re.compile(r"rollout-.*-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$")
@@ -437,6 +439,13 @@ def _capture_of(event: str, payload: dict[str, Any], assigned: dict[str, str]) -
     session_id = payload.get("session_id") or assigned.get("session_id")
     if not isinstance(transcript, str) or not transcript:
         _note(f"{event}: no transcript_path in the hook input; nothing captured")
+        return None
+    from reme.service.transcript_dirs import NotATranscript, allowed_transcript
+
+    try:
+        transcript = allowed_transcript(transcript, assigned)  # agent transcripts only, links resolved
+    except NotATranscript as exc:
+        _note(f"{event}: {exc}; nothing captured")
         return None
     if not session_id and source == "codex":
         from reme.pipelines.agent_transcripts import codex_session_id

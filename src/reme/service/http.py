@@ -143,6 +143,8 @@ def _endpoint(app: Application, job: JobSpec) -> Any:
         except ParameterError as exc:
             return failure(str(exc), 422)
         response = await run_steps(app, job, checked)
+        if not job.read_only:  # an answer that may have changed files names the workspace it changed
+            response.metadata.setdefault("workspace", str(app.workspace_dir))
         return json_response(response.to_dict())
 
     run_job.__name__ = f"job_{job.name}"

@@ -109,7 +109,10 @@ def build_mcp_server(app: Application) -> Server[Any]:
             if params.name in {job.name for job in app.served_jobs()}:
                 message = f"tool {params.name!r} changes the memory and this server's profile is read_only"
             return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
-        result = tool_result(await app.run(params.name, **(params.arguments or {})))
+        response = await app.run(params.name, **(params.arguments or {}))
+        if not tool_jobs(app)[params.name].read_only:  # as over HTTP: a change names its workspace
+            response.metadata.setdefault("workspace", str(app.workspace_dir))
+        result = tool_result(response)
         result.meta = {WORKSPACE_META: str(app.workspace_dir)}  # names the workspace on stdio too
         return result
 

@@ -2,10 +2,11 @@
 
 A starting service writes `metadata/service.json` (`host, port, backend, pid, workspace_dir`)
 into its workspace so that `reme <job>` run in that folder finds it without flags; it removes the
-file on exit. Discovery order: explicit `host=`/`port=`, the `REME_SERVICE_INFO` environment
-variable, the service file of `workspace_dir=` (or of the default workspace: `$REME_WORKSPACE_DIR`,
-else `.reme/` of the current folder), then the default address — but never the default address
-for an explicit `workspace_dir=`: that would answer from whatever workspace happens to run there.
+file on exit. Discovery order (docs/workspaces.md): explicit `host=`/`port=`, the
+`REME_SERVICE_INFO` environment variable, else the service file of the workspace the command acts
+on: `workspace_dir=`, else `$REME_WORKSPACE_DIR`, else the nearest `.reme/` of the current folder
+or a parent, else the user's `~/.reme`. A workspace without a live service is an error, never a
+fall-back to the default address: that would answer from whatever workspace happens to run there.
 """
 
 from __future__ import annotations
@@ -106,7 +107,7 @@ def _from_mapping(data: Any, source: str) -> ServiceInfo:
 
 
 class NoService(Exception):
-    """`workspace_dir=` was given and no live service of that workspace is recorded."""
+    """No live service is recorded for the workspace the command acts on."""
 
 
 def _recorded(workspace_dir: str | os.PathLike[str]) -> tuple[ServiceInfo | None, str | None]:
@@ -128,9 +129,22 @@ def read_service_file(workspace_dir: str | os.PathLike[str]) -> ServiceInfo | No
     return _recorded(workspace_dir)[0]
 
 
-def default_workspace(environ: Mapping[str, str] | None = None) -> str:
-    """The default workspace as the packaged config resolves it: `${REME_WORKSPACE_DIR:-.reme}`."""
-    return (os.environ if environ is None else environ).get("REME_WORKSPACE_DIR") or DEFAULT_WORKSPACE
+def default_workspace(environ: Mapping[str, str] | None = None, cwd: str | None = None) -> str:
+    """The workspace a command acts on without `workspace_dir=`: `$REME_WORKSPACE_DIR`, else the
+    nearest `.reme/` folder of `cwd` or one of its parents, else the user's `~/.reme` (the default
+    `reme install claude-code` and the plugin use too)."""
+    env = os.environ if environ is None else environ
+    if env.get("REME_WORKSPACE_DIR"):
+        return env["REME_WORKSPACE_DIR"]
+    folder = os.path.abspath(cwd or os.getcwd())
+    while True:
+        candidate = os.path.join(folder, DEFAULT_WORKSPACE)
+        if os.path.isdir(candidate):
+            return candidate
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return os.path.join(os.path.expanduser("~"), DEFAULT_WORKSPACE)
+        folder = parent
 
 
 def discover(
@@ -140,7 +154,7 @@ def discover(
     environ: dict[str, str] | None = None,
 ) -> ServiceInfo:
     """Resolve the service address in the documented order; raise ValueError on a bad env value,
-    NoService when `workspace_dir` is given and no live service is recorded there."""
+    NoService when no live service is recorded for the workspace (`workspace_dir`, else the default)."""
     if host is not None or port is not None:
         return _from_mapping(
             {"host": host or DEFAULT_HOST, "port": port if port is not None else DEFAULT_PORT},
@@ -153,12 +167,8 @@ def discover(
         except ValueError as exc:
             raise ValueError(f"{ENV_SERVICE_INFO} is not valid JSON: {exc}") from None
         return _from_mapping(data, f"{ENV_SERVICE_INFO} environment variable")
-    if workspace_dir is not None:
-        found, why = _recorded(workspace_dir)
-        if found is None:
-            raise NoService(
-                f"no reme service runs for workspace {workspace_dir} ({why or f'no {service_file(workspace_dir)}'})"
-            )
-        return found
-    found, why = _recorded(default_workspace(env))
-    return found or ServiceInfo(source=f"default address; {why}" if why else "default address")
+    folder = default_workspace(env) if workspace_dir is None else workspace_dir
+    found, why = _recorded(folder)
+    if found is None:
+        raise NoService(f"no reme service runs for workspace {folder} ({why or f'no {service_file(folder)}'})")
+    return found

@@ -12,10 +12,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from reme.workspace import confined_read
 from reme.workspace.atomic import atomic_write
 from reme.workspace.digest import check_slug
 from reme.workspace.layout import Workspace
 from reme.workspace.paths import check_segment
+from reme.workspace.textio import DEFAULT_MAX_TEXT_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -120,9 +122,8 @@ def write_buckets_page(ws: Workspace, buckets: Sequence[Bucket]) -> str | None:
     data = buckets_page(buckets, ws.folder("digest")).encode("utf-8")
     with ws.lock(relative):
         try:
-            with target.open("rb") as handle:
-                current = handle.read(len(data) + 1)
-        except FileNotFoundError:
+            current: bytes | None = confined_read.read_bytes(ws.root, relative, DEFAULT_MAX_TEXT_BYTES)[0]
+        except (FileNotFoundError, NotADirectoryError):
             current = None
         if current == data:
             return None
@@ -131,5 +132,5 @@ def write_buckets_page(ws: Workspace, buckets: Sequence[Bucket]) -> str | None:
                 "%s was not written by reme; left as it is (delete it to have it generated)", relative
             )
             return None
-        atomic_write(target, data)
+        atomic_write(target, data, ws.root)
     return relative

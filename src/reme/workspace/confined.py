@@ -92,8 +92,11 @@ def rename(root: Path, src: str, dst: str) -> None:
         os.fsync(dst_parent)
 
 
-def _walk(root: Path, folders: list[str]) -> tuple[int, list[str]]:
-    """Open `root/folders...` segment by segment; symlinks inside the root are followed by hand."""
+def _walk(root: Path, folders: list[str], *, create: bool = True) -> tuple[int, list[str]]:
+    """Open `root/folders...` segment by segment; symlinks inside the root are followed by hand.
+
+    `create` makes missing folders (for writes); without it a missing one raises FileNotFoundError.
+    """
     pending = list(folders)
     where: list[str] = []
     fd = os.open(root, os.O_RDONLY)
@@ -111,11 +114,14 @@ def _walk(root: Path, folders: list[str]) -> tuple[int, list[str]]:
                 fd = os.open(root, os.O_RDONLY)
                 where, pending = [], rest + pending
                 continue
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(segment, dir_fd=fd)
+            if create:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(segment, dir_fd=fd)
             try:
                 child = os.open(segment, _DIR_FLAGS, dir_fd=fd)
             except OSError as exc:
+                if exc.errno == errno.ENOTDIR and not create and _link_target(fd, segment) is None:
+                    raise NotADirectoryError(f"{'/'.join([*where, segment])!r} is a file, not a folder") from None
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # swapped for a link or a file meanwhile
                     raise UnsafePathError(
                         f"{'/'.join([*where, segment])!r} changed while being written; try again"

@@ -79,7 +79,7 @@ def list_notes(ws: Workspace, day: str) -> list[dict[str, str]]:
             continue
         relative = ws.relative(card)
         try:
-            metadata = frontmatter.parse(read_text(card, relative)).metadata
+            metadata = frontmatter.parse(read_text(ws.root, relative)).metadata
         except ValueError:
             metadata = {}
         notes.append(
@@ -101,7 +101,7 @@ def reindex(ws: Workspace, links: LinkSource, day: str, *, create_only: bool = F
         exists = target.is_file()
         if create_only and exists:
             return {"path": relative, "changed": False, "count": len(notes)}
-        old = read_text(target, relative) if exists else ""
+        old = read_text(ws.root, relative) if exists else ""
         interests = f"{ws.folder('daily')}/{day}/{INTERESTS}"
         new = _day_text(old, day, notes, interests if ws.absolute(ws.check(interests)).is_file() else None)
         if new != old or not exists:

@@ -109,7 +109,7 @@ def digest_edit(
                 f"no node {relative!r}; create it with digest_write (or check the path with node_search)",
                 {"path": relative},
             )
-        text = read_text(target, relative, limits.max_text_bytes)
+        text = read_text(ws.root, relative, limits.max_text_bytes)
         if expected_sha256 is not None and sha256_of(text) != expected_sha256.lower():
             raise Conflict(
                 f"conflict: {relative!r} changed since you read it (sha256 differs); read it again and "

@@ -13,6 +13,7 @@ from typing import Protocol
 from reme.workspace.layout import Workspace
 from reme.workspace.paths import is_markdown
 from reme.workspace.resolving import ends_with, resolve
+from reme.workspace.textio import read_text
 from reme.workspace.wikilinks import parse_links
 
 
@@ -48,8 +49,8 @@ def count_edges(workspace: Workspace, inbound: list[dict[str, str]]) -> int:
     total = 0
     for source, wanted in targets.items():
         try:
-            text = (workspace.root / source).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+            text = read_text(workspace.root, source)
+        except (OSError, ValueError):
             total += len(wanted)
             continue
         edges = {link.key for link in parse_links(text) if link.target in wanted}
@@ -69,8 +70,8 @@ class ScanLinks:
         found: dict[tuple[str, str], str] = {}
         for source in files:
             try:
-                text = (self.workspace.root / source).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
+                text = read_text(self.workspace.root, source)
+            except (OSError, ValueError):
                 continue
             for link in parse_links(text):
                 if link.target not in resolved:

@@ -161,7 +161,7 @@ def _retarget_sources(
         target = ws.root / current
         with ws.lock(current):
             try:
-                text = read_text(target, current)
+                text = read_text(ws.root, current)
             except (FileNotFoundError, ValueError):
                 continue
             rewritten, count = retarget_links(text, mapping)

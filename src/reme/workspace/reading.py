@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import base64
 import mimetypes
+import os
 import stat as stat_module
-from pathlib import Path
 from typing import Any
 
-from reme.workspace import frontmatter
+from reme.workspace import confined_read, frontmatter
 from reme.workspace.layout import Workspace
 from reme.workspace.links import LinkSource, count_edges
-from reme.workspace.paths import is_markdown
-from reme.workspace.textio import Limits, read_text, sha256_of, split_lines
+from reme.workspace.paths import UnsafePathError, is_markdown
+from reme.workspace.textio import Limits, read_text, read_text_stat, sha256_of, split_lines
 from reme.workspace.wikilinks import parse_links
 
 IMAGE_SIGNATURES = {
@@ -42,7 +42,7 @@ def read(
         raise ValueError("end_line must be 1 or more")
     if start_line is not None and end_line is not None and start_line > end_line:
         raise ValueError(f"start_line ({start_line}) must not be after end_line ({end_line})")
-    lines = split_lines(read_text(ws.absolute(relative), relative, limits.max_text_bytes))
+    lines = split_lines(read_text(ws.root, relative, limits.max_text_bytes))
     total = len(lines)
     first = start_line or 1
     if first > max(total, 1):
@@ -69,15 +69,11 @@ def read(
 def read_image(ws: Workspace, path: str, limits: Limits = Limits()) -> dict[str, Any]:
     """An image as base64 with its mime type; refuses non-images and files over the cap."""
     relative = ws.relative_for(path)
-    target = ws.absolute(relative)
-    if not target.is_file():
-        raise FileNotFoundError(f"no file {relative!r} in the workspace")
-    size = target.stat().st_size
-    if size > limits.max_image_bytes:
-        raise ValueError(
-            f"{relative!r} is {size} bytes; images over {limits.max_image_bytes} bytes are refused"
-        )
-    data = target.read_bytes()
+    try:
+        data, info = confined_read.read_bytes(ws.root, relative, limits.max_image_bytes, what="images")
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        raise FileNotFoundError(f"no file {relative!r} in the workspace") from None
+    size = info.st_size
     mime = _image_type(relative, data)
     if mime is None:
         raise ValueError(
@@ -101,32 +97,34 @@ def _image_type(relative: str, data: bytes) -> str | None:
 def load(ws: Workspace, path: str, limits: Limits = Limits()) -> dict[str, Any]:
     """Whole-file text with the `mtime` and `sha256` a later `save` can be checked against."""
     relative = ws.relative_for(path, markdown=True)
-    target = ws.absolute(relative)
-    mtime = target.stat().st_mtime if target.is_file() else None  # before reading: a later change shows
-    content = read_text(target, relative, limits.max_text_bytes)
+    content, info = read_text_stat(ws.root, relative, limits.max_text_bytes)
+    mtime = info.st_mtime  # of the very file read, taken before reading: a later change shows
     return {"path": relative, "content": content, "mtime": mtime, "sha256": sha256_of(content)}
 
 
 def stat(ws: Workspace, links: LinkSource, path: str, limits: Limits = Limits()) -> dict[str, Any]:
     """Type, size, mtime, front matter and link counts of a file or folder."""
     relative = ws.relative_for(path, markdown=True, allow_root=True)
-    target = ws.absolute(relative)
-    if not target.exists():
-        raise FileNotFoundError(f"no file or folder {relative!r} in the workspace")
-    info = target.stat()
+    try:
+        info = confined_read.stat(ws.root, relative)
+    except (FileNotFoundError, NotADirectoryError):
+        raise FileNotFoundError(f"no file or folder {relative!r} in the workspace") from None
+    is_dir = stat_module.S_ISDIR(info.st_mode)
     result: dict[str, Any] = {
         "path": relative,
-        "type": "dir" if target.is_dir() else "file",
+        "type": "dir" if is_dir else "file",
         "size": info.st_size,
         "mtime": info.st_mtime,
         "front_matter": {},
         "outlink_count": 0,
         "inlink_count": count_edges(ws, links.inbound(relative)) if relative else 0,
     }
-    if target.is_file() and is_markdown(relative) and info.st_size <= limits.max_text_bytes:
+    if stat_module.S_ISREG(info.st_mode) and is_markdown(relative) and info.st_size <= limits.max_text_bytes:
         try:
-            text = read_text(target, relative, limits.max_text_bytes)
+            text = read_text(ws.root, relative, limits.max_text_bytes)
         except ValueError as exc:
+            if isinstance(exc, UnsafePathError):
+                raise
             result["error"] = str(exc)
             return result
         document = frontmatter.parse(text)
@@ -151,20 +149,16 @@ def list_dir(
     if limit is not None and limit < 1:
         raise ValueError("limit must be 1 or more")
     relative = ws.relative_for(path, allow_root=True)
-    folder = ws.absolute(relative)
-    if not folder.exists():
-        raise FileNotFoundError(f"no folder {relative!r} in the workspace")
-    if not folder.is_dir():
+    try:
+        folder_info = confined_read.stat(ws.root, relative)
+    except (FileNotFoundError, NotADirectoryError):
+        raise FileNotFoundError(f"no folder {relative!r} in the workspace") from None
+    if not stat_module.S_ISDIR(folder_info.st_mode):
         raise NotADirectoryError(f"{relative!r} is a file; use `stat` or `read`")
     wanted = _normalise_extensions(extensions)
     entries: list[dict[str, Any]] = []
-    for entry_path in _entries(ws, folder, recursive):
-        try:
-            info = entry_path.stat()
-        except OSError:
-            continue  # a dangling symlink, or removed by another writer since the folder was read
+    for entry_relative, info in _entries(ws, relative, recursive):
         kind = "dir" if stat_module.S_ISDIR(info.st_mode) else "file"
-        entry_relative = ws.relative(entry_path)
         if wanted is not None and (kind == "dir" or not entry_relative.lower().endswith(wanted)):
             continue
         entries.append(
@@ -193,17 +187,22 @@ def _normalise_extensions(extensions: list[str] | None) -> tuple[str, ...] | Non
     return tuple("." + ext.lower().lstrip(".") for ext in extensions)
 
 
-def _entries(ws: Workspace, folder: Path, recursive: bool) -> list[Path]:
-    found = []
-    for child in sorted(folder.iterdir()):
-        if child.name.startswith("."):
+def _entries(ws: Workspace, folder: str, recursive: bool) -> list[tuple[str, os.stat_result]]:
+    """`(path, stat)` below `folder`, read through confined descriptors; symlinked folders are listed
+    but not descended into, links leading outside are left out."""
+    found: list[tuple[str, os.stat_result]] = []
+    try:
+        children = confined_read.entries(ws.root, folder)
+    except (OSError, UnsafePathError):
+        return found  # removed, or swapped for a link, since it was listed
+    for name, info, link in children:
+        if name.startswith("."):
             continue
-        if folder == ws.root and ws.is_metadata(child.name):
+        if not folder and ws.is_metadata(name):
             continue
-        if child.is_symlink() and not child.resolve().is_relative_to(ws.root):
-            continue
-        found.append(child)
-        if recursive and child.is_dir() and not child.is_symlink():
+        child = f"{folder}/{name}" if folder else name
+        found.append((child, info))
+        if recursive and stat_module.S_ISDIR(info.st_mode) and not link:
             found.extend(_entries(ws, child, True))
     return found
 
@@ -211,7 +210,7 @@ def _entries(ws: Workspace, folder: Path, recursive: bool) -> list[Path]:
 def frontmatter_read(ws: Workspace, path: str, limits: Limits = Limits()) -> dict[str, Any]:
     """Front matter of a Markdown file; a broken block is reported in `error`, never raised."""
     relative = markdown_path(ws, path, write=False)
-    document = frontmatter.parse(read_text(ws.absolute(relative), relative, limits.max_text_bytes))
+    document = frontmatter.parse(read_text(ws.root, relative, limits.max_text_bytes))
     result: dict[str, Any] = {"path": relative, "front_matter": document.metadata}
     if document.error:
         result["error"] = document.error

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from reme.workspace import confined_read
 
 DEFAULT_MAX_TEXT_BYTES = 16 * 1024 * 1024
 DEFAULT_MAX_IMAGE_BYTES = 5 * 1024 * 1024
@@ -21,17 +24,19 @@ class Limits:
     max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES
 
 
-def read_text(path: Path, shown: str, max_bytes: int = DEFAULT_MAX_TEXT_BYTES) -> str:
-    """UTF-8 text of a file, byte for byte; refuses folders, binary data and files over `max_bytes`."""
-    if path.is_dir():
-        raise IsADirectoryError(f"{shown!r} is a folder; use `list` to see what it holds")
-    if not path.is_file():
-        raise FileNotFoundError(f"no file {shown!r} in the workspace")
-    size = path.stat().st_size
-    if size > max_bytes:
-        raise ValueError(f"{shown!r} is {size} bytes, over the {max_bytes}-byte cap for text files")
-    data = path.read_bytes()
-    return decode_text(data, shown)
+def read_text(root: Path, relative: str, max_bytes: int = DEFAULT_MAX_TEXT_BYTES) -> str:
+    """UTF-8 text of the workspace file `relative`, byte for byte, read without leaving `root` (see
+    `confined_read`); refuses folders, binary data and files over `max_bytes`."""
+    return read_text_stat(root, relative, max_bytes)[0]
+
+
+def read_text_stat(root: Path, relative: str, max_bytes: int = DEFAULT_MAX_TEXT_BYTES) -> tuple[str, os.stat_result]:
+    """`read_text` with the `stat` of the very file read (its mtime for `load`)."""
+    try:
+        data, info = confined_read.read_bytes(root, relative, max_bytes)
+    except (FileNotFoundError, NotADirectoryError):
+        raise FileNotFoundError(f"no file {relative!r} in the workspace") from None
+    return decode_text(data, relative), info
 
 
 def decode_text(data: bytes, shown: str) -> str:

@@ -128,7 +128,7 @@ def _check(ws: Workspace, relative: str, change: Change, limits: Limits) -> _Pre
     target = ws.absolute(relative, write=True)
     if target.is_dir():
         raise ReMeError(f"{relative!r} is a folder; a transaction changes files")
-    current = read_text(target, relative, limits.max_text_bytes) if target.is_file() else None
+    current = read_text(ws.root, relative, limits.max_text_bytes) if target.is_file() else None
     if change.expected_sha256 is None and current is not None:
         raise Conflict(
             f"conflict: {relative!r} exists already; nothing was written",

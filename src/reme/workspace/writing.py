@@ -54,7 +54,7 @@ def write(
         existed = target.is_file()
         text = content
         if markdown:
-            old = read_text(target, relative, limits.max_text_bytes) if existed else None
+            old = read_text(ws.root, relative, limits.max_text_bytes) if existed else None
             text = _merged_markdown(relative, old, content, changes)
         check_text(text, "the resulting file", limits.max_text_bytes)
         atomic_write(target, text, ws.root)
@@ -88,7 +88,7 @@ def edit(
         raise ValueError("old must be a non-empty string to search for")
     check_text(new, "new", limits.max_text_bytes)
     with ws.lock(relative):
-        text = read_text(target, relative, limits.max_text_bytes)
+        text = read_text(ws.root, relative, limits.max_text_bytes)
         head, body = _head_and_body(relative, text)
         count = body.count(old)
         if count == 0:
@@ -115,7 +115,7 @@ def frontmatter_update(
     target = ws.absolute(relative, write=True)
     changes = frontmatter.check_metadata(metadata)
     with ws.lock(relative):
-        text = read_text(target, relative, limits.max_text_bytes)
+        text = read_text(ws.root, relative, limits.max_text_bytes)
         updated = frontmatter.update(text, changes)
         if updated != text:
             atomic_write(target, updated, ws.root)
@@ -133,7 +133,7 @@ def frontmatter_delete(
     if not isinstance(keys, list) or not keys:
         raise ValueError("keys must be a non-empty list of front-matter keys")
     with ws.lock(relative):
-        text = read_text(target, relative, limits.max_text_bytes)
+        text = read_text(ws.root, relative, limits.max_text_bytes)
         updated, deleted, missing = frontmatter.delete(text, keys)
         if deleted:
             atomic_write(target, updated, ws.root)
@@ -159,7 +159,7 @@ def save(
         raise IsADirectoryError(f"{relative!r} is a folder; choose a file name")
     with ws.lock(relative):
         if expected_mtime is not None or expected_sha256 is not None:
-            _check_unchanged(target, relative, expected_mtime, expected_sha256, limits)
+            _check_unchanged(ws, target, relative, expected_mtime, expected_sha256, limits)
         atomic_write(target, content, ws.root)
         result = {"path": relative, **fingerprint(target, content)}
     links.sync_paths([relative])
@@ -167,11 +167,12 @@ def save(
 
 
 def _check_unchanged(
+    ws: Workspace,
     target: Path, relative: str, expected_mtime: float | None, expected_sha256: str | None, limits: Limits
 ) -> None:
     if not target.is_file():
         raise ConflictError(f"conflict: {relative!r} no longer exists; load it again", {"path": relative})
-    current = fingerprint(target, read_text(target, relative, limits.max_text_bytes))
+    current = fingerprint(target, read_text(ws.root, relative, limits.max_text_bytes))
     stale = []
     if expected_mtime is not None and not abs(current["mtime"] - expected_mtime) <= 1e-6:  # NaN: stale
         stale.append("mtime")

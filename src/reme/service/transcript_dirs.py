@@ -1,0 +1,48 @@
+"""Which files a capture hook may read: agent transcripts only, never any file a hook input names.
+
+A hook's `transcript_path` comes from its JSON input (or the command line); anything that can feed a
+hook could otherwise have reme copy `~/.ssh/config` or a project's `.env` into a searchable
+workspace. So the path, with every symlink resolved, must lie in Claude Code's transcript folder
+(`~/.claude/projects/`, or `$CLAUDE_CONFIG_DIR/projects/`), Codex's session folders
+(`~/.codex/sessions/` and `archived_sessions/`, or under `$CODEX_HOME`), or a folder the user names
+in `transcript_dirs=` on the hook's command line or in `$REME_TRANSCRIPT_DIRS` (both a list of
+folders separated by the system's path separator, `:` on Linux and macOS). See docs/integrations.md.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+ENV_DIRS = "REME_TRANSCRIPT_DIRS"
+
+
+class NotATranscript(ValueError):
+    """A `transcript_path` outside every transcript folder."""
+
+
+def transcript_dirs(assigned: Mapping[str, str], environ: Mapping[str, str] | None = None) -> list[str]:
+    """The folders transcripts may come from, each resolved (symlinks too), in the order checked."""
+    env = os.environ if environ is None else environ
+    home = env.get("HOME") or os.path.expanduser("~")
+    claude = env.get("CLAUDE_CONFIG_DIR") or os.path.join(home, ".claude")
+    codex = env.get("CODEX_HOME") or os.path.join(home, ".codex")
+    folders = [os.path.join(claude, "projects"), os.path.join(codex, "sessions")]
+    folders.append(os.path.join(codex, "archived_sessions"))
+    for listed in (assigned.get("transcript_dirs"), env.get(ENV_DIRS)):
+        folders += [folder for folder in (listed or "").split(os.pathsep) if folder.strip()]
+    return [os.path.realpath(os.path.expanduser(folder)) for folder in folders]
+
+
+def allowed_transcript(
+    path: str, assigned: Mapping[str, str], environ: Mapping[str, str] | None = None
+) -> str:
+    """`path` with its symlinks resolved, when it lies inside a transcript folder; else NotATranscript."""
+    resolved = os.path.realpath(os.path.expanduser(path))
+    folders = transcript_dirs(assigned, environ)
+    if any(os.path.commonpath([resolved, folder]) == folder for folder in folders):
+        return resolved
+    raise NotATranscript(
+        f"transcript_path {path} is not inside a transcript folder ({', '.join(folders)}); "
+        f"add its folder with transcript_dirs= or {ENV_DIRS} if it holds agent transcripts"
+    )
