@@ -347,12 +347,14 @@ def render(response: dict[str, Any], as_json: bool, job: str | None = None) -> i
         return 0 if success else 1
     answer = response.get("answer", "")
     stream = sys.stdout if success else sys.stderr
+    if success:  # text a person reads (--json above keeps the object)
+        from reme.service.readable import readable
+
+        text = readable(job, response, stream.isatty())
+        answer = answer if text is None else text
     if stream.isatty():
         from rich.console import Console
 
-        from reme.service.readable import readable
-
-        answer = readable(job, answer) or answer
         console = Console(file=stream, highlight=False)
         if not success:
             console.print("error:", style="bold red", end=" ")
