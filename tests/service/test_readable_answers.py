@@ -125,3 +125,44 @@ def test_recall_and_the_session_start_context_show_no_internal_markup(service):
     for shown in (recalled.stdout, started, prompted):
         assert "daily/2026-06-20.md" in shown and "solar panel plans for the roof" in shown, shown
         assert "<!--" not in shown and "-->" not in shown and "notes:auto" not in shown, shown
+
+
+# parameters that give each job with required ones a successful run on the module's workspace
+EXAMPLES: dict[str, list[str]] = {
+    "read": ["path=digest/wiki/solar.md"],
+    "stat": ["path=digest/wiki/solar.md"],
+    "frontmatter_read": ["path=digest/wiki/solar.md"],
+    "frontmatter_update": ["path=daily/2026-06-20/solar-plans.md", 'metadata={"mood": "sunny"}'],
+    "frontmatter_delete": ["path=daily/2026-06-20/solar-plans.md", 'keys=["mood"]'],
+    "load": ["path=digest/wiki/solar.md"],
+    "search": ["query=solar"],
+    "node_search": ["query=solar"],
+    "traverse": ["path=digest/wiki/solar.md"],
+    "list": ["path=digest", "recursive=true"],
+    "daily_list": ["date=2026-06-20"],
+    "agent_memory_recall": ["query=solar"],
+    "proactive_read": ["date=2026-06-20"],
+    "export_digest": ["format=markdown"],
+}
+NOT_HERE = {"chat": "a stream job that needs a model", "reindex": "rebuilds the module's index"}
+
+
+def test_no_successful_answer_of_any_job_prints_as_json(service):
+    """Issue 23.4: every served job's answer, piped, is text (an export in format=json is data, not here)."""
+    jobs = json.loads(service.cli("help", "--json").stdout)["metadata"]["jobs"]
+    shown = 0
+    for job in jobs:
+        name, required = job["name"], job["parameters"].get("required", [])
+        if not job["served"] or name in NOT_HERE or (required and name not in EXAMPLES):
+            continue
+        result = service.cli(name, *EXAMPLES.get(name, []))
+        if result.returncode != 0:
+            continue  # a failure (no model, nothing to do) is a sentence on stderr
+        text = result.stdout.strip()
+        shown += 1
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            parsed = None
+        assert not isinstance(parsed, (dict, list)), f"{name} printed JSON:\n{text[:300]}"
+    assert shown >= 25
