@@ -16,7 +16,7 @@ def test_a_second_start_names_the_running_service_and_stop_stops_it(reme_service
     service = reme_service(workspace, "service.port=0")
     pid, port = service.info["pid"], service.info["port"]
 
-    again = run_reme_process("start", f"workspace_dir={workspace}", "service.port=0", cwd=tmp_path)
+    again = run_reme_process("start", f"workspace_dir={workspace}", f"service.port={port}", cwd=tmp_path)
     assert again.returncode == 2
     assert f"a reme service already runs for workspace {workspace.resolve()}" in again.stderr
     assert f"pid {pid}, http://127.0.0.1:{port}" in again.stderr

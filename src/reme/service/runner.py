@@ -83,11 +83,14 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def refuse_second_service(workspace_dir: Path) -> None:
-    """One network service per workspace: a second `reme start` says which one runs (an MCP stdio
-    server, started per agent session, may run beside it)."""
+def refuse_second_service(workspace_dir: Path, port: int) -> None:
+    """`reme start` again on a workspace whose service already listens on that port says which one runs.
+
+    Another port (`service.port=`, 0 included) is a deliberate second service: several may share a
+    workspace, since writes are serialised across processes.
+    """
     running = already_running(workspace_dir)
-    if running is not None:
+    if running is not None and running.port == port:
         raise ServiceConfigError(
             f"a reme service already runs for workspace {workspace_dir} ({describe(running)}); "
             f"use it as it is, or stop it first with `reme stop workspace_dir={workspace_dir}`"
@@ -146,7 +149,8 @@ async def run_service(config: dict[str, Any], stop: asyncio.Event | None = None)
     """Start the application and serve it with the configured backend until a signal or `stop`."""
     settings = service_settings(config)
     if not settings.uses_stdio:
-        refuse_second_service(Path(config.get("workspace_dir") or ".reme").expanduser().resolve())
+        workspace_dir = Path(config.get("workspace_dir") or ".reme").expanduser().resolve()
+        refuse_second_service(workspace_dir, settings.port)
     sock = None if settings.uses_stdio else bind_socket(settings.host, settings.port)
     app = Application(config)
     try:
