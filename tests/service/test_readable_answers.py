@@ -10,8 +10,9 @@ import subprocess
 
 import httpx
 import pytest
+from tests.pipelines.proactive_helpers import found, reply
 from tests.service.test_service_cli import run_in_terminal
-from tests.support import REME, reme_env, run_reme_process
+from tests.support import REME, reme_env, run_reme_process, scripted_overrides
 
 
 @pytest.fixture(scope="module")
@@ -52,20 +53,25 @@ def test_help_marks_local_jobs_with_the_command_that_runs_them(service):
 
 def test_asking_the_service_for_a_local_job_answers_the_command_and_that_command_runs(service):
     ws = service.workspace.resolve()
-    over_http = httpx.post(f"{service.url}/proactive_refresh", json={}, timeout=30)
+    over_http = httpx.post(f"{service.url}/proactive_refresh", json={"date": "2026-06-20"}, timeout=30)
     assert over_http.status_code == 404
-    expected = f"reme start job=proactive_refresh workspace_dir={ws}"
-    assert (
+    expected = f"reme start job=proactive_refresh date=2026-06-20 workspace_dir={ws}"
+    assert over_http.json()["answer"] == (
         f"job 'proactive_refresh' is not served over HTTP (a local job); run it here with `{expected}`"
-        == (over_http.json()["answer"])
     )
-    through_cli = service.cli("proactive_refresh")
+    through_cli = service.cli("proactive_refresh", "date=2026-06-20")
     assert through_cli.returncode == 1 and f"`{expected}`" in through_cli.stderr
     command = shlex.split(command_in(through_cli.stderr))
     assert command[0] == "reme"
-    ran = run_reme_process(*command[1:], "scheduler.cron=false", cwd=service.workspace.parent)
-    assert ran.returncode == 0, ran.stderr  # no changed notes since... it answers without a model
-    assert ran.stdout.strip()
+    model = scripted_overrides([{"output": reply([found("Roof", "daily/2026-06-20/solar-plans.md")])}])
+    ran = run_reme_process(*command[1:], *model, "scheduler.cron=false", cwd=service.workspace.parent)
+    assert ran.returncode == 0, ran.stderr  # it ran, with the date asked for
+    assert (service.workspace / "daily/2026-06-20/interests.yaml").is_file()
+    imported = httpx.post(f"{service.url}/import_obsidian", json={"source": "/tmp/my vault", "dry_run": True})
+    assert (
+        f"run it here with `reme import obsidian '/tmp/my vault' dry_run=true workspace_dir={ws}`"
+        in (imported.json()["answer"])
+    )
 
 
 @pytest.mark.parametrize("terminal", [False, True], ids=["piped", "terminal"])
