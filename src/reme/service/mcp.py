@@ -111,7 +111,7 @@ def build_mcp_server(app: Application) -> Server[Any]:
                 message = f"tool {params.name!r} changes the memory and this server's profile is read_only"
             elif params.name in app.jobs and is_local(app.jobs[params.name]):
                 command = local_command(app.jobs[params.name], app.workspace_dir)
-                message = f"{params.name!r} is not served (a local job); run it here with `{command}`"
+                message = f"unknown tool {params.name!r}: a local job, not served; run it here with `{command}`"
             return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
         result = tool_result(await app.run(params.name, **(params.arguments or {})))
         result.meta = {WORKSPACE_META: str(app.workspace_dir)}  # names the workspace on stdio too
