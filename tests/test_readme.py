@@ -65,7 +65,8 @@ class Shell:
         bin_dir = str(VENV / "bin")
         env = reme_env(HOME=str(folder / "home"))
         env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p != bin_dir)
-        env.pop("VIRTUAL_ENV", None)
+        for name in ("VIRTUAL_ENV", "CLAUDE_CONFIG_DIR"):  # the install line writes into this HOME only
+            env.pop(name, None)
         self.env = env
         self.activated = False  # set once the README has said to activate in every new terminal
 
@@ -138,6 +139,7 @@ def skip_reason(command: str) -> str | None:
     return next((why for needle, why in SKIPPED.items() if needle in command), None)
 
 
+@pytest.mark.timeout(600)  # five services start and stop in turn; a busy machine takes its time
 def test_the_readme_runs_as_printed(tmp_path: Path) -> None:
     if sys.prefix == sys.base_prefix:
         pytest.skip("not running inside a virtual environment: there is no .venv to activate")
