@@ -9,6 +9,7 @@ import json
 import httpx
 import pytest
 
+from reme.llm.testing.fake_openai import FakeOpenAI
 from reme.workspace.replaced import KEEP_VERSIONS
 
 
@@ -63,3 +64,51 @@ def test_http_answers_the_same_and_keeps_only_the_newest_versions(service):
     assert last["metadata"]["previous_size"] == len(texts[-2]) and last["metadata"]["size"] == len(texts[-1])
     versions = sorted((service.workspace / "journal/replaced/notes/loop.txt").iterdir())
     assert [v.read_text() for v in versions] == texts[-1 - KEEP_VERSIONS : -1]  # the newest, in order
+
+
+def test_an_agent_that_overwrites_a_note_is_told_so_and_the_old_card_is_kept(reme_service, tmp_path):
+    """The memory agent's `write` tool is the job: over the session's card it answers "Replaced", which
+    the model reads back as the tool result, and the card's earlier text is kept (served over HTTP)."""
+    server = FakeOpenAI(
+        [
+            {
+                "tool": "write",
+                "args": {"path": "daily/2026-06-01/trip.md", "content": "# Kyoto\n\n- window seat\n"},
+            },
+            {"output": {"name": "trip", "description": "Kyoto trip."}},
+        ]
+    )
+    try:
+        llm = (
+            f"components.llm.base_url={server.base_url}",
+            "components.llm.model=fake",
+            "components.llm.api_key=k",
+        )
+        service = reme_service(
+            tmp_path / "ws", "service.port=0", "scheduler.cron=false", "timezone=UTC", *llm
+        )
+        message = {
+            "id": "u1",
+            "role": "user",
+            "content": "Kyoto, window seat",
+            "created_at": "2026-06-01T09:00:00Z",
+        }
+        answer = httpx.post(
+            f"{service.url}/auto_memory", json={"session_id": "trip", "messages": [message]}, timeout=60
+        ).json()
+        assert answer["success"], answer["answer"]
+        results = [
+            json.loads(m["content"])
+            for body in server.requests
+            for m in body.get("messages", [])
+            if m.get("role") == "tool" and str(m.get("content", "")).startswith("{")
+        ]
+        told = [
+            r for r in results if str(r.get("answer")).startswith("Replaced daily/2026-06-01/trip.md (was ")
+        ]
+        assert told, results
+        kept = told[0]["metadata"]["previous_version"]
+        assert f"the previous version is kept at {kept}" in told[0]["answer"]
+        assert (service.workspace / kept).read_text(encoding="utf-8").startswith("---\nname: trip")
+    finally:
+        server.close()
