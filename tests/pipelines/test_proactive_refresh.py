@@ -32,17 +32,19 @@ async def test_no_changed_notes_means_no_model_call_and_no_file(make_app: MakeAp
     assert snapshot(app.workspace_dir) == before
 
 
-async def test_a_refresh_writes_the_exposure_the_truth_source_and_links_the_day_page(
+async def test_a_refresh_writes_the_exposure_and_the_truth_source_and_leaves_the_day_page(
     make_app: MakeApp,
 ) -> None:
     app = await make_app(**scripted([{"output": reply([found("Kyoto trip", KYOTO)])}]))
     write_note(app.workspace_dir, KYOTO, "# Trip\nBooking Kyoto for June 29, window seat.\n")
+    assert (await app.run("daily_reindex", date="2026-06-20")).success
+    page_before = (app.workspace_dir / "daily/2026-06-20.md").read_bytes()
     response = await refresh(app, "2026-06-20")
     assert response.success, response.answer
     meta = response.metadata
     kyoto = topic_id("Kyoto trip")
     assert meta["llm_calls"] == 2 == meta["usage"]["requests"]  # one candidate: extract + plan, no agenda
-    assert meta["pushed"] == [kyoto] and meta["changed"] == [KYOTO]
+    assert meta["pushed"] == [kyoto] and meta["changed"] == ["daily/2026-06-20.md", KYOTO]
     interests = load_yaml(app.workspace_dir / "daily/2026-06-20/interests.yaml")
     assert list(interests) == ["version", "date", "generated_at", "push", "topics", "agenda", "suppressed"]
     assert interests["version"] == 2 and interests["date"] == date(2026, 6, 20) and interests["push"] is True
@@ -74,10 +76,10 @@ async def test_a_refresh_writes_the_exposure_the_truth_source_and_links_the_day_
     ]
     truth = load_yaml(app.workspace_dir / "daily/_proactive.yaml")
     assert [t["id"] for t in truth["topics"]] == [kyoto] and truth["resolved"] == []
-    page = (app.workspace_dir / "daily/2026-06-20.md").read_text(encoding="utf-8")
-    assert "- [[daily/2026-06-20/trip.md]] name: trip" in page
-    assert "- proactive:: [[daily/2026-06-20/interests.yaml]]" in page
-    # a second run finds nothing new (the day page it rewrote is checkpointed too)
+    # SPEC 8: the day page's block lists cards only; a refresh never rewrites it (nor makes a dream rescan it)
+    page = (app.workspace_dir / "daily/2026-06-20.md").read_bytes()
+    assert page == page_before and b"interests.yaml" not in page
+    # a second run finds nothing new
     before = snapshot(app.workspace_dir)
     again = await refresh(app, "2026-06-20")
     assert again.success and again.metadata["llm_calls"] == 0

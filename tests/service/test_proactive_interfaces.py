@@ -46,7 +46,8 @@ def test_the_one_shot_refresh_wrote_the_day(refreshed):
     interests = load_yaml(refreshed / f"daily/{DAY}/interests.yaml")
     assert [a["topic_id"] for a in interests["agenda"]] == [topic_id(TITLES[1]), topic_id(TITLES[0])]
     assert (refreshed / "daily/_proactive.yaml").is_file()
-    assert "proactive:: [[daily/2026-06-20/interests.yaml]]" in (refreshed / f"daily/{DAY}.md").read_text()
+    day_page = refreshed / f"daily/{DAY}.md"  # SPEC 8: the block lists cards only, never interests.yaml
+    assert not day_page.exists() or "interests.yaml" not in day_page.read_text()
 
 
 def test_http_reads_and_resolves_but_never_refreshes(service):
@@ -64,11 +65,15 @@ def test_http_reads_and_resolves_but_never_refreshes(service):
     assert unknown["success"] is False and unknown["metadata"]["resolved"] is False
 
 
-def test_cli_prints_the_object_when_piped_and_a_readable_agenda_on_a_terminal(service, run_reme, reme_env):
+def test_cli_prints_a_readable_agenda_piped_or_on_a_terminal_and_the_object_with_json(
+    service, run_reme, reme_env
+):
     where = f"workspace_dir={service.workspace}"
     piped = run_reme("proactive_read", f"date={DAY}", "include_content=false", where)
     assert piped.returncode == 0, piped.stderr
-    assert json.loads(piped.stdout)["summary"].startswith("Read 2 proactive topic(s)")
+    assert piped.stdout.startswith("Read 2 proactive topic(s)") and "Agenda:" in piped.stdout  # issue 23.4
+    as_json = run_reme("proactive_read", f"date={DAY}", "include_content=false", where, "--json")
+    assert json.loads(as_json.stdout)["answer"]["summary"].startswith("Read 2 proactive topic(s)")
     env = reme_env(TERM="xterm-256color", COLUMNS="120")
     from tests.support import REME
 

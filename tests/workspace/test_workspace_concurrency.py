@@ -91,10 +91,14 @@ CRASH_AT_RENAME = textwrap.dedent(
     from reme.workspace.layout import Workspace
     from reme.workspace.links import ScanLinks
 
-    def die(*args, **kwargs):
+    keep = os.replace
+
+    def die(src, dst, **kwargs):
+        if os.path.basename(str(dst)) != "note.md":  # the previous version is kept first (issue 23.11)
+            return keep(src, dst, **kwargs)
         os.kill(os.getpid(), signal.SIGKILL)
 
-    os.replace = die  # the new text is fully in the temporary file; the rename never happens
+    os.replace = die  # the new text is fully in the temporary file; the note's rename never happens
     ws = Workspace(sys.argv[1])
     writing.write(ws, ScanLinks(ws), "digest/note.md", "NEW " * 100000)
     """
@@ -110,6 +114,8 @@ def test_a_writer_killed_before_the_rename_leaves_the_old_file(tmp_path):
     assert (ws.root / "digest/note.md").read_text() == "old text\n"
     leftovers = [p for p in (ws.root / "digest").iterdir() if p.name != "note.md"]
     assert len(leftovers) == 1 and leftovers[0].name.startswith(".note.md.")
+    [kept] = (ws.root / "journal/replaced/digest/note.md").iterdir()
+    assert kept.read_text() == "old text\n"
     os.utime(leftovers[0], (time.time() - 3600, time.time() - 3600))
     writing.write(
         ws, ScanLinks(ws), "digest/note.md", "next\n"

@@ -123,7 +123,16 @@ async def test_write_creates_markdown_with_front_matter_and_parent_folders(app):
 async def test_write_merges_with_the_existing_front_matter(app):
     (app.workspace_dir / "digest/a.md").write_text("---\nname: A  # mine\nkeep: 1\n---\nold body\n")
     response = await app.run("write", path="digest/a.md", content="new body\n", description="D")
-    assert response.metadata == {"path": "digest/a.md", "created": False, "indexed": True}
+    kept = response.metadata.pop("previous_version")  # issue 23.11: the replaced text stays recoverable
+    assert response.metadata == {
+        "path": "digest/a.md",
+        "created": False,
+        "replaced": True,
+        "size": 56,
+        "previous_size": 41,
+        "indexed": True,
+    }
+    assert disk(app, kept) == "---\nname: A  # mine\nkeep: 1\n---\nold body\n"
     assert disk(app, "digest/a.md") == "---\nname: A  # mine\nkeep: 1\ndescription: D\n---\nnew body\n"
     await app.run("write", path="digest/a.md", content="---\nkeep: 2\nextra: x\n---\nthird\n")
     assert disk(app, "digest/a.md") == "---\nname: A  # mine\nkeep: 2\ndescription: D\nextra: x\n---\nthird\n"

@@ -3,8 +3,8 @@
 Each stage is one function over a `Refresh` the job's steps pass along. Nothing is written before
 finish: no changed daily Markdown means no model call and no file; a failed stage (no model, an
 unusable reply, a malformed truth source) leaves every file and the catalog as they were. Finish
-writes the truth source, the day's `interests.yaml`, the day page (which links it) and the catalog,
-each atomically, holding the `proactive` lock; a resolve that landed during the run is kept.
+writes the truth source, the day's `interests.yaml` and the catalog, each atomically (the day
+page is left alone: its block lists cards only, so a refresh never makes the next dream rescan it), holding the `proactive` lock; a resolve that landed during the run is kept.
 """
 
 from __future__ import annotations
@@ -292,7 +292,7 @@ def _keep_resolutions(run: Refresh, fresh: TruthSource) -> None:
 
 
 async def finish(run: Refresh, catalog: str = "proactive") -> None:
-    """Write the truth source, the day's exposure, the day page, then advance the catalog."""
+    """Write the truth source and the day's exposure, then advance the catalog."""
     if run.done:
         return
     port = run.port
@@ -306,15 +306,8 @@ async def finish(run: Refresh, catalog: str = "proactive") -> None:
         await port.save(truth_path(port), run.truth.render(now), expected_sha256=expected)
         text = render_interests(day, now, run.pushed, run.agenda, run.selection.suppressed)
         await port.save(run.interests_path, text)
-        await port.refresh_day(day)
         read = set(run.material.shown)
-        stamps = {e.path: e for e in run.material.changed if e.path in read}  # as they were read
-        # the day page changed because it now links interests.yaml: record it as it is now
-        page = f"{port.folder('daily')}/{day}.md"
-        if page in read or page not in {e.path for e in run.material.changed}:
-            listed = await port.list_files(port.folder("daily"), extensions=("md",))
-            stamps.update((e.path, e) for e in listed if e.path == page)
-        checkpoint(port, catalog, list(stamps.values()))
+        checkpoint(port, catalog, [e for e in run.material.changed if e.path in read])  # as they were read
 
 
 def summary(run: Refresh) -> str:

@@ -39,6 +39,9 @@ class Recall:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
+_COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.S)  # HTML comments: reme's own block markers, never content
+
+
 def neutralise(text: str) -> str:
     """Recalled text with any `<reme-context>` / `</reme-context>` tag defused (`&lt;reme-context`)."""
     return _TAG.sub(r"&lt;\1\2", text)
@@ -91,7 +94,7 @@ async def _daily(port: MemoryPort, query: str, limit: int) -> tuple[list[str], s
         if hit["path"] in seen:
             continue
         seen.add(hit["path"])
-        snippet = " ".join(str(hit.get("text") or "").split())[:SNIPPET_CHARS]
+        snippet = " ".join(_COMMENT.sub(" ", str(hit.get("text") or "")).split())[:SNIPPET_CHARS]
         head = _item(hit["path"], hit.get("name"), hit.get("description"))
         lines.append(head + (f"\n  > {_line(snippet)}" if snippet else ""))
         if len(lines) >= limit:

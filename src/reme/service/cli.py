@@ -20,6 +20,8 @@ usage:
   reme start [config=NAME|PATH] [workspace_dir=DIR] [section.key=VALUE ...]
         start the configured service (service.backend=http|mcp, service.transport=stdio|sse|streamable-http,
         service.host=, service.port=, service.auth_token=)
+  reme stop [workspace_dir=DIR]
+        stop the service of this workspace (the one its metadata/service.json names)
   reme start job=NAME [config=...] [workspace_dir=DIR] [param=VALUE ...]
         run one job in-process and exit with its status
   reme JOB [VALUE] [param=VALUE ...] [--json] [host=H port=P | workspace_dir=DIR]
@@ -84,7 +86,7 @@ def _main(args: list[str]) -> int:
         print(__version__)
         return 0
     if asks_help:
-        if command in ("start", "doctor", "import", "export"):
+        if command in ("start", "stop", "doctor", "import", "export"):
             print(USAGE, end="")
             return 0
         command, rest = "help", [f"job={command}", *rest]
@@ -102,6 +104,8 @@ def _main(args: list[str]) -> int:
         return doctor({key: parse_value(value) for key, value in assigned.items()}, as_json)
     if command == "start":
         return start(assigned, as_json)
+    if command == "stop":
+        return stop(assigned, bare)
     if command in ("import", "export"):
         return transfer(command, assigned, bare, as_json)
     return call(command, assigned, bare, as_json)
@@ -231,6 +235,20 @@ def _is_local(folder: str) -> bool:
 # running in-process ----------------------------------------------------------------------------
 
 
+def stop(assigned: dict[str, str], bare: list[str]) -> int:
+    """`reme stop`: the service of `workspace_dir=` (default: this folder's workspace), by its service file."""
+    from reme.service.lifecycle import stop as stop_service
+    from reme.service.service_info import default_workspace
+
+    extra = bare or [key for key in assigned if key != "workspace_dir"]
+    if extra:
+        print(f"reme: usage: reme stop [workspace_dir=DIR] (got {extra[0]!r})", file=sys.stderr)
+        return 2
+    status, message = stop_service(assigned.get("workspace_dir") or default_workspace())
+    print(f"reme: {message}", file=sys.stderr if status else sys.stdout)
+    return status
+
+
 def start(assigned: dict[str, str], as_json: bool, out: str | None = None) -> int:
     """`reme start`: the service, or with `job=` one job in-process (its parameters typed by its schema).
 
@@ -338,12 +356,14 @@ def render(response: dict[str, Any], as_json: bool, job: str | None = None) -> i
         return 0 if success else 1
     answer = response.get("answer", "")
     stream = sys.stdout if success else sys.stderr
+    if success:  # text a person reads (--json above keeps the object)
+        from reme.service.readable import readable
+
+        text = readable(job, response, stream.isatty())
+        answer = answer if text is None else text
     if stream.isatty():
         from rich.console import Console
 
-        from reme.service.readable import readable
-
-        answer = readable(job, answer) or answer
         console = Console(file=stream, highlight=False)
         if not success:
             console.print("error:", style="bold red", end=" ")

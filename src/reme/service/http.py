@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from reme import __version__
 from reme.app.application import Application
 from reme.app.jobs import JobSpec, ParameterError, run_steps, validate_params
+from reme.app.local_jobs import is_local, local_command
 from reme.app.spelling import did_you_mean
 from reme.service.identity import WorkspaceIdentity
 from reme.service.security import BearerTokenGate
@@ -71,6 +72,15 @@ async def read_body(request: Request) -> bytes | None:
         if len(body) > MAX_BODY_BYTES:
             return None
     return bytes(body)
+
+
+async def _params_of(request: Request) -> dict[str, Any]:
+    """The parameters a refused request sent, for the command that would run it; {} when unreadable."""
+    try:
+        params = await read_params(request)
+    except Exception:  # a message is being built: whatever the body holds, never fail it
+        return {}
+    return params if isinstance(params, dict) else {}
 
 
 async def read_params(request: Request) -> dict[str, Any] | JSONResponse:
@@ -196,6 +206,9 @@ def build_http_app(app: Application, token: str | None = None) -> Any:
         name = request.url.path.strip("/")
         if exc.status_code == 404 and not name:
             return failure("POST /<job> with the parameters as a JSON object; POST /help lists the jobs", 404)
+        if exc.status_code == 404 and name in app.jobs and is_local(app.jobs[name]):
+            command = local_command(app.jobs[name], app.workspace_dir, await _params_of(request))
+            return failure(f"job {name!r} is not served over HTTP (a local job); run it here with `{command}`", 404)
         if exc.status_code == 404:
             why = "is not served over HTTP" if name in app.jobs else f"is unknown{did_you_mean(name, served)}"
             return failure(f"job {name!r} {why}; POST /help (or `reme help`) lists the jobs", 404)

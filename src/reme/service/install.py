@@ -207,20 +207,46 @@ def install(target: Target, prompt_recall: bool, read_only: bool) -> list[str]:
     created = _missing_dirs([target.manifest, *(path for path, _, _ in steps)])
     manifest = {"version": 1, "files": files, "created_dirs": created}
     _write(target.manifest, _dump(manifest))  # first: a crash mid-install can still be undone
-    for path, raw, added in steps:
+    lines.append(f"wrote {target.manifest}: the install record (--uninstall puts every file back from it)")
+    for (path, raw, added), entry in zip(steps, files, strict=True):
         _write(path, raw)
         what = ", ".join(f"hooks.{e}" for e in added.get("hooks", {})) or (
             "mcpServers.reme (stdio)" if "mcpServers" in added else "the reme-memory skill"
         )
-        lines.append(f"wrote {path}: {what}")
+        how = "new file" if entry["before"] is None else "changed; its other entries kept"
+        lines.append(f"wrote {path}: {what} ({how})")
     lines.append(f"workspace: {target.workspace}")
     if target.project:
-        lines.append(
-            f"note: {target.mcp.name} holds this machine's absolute paths; keep it out of git "
-            "(and the workspace too, unless the team shares it)"
-        )
+        lines += gitignore_lines(target, [target.manifest, *(path for path, _, _ in steps)])
     lines.append(f"undo with: reme install claude-code{' --project' if target.project else ''} --uninstall")
     return lines
+
+
+def gitignore_lines(target: Target, written: list[Path]) -> list[str]:
+    """A project install holds this machine's absolute paths: the .gitignore lines for what it wrote
+    (and the workspace when it lies in the project), less those the project's .gitignore has."""
+    root = target.mcp.parent
+    wanted = []
+    for path in [*written, target.workspace]:
+        try:
+            relative = path.relative_to(root).as_posix()
+        except ValueError:
+            continue  # outside the project: not git's business here
+        if relative.startswith(".claude/skills/"):
+            relative = "/".join(relative.split("/")[:3]) + "/"
+        elif path == target.workspace:
+            relative += "/"
+        wanted.append(f"/{relative}")
+    present = _read(root / ".gitignore") or b""
+    have = {line.strip() for line in present.decode("utf-8", "replace").splitlines()}
+    missing = [line for line in dict.fromkeys(wanted) if line not in have and line.lstrip("/") not in have]
+    if not missing:
+        return [f"{root / '.gitignore'} already ignores everything it wrote"]
+    return [
+        f"these files hold this machine's absolute paths; add to {root / '.gitignore'} (the workspace too, "
+        "unless the team shares it):",
+        *(f"  {line}" for line in missing),
+    ]
 
 
 def _without(data: dict[str, Any], added: dict[str, Any]) -> dict[str, Any]:
@@ -279,6 +305,7 @@ def uninstall(target: Target) -> list[str]:
         raise InstallError(f"{target.manifest} is damaged ({exc}); nothing was removed") from None
     lines = [_restore(entry) for entry in entries]
     target.manifest.unlink()
+    lines.append(f"removed {target.manifest} (the install record)")
     for folder in sorted(manifest.get("created_dirs", []), key=len, reverse=True):
         try:
             os.rmdir(folder)  # only when empty: nothing of anyone else's goes

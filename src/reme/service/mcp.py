@@ -23,6 +23,7 @@ from starlette.routing import Mount, Route
 from reme import __version__
 from reme.app.application import Application
 from reme.app.jobs import JobSpec, Response
+from reme.app.local_jobs import is_local, local_command
 from reme.service.identity import WorkspaceIdentity
 from reme.service.security import BearerTokenGate, send_json
 
@@ -108,6 +109,9 @@ def build_mcp_server(app: Application) -> Server[Any]:
             message = f"unknown tool {params.name!r}; available: {', '.join(sorted(tool_jobs(app)))}"
             if params.name in {job.name for job in app.served_jobs()}:
                 message = f"tool {params.name!r} changes the memory and this server's profile is read_only"
+            elif params.name in app.jobs and is_local(app.jobs[params.name]):
+                command = local_command(app.jobs[params.name], app.workspace_dir)
+                message = f"unknown tool {params.name!r}: a local job, not served; run it here with `{command}`"
             return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
         response = await app.run(params.name, **(params.arguments or {}))
         if not tool_jobs(app)[params.name].read_only:  # as over HTTP: a change names its workspace

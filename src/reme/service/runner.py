@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import signal
 import socket
@@ -21,6 +22,7 @@ from typing import Any
 import uvicorn
 
 from reme.app.application import Application
+from reme.service.lifecycle import already_running, describe, port_holder
 from reme.service.security import LoopbackGuard, ServiceConfigError, is_loopback
 from reme.service.service_info import MCP_PATHS, ServiceInfo, remove_service_file, write_service_file
 from reme.service.settings import service_settings
@@ -61,7 +63,7 @@ def interrupt_work(app: Application) -> None:
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
-    """Listen before announcing: a busy port is a clear error, and port 0 picks a free one."""
+    """Listen before announcing: a busy port is a clear error naming who holds it, and port 0 picks a free one."""
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
@@ -74,10 +76,25 @@ def bind_socket(host: str, port: int) -> socket.socket:
         sock.bind(address)
     except OSError as exc:
         sock.close()
+        holder = f"it is taken by {port_holder(host, port)}" if exc.errno == errno.EADDRINUSE else exc.strerror
         raise ServiceConfigError(
-            f"cannot listen on {host}:{port}: {exc.strerror}; choose another port with service.port=..."
+            f"cannot listen on {host}:{port}: {holder}; choose another port with service.port=..."
         ) from None
     return sock
+
+
+def refuse_second_service(workspace_dir: Path, port: int) -> None:
+    """`reme start` again on a workspace whose service already listens on that port says which one runs.
+
+    Another port (`service.port=`, 0 included) is a deliberate second service: several may share a
+    workspace, since writes are serialised across processes.
+    """
+    running = already_running(workspace_dir)
+    if running is not None and running.port == port:
+        raise ServiceConfigError(
+            f"a reme service already runs for workspace {workspace_dir} ({describe(running)}); "
+            f"use it as it is, or stop it first with `reme stop workspace_dir={workspace_dir}`"
+        )
 
 
 def connectable_host(host: str) -> str:
@@ -131,6 +148,9 @@ async def _exit_on(stop: asyncio.Event, server: uvicorn.Server) -> None:
 async def run_service(config: dict[str, Any], stop: asyncio.Event | None = None) -> None:
     """Start the application and serve it with the configured backend until a signal or `stop`."""
     settings = service_settings(config)
+    if not settings.uses_stdio:
+        workspace_dir = Path(config.get("workspace_dir") or ".reme").expanduser().resolve()
+        refuse_second_service(workspace_dir, settings.port)
     sock = None if settings.uses_stdio else bind_socket(settings.host, settings.port)
     app = Application(config)
     try:

@@ -124,6 +124,11 @@ def _recorded(workspace_dir: str | os.PathLike[str]) -> tuple[ServiceInfo | None
     return info, None
 
 
+def recorded_service(workspace_dir: str | os.PathLike[str]) -> tuple[ServiceInfo | None, str | None]:
+    """The live service recorded in a workspace, else None and why (None when no file is there)."""
+    return _recorded(workspace_dir)
+
+
 def read_service_file(workspace_dir: str | os.PathLike[str]) -> ServiceInfo | None:
     """The service recorded in a workspace, or None when absent, unreadable or its process is gone."""
     return _recorded(workspace_dir)[0]

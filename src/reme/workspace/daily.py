@@ -20,7 +20,6 @@ from reme.workspace.wikilinks import render
 
 BLOCK_START = "<!-- notes:auto -->"
 BLOCK_END = "<!-- /notes:auto -->"
-INTERESTS = "interests.yaml"  # the day's proactive topics, linked from the block when present
 _BLOCK = re.compile(re.escape(BLOCK_START) + r".*?" + re.escape(BLOCK_END), re.DOTALL)
 
 
@@ -102,8 +101,7 @@ def reindex(ws: Workspace, links: LinkSource, day: str, *, create_only: bool = F
         if create_only and exists:
             return {"path": relative, "changed": False, "count": len(notes)}
         old = read_text(ws.root, relative) if exists else ""
-        interests = f"{ws.folder('daily')}/{day}/{INTERESTS}"
-        new = _day_text(old, day, notes, interests if ws.absolute(ws.check(interests)).is_file() else None)
+        new = _day_text(old, day, notes)
         if new != old or not exists:
             atomic_write(target, new, ws.root)
             changed = True
@@ -114,8 +112,8 @@ def reindex(ws: Workspace, links: LinkSource, day: str, *, create_only: bool = F
     return {"path": relative, "changed": changed, "count": len(notes), "notes": notes}
 
 
-def _day_text(old: str, day: str, notes: list[dict[str, str]], interests: str | None = None) -> str:
-    """The page with its block regenerated: one line per card, then the link to the day's proactive topics."""
+def _day_text(old: str, day: str, notes: list[dict[str, str]]) -> str:
+    """The page with its block regenerated: one line per card, nothing else (SPEC 8)."""
     block = "\n".join(
         [
             BLOCK_START,
@@ -123,7 +121,6 @@ def _day_text(old: str, day: str, notes: list[dict[str, str]], interests: str | 
                 f"- {render(note['path'])} name: {note['name']} description: {note['description']}".rstrip()
                 for note in notes
             ),
-            *([f"- proactive:: {render(interests)}"] if interests else []),
             BLOCK_END,
         ]
     )

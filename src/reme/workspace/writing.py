@@ -16,6 +16,7 @@ from reme.workspace.layout import Workspace
 from reme.workspace.links import LinkSource
 from reme.workspace.paths import is_markdown
 from reme.workspace.reading import markdown_path
+from reme.workspace.replaced import keep_previous
 from reme.workspace.textio import Limits, check_text, fingerprint, read_text
 
 
@@ -37,7 +38,12 @@ def write(
     metadata: dict[str, Any] | None = None,
     limits: Limits = Limits(),
 ) -> dict[str, Any]:
-    """Create or replace a file; Markdown front matter is merged with the existing file's."""
+    """Create or replace a file; Markdown front matter is merged with the existing file's.
+
+    Replacing different text keeps the old bytes recoverable (`replaced.keep_previous`) and says so
+    (`replaced`, `size`, `previous_size`, `previous_version`); the same text is not rewritten
+    (`unchanged`, `size`).
+    """
     relative = ws.relative_for(path, write=True, markdown=True)
     target = ws.absolute(relative, write=True)
     check_text(content, "content", limits.max_text_bytes)
@@ -57,9 +63,17 @@ def write(
             old = read_text(ws.root, relative, limits.max_text_bytes) if existed else None
             text = _merged_markdown(relative, old, content, changes)
         check_text(text, "the resulting file", limits.max_text_bytes)
-        atomic_write(target, text, ws.root)
+        data = text.encode("utf-8")
+        previous = target.read_bytes() if existed else None
+        if previous == data:
+            return {"path": relative, "created": False, "unchanged": True, "size": len(data)}
+        kept = keep_previous(ws, relative, previous) if previous is not None else None
+        atomic_write(target, data, ws.root)
     links.sync_paths([relative])
-    return {"path": relative, "created": not existed}
+    if previous is None:
+        return {"path": relative, "created": True}
+    replaced = {"replaced": True, "size": len(data), "previous_size": len(previous), "previous_version": kept}
+    return {"path": relative, "created": False, **replaced}
 
 
 def _merged_markdown(relative: str, old: str | None, content: str, changes: dict[str, Any]) -> str:

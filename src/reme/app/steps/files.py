@@ -65,9 +65,21 @@ def write(ctx: JobContext, **settings: Any) -> None:
         p.get("metadata"),
         _limits(settings),
     )
-    ctx.response.answer = f"{'Created' if result['created'] else 'Wrote'} {result['path']}"
+    ctx.response.answer = _write_answer(result)
     ctx.response.metadata.update(result)
     _say_if_unindexed(ctx, result["path"])
+
+
+def _write_answer(result: dict[str, Any]) -> str:
+    """Created, unchanged, or replaced with the old size and where the previous version is kept."""
+    if result["created"]:
+        return f"Created {result['path']}"
+    if result.get("unchanged"):
+        return f"Unchanged {result['path']} (it already held these {result['size']} bytes)"
+    return (
+        f"Replaced {result['path']} (was {result['previous_size']} bytes, now {result['size']}); "
+        f"the previous version is kept at {result['previous_version']}"
+    )
 
 
 @register_step("edit", settings=Limits)

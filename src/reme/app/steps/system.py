@@ -10,6 +10,7 @@ from typing import Any
 from reme import __version__
 from reme.app.config import redact
 from reme.app.jobs import JobContext, JobError
+from reme.app.local_jobs import is_local, local_command
 from reme.app.registry import register_step
 from reme.app.spelling import did_you_mean
 
@@ -36,6 +37,7 @@ def help_(ctx: JobContext) -> None:
             "description": job.description,
             "parameters": job.parameters,
             "served": job.served,
+            **({"local_command": local_command(job, ctx.app.workspace_dir)} if is_local(job) else {}),
         }
         for job in sorted(jobs, key=lambda j: j.name)
     ]
@@ -46,9 +48,12 @@ def help_(ctx: JobContext) -> None:
         required = set(entry["parameters"].get("required", []))
         signature = " ".join(f"{p}=" if p in required else f"[{p}=]" for p in params)
         kind = "" if entry["kind"] == "base" else f" ({entry['kind']})"
+        kind += " (local: not served)" if "local_command" in entry else ""
         lines.append(f"{entry['name']}{kind} {signature}".rstrip())
         if entry["description"]:
             lines.append(f"    {entry['description']}")
+        if "local_command" in entry:
+            lines.append(f"    run it here with `{entry['local_command']}`")
         if name:
             lines += _parameter_lines(entry["name"], entry["parameters"])
     ctx.response.answer = "\n".join(lines)
