@@ -20,8 +20,10 @@ from reme.index.graph import LinkGraph
 from reme.index.keyword import KeywordIndex
 from reme.index.store import MetadataStore
 from reme.workspace.dates import path_day
+from reme.workspace.transcript import is_transcript_path
 
 RRF_K = 60
+FOLD_FETCH = 3  # folding a file's chunks into one result: fetch this many times more candidates
 log = logging.getLogger(__name__)
 
 
@@ -70,6 +72,7 @@ class Hit:
     description: str | None
     outlinks: list[dict[str, Any]] = field(default_factory=list)
     inlinks: list[dict[str, Any]] = field(default_factory=list)
+    folded: list[dict[str, Any]] = field(default_factory=list)  # the file's further passages: lines, score
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in _HIT_FIELDS}
@@ -189,9 +192,13 @@ class Searcher:
         filters: SearchFilters = SearchFilters(),
         expand_links: bool = True,
         max_links_per_direction: int = 10,
+        fold_files: bool = True,
+        include_generated: bool = False,
     ) -> list[Hit]:
-        fetch = limit * self.candidate_multiplier
-        finish = (limit, min_score, expand_links, max_links_per_direction)
+        """Best `limit` results; `fold_files`: one per file, its further passages listed in `folded`;
+        generated pages (a file name starting with `_`, e.g. `digest/_buckets.md`) only when asked."""
+        fetch = limit * self.candidate_multiplier * (FOLD_FETCH if fold_files else 1)
+        finish = (limit, min_score, expand_links, max_links_per_direction, fold_files, include_generated)
         if self.vector is None:  # one worker-thread hop for the whole keyword search
             return await asyncio.to_thread(
                 lambda: self._finish(self._keyword(query, fetch, filters), *finish)
@@ -221,9 +228,22 @@ class Searcher:
         return fuse(keyword, vector, self.vector_weight, self.fusion)
 
     def _finish(
-        self, scored: list[tuple[str, float]], limit: int, min_score: float, expand: bool, per_direction: int
+        self,
+        scored: list[tuple[str, float]],
+        limit: int,
+        min_score: float,
+        expand: bool,
+        per_direction: int,
+        fold_files: bool,
+        include_generated: bool,
     ) -> list[Hit]:
-        hits = diversify([hit for hit in self.hydrate(scored) if hit.score >= min_score])[:limit]
+        kept = [
+            hit
+            for hit in self.hydrate(scored)
+            if hit.score >= min_score and (include_generated or not is_generated_page(hit.path))
+        ]
+        hits = diversify(kept)
+        hits = (fold(hits) if fold_files else hits)[:limit]
         if expand:
             self.expand_links(hits, per_direction)
         return hits
@@ -301,6 +321,30 @@ class Searcher:
         ]
 
 
+def is_generated_page(path: str) -> bool:
+    """A page reme generates (`digest/_buckets.md`): its file name starts with `_`."""
+    return path.rsplit("/", 1)[-1].startswith("_")
+
+
+def fold(hits: Sequence[Hit]) -> list[Hit]:
+    """One result per note, at its best hit's place; the note's later hits go into its `folded`.
+
+    Session transcripts are left as they are: each message is an item of its own, and the
+    diversifier already ranks a transcript as a session (`reme.index.diversify`)."""
+    out: list[Hit] = []
+    first: dict[str, Hit] = {}
+    for hit in hits:
+        if is_transcript_path(hit.path):
+            out.append(hit)
+            continue
+        head = first.setdefault(hit.path, hit)
+        if head is hit:
+            out.append(hit)
+        else:
+            head.folded.append({"start_line": hit.start_line, "end_line": hit.end_line, "score": hit.score})
+    return out
+
+
 def render_hits(query: str, hits: Sequence[Hit]) -> str:
     """Readable answer for an agent: where each hit sits, what it says, and what it links to."""
     if not hits:
@@ -315,6 +359,9 @@ def render_hits(query: str, hits: Sequence[Hit]) -> str:
         if hit.description:
             lines.append(f"description: {hit.description}")
         lines.append(hit.text)
+        if hit.folded:
+            spans = ", ".join(f"{f['start_line']}-{f['end_line']}" for f in hit.folded)
+            lines.append(f"also matching in this file: lines {spans}")
         for label, links in (("links to", hit.outlinks), ("linked from", hit.inlinks)):
             if links:
                 lines.append(f"{label}: " + "; ".join(_link_label(link) for link in links))
