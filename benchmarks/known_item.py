@@ -1,17 +1,20 @@
 """Known-item search: a note's own title as the query, through the whole `search` job.
 
-Every SciFact document (5,183) becomes one note of a workspace, in three shapes a user's notes
-take; each shape is searched with the titles of `--queries` seeded documents (limit 10):
+Every document of a set becomes one note of a workspace — SciFact (5,183 abstracts, long English
+titles) or CMRC 2018 dev (847 Wikipedia passages, short Chinese titles such as 战国无双3) — in
+three shapes a user's notes take; each shape is searched with the titles of `--queries` seeded
+documents (limit 10):
 
-- ``heading``: ``scifact/<id>.md`` starting with ``# <title>``, then the abstract;
-- ``file-name``: ``scifact/<title>.md`` holding the abstract alone (an Obsidian note: its name is
+- ``heading``: ``notes/<id>.md`` starting with ``# <title>``, then the abstract;
+- ``file-name``: ``notes/<title>.md`` holding the abstract alone (an Obsidian note: its name is
   its file name);
-- ``name``: ``scifact/<id>.md`` with front matter ``name: <title>``, then the abstract.
+- ``name``: ``notes/<id>.md`` with front matter ``name: <title>``, then the abstract.
 
 Reported per shape: the share of queries whose own note is the first result (rank 1), within the
 first 5, the mean reciprocal rank, and the mean number of distinct files in the first 5 results.
 
     .venv/bin/python benchmarks/known_item.py --queries 300
+    .venv/bin/python benchmarks/known_item.py --set cmrc --shapes file-name,heading
     PYTHONPATH=/path/to/older/src .venv/bin/python benchmarks/known_item.py   # the same for other code
 """
 
@@ -32,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from datasets import DATA_DIR, read_jsonl  # noqa: E402
 
 SHAPES = ("heading", "file-name", "name")
+SETS = {"scifact": DATA_DIR / "beir-scifact", "cmrc": DATA_DIR / "cmrc2018" / "beir-dev"}
 LIMIT = 10
 _UNSAFE = re.compile(r'[\\/:*?"<>|#^\[\]\x00-\x1f]')
 
@@ -43,14 +47,14 @@ def notes(shape: str, rows: list[dict]) -> tuple[dict[str, str], dict[str, str]]
     for row in rows:
         title, text = row["title"].strip(), row["text"].strip()
         if shape == "heading":
-            path, body = f"scifact/{row['_id']}.md", f"# {title}\n\n{text}\n"
+            path, body = f"notes/{row['_id']}.md", f"# {title}\n\n{text}\n"
         elif shape == "file-name":
             stem = _UNSAFE.sub(" ", title)[:150].strip(" .") or row["_id"]
-            path, body = f"scifact/{stem}.md", f"{text}\n"
+            path, body = f"notes/{stem}.md", f"{text}\n"
             if path in files:  # two documents with one title: keep the first
                 continue
         else:
-            path, body = f"scifact/{row['_id']}.md", f"---\nname: {json.dumps(title)}\n---\n{text}\n"
+            path, body = f"notes/{row['_id']}.md", f"---\nname: {json.dumps(title)}\n---\n{text}\n"
         files[path] = body
         paths[row["_id"]] = path
     return files, paths
@@ -91,12 +95,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--set", choices=sorted(SETS), default="scifact")
     parser.add_argument("--queries", type=int, default=300, help="seeded titles asked per shape")
     parser.add_argument("--shapes", default=",".join(SHAPES))
     parser.add_argument("--seed", type=int, default=23)
     args = parser.parse_args()
-    rows = [row for row in read_jsonl(DATA_DIR / "beir-scifact" / "corpus.jsonl") if row.get("title")]
-    asked = random.Random(args.seed).sample(rows, args.queries)
+    rows = [row for row in read_jsonl(SETS[args.set] / "corpus.jsonl") if row.get("title", "").strip()]
+    asked = random.Random(args.seed).sample(rows, min(args.queries, len(rows)))
     print("| shape | queries | rank 1 | top 5 | MRR | distinct files in top 5 | seconds |")
     print("|---|---|---|---|---|---|---|")
     for shape in args.shapes.split(","):

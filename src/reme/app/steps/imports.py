@@ -46,7 +46,7 @@ from reme.pipelines.imports import (
 )
 from reme.pipelines.names import slugify
 from reme.pipelines.redaction import redact
-from reme.workspace.paths import is_markdown
+from reme.workspace.paths import check_new_name, check_segment, is_markdown
 
 CONVERSATIONS = "conversations.json"
 
@@ -163,14 +163,27 @@ async def import_mem0(
 async def import_obsidian(ctx: JobContext, **settings: Any) -> None:
     vault = source_path(ctx.params["source"])
     files, skipped = read_folder(vault, FolderLimits(**settings), workspace=Path(ctx.app.workspace_dir))
-    name = slugify(ctx.params.get("name") or vault.resolve().name) or "vault"
+    name = _folder_name(ctx.params.get("name") or vault.resolve().name)
+    existing = [entry.path for entry in await AppPort(ctx.app).list_files("", recursive=True)]
 
     def build(_port: AppPort, folder: str) -> ImportBatch:
-        batch = obsidian_batch([(f.relative, f.data) for f in files], destination=f"{folder}/{name}")
+        batch = obsidian_batch(
+            [(f.relative, f.data) for f in files], destination=f"{folder}/{name}", workspace_paths=existing
+        )
         batch.skipped = skipped + batch.skipped
         return batch
 
     await _run_import(ctx, OBSIDIAN, vault, build)
+
+
+def _folder_name(name: str) -> str:
+    """The vault's folder name as written (`Obsidian Help`), or its slug when the workspace would
+    refuse it as a folder name."""
+    try:
+        check_new_name(check_segment(name.strip(), "vault name"))
+        return name.strip()
+    except ValueError:
+        return slugify(name) or "vault"
 
 
 @register_step("export_digest", settings=export.ExportLimits)
