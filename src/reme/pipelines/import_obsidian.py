@@ -14,7 +14,7 @@ gets its file name as one. `.obsidian/` and other dot-folders never come in.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from reme.pipelines.imports import ImportBatch, ImportedFile, ImportedNote
 from reme.workspace import frontmatter
@@ -102,10 +102,15 @@ def _stem(relative: str) -> str:
 
 
 def obsidian_batch(
-    files: Sequence[tuple[str, bytes]], *, destination: str, workspace_paths: Sequence[str] = ()
+    files: Sequence[tuple[str, bytes]],
+    *,
+    destination: str,
+    workspace_paths: Sequence[str] = (),
+    moved: Mapping[str, str] | None = None,
 ) -> ImportBatch:
     """Notes (links kept or respelled, see above) and attachments of a vault; files reme cannot hold
-    are skipped. `workspace_paths`: the files already in the workspace, which links may also match."""
+    are skipped. `workspace_paths`: the files already in the workspace, which links may also match;
+    `moved`: vault path -> where an earlier import's copy lives now (`imports.relocated`)."""
     batch = ImportBatch()
     notes: dict[str, str] = {}
     attachments: dict[str, bytes] = {}
@@ -126,19 +131,22 @@ def obsidian_batch(
         notes[relative] = text
     aliases = {alias: path for path, text in notes.items() for alias in _aliases(text)}
     index = VaultIndex([*notes, *attachments], aliases)
-    imported = [f"{destination}/{relative}" for relative in (*notes, *attachments)]
-    names = WorkspaceNames([*workspace_paths, *imported])
+    moved = moved or {}
+    located = {
+        relative: moved.get(relative, f"{destination}/{relative}") for relative in (*notes, *attachments)
+    }
+    names = WorkspaceNames([*workspace_paths, *located.values()])
     for relative, text in notes.items():
-        rewritten, _count = retarget_links(text, _mapping(index, names, relative, destination, batch.links))
+        rewritten, _count = retarget_links(text, _mapping(index, names, relative, located, batch.links))
         name = None if "name" in frontmatter.parse(text).metadata else _stem(relative)
-        batch.notes.append(ImportedNote(f"{destination}/{relative}", rewritten, relative, name))
+        batch.notes.append(ImportedNote(located[relative], rewritten, relative, name))
     for relative, data in attachments.items():
         batch.files.append(ImportedFile(f"{destination}/{relative}", data, relative))
     return batch
 
 
 def _mapping(
-    index: VaultIndex, names: WorkspaceNames, note: str, destination: str, counts: dict[str, int]
+    index: VaultIndex, names: WorkspaceNames, note: str, located: Mapping[str, str], counts: dict[str, int]
 ) -> Callable[[str], str | None]:
     """A link's new target (None: keep it as written), counting links kept, respelled and unresolved."""
 
@@ -147,7 +155,7 @@ def _mapping(
         if found is None:
             counts["unresolved"] += 1
             return None
-        path = f"{destination}/{found}"
+        path = located[found]
         if names.resolve(target) == path:
             counts["kept"] += 1
             return None

@@ -153,7 +153,11 @@ def stamped(note: ImportedNote, kind: str, origin: str) -> str:
     """The note's text with its provenance merged into the front matter (its own keys keep their bytes)."""
     document = frontmatter.parse(note.text)
     named = {"name": note.name} if note.name and "name" not in document.metadata else {}
-    keys = {**named, **provenance(kind, origin, note.import_id, document.metadata), "import_sha256": note.sha256}
+    keys = {
+        **named,
+        **provenance(kind, origin, note.import_id, document.metadata),
+        "import_sha256": note.sha256,
+    }
     return _appended(note.text, document, keys) or frontmatter.update(note.text, keys)
 
 
@@ -239,18 +243,18 @@ def _identity(origin: str, import_id: str) -> str:
     return f"{origin}\n{import_id}"
 
 
-async def _relocated(port: MemoryPort, batch: ImportBatch, origin: str) -> ImportBatch:
-    """`batch` with each note an earlier import of `origin` wrote, and that has since moved, aimed at
-    where it lives now (found by its `imported_from` and `import_id`)."""
+async def relocated(port: MemoryPort, origin: str, planned: Mapping[str, str]) -> dict[str, str]:
+    """Where the notes an earlier import of `origin` wrote live now, for those no longer at their
+    `planned` path (import id -> path): found by their `imported_from` and `import_id`."""
     recorded = port.read_state(IMPORTED_NOTES)
     missing = {
-        _identity(origin, note.import_id)
-        for note in batch.notes
-        if _identity(origin, note.import_id) in recorded and not port.exists(note.path)
+        _identity(origin, import_id): import_id
+        for import_id, path in planned.items()
+        if _identity(origin, import_id) in recorded and not port.exists(path)
     }
-    if not missing:
-        return batch
     found: dict[str, str] = {}
+    if not missing:
+        return found
     skipped = {port.folder(role) for role in NO_MOVED_NOTES}
     for entry in await port.list_files("", extensions=(".md",), recursive=True):
         if first_segment(entry.path) in skipped:
@@ -259,13 +263,10 @@ async def _relocated(port: MemoryPort, batch: ImportBatch, origin: str) -> Impor
         if current is None or "import_id" not in current.content:
             continue
         front = frontmatter.parse(current.content).metadata
-        key = _identity(str(front.get("imported_from")), str(front.get("import_id")))
-        if key in missing:
-            found.setdefault(key, entry.path)
-    notes = [
-        replace(note, path=found.get(_identity(origin, note.import_id), note.path)) for note in batch.notes
-    ]
-    return replace(batch, notes=notes)
+        import_id = missing.get(_identity(str(front.get("imported_from")), str(front.get("import_id"))))
+        if import_id is not None:
+            found.setdefault(import_id, entry.path)
+    return found
 
 
 async def _plan(port: MemoryPort, batch: ImportBatch, report: ImportReport, written: dict[str, str]) -> _Plan:
@@ -306,7 +307,10 @@ async def write_import(
     report = ImportReport(kind, origin, dry_run, skipped=list(batch.skipped))
     if any(batch.links.values()):
         report.links = dict(batch.links)
-    batch = await _relocated(port, batch, origin)
+    moved = await relocated(port, origin, {note.import_id: note.path for note in batch.notes})
+    if moved:
+        notes = [replace(note, path=moved.get(note.import_id, note.path)) for note in batch.notes]
+        batch = replace(batch, notes=notes)
     _check_unique(batch)
     written = port.read_state(FILES_STATE)
     plan = await _plan(port, batch, report, written)

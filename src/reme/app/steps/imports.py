@@ -42,6 +42,7 @@ from reme.pipelines.imports import (
     ImportReport,
     import_folder,
     queue_distillation,
+    relocated,
     write_import,
 )
 from reme.pipelines.names import slugify
@@ -164,11 +165,18 @@ async def import_obsidian(ctx: JobContext, **settings: Any) -> None:
     vault = source_path(ctx.params["source"])
     files, skipped = read_folder(vault, FolderLimits(**settings), workspace=Path(ctx.app.workspace_dir))
     name = _folder_name(ctx.params.get("name") or vault.resolve().name)
-    existing = [entry.path for entry in await AppPort(ctx.app).list_files("", recursive=True)]
+    port = AppPort(ctx.app)
+    existing = [entry.path for entry in await port.list_files("", recursive=True)]
+    destination = f"{import_folder(port, ctx.params.get('folder') or f'{IMPORTS_FOLDER}/{OBSIDIAN}')}/{name}"
+    planned = {f.relative: f"{destination}/{f.relative}" for f in files if is_markdown(f.relative)}
+    moved = await relocated(port, str(vault), planned)
 
     def build(_port: AppPort, folder: str) -> ImportBatch:
         batch = obsidian_batch(
-            [(f.relative, f.data) for f in files], destination=f"{folder}/{name}", workspace_paths=existing
+            [(f.relative, f.data) for f in files],
+            destination=f"{folder}/{name}",
+            workspace_paths=existing,
+            moved=moved,
         )
         batch.skipped = skipped + batch.skipped
         return batch
