@@ -23,7 +23,7 @@ from reme.workspace.dates import path_day
 from reme.workspace.transcript import is_transcript_path
 
 RRF_K = 60
-FOLD_FETCH = 3  # folding a file's chunks into one result: fetch this many times more candidates
+REFETCH_ROUNDS = 4  # rounds of 4x more candidates when folding left fewer than `limit` results
 log = logging.getLogger(__name__)
 
 
@@ -195,19 +195,41 @@ class Searcher:
         fold_files: bool = True,
         include_generated: bool = False,
     ) -> list[Hit]:
-        """Best `limit` results; `fold_files`: one per file, its further passages listed in `folded`;
-        generated pages (a file name starting with `_`, e.g. `digest/_buckets.md`) only when asked."""
-        fetch = limit * self.candidate_multiplier * (FOLD_FETCH if fold_files else 1)
-        finish = (limit, min_score, expand_links, max_links_per_direction, fold_files, include_generated)
-        if self.vector is None:  # one worker-thread hop for the whole keyword search
-            return await asyncio.to_thread(
-                lambda: self._finish(self._keyword(query, fetch, filters), *finish)
-            )
-        keyword_hits, vector_hits = await asyncio.gather(
-            asyncio.to_thread(self._keyword, query, fetch, filters),
-            asyncio.to_thread(self._vector, query, fetch, filters),
-        )
-        return await asyncio.to_thread(self._finish, self._fuse(keyword_hits, vector_hits), *finish)
+        """Best `limit` results; `fold_files`: one per note, its further passages listed in `folded`;
+        generated pages (a file name starting with `_`, e.g. `digest/_buckets.md`) only when asked.
+
+        Candidates are fetched as SPEC 5.3 says; only when folding or leaving out generated pages
+        left fewer than `limit` results are more fetched (4x each round, at most REFETCH_ROUNDS), so
+        a search that thins nothing ranks exactly the same candidates as before.
+        """
+        fetch = limit * self.candidate_multiplier
+        shape = (limit, min_score, fold_files, include_generated)
+        for _ in range(REFETCH_ROUNDS):
+            vector_hits: list[tuple[str, float]] = []
+            if self.vector is None:  # one worker-thread hop for the whole keyword search
+                keyword_hits, (hits, thinned) = await asyncio.to_thread(
+                    self._keyword_round, query, fetch, filters, shape
+                )
+            else:
+                keyword_hits, vector_hits = await asyncio.gather(
+                    asyncio.to_thread(self._keyword, query, fetch, filters),
+                    asyncio.to_thread(self._vector, query, fetch, filters),
+                )
+                fused = self._fuse(keyword_hits, vector_hits)
+                hits, thinned = await asyncio.to_thread(self._finish, fused, *shape)
+            exhausted = len(keyword_hits) < fetch and len(vector_hits) < fetch
+            if len(hits) >= limit or not thinned or exhausted:
+                break
+            fetch *= 4
+        if expand_links:
+            await asyncio.to_thread(self.expand_links, hits, max_links_per_direction)
+        return hits
+
+    def _keyword_round(
+        self, query: str, fetch: int, filters: SearchFilters, shape: tuple[int, float, bool, bool]
+    ) -> tuple[list[tuple[str, float]], tuple[list[Hit], bool]]:
+        keyword_hits = self._keyword(query, fetch, filters)
+        return keyword_hits, self._finish(keyword_hits, *shape)
 
     def _vector(self, query: str, limit: int, filters: SearchFilters) -> list[tuple[str, float]]:
         """The vector branch's ranking; empty (keyword alone) when it fails, e.g. an endpoint is down."""
@@ -228,25 +250,14 @@ class Searcher:
         return fuse(keyword, vector, self.vector_weight, self.fusion)
 
     def _finish(
-        self,
-        scored: list[tuple[str, float]],
-        limit: int,
-        min_score: float,
-        expand: bool,
-        per_direction: int,
-        fold_files: bool,
-        include_generated: bool,
-    ) -> list[Hit]:
-        kept = [
-            hit
-            for hit in self.hydrate(scored)
-            if hit.score >= min_score and (include_generated or not is_generated_page(hit.path))
-        ]
+        self, scored: list[tuple[str, float]], limit: int, min_score: float, fold_files: bool, generated: bool
+    ) -> tuple[list[Hit], bool]:
+        """The best `limit` hits of `scored`, and whether folding or generated pages removed some."""
+        passing = [hit for hit in self.hydrate(scored) if hit.score >= min_score]
+        kept = passing if generated else [hit for hit in passing if not is_generated_page(hit.path)]
         hits = diversify(kept)
-        hits = (fold(hits) if fold_files else hits)[:limit]
-        if expand:
-            self.expand_links(hits, per_direction)
-        return hits
+        shown = fold(hits) if fold_files else hits
+        return shown[:limit], len(shown) < len(passing)
 
     def hydrate(self, scored: Sequence[tuple[str, float]]) -> list[Hit]:
         """Catalog rows for engine hits, in score order; unknown chunk ids are dropped."""
@@ -329,12 +340,14 @@ def is_generated_page(path: str) -> bool:
 def fold(hits: Sequence[Hit]) -> list[Hit]:
     """One result per note, at its best hit's place; the note's later hits go into its `folded`.
 
-    Session transcripts are left as they are: each message is an item of its own, and the
-    diversifier already ranks a transcript as a session (`reme.index.diversify`)."""
+    Logs are left as they are: a session transcript or a dated page (`daily/2023-05-08.md`) holds
+    many separate entries, each an answer of its own (folding them costs LoCoMo turn recall at
+    8,000 characters 0.887 → 0.567, benchmarks/README.md), and the diversifier already ranks a
+    transcript as a session (`reme.index.diversify`)."""
     out: list[Hit] = []
     first: dict[str, Hit] = {}
     for hit in hits:
-        if is_transcript_path(hit.path):
+        if is_transcript_path(hit.path) or path_day(hit.path) is not None:
             out.append(hit)
             continue
         head = first.setdefault(hit.path, hit)
