@@ -12,17 +12,22 @@ import re
 from pathlib import PurePosixPath
 
 _TITLE_HEADING = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _HEAD_CHARS = 4096  # the title heading is looked for near the top only (after any front matter)
 
 
 def title_text(path: str, name: str | None, body: str | None) -> str:
     """The words a note is known by: `name`, the first level-1 heading near the top, the file's
-    stem and its folder's name (`User interface/Embed files.md` → `Embed files`, `User interface`)."""
+    stem and its folder's name (`User interface/Embed files.md` → `Embed files`, `User interface`).
+
+    A bare date (`daily/2023-05-08.md`, `# 2023-05-08`) is no title: a day page is a log, found by
+    what it says, and its date already reaches the body's search text in words."""
     pure = PurePosixPath(path)
     parts = [name or "", _heading(body or ""), pure.stem]
     if len(pure.parts) > 1:
         parts.append(pure.parent.name)
-    return "\n".join(dict.fromkeys(part.strip() for part in parts if part and part.strip()))
+    kept = (part.strip() for part in parts if part and part.strip())
+    return "\n".join(dict.fromkeys(part for part in kept if not _DATE.fullmatch(part)))
 
 
 def _heading(body: str) -> str:
