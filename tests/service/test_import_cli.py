@@ -38,7 +38,7 @@ def test_reme_import_is_idempotent_and_reports(run_reme, tmp_path: Path) -> None
 def test_reme_import_refuses_bad_input_with_a_clear_message(run_reme, tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     unknown = run_reme("import", "notion", str(DATA), f"workspace_dir={workspace}")
-    assert unknown.returncode == 2 and "claude-code|chatgpt|mem0|obsidian" in unknown.stderr
+    assert unknown.returncode == 2 and "claude-code|codex|chatgpt|mem0|obsidian" in unknown.stderr
     missing = run_reme("import", "mem0", str(tmp_path / "nope.json"), f"workspace_dir={workspace}")
     assert missing.returncode == 1 and "does not exist" in missing.stderr
     broken = tmp_path / "broken.json"

@@ -306,6 +306,10 @@ def _capture_of(event: str, payload: dict[str, Any], assigned: dict[str, str]) -
         from reme.pipelines.agent_transcripts import codex_session_id
 
         session_id = codex_session_id(read_transcript(transcript)[0][:5])
+    elif not session_id:  # Claude Code names the file after its session; its entries name it too
+        from reme.pipelines.agent_transcripts import claude_session_id
+
+        session_id = claude_session_id(transcript, read_transcript(transcript)[0])
     if not isinstance(session_id, str) or not SESSION_ID.fullmatch(session_id) or ".." in session_id:
         _note(f"{event}: session_id {session_id!r} is missing or not a plain name; nothing captured")
         return None

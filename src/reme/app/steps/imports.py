@@ -25,6 +25,7 @@ from reme.app.import_sources import (
 from reme.app.jobs import JobContext
 from reme.app.port import AppPort
 from reme.app.registry import register_step
+from reme.app.steps.session_imports import run_session_import, transcript_files
 from reme.errors import ReMeError
 from reme.pipelines import export_digest as export
 from reme.pipelines.auto_memory import session_path
@@ -86,8 +87,22 @@ async def _run_import(
 
 
 @register_step("import_claude_code")
-async def import_claude_code(ctx: JobContext, max_bytes: int = 5_000_000, max_items: int = 50) -> None:
+async def import_claude_code(
+    ctx: JobContext,
+    max_bytes: int = 5_000_000,
+    max_items: int = 50,
+    max_sessions: int = 20000,
+    max_session_bytes: int = 200_000_000,
+    max_message_chars: int = 8000,
+) -> None:
     entry = source_path(ctx.params["source"])
+    sessions = transcript_files(entry, max_sessions) if entry.is_dir() or entry.suffix == ".jsonl" else []
+    if sessions:  # transcripts (~/.claude/projects/...): saved as the hooks save them
+        settings = {"max_file_bytes": max_session_bytes, "max_message_chars": max_message_chars}
+        await run_session_import(ctx, entry, sessions, "claude_code", settings)
+        return
+    if entry.suffix == ".jsonl":
+        raise ReMeError(f"{entry} is not a Claude Code transcript file")
     if entry.is_dir():  # `.claude/rules/`, an auto-memory folder: each Markdown file in it
         files, skipped = read_folder(entry, FolderLimits(max_items, max_bytes, max_items * max_bytes))
         entries = [
