@@ -34,6 +34,7 @@ def service(module_services, tmp_path_factory: pytest.TempPathFactory) -> Any:
             "notes/Guides/Editing guide.md": f"# Editing guide\n\n{long_guide}\n",
             "notes/Plugins/Attachments.md": "---\nname: Attachments\n---\nWhere embedded files land. " + talk,
             "digest/_buckets.md": f"# Buckets\n\n- wiki: {talk}\n",
+            "notes/_inbox.md": "Triage the inbox every Friday.\n",  # the user's own `_` note
         },
     )
     return module_services(workspace, "scheduler.cron=false")
@@ -73,3 +74,7 @@ def test_the_readable_answer_lists_folded_passages(service) -> None:
     result = service.cli("search", "embed files", "limit=5")
     assert result.returncode == 0, result.stderr
     assert "also matching in this file: lines" in result.stdout
+
+
+def test_a_users_own_underscore_note_is_an_ordinary_note(service) -> None:
+    assert _search(service, "triage inbox friday", "limit=3")[0]["path"] == "notes/_inbox.md"

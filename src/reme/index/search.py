@@ -193,17 +193,18 @@ class Searcher:
         expand_links: bool = True,
         max_links_per_direction: int = 10,
         fold_files: bool = True,
-        include_generated: bool = False,
+        generated_folder: str | None = None,
     ) -> list[Hit]:
         """Best `limit` results; `fold_files`: one per note, its further passages listed in `folded`;
-        generated pages (a file name starting with `_`, e.g. `digest/_buckets.md`) only when asked.
+        `generated_folder`: leave out the pages reme generates in this folder (a file name starting
+        with `_`, e.g. `digest/_buckets.md`); None keeps them.
 
         Candidates are fetched as SPEC 5.3 says; only when folding or leaving out generated pages
         left fewer than `limit` results are more fetched (4x each round, at most REFETCH_ROUNDS), so
         a search that thins nothing ranks exactly the same candidates as before.
         """
         fetch = limit * self.candidate_multiplier
-        shape = (limit, min_score, fold_files, include_generated)
+        shape = (limit, min_score, fold_files, generated_folder)
         for _ in range(REFETCH_ROUNDS):
             vector_hits: list[tuple[str, float]] = []
             if self.vector is None:  # one worker-thread hop for the whole keyword search
@@ -226,7 +227,7 @@ class Searcher:
         return hits
 
     def _keyword_round(
-        self, query: str, fetch: int, filters: SearchFilters, shape: tuple[int, float, bool, bool]
+        self, query: str, fetch: int, filters: SearchFilters, shape: tuple[int, float, bool, str | None]
     ) -> tuple[list[tuple[str, float]], tuple[list[Hit], bool]]:
         keyword_hits = self._keyword(query, fetch, filters)
         return keyword_hits, self._finish(keyword_hits, *shape)
@@ -250,11 +251,16 @@ class Searcher:
         return fuse(keyword, vector, self.vector_weight, self.fusion)
 
     def _finish(
-        self, scored: list[tuple[str, float]], limit: int, min_score: float, fold_files: bool, generated: bool
+        self,
+        scored: list[tuple[str, float]],
+        limit: int,
+        min_score: float,
+        fold_files: bool,
+        generated_folder: str | None,
     ) -> tuple[list[Hit], bool]:
         """The best `limit` hits of `scored`, and whether folding or generated pages removed some."""
         passing = [hit for hit in self.hydrate(scored) if hit.score >= min_score]
-        kept = passing if generated else [hit for hit in passing if not is_generated_page(hit.path)]
+        kept = [hit for hit in passing if not is_generated_page(hit.path, generated_folder)]
         hits = diversify(kept)
         shown = fold(hits) if fold_files else hits
         return shown[:limit], len(shown) < len(passing)
@@ -332,8 +338,11 @@ class Searcher:
         ]
 
 
-def is_generated_page(path: str) -> bool:
-    """A page reme generates (`digest/_buckets.md`): its file name starts with `_`."""
+def is_generated_page(path: str, folder: str | None) -> bool:
+    """A page reme generates in `folder` (`digest/_buckets.md`): its file name starts with `_`, which
+    the digest's rules refuse for nodes. A `_` note of the user's elsewhere is an ordinary note."""
+    if folder is None or not path.startswith(folder.rstrip("/") + "/"):
+        return False
     return path.rsplit("/", 1)[-1].startswith("_")
 
 
