@@ -80,6 +80,11 @@ def test_a_folder_without_transcripts_says_so(run_reme, tmp_path: Path) -> None:
     empty.mkdir()
     result = run_reme("import", "codex", str(empty), f"workspace_dir={tmp_path / 'ws'}")
     assert result.returncode == 1 and "no Codex rollouts (.jsonl)" in result.stderr
+    claude = run_reme("import", "claude-code", str(empty), f"workspace_dir={tmp_path / 'ws'}")
+    assert (
+        claude.returncode == 1 and "no Claude Code transcripts (.jsonl) and no memory files" in claude.stderr
+    )
+    assert not (tmp_path / "ws" / "imports").exists()
 
 
 def test_hook_capture_takes_the_session_id_from_the_transcript(tmp_path: Path) -> None:

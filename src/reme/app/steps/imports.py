@@ -96,13 +96,12 @@ async def import_claude_code(
     max_message_chars: int = 8000,
 ) -> None:
     entry = source_path(ctx.params["source"])
-    sessions = transcript_files(entry, max_sessions) if entry.is_dir() or entry.suffix == ".jsonl" else []
+    transcripts = entry.is_dir() or entry.suffix.lower() == ".jsonl"
+    sessions = transcript_files(entry, max_sessions) if transcripts else []
     if sessions:  # transcripts (~/.claude/projects/...): saved as the hooks save them
         settings = {"max_file_bytes": max_session_bytes, "max_message_chars": max_message_chars}
         await run_session_import(ctx, entry, sessions, "claude_code", settings)
         return
-    if entry.suffix == ".jsonl":
-        raise ReMeError(f"{entry} is not a Claude Code transcript file")
     if entry.is_dir():  # `.claude/rules/`, an auto-memory folder: each Markdown file in it
         files, skipped = read_folder(entry, FolderLimits(max_items, max_bytes, max_items * max_bytes))
         entries = [
@@ -110,6 +109,11 @@ async def import_claude_code(
             for f in files
             if is_markdown(f.relative)
         ]
+        if not entries:
+            raise ReMeError(
+                f"{entry} holds no Claude Code transcripts (.jsonl) and no memory files (.md); "
+                "sessions are kept in ~/.claude/projects/<project>/, memory in CLAUDE.md files"
+            )
         home = entry.resolve()
     else:
         entries, skipped, home = (

@@ -28,13 +28,13 @@ WHERE = {
 }
 
 
-def transcript_files(entry: Path, max_files: int) -> list[Path]:
+def transcript_files(entry: Path, max_files: int, source: str = "claude_code") -> list[Path]:
     """`entry` itself when it is a `.jsonl` file, else the `.jsonl` files under it (dot-folders and
     symbolic links left out), sorted; at most `max_files`."""
     if entry.is_file():
         return [entry] if entry.suffix.lower() == ".jsonl" else []
     if not entry.is_dir():
-        raise ReMeError(f"{entry} does not exist")
+        raise ReMeError(f"{entry} does not exist; sessions are kept in {WHERE[source]}")
     found: list[Path] = []
     for root, dirs, names in os.walk(entry):
         dirs[:] = sorted(
@@ -101,7 +101,7 @@ async def import_codex(
     ctx: JobContext, max_files: int = 20000, max_file_bytes: int = 200_000_000, max_message_chars: int = 8000
 ) -> None:
     entry = source_path(ctx.params["source"])
-    files = transcript_files(entry, max_files)
+    files = transcript_files(entry, max_files, "codex")
     if not files:
         raise ReMeError(f"no Codex rollouts (.jsonl) in {entry}; Codex keeps them in {WHERE['codex']}")
     settings = {"max_file_bytes": max_file_bytes, "max_message_chars": max_message_chars}
