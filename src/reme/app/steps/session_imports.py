@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -88,7 +87,10 @@ async def run_session_import(
 
         with Progress(transient=True) as bar:
             task = bar.add_task("importing sessions", total=len(files))
-            update: Callable[[int, int], None] = lambda done, total: bar.update(task, completed=done)  # noqa: E731
+
+            def update(done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total)
+
             report = await import_sessions(port, readers, progress=update, **common)
     else:
         report = await import_sessions(port, readers, **common)
