@@ -6,7 +6,9 @@ Each hook gets its JSON on stdin over the hand-written fixture transcript (tests
 Rows side by side: bare `python -c pass` and `reme version` (the CLI's floor), a capture hook with
 no service (marker only, `REME_HOOK_SPAWN=0`), the same capture answered by a running service (the
 transcript re-sent: idempotent, nothing new to write), SessionStart recall through the service, and
-SessionStart with no service (reme started in-process once per session). Prints medians.
+SessionStart with no service (reme started in-process once per session). Prints medians of wall
+time and of CPU time (user + system of the hook process: steadier than wall time on a busy machine).
+Run it without PYTHONDONTWRITEBYTECODE, as a user's Python runs (cached bytecode).
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -25,6 +29,17 @@ sys.path.insert(0, str(Path(__file__).parent))
 from speed_cli import median_ms, wait_for_service  # noqa: E402
 
 FIXTURE = Path(__file__).parents[1] / "tests" / "fixtures" / "agents" / "claude_session.jsonl"
+
+
+def cpu_ms(command: list[str], runs: int, stdin: str | None = None, **env: str) -> float:
+    """Median CPU time (user + system) of `command` over `runs` runs, in ms."""
+    spent = []
+    for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run(command, input=stdin, capture_output=True, text=True, env={**os.environ, **env})
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        spent.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return 1000 * statistics.median(spent)
 
 
 def main() -> None:
@@ -90,9 +105,10 @@ def main() -> None:
                     {},
                 ),
             ]
-            print(f"| hook | median of {runs} (ms) |\n|---|---|")
+            print(f"| hook | wall, median of {runs} (ms) | CPU, median (ms) |\n|---|---|---|")
             for label, command, stdin, env in rows:
-                print(f"| {label} | {median_ms(command, runs, stdin, **env):.0f} |")
+                wall, cpu = median_ms(command, runs, stdin, **env), cpu_ms(command, runs, stdin, **env)
+                print(f"| {label} | {wall:.0f} | {cpu:.0f} |")
         finally:
             service.terminate()
             service.wait(30)

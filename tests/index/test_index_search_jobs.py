@@ -52,7 +52,8 @@ async def test_search_returns_structured_hits_and_readable_answer(notes_app) -> 
     top = results[0]
     assert top["path"] == "daily/2026-06-01/solar.md"
     assert set(top) == {
-        "path", "start_line", "end_line", "score", "text", "name", "description", "outlinks", "inlinks"
+        "path", "start_line", "end_line", "score", "text", "name", "description", "outlinks", "inlinks",
+        "folded",
     }  # fmt: skip
     assert top["name"] == "Solar chat" and top["description"] == "we talked about rooftop solar"
     lines = (notes_app.workspace_dir / top["path"]).read_text().splitlines()

@@ -90,7 +90,7 @@ async def test_without_a_query_the_project_folder_name_is_the_query(make_app: Ma
 
 
 def test_project_query_splits_folder_names_into_words() -> None:
-    assert project_query("/home/u/solarPanel_API-v2/") == "solar panel api v 2"
+    assert project_query("/home/u/solarPanel_API-v2/") == "solarpanel api v2 solar panel v 2"
     assert project_query("C:\\work\\Kyoto Trip") == "kyoto trip"
 
 

@@ -47,7 +47,7 @@ async def test_obsidian_vault_is_copied_with_links_resolvable(
 ) -> None:
     vault = make_vault(tmp_path)
     meta = await run_ok(app, "import_obsidian", source=str(vault))
-    base = workspace_dir / "imports" / "obsidian" / "my-vault"
+    base = workspace_dir / "imports" / "obsidian" / "My Vault"  # the vault's folder name as written
     assert sorted(files_under(base)) == [
         "Daily/Meeting 2024-06-01.md",
         "Home.md",
@@ -60,26 +60,29 @@ async def test_obsidian_vault_is_copied_with_links_resolvable(
     assert meta["skipped"] == [{"item": "latin1.md", "reason": "a .md file that is not UTF-8 text"}]
     assert (base / "attachments" / "panel.png").read_bytes() == PNG
     home = (base / "Home.md").read_text(encoding="utf-8")
-    prefix = "imports/obsidian/my-vault"
+    prefix = "imports/obsidian/My Vault"
     assert home.startswith("---\n# my own front matter, comments kept\ntags: [index]\naliases: [Start]\n")
-    assert f"[[{prefix}/Projects/Solar.md|the solar plan]]" in home
-    assert f"[[{prefix}/Projects/Solar.md#Budget]]" in home
-    assert f"![[{prefix}/attachments/panel.png]]" in home
-    assert f"[[{prefix}/Daily/Meeting 2024-06-01.md]]" in home
+    # links that resolve the same way in the workspace stay as written; an ambiguous one gets the
+    # shortest spelling that resolves (two notes are called Solar)
+    assert "See [[Projects/Solar]], [[Projects/Solar|the solar plan]] and [[Projects/Solar#Budget]]." in home
+    assert f"![[{prefix}/attachments/panel.png]]" in home  # attachments resolve by full path only
+    assert "[[Meeting 2024-06-01]]" in home
     assert "[[Not written yet]]" in home and "`[[inside code]]`" in home
     keys = front(base / "Home.md")
     assert keys["source"] == "https://example.org"  # the user's own key wins
     assert keys["imported_from"] == str(vault) and keys["import_id"] == "Home.md"
+    assert keys["name"] == "Home"  # a note without a name is called by its file name
     # the same folder first, then the shortest path; aliases resolve; front-matter links too
     brainstorm = (base / "Projects" / "Ideas" / "Brainstorm.md").read_text()
-    assert f"[[{prefix}/Projects/Ideas/Solar.md]]" in brainstorm
-    assert f"[[{prefix}/Projects/Solar.md|the plan]]" in brainstorm
+    assert "Compare [[Ideas/Solar]] with [[Projects/Solar|the plan]]." in brainstorm
     solar = (base / "Projects" / "Solar.md").read_text()
-    assert f"[[{prefix}/Home.md]]" in solar and f"up: '[[{prefix}/Home.md]]'" in solar
+    assert "Back to [[Home]]." in solar and "up: '[[Home]]'" in solar
+    assert "Agreed on [[Projects/Solar]]." in (base / "Daily" / "Meeting 2024-06-01.md").read_text()
+    assert meta["links"] == {"kept": 3, "rewritten": 7, "unresolved": 1}
 
     graph = (await app.run("traverse", path=f"{prefix}/Home.md", depth=1, direction="forward")).metadata
     edges = {(e["target"], e["resolved"]) for e in graph["edges"]}
-    assert (f"{prefix}/Projects/Solar.md", f"{prefix}/Projects/Solar.md") in edges
+    assert ("Projects/Solar", f"{prefix}/Projects/Solar.md") in edges
     assert (f"{prefix}/attachments/panel.png", f"{prefix}/attachments/panel.png") in edges
     assert ("Not written yet", None) in edges
     back = (
@@ -122,13 +125,13 @@ async def test_an_attachment_changed_in_the_workspace_is_never_overwritten(
 ) -> None:
     vault = make_vault(tmp_path)
     await run_ok(app, "import_obsidian", source=str(vault))
-    copy = workspace_dir / "imports/obsidian/my-vault/attachments/panel.png"
+    copy = workspace_dir / "imports/obsidian/My Vault/attachments/panel.png"
     copy.write_bytes(b"edited by hand")
     (vault / "attachments" / "panel.png").write_bytes(PNG + b"v2")
     meta = await run_ok(app, "import_obsidian", source=str(vault))
     assert {
         "item": "attachments/panel.png",
-        "reason": "imports/obsidian/my-vault/attachments/panel.png exists with other content",
+        "reason": "imports/obsidian/My Vault/attachments/panel.png exists with other content",
     } in meta["skipped"]
     assert copy.read_bytes() == b"edited by hand"
 
@@ -140,8 +143,8 @@ async def test_a_changed_attachment_in_the_vault_updates_its_copy(
     await run_ok(app, "import_obsidian", source=str(vault))
     (vault / "attachments" / "panel.png").write_bytes(PNG + b"v2")
     meta = await run_ok(app, "import_obsidian", source=str(vault))
-    assert meta["updated"] == ["imports/obsidian/my-vault/attachments/panel.png"]
-    assert (workspace_dir / "imports/obsidian/my-vault/attachments/panel.png").read_bytes() == PNG + b"v2"
+    assert meta["updated"] == ["imports/obsidian/My Vault/attachments/panel.png"]
+    assert (workspace_dir / "imports/obsidian/My Vault/attachments/panel.png").read_bytes() == PNG + b"v2"
 
 
 async def test_obsidian_notes_reme_cannot_hold_are_skipped_with_the_reason(

@@ -38,7 +38,7 @@ def test_reme_import_is_idempotent_and_reports(run_reme, tmp_path: Path) -> None
 def test_reme_import_refuses_bad_input_with_a_clear_message(run_reme, tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     unknown = run_reme("import", "notion", str(DATA), f"workspace_dir={workspace}")
-    assert unknown.returncode == 2 and "claude-code|chatgpt|mem0|obsidian" in unknown.stderr
+    assert unknown.returncode == 2 and "claude-code|codex|chatgpt|mem0|obsidian" in unknown.stderr
     missing = run_reme("import", "mem0", str(tmp_path / "nope.json"), f"workspace_dir={workspace}")
     assert missing.returncode == 1 and "does not exist" in missing.stderr
     broken = tmp_path / "broken.json"
@@ -62,7 +62,7 @@ def test_a_running_service_refuses_imports_while_the_cli_imports_beside_it(
     (vault / "b.md").write_text("Target.\n", encoding="utf-8")
     imported = run_reme("import", "obsidian", str(vault), f"workspace_dir={workspace}")
     assert imported.returncode == 0, imported.stderr
-    assert "[[imports/obsidian/vault/b.md]]" in (workspace / "imports/obsidian/vault/notes/a.md").read_text()
+    assert "Links to [[b]]." in (workspace / "imports/obsidian/vault/notes/a.md").read_text()  # resolves as written
     # the service sees the imported notes and their resolved links
     traversed = service.cli("traverse", "path=imports/obsidian/vault/notes/a.md", "--json")
     edges = json.loads(traversed.stdout)["metadata"]["edges"]
@@ -103,8 +103,8 @@ def test_the_python_api_imports_a_vault(tmp_path: Path) -> None:
         response = app.run("import_obsidian", source=str(vault), folder="library")
         assert response.success, response.answer
         assert sorted(response.metadata["created"]) == [
-            "library/research/architecture.md",
-            "library/research/storage.md",
+            "library/Research/architecture.md",
+            "library/Research/storage.md",
         ]
         hits = app.run("search", query="PostgreSQL alembic migrations").metadata["results"]
-        assert hits[0]["path"] == "library/research/storage.md"
+        assert hits[0]["path"] == "library/Research/storage.md"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import date, datetime, tzinfo
 from pathlib import Path
 from typing import Any
@@ -30,8 +30,11 @@ class ComponentError(RuntimeError):
 class Application:
     """Holds components and jobs; `start()` brings them up, `close()` takes them down in reverse."""
 
-    def __init__(self, config: dict[str, Any]) -> None:
+    def __init__(self, config: dict[str, Any], *, step_modules: Sequence[str] | None = None) -> None:
+        """`step_modules`: load only these step modules (`load_plugins`); the config's jobs must
+        use no other step."""
         self.config = config
+        self.step_modules = step_modules
         self.workspace_dir = Path(config.get("workspace_dir") or ".reme").expanduser().resolve()
         self.tz: tzinfo = resolve_timezone(config.get("timezone"))
         self.components: dict[str, Component] = {}
@@ -51,7 +54,7 @@ class Application:
         """Build jobs, start components in dependency order; `background` also starts loops and cron."""
         if self._started:
             return self
-        load_plugins()
+        load_plugins(self.step_modules)
         self.jobs = build_jobs(self.config.get("jobs", {}))
         try:
             self.workspace_dir.mkdir(parents=True, exist_ok=True)

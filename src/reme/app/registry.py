@@ -11,7 +11,7 @@ import dataclasses
 import importlib
 import inspect
 import pkgutil
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -102,15 +102,28 @@ def register_component(backend: str) -> Callable[[type[Component]], type[Compone
 _loaded = False
 
 
-def load_plugins() -> None:
-    """Import every built-in step/component module and the `reme.plugins` entry points, once."""
+def load_plugins(step_modules: Sequence[str] | None = None) -> None:
+    """Import every built-in step/component module and the `reme.plugins` entry points, once.
+
+    `step_modules` (names under `reme.app.steps`): the components and only these steps, for a
+    one-shot run of known jobs that must start fast (the SessionStart hook's recall).
+    """
     global _loaded
     if _loaded:
         return
+    if step_modules is not None:
+        _import_all("reme.app.components")
+        for name in step_modules:
+            importlib.import_module(f"reme.app.steps.{name}")
+        return
     for package_name in ("reme.app.components", "reme.app.steps"):
-        package = importlib.import_module(package_name)
-        for info in pkgutil.iter_modules(package.__path__):
-            importlib.import_module(f"{package_name}.{info.name}")
+        _import_all(package_name)
     for ep in entry_points(group="reme.plugins"):
         ep.load()
     _loaded = True
+
+
+def _import_all(package_name: str) -> None:
+    package = importlib.import_module(package_name)
+    for info in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{package_name}.{info.name}")

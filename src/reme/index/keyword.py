@@ -38,7 +38,8 @@ _LUCENE_SCALE = 1.0 / (1.0 + K1)
 _REGEX_META = re.compile(r"([\\.+*?()|\[\]{}^$#&\-~\"])")
 _WRITER_WAIT_S = 30.0
 MAX_QUERY_TERMS = 256  # distinct terms per query: bounds the clauses (and memory) of one search
-SCHEMA_VERSION = 1  # bump when the engine's fields change: the folder name changes with it
+SCHEMA_VERSION = 2  # bump when the engine's fields change: the folder name changes with it
+TITLE_BOOST = 3.0  # a query term in a note's title field (name, title heading, path words) vs its body
 
 
 class TokenizerLike(Protocol):
@@ -64,6 +65,7 @@ def _build_schema() -> tantivy.Schema:
     builder.add_text_field("path", stored=False, tokenizer_name="raw", index_option="basic")
     builder.add_unsigned_field("date", indexed=True, fast=True)
     builder.add_text_field("body", stored=False, tokenizer_name="whitespace", index_option="freq")
+    builder.add_text_field("title", stored=False, tokenizer_name="whitespace", index_option="freq")
     return builder.build()
 
 
@@ -156,16 +158,19 @@ class KeywordIndex:
                     time.sleep(0.02)
         return self._writer
 
-    def upsert(self, path: str, chunks: Iterable[tuple[str, str]]) -> int:
+    def upsert(self, path: str, chunks: Iterable[tuple[str, str]], title: str = "") -> int:
         """Replace every chunk of `path` by `chunks` (chunk id, search text); returns docs added.
 
-        Chunks without any index term are skipped: they can never match, and leaving them out keeps
-        the document count (and so the scores) equal to Lucene's.
+        `title` (`reme.index.titles.title_text`) goes into every chunk's title field, weighed
+        TITLE_BOOST times a body word. Chunks without any body term are skipped: they can never
+        match on their own, and leaving them out keeps the document count (and so the scores)
+        equal to Lucene's.
         """
         with self._write_lock:
             writer = self._open_writer()
             writer.delete_documents_by_term("path", path)
             day = path_date(path)
+            title_terms = " ".join(self.tokenizer.tokenize(title)) if title else ""
             added = 0
             for chunk_id, search_text in chunks:
                 terms = self.tokenizer.tokenize(search_text)
@@ -176,6 +181,8 @@ class KeywordIndex:
                 doc.add_text("path", path)
                 doc.add_unsigned("date", day)
                 doc.add_text("body", " ".join(terms))
+                if title_terms:
+                    doc.add_text("title", title_terms)
                 writer.add_document(doc)
                 added += 1
             return added
@@ -292,7 +299,9 @@ class KeywordIndex:
             return []
         schema = self._schema
         clauses: list[tuple[tantivy.Occur, tantivy.Query]] = [
-            (tantivy.Occur.Should, _term_clause(schema, term, count)) for term, count in weighted_terms(terms)
+            (tantivy.Occur.Should, _term_clause(schema, field, term, count * weight))
+            for term, count in weighted_terms(terms)
+            for field, weight in (("body", 1.0), ("title", TITLE_BOOST))
         ]
         filters = self._filters(path_prefix, start_date, end_date, strict_date_filter)
         if filters:
@@ -337,9 +346,9 @@ def weighted_terms(terms: Sequence[str]) -> list[tuple[str, int]]:
     return list(Counter(terms).items())[:MAX_QUERY_TERMS]
 
 
-def _term_clause(schema: tantivy.Schema, term: str, count: int) -> tantivy.Query:
-    query = tantivy.Query.term_query(schema, "body", term)
-    return query if count == 1 else tantivy.Query.boost_query(query, float(count))
+def _term_clause(schema: tantivy.Schema, field: str, term: str, weight: float) -> tantivy.Query:
+    query = tantivy.Query.term_query(schema, field, term)
+    return query if weight == 1 else tantivy.Query.boost_query(query, weight)
 
 
 def _day_number(day: date) -> int:

@@ -26,11 +26,16 @@ from reme.index.keyword import KeywordIndex
 from reme.index.memory import release_memory
 from reme.index.sources import MARKDOWN_EXTENSIONS, Scope, Source
 from reme.index.store import ChunkRow, FileRecord, FileRow, LinkRow, MetadataStore
+from reme.index.titles import title_text
 from reme.workspace import confined_read
 from reme.workspace.frontmatter import parse as parse_front_matter
 from reme.workspace.paths import UnsafePathError
 from reme.workspace.textio import DEFAULT_MAX_TEXT_BYTES
 from reme.workspace.wikilinks import parse_links
+
+Read = tuple[FileRecord, Iterable[list[Chunk]], str]
+"""A file read for indexing: its catalog record (chunk rows still to come), its chunk windows and
+its title text (`reme.index.titles`)."""
 
 log = logging.getLogger(__name__)
 
@@ -307,7 +312,12 @@ class Indexer:
         return records, deleted
 
     def _index(
-        self, path: str, stamp: tuple[int, int], record: FileRecord, windows: Iterable[list[Chunk]]
+        self,
+        path: str,
+        stamp: tuple[int, int],
+        record: FileRecord,
+        windows: Iterable[list[Chunk]],
+        title: str,
     ) -> FileRecord:
         """Feed the engine one window of chunks at a time, keeping only their catalog rows: a chunk's
         search text is several times its text, so a large file never has all of it in memory."""
@@ -325,7 +335,7 @@ class Indexer:
                 log.warning("chunking %s failed", path, exc_info=True)
                 failed.append(exc)
 
-        docs = self.keyword.upsert(path, documents())
+        docs = self.keyword.upsert(path, documents(), title)
         if failed:
             self.keyword.delete_path(path)
             exc = failed[0]
@@ -333,9 +343,7 @@ class Indexer:
         record.file = replace(record.file, keyword_docs=docs)
         return record
 
-    def _read_safely(
-        self, path: str, stamp: tuple[int, int]
-    ) -> tuple[FileRecord, Iterable[list[Chunk]]] | None:
+    def _read_safely(self, path: str, stamp: tuple[int, int]) -> Read | None:
         """`_read`, with any failure on this one file recorded in the catalog instead of raised: one
         pathological note must not stop every later sync (or the start-up repair) forever."""
         try:
@@ -344,7 +352,7 @@ class Indexer:
             log.warning("indexing %s failed", path, exc_info=True)
             return _unindexed(path, stamp, f"could not be indexed: {type(exc).__name__}: {exc}")
 
-    def _read(self, path: str, stamp: tuple[int, int]) -> tuple[FileRecord, Iterable[list[Chunk]]] | None:
+    def _read(self, path: str, stamp: tuple[int, int]) -> Read | None:
         """Catalog record of a file (chunk rows still to come) and its chunks, window by window;
         problems become the record's `error`, never an exception."""
         mtime_ns, size = stamp
@@ -369,10 +377,11 @@ class Indexer:
         del raw
         if "\x00" in text:
             return _unindexed(path, stamp, "binary data; not indexed")
-        name = description = error = None
+        name = description = error = body = None
         links: list[LinkRow] = []
         if path.lower().endswith(MARKDOWN_EXTENSIONS):
             document = parse_front_matter(text)
+            body = document.body
             error = document.error
             name = _text_or_none(document.metadata.get("name"))
             description = _text_or_none(document.metadata.get("description"))
@@ -381,7 +390,8 @@ class Indexer:
                 for ln in parse_links(text)
             ]
         windows = chunk_windows(path, text, chunk_chars=self.chunk_chars)
-        return FileRecord(FileRow(path, mtime_ns, size, name, description, error), [], links), windows
+        record = FileRecord(FileRow(path, mtime_ns, size, name, description, error), [], links)
+        return record, windows, title_text(path, name, body)
 
 
 def _batches(
@@ -401,9 +411,9 @@ def _batches(
         yield batch
 
 
-def _unindexed(path: str, stamp: tuple[int, int], error: str) -> tuple[FileRecord, Iterable[list[Chunk]]]:
+def _unindexed(path: str, stamp: tuple[int, int], error: str) -> Read:
     """A catalog entry without content (no chunk windows), so reconcile skips the file until it changes."""
-    return FileRecord(FileRow(path, *stamp, error=error)), ()
+    return FileRecord(FileRow(path, *stamp, error=error)), (), ""
 
 
 def _listing(fd: int) -> list[tuple[str, bool, os.stat_result]]:

@@ -150,6 +150,19 @@ def read_claude_code(entries: Sequence[Any], session_id: str | None = None) -> R
     return out
 
 
+def claude_session_id(path: str, entries: Sequence[Any]) -> str | None:
+    """The session a Claude Code transcript records: its file name (`<session id>.jsonl`) when its
+    entries agree or name none, else the id its last entry names (a resumed session's file also
+    carries entries of the session it resumed, under their own id)."""
+    stem = path.replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".jsonl")
+    named = [
+        e["sessionId"] for e in entries if isinstance(e, Mapping) and isinstance(e.get("sessionId"), str)
+    ]
+    if not named or stem in named:
+        return stem or None
+    return str(named[-1])
+
+
 # Codex CLI -----------------------------------------------------------------------------------
 
 

@@ -3,20 +3,24 @@
 Notes land at `<folder>/<vault>/<path in the vault>`, front matter kept byte for byte (provenance
 keys appended), attachments copied beside them. Each wikilink is resolved the way Obsidian resolves
 it — a path relative to the note (`./`, `../`), a vault path, else the file of that name (the note's
-own folder first, then the shortest path), else a note's `aliases` — and its target is rewritten to
-the full workspace path, anchor, alias and embed flag kept. A link Obsidian could not resolve either
-stays as written (a pending edge). `.obsidian/` and other dot-folders never come in.
+own folder first, then the shortest path), else a note's `aliases`. A link stays as the author wrote
+it when the workspace resolves that spelling to the same file (SPEC 2: `[[Settings]]` names the one
+`…/Settings.md`); otherwise its target becomes the shortest spelling that does (at most the full
+workspace path), anchor, alias and embed flag kept. A link Obsidian could not resolve either stays
+as written (a pending edge), and the counts go into the import's summary. A note without a `name`
+gets its file name as one. `.obsidian/` and other dot-folders never come in.
 """
 
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from reme.pipelines.imports import ImportBatch, ImportedFile, ImportedNote
-from reme.pipelines.redaction import redact_note
+from reme.pipelines.redaction import redact, redact_note
 from reme.workspace import frontmatter
 from reme.workspace.paths import check_new_name, check_relative, is_markdown
+from reme.workspace.resolving import resolve, spellings
 from reme.workspace.textio import decode_text
 from reme.workspace.wikilinks import linkable, retarget_links
 
@@ -63,6 +67,30 @@ class VaultIndex:
         return self.aliases.get(target.lower())
 
 
+class WorkspaceNames:
+    """How the workspace will resolve a link once the import is written (SPEC 2): any file by its
+    full path; a note (the catalogued kind: Markdown) also by each of its proper trailing parts
+    (`b/c.md`, `c.md` of `a/b/c.md`), one lookup per link. An attachment is found by its full path
+    only, so `![[panel.png]]` becomes `![[<folder>/attachments/panel.png]]`."""
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        self.paths = set(paths)
+        self.tails: dict[str, list[str]] = {}
+        for path in filter(is_markdown, self.paths):
+            parts = path.split("/")
+            for i in range(1, len(parts)):
+                self.tails.setdefault("/".join(parts[i:]), []).append(path)
+
+    def resolve(self, target: str) -> str | None:
+        return resolve(target, self.paths.__contains__, lambda suffix: self.tails.get(suffix, []))
+
+    def shortest(self, path: str) -> str | None:
+        """The shortest spelling of `path` that resolves to it (at worst the path itself); None when
+        none can be written as a link target (a `#` or `|` in the path)."""
+        forms = sorted(spellings(path), key=lambda form: (form.count("/"), len(form)))
+        return next((form for form in forms if linkable(form) and self.resolve(form) == path), None)
+
+
 def _aliases(text: str) -> list[str]:
     value = frontmatter.parse(text).metadata.get("aliases")
     if isinstance(value, str):
@@ -70,8 +98,20 @@ def _aliases(text: str) -> list[str]:
     return [a for a in value if isinstance(a, str)] if isinstance(value, list) else []
 
 
-def obsidian_batch(files: Sequence[tuple[str, bytes]], *, destination: str) -> ImportBatch:
-    """Notes with rewritten links and attachments of a vault; files reme cannot hold are skipped."""
+def _stem(relative: str) -> str:
+    return posixpath.basename(relative)[: -len(MD)] if relative.lower().endswith(MD) else relative
+
+
+def obsidian_batch(
+    files: Sequence[tuple[str, bytes]],
+    *,
+    destination: str,
+    workspace_paths: Sequence[str] = (),
+    moved: Mapping[str, str] | None = None,
+) -> ImportBatch:
+    """Notes (links kept or respelled, see above) and attachments of a vault; files reme cannot hold
+    are skipped. `workspace_paths`: the files already in the workspace, which links may also match;
+    `moved`: vault path -> where an earlier import's copy lives now (`imports.relocated`)."""
     batch = ImportBatch()
     notes: dict[str, str] = {}
     attachments: dict[str, bytes] = {}
@@ -92,18 +132,36 @@ def obsidian_batch(files: Sequence[tuple[str, bytes]], *, destination: str) -> I
         notes[relative] = text
     aliases = {alias: path for path, text in notes.items() for alias in _aliases(text)}
     index = VaultIndex([*notes, *attachments], aliases)
+    moved = moved or {}
+    located = {
+        relative: moved.get(relative, f"{destination}/{relative}") for relative in (*notes, *attachments)
+    }
+    names = WorkspaceNames([*workspace_paths, *located.values()])
     for relative, text in notes.items():
-        rewritten, _count = retarget_links(text, _mapping(index, relative, destination))
-        batch.notes.append(ImportedNote(f"{destination}/{relative}", redact_note(rewritten), relative))
+        rewritten, _count = retarget_links(text, _mapping(index, names, relative, located, batch.links))
+        name = None if "name" in frontmatter.parse(text).metadata else _stem(relative)
+        batch.notes.append(ImportedNote(located[relative], redact_note(rewritten), relative, name and redact(name)))
     for relative, data in attachments.items():
         batch.files.append(ImportedFile(f"{destination}/{relative}", data, relative))
     return batch
 
 
-def _mapping(index: VaultIndex, note: str, destination: str) -> Callable[[str], str | None]:
+def _mapping(
+    index: VaultIndex, names: WorkspaceNames, note: str, located: Mapping[str, str], counts: dict[str, int]
+) -> Callable[[str], str | None]:
+    """A link's new target (None: keep it as written), counting links kept, respelled and unresolved."""
+
     def mapped(target: str) -> str | None:
         found = index.resolve(target, note)
-        new = f"{destination}/{found}" if found else None
-        return new if new and linkable(new) else None
+        if found is None:
+            counts["unresolved"] += 1
+            return None
+        path = located[found]
+        if names.resolve(target) == path:
+            counts["kept"] += 1
+            return None
+        new = names.shortest(path)
+        counts["rewritten" if new else "unresolved"] += 1
+        return new
 
     return mapped

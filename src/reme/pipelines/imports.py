@@ -9,7 +9,10 @@ import — then writes only what changed, so a second import of the same source 
 A note's provenance sits in its front matter: `source` (the format), `imported_from` (where it was
 read), `import_id` (the original id: a section, a memory id, a vault path) and `import_sha256` (the
 hash of the note as rendered from the source). A note whose `import_sha256` still matches is left
-alone, so edits a person made after the import survive a re-import of an unchanged source.
+alone, so edits a person made after the import survive a re-import of an unchanged source. Where
+each source item was written is kept in `metadata/` (`IMPORTED_NOTES`); when a note is no longer
+there (moved inside reme), the workspace's notes are searched for its provenance and a re-import
+updates it where it now lives instead of writing a second copy.
 Attachments carry no front matter: the hash of what an import wrote sits in `metadata/`, and an
 attachment whose bytes differ from it (changed by hand, or never imported) is never overwritten but
 reported as skipped.
@@ -21,7 +24,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from reme.errors import ReMeError
@@ -37,9 +40,11 @@ from reme.workspace.transcript import render_records
 
 IMPORTS_FOLDER = "imports"
 FILES_STATE = "imported_files"  # attachment path -> sha256 of the bytes an import wrote there
+IMPORTED_NOTES = "imported_notes"  # "<imported_from>\n<import_id>" -> the path the note was written to
 MAX_ATTACHMENT_BYTES = 50_000_000
 _PLAIN = re.compile(r"[A-Za-z0-9_/][\w./#@+~-]*")  # read back as the same string (checked anyway)
 ROLE_FOLDERS = ("metadata", "session", "daily", "digest", "resource", "journal")
+NO_MOVED_NOTES = ("metadata", "session", "journal")  # folders a moved imported note never lives in
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,7 @@ class ImportedNote:
     path: str
     text: str
     import_id: str
+    name: str | None = None  # a `name` to give the note when its own front matter has none
 
     @property
     def sha256(self) -> str:
@@ -80,6 +86,7 @@ class ImportBatch:
     files: list[ImportedFile] = field(default_factory=list)
     transcripts: list[ImportedTranscript] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
+    links: dict[str, int] = field(default_factory=lambda: {"kept": 0, "rewritten": 0, "unresolved": 0})
 
     def skip(self, item: str, reason: str) -> None:
         self.skipped.append({"item": item, "reason": reason})
@@ -104,9 +111,10 @@ class ImportReport:
     updated: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
+    links: dict[str, int] = field(default_factory=dict)  # kept / rewritten / unresolved wikilinks
 
     def metadata(self) -> dict[str, Any]:
-        return {
+        found = {
             "kind": self.kind,
             "source": self.source,
             "dry_run": self.dry_run,
@@ -115,6 +123,7 @@ class ImportReport:
             "unchanged": self.unchanged,
             "skipped": self.skipped,
         }
+        return {**found, "links": self.links} if self.links else found
 
     def answer(self) -> str:
         verb = "would import" if self.dry_run else "imported"
@@ -122,6 +131,12 @@ class ImportReport:
             f"{verb} {self.kind} from {self.source}: {len(self.created)} created, {len(self.updated)} updated, "
             f"{len(self.unchanged)} unchanged, {len(self.skipped)} skipped"
         ]
+        if self.links:
+            kept, rewritten, unresolved = (self.links[k] for k in ("kept", "rewritten", "unresolved"))
+            lines.append(
+                f"links: {kept + rewritten} resolved ({kept} kept as written, {rewritten} respelled "
+                f"to resolve in the workspace), {unresolved} unresolved (left as written)"
+            )
         lines += [f"+ {path}" for path in self.created]
         lines += [f"~ {path}" for path in self.updated]
         lines += [f"- {entry['item']}: {entry['reason']}" for entry in self.skipped]
@@ -138,7 +153,12 @@ def provenance(kind: str, origin: str, import_id: str, existing: dict[str, Any])
 def stamped(note: ImportedNote, kind: str, origin: str) -> str:
     """The note's text with its provenance merged into the front matter (its own keys keep their bytes)."""
     document = frontmatter.parse(note.text)
-    keys = {**provenance(kind, origin, note.import_id, document.metadata), "import_sha256": note.sha256}
+    named = {"name": note.name} if note.name and "name" not in document.metadata else {}
+    keys = {
+        **named,
+        **provenance(kind, origin, note.import_id, document.metadata),
+        "import_sha256": note.sha256,
+    }
     return _appended(note.text, document, keys) or frontmatter.update(note.text, keys)
 
 
@@ -220,6 +240,36 @@ class _Plan:
             self.texts.append((path, text, version))
 
 
+def _identity(origin: str, import_id: str) -> str:
+    return f"{origin}\n{import_id}"
+
+
+async def relocated(port: MemoryPort, origin: str, planned: Mapping[str, str]) -> dict[str, str]:
+    """Where the notes an earlier import of `origin` wrote live now, for those no longer at their
+    `planned` path (import id -> path): found by their `imported_from` and `import_id`."""
+    recorded = port.read_state(IMPORTED_NOTES)
+    missing = {
+        _identity(origin, import_id): import_id
+        for import_id, path in planned.items()
+        if _identity(origin, import_id) in recorded and not port.exists(path)
+    }
+    found: dict[str, str] = {}
+    if not missing:
+        return found
+    skipped = {port.folder(role) for role in NO_MOVED_NOTES}
+    for entry in await port.list_files("", extensions=(".md",), recursive=True):
+        if first_segment(entry.path) in skipped:
+            continue
+        current = await port.load(entry.path)
+        if current is None or "import_id" not in current.content:
+            continue
+        front = frontmatter.parse(current.content).metadata
+        import_id = missing.get(_identity(str(front.get("imported_from")), str(front.get("import_id"))))
+        if import_id is not None:
+            found.setdefault(import_id, entry.path)
+    return found
+
+
 async def _plan(port: MemoryPort, batch: ImportBatch, report: ImportReport, written: dict[str, str]) -> _Plan:
     """Read what is on disk for every item and decide; nothing is written here."""
     plan = _Plan()
@@ -256,6 +306,12 @@ async def write_import(
 ) -> ImportReport:
     """Check every item, refuse the whole import when a note in the way is not this import's, then write."""
     report = ImportReport(kind, origin, dry_run, skipped=list(batch.skipped))
+    if any(batch.links.values()):
+        report.links = dict(batch.links)
+    moved = await relocated(port, origin, {note.import_id: note.path for note in batch.notes})
+    if moved:
+        notes = [replace(note, path=moved.get(note.import_id, note.path)) for note in batch.notes]
+        batch = replace(batch, notes=notes)
     _check_unique(batch)
     written = port.read_state(FILES_STATE)
     plan = await _plan(port, batch, report, written)
@@ -281,6 +337,10 @@ async def write_import(
     # Compare-and-set against the versions read above: a transcript auto_memory merged meanwhile,
     # or a note someone edited, stops the batch with a conflict instead of being overwritten.
     await port.save_batch(plan.texts)
+    if batch.notes:
+        recorded = port.read_state(IMPORTED_NOTES)
+        recorded.update({_identity(origin, note.import_id): note.path for note in batch.notes})
+        port.write_state(IMPORTED_NOTES, recorded)
     return report
 
 

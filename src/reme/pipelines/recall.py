@@ -48,9 +48,12 @@ def neutralise(text: str) -> str:
 
 
 def project_query(cwd: str) -> str:
-    """Search words from a project folder's name: `/home/u/solar-panel_api` → `solar panel api`."""
+    """Search words from a project folder's name, whole and in parts: `/home/u/solar-panel_api` →
+    `solar panel api`, `web3-app` → `web3 app web 3` (notes say `web3`, and `k8s`, not `k 8 s`)."""
     name = re.split(r"[\\/]", cwd.rstrip("/\\"))[-1]  # a Windows path too
-    return " ".join(w.lower() for w in _WORDS.findall(name))
+    whole = re.findall(r"[^\W_]+", name)
+    parts = (part for word in whole for part in _WORDS.findall(word))
+    return " ".join(dict.fromkeys(w.lower() for w in (*whole, *parts)))
 
 
 def _line(text: str) -> str:

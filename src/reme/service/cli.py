@@ -34,8 +34,9 @@ usage:
         write (or remove) reme's MCP server, hooks and skill into Claude Code's settings
   reme doctor [config=...] [workspace_dir=DIR]
         check the install, workspace, service, index and LLM, and say what to do about each problem
-  reme import claude-code|chatgpt|mem0|obsidian PATH [folder=...] [dry_run=true] [workspace_dir=DIR]
-        import a memory file, export or vault in-process (docs/imports.md); a second import creates nothing
+  reme import claude-code|codex|chatgpt|mem0|obsidian PATH [folder=...] [dry_run=true] [workspace_dir=DIR]
+        import past agent sessions, a memory file, export or vault in-process (docs/imports.md); a second
+        import creates nothing (claude-code, codex without PATH: every project's sessions)
   reme export [format=markdown|json] [bucket=NAME] [out=FILE] [workspace_dir=DIR]
         the digest as one Markdown bundle or JSON, to FILE or stdout
 
@@ -325,14 +326,18 @@ def transfer(command: str, assigned: dict[str, str], bare: list[str], as_json: b
     """
     if command == "import":
         kinds = {"claude-code": "import_claude_code", "claude": "import_claude_code"}
-        kinds.update({kind: f"import_{kind}" for kind in ("chatgpt", "mem0", "obsidian")})
-        if len(bare) != 2 or bare[0] not in kinds:
+        kinds.update({kind: f"import_{kind}" for kind in ("codex", "chatgpt", "mem0", "obsidian")})
+        optional = ("claude-code", "claude", "codex")  # their transcripts have a default home
+        if not 1 <= len(bare) <= 2 or bare[0] not in kinds or (len(bare) == 1 and bare[0] not in optional):
             print(
-                f"reme: usage: reme import {'|'.join(k for k in kinds if k != 'claude')} PATH [key=value ...]",
+                f"reme: usage: reme import {'|'.join(k for k in kinds if k != 'claude')} PATH [key=value ...]"
+                " (PATH optional for claude-code and codex: every project's sessions)",
                 file=sys.stderr,
             )
             return 2
-        assigned = {**assigned, "job": kinds[bare[0]], "source": os.path.abspath(os.path.expanduser(bare[1]))}
+        assigned = {**assigned, "job": kinds[bare[0]]}
+        if len(bare) == 2:
+            assigned["source"] = os.path.abspath(os.path.expanduser(bare[1]))
         return start(assigned, as_json)
     if bare:
         print(f"reme: expected key=value, got {bare[0]!r}", file=sys.stderr)

@@ -451,6 +451,10 @@ def _capture_of(event: str, payload: dict[str, Any], assigned: dict[str, str]) -
         from reme.pipelines.agent_transcripts import codex_session_id
 
         session_id = codex_session_id(read_transcript(transcript).entries[:5])
+    elif not session_id:  # Claude Code names the file after its session; its entries name it too
+        from reme.pipelines.agent_transcripts import claude_session_id
+
+        session_id = claude_session_id(transcript, read_transcript(transcript).entries)
     if not isinstance(session_id, str) or not SESSION_ID.fullmatch(session_id) or ".." in session_id:
         _note(f"{event}: session_id {session_id!r} is missing or not a plain name; nothing captured")
         return None
@@ -558,8 +562,14 @@ def recall(event: str, payload: dict[str, Any], assigned: dict[str, str], worksp
 # in-process runs ------------------------------------------------------------------------------
 
 
+# what recall runs (itself and the jobs its port calls), and the step modules that define them
+RECALL_JOBS = ("agent_memory_recall", "search", "node_search", "list", "load", "frontmatter_read")
+RECALL_STEPS = ("recall", "index", "files")
+
+
 def run_in_process(workspace: str, job: str, params: dict[str, Any]) -> dict[str, Any]:
-    """Run one job in this process on the workspace (no cron, no background loops)."""
+    """Run recall in this process on the workspace (no cron, no background loops): only the jobs
+    recall runs are built and only their step modules loaded, so a session starts sooner."""
     import asyncio
 
     from reme.app.application import Application
@@ -567,7 +577,8 @@ def run_in_process(workspace: str, job: str, params: dict[str, Any]) -> dict[str
 
     async def run() -> dict[str, Any]:
         config = load_config(None, {"workspace_dir": workspace, "scheduler.cron": False})
-        async with Application(config) as app:
+        config["jobs"] = {name: spec for name, spec in config.get("jobs", {}).items() if name in RECALL_JOBS}
+        async with Application(config, step_modules=RECALL_STEPS) as app:
             return (await app.run(job, **params)).to_dict()
 
     return asyncio.run(run())

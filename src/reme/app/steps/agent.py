@@ -1,4 +1,4 @@
-"""Steps of the agent integration jobs: thin adapters over `reme.pipelines.agent_session` and `recall`."""
+"""Steps of the agent capture jobs: thin adapters over `reme.pipelines.agent_session` (recall: `steps/recall.py`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from reme.app.registry import register_step
 from reme.errors import ReMeError
 from reme.pipelines.agent_session import agent_session_append, agent_session_flush, distil_queue
 from reme.pipelines.auto_memory import MemoryOutcome
-from reme.pipelines.recall import recall
 
 
 def _finish(ctx: JobContext, outcome: MemoryOutcome) -> None:
@@ -63,17 +62,3 @@ async def agent_session_distil_step(ctx: JobContext, idle_seconds: float = 300, 
         AppPort(ctx.app), idle_seconds=float(idle_seconds), limit=int(limit), add_usage=ctx.add_usage
     )
     _finish(ctx, outcome)
-
-
-@register_step("agent_memory_recall")
-async def agent_memory_recall_step(ctx: JobContext) -> None:
-    params = ctx.params
-    found = await recall(
-        AppPort(ctx.app),
-        query=params.get("query") or "",
-        cwd=params.get("cwd") or "",
-        limit=int(params["limit"]),
-        max_chars=int(params["max_chars"]),
-    )
-    ctx.response.answer = found.answer
-    ctx.response.metadata.update(found.metadata)

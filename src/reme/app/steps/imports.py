@@ -25,6 +25,7 @@ from reme.app.import_sources import (
 from reme.app.jobs import JobContext
 from reme.app.port import AppPort
 from reme.app.registry import register_step
+from reme.app.steps.session_imports import run_session_import, transcript_files
 from reme.errors import ReMeError
 from reme.pipelines import export_digest as export
 from reme.pipelines.auto_memory import session_path
@@ -42,11 +43,12 @@ from reme.pipelines.imports import (
     ImportReport,
     import_folder,
     queue_distillation,
+    relocated,
     write_import,
 )
 from reme.pipelines.names import slugify
 from reme.pipelines.redaction import redact
-from reme.workspace.paths import is_markdown
+from reme.workspace.paths import check_new_name, check_segment, is_markdown
 
 CONVERSATIONS = "conversations.json"
 
@@ -85,8 +87,21 @@ async def _run_import(
 
 
 @register_step("import_claude_code")
-async def import_claude_code(ctx: JobContext, max_bytes: int = 5_000_000, max_items: int = 50) -> None:
+async def import_claude_code(
+    ctx: JobContext,
+    max_bytes: int = 5_000_000,
+    max_items: int = 50,
+    max_sessions: int = 20000,
+    max_session_bytes: int = 200_000_000,
+    max_message_chars: int = 8000,
+) -> None:
     entry = source_path(ctx.params["source"])
+    transcripts = entry.is_dir() or entry.suffix.lower() == ".jsonl"
+    sessions = transcript_files(entry, max_sessions) if transcripts else []
+    if sessions:  # transcripts (~/.claude/projects/...): saved as the hooks save them
+        settings = {"max_file_bytes": max_session_bytes, "max_message_chars": max_message_chars}
+        await run_session_import(ctx, entry, sessions, "claude_code", settings)
+        return
     if entry.is_dir():  # `.claude/rules/`, an auto-memory folder: each Markdown file in it
         files, skipped = read_folder(entry, FolderLimits(max_items, max_bytes, max_items * max_bytes))
         entries = [
@@ -94,6 +109,11 @@ async def import_claude_code(ctx: JobContext, max_bytes: int = 5_000_000, max_it
             for f in files
             if is_markdown(f.relative)
         ]
+        if not entries:
+            raise ReMeError(
+                f"{entry} holds no Claude Code transcripts (.jsonl) and no memory files (.md); "
+                "sessions are kept in ~/.claude/projects/<project>/, memory in CLAUDE.md files"
+            )
         home = entry.resolve()
     else:
         entries, skipped, home = (
@@ -163,14 +183,34 @@ async def import_mem0(
 async def import_obsidian(ctx: JobContext, **settings: Any) -> None:
     vault = source_path(ctx.params["source"])
     files, skipped = read_folder(vault, FolderLimits(**settings), workspace=Path(ctx.app.workspace_dir))
-    name = slugify(ctx.params.get("name") or vault.resolve().name) or "vault"
+    name = _folder_name(ctx.params.get("name") or vault.resolve().name)
+    port = AppPort(ctx.app)
+    existing = [entry.path for entry in await port.list_files("", recursive=True)]
+    destination = f"{import_folder(port, ctx.params.get('folder') or f'{IMPORTS_FOLDER}/{OBSIDIAN}')}/{name}"
+    planned = {f.relative: f"{destination}/{f.relative}" for f in files if is_markdown(f.relative)}
+    moved = await relocated(port, str(vault), planned)
 
     def build(_port: AppPort, folder: str) -> ImportBatch:
-        batch = obsidian_batch([(f.relative, f.data) for f in files], destination=f"{folder}/{name}")
+        batch = obsidian_batch(
+            [(f.relative, f.data) for f in files],
+            destination=f"{folder}/{name}",
+            workspace_paths=existing,
+            moved=moved,
+        )
         batch.skipped = skipped + batch.skipped
         return batch
 
     await _run_import(ctx, OBSIDIAN, vault, build)
+
+
+def _folder_name(name: str) -> str:
+    """The vault's folder name as written (`Obsidian Help`), or its slug when the workspace would
+    refuse it as a folder name."""
+    try:
+        check_new_name(check_segment(name.strip(), "vault name"))
+        return name.strip()
+    except ValueError:
+        return slugify(name) or "vault"
 
 
 @register_step("export_digest", settings=export.ExportLimits)

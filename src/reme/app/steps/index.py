@@ -93,6 +93,8 @@ async def search(ctx: JobContext, ready_wait_s: float = READY_WAIT_S) -> None:
         filters=SearchFilters(prefix, start, end, params["strict_date_filter"]),
         expand_links=params["expand_links"],
         max_links_per_direction=params["max_links_per_direction"],
+        fold_files=params["fold_files"],
+        generated_folder=None if params["include_generated"] else workspace_of(ctx.app).folder("digest"),
     )
     ctx.response.answer = _with_readiness(ctx, index, render_hits(query, hits))
     ctx.response.metadata["results"] = [hit.to_dict() for hit in hits]
