@@ -6,7 +6,7 @@
 - compare-and-set: `digest_edit` and `frontmatter_update` apply only to the version the agent last
   read through `read` (an edit of a node it never read is refused); a conflict makes it read again;
 - E-1: the first refusal for lost links goes back to the agent, the second aborts the unit with
-  `ConservationViolation`.
+  `ConservationViolation`; the same for a superseding update that drops the old statement (SPEC 17.2).
 It records the subject's content before the first change, so a failed unit can be put back and the
 journal can keep a pre-image for revert.
 """
@@ -118,21 +118,25 @@ class UnitGuard:
             await self._changed(path, before=seen)
         elif meta.get("conflict"):
             del self.read_versions[path]
-        elif meta.get("missing_edges"):
-            self._violation(path, meta["missing_edges"], response.answer)
+        elif meta.get("missing_edges") or meta.get("dropped_statements"):
+            lost = {key: meta[key] for key in ("missing_edges", "dropped_statements") if meta.get(key)}
+            self._violation(path, lost, response.answer)
             return ToolReply(
                 False,
-                f"{response.answer}\nThis is your one retry: keep every link listed above in the new text.",
+                f"{response.answer}\nThis is your one retry: keep every link and statement listed above "
+                "in the new text.",
                 dict(meta),
             )
         return response
 
-    def _violation(self, path: str, missing: list[dict[str, Any]], answer: str) -> None:
-        self.violations.append({"path": path, "missing_edges": missing})
+    def _violation(self, path: str, lost: dict[str, list[Any]], answer: str) -> None:
+        """Record a refused update that lost links (E-1) or superseded statements (SPEC 17.2)."""
+        self.violations.append({"path": path, **lost})
         if len(self.violations) >= MAX_VIOLATIONS:
+            what = "links" if "missing_edges" in lost else "a superseded statement"
             raise UnitAborted(
-                f"ConservationViolation: a second edit of {path!r} would drop links ({answer})",
-                {"path": path, "missing_edges": missing},
+                f"ConservationViolation: a second edit of {path!r} would drop {what} ({answer})",
+                {"path": path, **lost},
             )
 
     async def _front_matter(self, path: str, seen: FileText, metadata: Any) -> ToolReply:
