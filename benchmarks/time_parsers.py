@@ -51,7 +51,9 @@ def period(value: str) -> tuple[date, date]:
 
 
 def reme_rules(text: str, ref: date, lang: str) -> list[Output]:
-    return [(f.text, *period(f.value)) for f in find(text, ref) if f.value and f"{f.text} ({f.value})" not in text]
+    return [
+        (f.text, *period(f.value)) for f in find(text, ref) if f.value and f"{f.text} ({f.value})" not in text
+    ]
 
 
 def dateparser_search(text: str, ref: date, lang: str) -> list[Output]:
@@ -110,7 +112,9 @@ def score(parser: Parser, data: list[tuple[date, str, str | None, str]]) -> dict
                 continue
             words, value = expected.rsplit(" (", 1)
             low, high = period(value.rstrip(")"))
-            if (span.lower() in words.lower() or words.lower() in span.lower()) and low <= first <= last <= high:
+            if (
+                span.lower() in words.lower() or words.lower() in span.lower()
+            ) and low <= first <= last <= high:
                 correct += 1
     return {
         "produced": produced,
@@ -134,7 +138,9 @@ def main() -> None:
         except ImportError:
             print(f"({name} not installed: skipped)", file=sys.stderr)
     print(f"{len(data)} labelled sentences")
-    print(f"{'parser':>18} {'lang':>4} {'cases':>5} {'out':>4} {'precision':>9} {'recall':>6} {'ms/sent':>8} {'p95 ms':>7}")
+    print(
+        f"{'parser':>18} {'lang':>4} {'cases':>5} {'out':>4} {'precision':>9} {'recall':>6} {'ms/sent':>8} {'p95 ms':>7}"
+    )
     for name, parser in parsers.items():
         parser(data[0][1], data[0][0], data[0][3])  # warm-up: model loading is not per-sentence cost
         for lang in ("en", "zh"):

@@ -50,7 +50,8 @@ PLANTED = {
         f"Links [[{HUB}]].\n\n" + "\n".join(f"## Part {word}\n\nAbout {word}.\n" for word in "abcdefghi"),
     ),
     ("contradictory_validity", "digest/personal/home.md"): node(
-        "digest/personal/home.md", f"- Lives in Berlin [valid_from:: 2024-05] [valid_to:: 2023-01], see [[{HUB}]]."
+        "digest/personal/home.md",
+        f"- Lives in Berlin [valid_from:: 2024-05] [valid_to:: 2023-01], see [[{HUB}]].",
     ),
     ("overlapping_validity", "digest/personal/office.md"): node(
         "digest/personal/office.md",
