@@ -370,6 +370,11 @@ def _is_annotated(text: str, end: int) -> bool:
 
 def annotate(text: str, ref: date) -> str:
     """`text` with each unambiguous relative expression followed by ` (<ISO resolution>)`."""
+    return resolve(text, ref)[0]
+
+
+def resolve(text: str, ref: date) -> tuple[str, int]:
+    """(annotated text, how many resolutions were added)."""
     out: list[str] = []
     last = 0
     for found in find(text, ref):
@@ -379,9 +384,9 @@ def annotate(text: str, ref: date) -> str:
         out.append(f" ({found.value})")
         last = found.end
     if not out:
-        return text
+        return text, 0
     out.append(text[last:])
-    return "".join(out)
+    return "".join(out), len(out) // 2
 
 
 def unresolved(text: str) -> Iterator[str]:
