@@ -146,3 +146,17 @@ def test_cli(service: Any, run_reme: Any) -> None:
     check_nodes(json.loads(nodes.stdout)["metadata"]["results"], as_of=False)
     recall = run_reme("agent_memory_recall", f"query={LIVES['query']}", "as_of=2025-01-01", where, "--json")
     check_recall(json.loads(recall.stdout)["answer"], as_of=True)
+
+
+async def test_a_resolved_date_is_found_by_the_day_in_words(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    put(ws, "daily/2023-05-08/group.md", "# Group\n\nI went to the support group yesterday.\n")
+    put(ws, "daily/2023-05-08/other.md", "# Other\n\nThe support group meets on Sundays in 2023.\n")
+    async with ReMe(workspace_dir=ws, timezone="UTC") as app:
+        done = await app.run("annotate_dates", path="daily")
+        assert done.success and done.metadata["annotations"] == 1
+        found = await app.run("search", query="support group May 7, 2023")
+        assert [r["path"] for r in found.metadata["results"]][0] == "daily/2023-05-08/group.md"
+        assert "yesterday (2023-05-07)" in found.metadata["results"][0]["text"]
+        chinese = await app.run("search", query="2023年5月7日 support group")
+        assert chinese.metadata["results"][0]["path"] == "daily/2023-05-08/group.md"

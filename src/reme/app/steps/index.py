@@ -17,6 +17,7 @@ from reme.app.components.workspace import workspace_of
 from reme.app.jobs import JobContext, JobError
 from reme.app.registry import register_step
 from reme.index import as_of as as_of_marks
+from reme.index.date_query import with_iso_dates
 from reme.index.search import SearchFilters, render_hits, render_nodes
 from reme.index.service import IndexService
 from reme.index.watch import watch_paths
@@ -93,7 +94,7 @@ async def search(ctx: JobContext, ready_wait_s: float = READY_WAIT_S) -> None:
     index = await _ready_index(ctx, ready_wait_s)
     limit = params["limit"]
     hits = await index.searcher.search(
-        query,
+        with_iso_dates(query),  # "May 7 2023" also as 2023-05-07, the form resolved dates take
         limit=min(limit * 2, 200) if as_of else limit,  # room for valid hits below stale ones
         min_score=params["min_score"],
         filters=SearchFilters(prefix, start, end, params["strict_date_filter"]),
@@ -149,7 +150,10 @@ async def node_search(ctx: JobContext, folder: str | None = None, ready_wait_s: 
     folder = folder or workspace_of(ctx.app).folder("digest")
     keyword_only = bool(ctx.params.get("keyword_only", False))
     nodes = await asyncio.to_thread(
-        partial(index.searcher.node_search, keyword_only=keyword_only), query, ctx.params["limit"], folder
+        partial(index.searcher.node_search, keyword_only=keyword_only),
+        with_iso_dates(query),
+        ctx.params["limit"],
+        folder,
     )
     as_of = _date(ctx, "as_of")
     nodes = await asyncio.to_thread(_node_validity, ctx, nodes, as_of)
