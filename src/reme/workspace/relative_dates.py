@@ -113,12 +113,17 @@ _VAGUE_BEFORE = re.compile(
     r"(?:\b(?:about|around|roughly|approximately|nearly|almost|over|some|or|to|and|than|like)|[-–])\s*\Z",
     re.IGNORECASE,
 )
-_END = r"(?![\w'’-])"  # a whole word, not a possessive ("today's") nor a compound
+_END = r"(?![\w'’-])"
+_FIGURATIVE = re.compile(
+    r"\b(?:like|as\s+if|as\s+though)\s+(?:it\s+was\s+)?(?:just\s+|only\s+)?\Z", re.IGNORECASE
+)  # a whole word, not a possessive ("today's") nor a compound
 
 
 def _en_day(m: re.Match[str], ref: date, before: str) -> str | None:
     if re.search(r"\bthe\s*\Z", before, re.IGNORECASE) and not m.group(0).lower().startswith("the"):
         return None  # "the today show", "the tomorrow people"
+    if _FIGURATIVE.search(before):
+        return None  # "feels like just yesterday": no day meant
     return _day(ref + timedelta(days=_EN_DAYS[m.group(0).lower()]))
 
 
