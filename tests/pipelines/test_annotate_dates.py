@@ -45,6 +45,9 @@ async def test_a_folder_is_annotated_once_journaled_and_reverted(tmp_path: Path,
     record = json.loads((ws / f"journal/dream/runs/{run_id}.json").read_text())
     assert record["kind"] == "annotate" and {m["path"] for m in record["modified"]} == {DAY_NOTE, HAND}
 
+    listed = await app.run("journal", kind="annotate")
+    assert listed.success and run_id in listed.answer and f"ANNOTATE {HAND}" in listed.answer
+
     again = await app.run("annotate_dates", path=".")
     assert again.success and again.metadata["changed"] == [] and again.metadata["run_id"] is None
 
