@@ -81,5 +81,13 @@ def test_unresolved_lists_what_is_left() -> None:
 
 
 def test_huge_text_is_left_alone() -> None:
-    text = "yesterday " * 300_000
+    text = "yesterday " * 150_000
     assert annotate(text, date(2023, 5, 8)) == text
+
+
+@pytest.mark.parametrize("unit", ["`", "[[", "](x ", "<!-- ", "<a:", "```x\n", "http://"])
+def test_unclosed_openers_cost_linear_time_and_protect_nothing_they_do_not_close(unit: str) -> None:
+    text = unit * (60_000 // len(unit)) + " yesterday"
+    out = annotate(text, date(2023, 5, 8))
+    open_fence = unit.startswith("```")  # a fence left open is code to the end; the others close nothing
+    assert out == (text if open_fence else text + " (2023-05-07)")

@@ -13,13 +13,14 @@ idempotent.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import date, timedelta
 
 from reme.workspace.fmsplit import split
 
-MAX_TEXT_CHARS = 2_000_000  # one note; past this nothing is annotated (bounded work per write)
+MAX_TEXT_CHARS = 1_000_000  # one note; past this nothing is annotated (bounded work per write)
 ANNOTATION = r"\d{4}(?:-\d{2}(?:-\d{2})?)?(?:/\d{4}(?:-\d{2}(?:-\d{2})?)?)?"
 _ANNOTATED = re.compile(r"[ \t]*\(" + ANNOTATION + r"\)")
 
@@ -325,23 +326,23 @@ _ZH_RULES: list[tuple[re.Pattern[str], Resolver]] = [
 
 # ---- text walking -----------------------------------------------------------------------------
 
-_PROTECTED = re.compile(
-    r"(?ms)^[ \t]*(```|~~~).*?(?:^[ \t]*\1[^\n]*$|\Z)"  # fenced code
-    r"|(`+).+?\2"  # code span
-    r"|\[\[[^\]\n]*\]\]"  # wikilink
-    r"|\]\([^)\n]*\)"  # Markdown link target
-    r"|<[a-z][a-z0-9+.-]*:[^>\s]*>"  # autolink
-    r"|\b[a-z][a-z0-9+.-]*://\S+"  # bare URL
-    r"|<!--.*?-->"  # HTML comment
+_PROTECTED = re.compile(  # bounded, and each stops at the next opener: hostile text costs linear time
+    r"(?ms)^[ \t]*(```|~~~).*?(?:^[ \t]*\1[^\n]*$|\Z)"  # fenced code (unclosed: to the end)
+    r"|(`+).{1,4000}?\2"  # code span
+    r"|\[\[[^\[\]\n]{0,1000}\]\]"  # wikilink
+    r"|\]\([^()\n]{0,4000}\)"  # Markdown link target
+    r"|<[a-z][a-z0-9+.-]{0,31}:[^<>\s]{0,4000}>"  # autolink
+    r"|\b[a-z][a-z0-9+.-]{0,31}://\S+"  # bare URL
+    r"|<!--[^<]{0,10000}?-->"  # HTML comment
 )
 
 
 def _protected(text: str) -> list[tuple[int, int]]:
-    spans = [(m.start(), m.end()) for m in _PROTECTED.finditer(text)]
+    """Sorted, disjoint spans never touched: the front matter, then code, links and comments of the body."""
     head = split(text)
-    if head.has_front_matter:
-        spans.insert(0, (0, head.body_start))
-    return spans
+    body = head.body_start if head.has_front_matter else 0
+    spans = [(0, body)] if body else []
+    return spans + [(m.start(), m.end()) for m in _PROTECTED.finditer(text, body)]
 
 
 def find(text: str, ref: date) -> list[Found]:
@@ -349,6 +350,7 @@ def find(text: str, ref: date) -> list[Found]:
     if len(text) > MAX_TEXT_CHARS:
         return []
     spans = _protected(text)
+    starts = [start for start, _ in spans]
     candidates: list[Found] = []
     for pattern, resolve in (*_EN_RULES, *_ZH_RULES):
         for m in pattern.finditer(text):
@@ -358,15 +360,17 @@ def find(text: str, ref: date) -> list[Found]:
     chosen: list[Found] = []
     edge = 0
     for found in candidates:
-        if found.start < edge or _inside(found, spans):
+        if found.start < edge or _inside(found, spans, starts):
             continue
         chosen.append(found)
         edge = found.end
     return chosen
 
 
-def _inside(found: Found, spans: list[tuple[int, int]]) -> bool:
-    return any(start < found.end and found.start < end for start, end in spans)
+def _inside(found: Found, spans: list[tuple[int, int]], starts: list[int]) -> bool:
+    """Whether `found` overlaps a protected span (`spans` sorted and disjoint, `starts` their starts)."""
+    index = bisect_left(starts, found.end) - 1  # the last span starting before the expression ends
+    return index >= 0 and spans[index][1] > found.start
 
 
 def _is_annotated(text: str, end: int) -> bool:
