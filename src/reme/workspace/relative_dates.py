@@ -328,7 +328,7 @@ _ZH_RULES: list[tuple[re.Pattern[str], Resolver]] = [
 
 _PROTECTED = re.compile(  # bounded, and each stops at the next opener: hostile text costs linear time
     r"(?ms)^[ \t]*(```|~~~).*?(?:^[ \t]*\1[^\n]*$|\Z)"  # fenced code (unclosed: to the end)
-    r"|(`+).{1,4000}?\2"  # code span
+    r"|(?<!`)(`{1,16})(?!`).{1,4000}?(?<!`)\2(?!`)"  # code span (closed by a run of the same length)
     r"|\[\[[^\[\]\n]{0,1000}\]\]"  # wikilink
     r"|\]\([^()\n]{0,4000}\)"  # Markdown link target
     r"|<[a-z][a-z0-9+.-]{0,31}:[^<>\s]{0,4000}>"  # autolink
