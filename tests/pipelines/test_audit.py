@@ -49,6 +49,18 @@ PLANTED = {
         "digest/wiki/everything.md",
         f"Links [[{HUB}]].\n\n" + "\n".join(f"## Part {word}\n\nAbout {word}.\n" for word in "abcdefghi"),
     ),
+    ("contradictory_validity", "digest/personal/home.md"): node(
+        "digest/personal/home.md",
+        f"- Lives in Berlin [valid_from:: 2024-05] [valid_to:: 2023-01], see [[{HUB}]].",
+    ),
+    ("overlapping_validity", "digest/personal/office.md"): node(
+        "digest/personal/office.md",
+        "- Works from the Leeds office [valid_from:: 2022] [valid_to:: 2024-06]\n"
+        f"- Works from the York office [valid_from:: 2024-01], see [[{HUB}]].",
+    ),
+    ("unresolved_date", "digest/wiki/review.md"): node(
+        "digest/wiki/review.md", f"The design review moved to next Friday, see [[{HUB}]]."
+    ),
 }
 TWIN = node("digest/wiki/compost-b.md", f"{TWIN_TEXT} too, says [[{HUB}]].")
 VIOLATION_RUN = "20260620T230000-000000-abcdef"
@@ -95,7 +107,7 @@ async def test_each_planted_defect_is_found_once_and_nothing_is_written(
     found = {(f["kind"], f["path"]) for f in response.metadata["findings"]}
     assert found == {*PLANTED, ("conservation_violation", HUB)}
     counts = response.metadata["counts"]
-    assert counts == {kind: 1 for kind in counts} and len(counts) == 7
+    assert counts == {kind: 1 for kind in counts} and len(counts) == 10
     [twin] = [f for f in response.metadata["findings"] if f["kind"] == "near_duplicate"]
     assert "near-duplicate of digest/wiki/compost-b.md" in twin["detail"]
     assert "[[digest/wiki/nowhere.md]] names no file" in response.answer
@@ -130,8 +142,8 @@ async def test_the_answer_is_bounded_and_metadata_keeps_every_finding(
     plant(tmp_path / "ws", [*CLEAN, *PLANTED.values(), TWIN])
     app = await make_app()
     response = await app.run("digest_audit")
-    assert len(response.metadata["findings"]) == 6
-    assert response.answer.splitlines()[-1] == "… 4 more finding(s) in metadata.findings"
+    assert len(response.metadata["findings"]) == 9
+    assert response.answer.splitlines()[-1] == "… 7 more finding(s) in metadata.findings"
 
 
 async def test_a_node_that_is_only_a_link_is_no_near_duplicate_of_what_it_links(

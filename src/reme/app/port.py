@@ -216,16 +216,24 @@ class AppPort:
 
     # recall --------------------------------------------------------------------------------------
 
-    async def node_search(self, query: str, *, limit: int, keyword_only: bool = False) -> list[dict[str, Any]]:
+    async def node_search(
+        self, query: str, *, limit: int, keyword_only: bool = False, as_of: str | None = None
+    ) -> list[dict[str, Any]]:
         params: dict[str, Any] = {"query": query, "limit": limit}
         if keyword_only:
             params["keyword_only"] = True
+        if as_of:
+            params["as_of"] = as_of
         return list((await self._call("node_search", **params)).metadata.get("results") or [])
 
-    async def search(self, query: str, *, limit: int, path_prefix: str = "") -> list[dict[str, Any]]:
+    async def search(
+        self, query: str, *, limit: int, path_prefix: str = "", as_of: str | None = None
+    ) -> list[dict[str, Any]]:
         params: dict[str, Any] = {"query": query, "limit": limit, "expand_links": False}
         if path_prefix:
             params["path_prefix"] = path_prefix
+        if as_of:
+            params["as_of"] = as_of
         return list((await self._call("search", **params)).metadata.get("results") or [])
 
     async def traverse(self, paths: Sequence[str], *, depth: int, direction: str = "both") -> dict[str, Any]:

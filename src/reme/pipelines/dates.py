@@ -1,66 +1,28 @@
-"""Relative day words pinned to absolute dates, so a card never says "yesterday" without a date.
+"""Relative dates pinned to absolute ones, so a card never says "yesterday" without a date.
 
 The agent sees each message with its own timestamp and every relative day word annotated with the
 date it means for that message (`yesterday (2026-05-31)`); the prompt asks it to write the date,
-and any relative day word left in the written card is pinned against the card's date.
+and any relative date left in the written card is resolved against the card's date by the one
+annotator, `reme.workspace.relative_dates`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from datetime import date, datetime, timedelta, tzinfo
+from datetime import date, datetime, tzinfo
 from typing import Any
 
-_OFFSETS = {
-    "the day before yesterday": -2,
-    "day before yesterday": -2,
-    "the day after tomorrow": 2,
-    "day after tomorrow": 2,
-    "yesterday": -1,
-    "last night": -1,
-    "today": 0,
-    "tonight": 0,
-    "this morning": 0,
-    "this afternoon": 0,
-    "this evening": 0,
-    "tomorrow": 1,
-    "大前天": -3,
-    "前天": -2,
-    "昨天": -1,
-    "昨晚": -1,
-    "今天": 0,
-    "今晚": 0,
-    "明天": 1,
-    "后天": 2,
-    "大后天": 3,
-}
-_WORDS = sorted(_OFFSETS, key=len, reverse=True)
-# Not when a date already follows ("tomorrow (2026-06-02)") nor inside a possessive ("today's").
-_PATTERN = re.compile(
-    "(?:"
-    + "|".join(rf"\b{re.escape(w)}\b" if w.isascii() else re.escape(w) for w in _WORDS)
-    + r")(?!['’]\w)(?!\s*\(\d{4}-\d{2}-\d{2}\))",
-    re.IGNORECASE,
-)
+from reme.workspace import relative_dates
 
 
 def annotate_relative_dates(text: str, day: date) -> str:
-    """`text` with each relative day word followed by the absolute date it means on `day`."""
-
-    def pin(match: re.Match[str]) -> str:
-        offset = _OFFSETS[match.group(0).lower()]
-        return f"{match.group(0)} ({(day + timedelta(days=offset)).isoformat()})"
-
-    return _PATTERN.sub(pin, text)
+    """`text` with each relative date expression followed by what it means on `day` (SPEC 17.1)."""
+    return relative_dates.annotate(text, day)
 
 
 def pin_body(text: str, day: date) -> str:
-    """A Markdown document with relative day words of its body (not its front matter) pinned to `day`."""
-    from reme.workspace.fmsplit import split
-
-    parts = split(text)
-    return parts.head(text) + annotate_relative_dates(parts.body(text), day)
+    """A Markdown document with relative dates of its body (not its front matter) resolved for `day`."""
+    return relative_dates.annotate(text, day)
 
 
 def render_for_prompt(records: Sequence[dict[str, Any]], tz: tzinfo, fallback_day: date) -> str:

@@ -5,7 +5,9 @@ a file), `dead_link` (a pending link), `orphan` (no digest link in or out), `ove
 maintain bounds). Near-duplicates cost one keyword search per node, not a pairwise scan: the node's
 own text is the query, each other node's score is divided by the node's score for itself, and a pair
 at or over `near_duplicate` is reported once. `conservation_violation` comes from the journal's
-run records (the newest `max_runs`).
+run records (the newest `max_runs`). Time (SPEC 17): `contradictory_validity` (a bound that cannot
+be read, or ends before it starts), `overlapping_validity` (a replacement that starts before the
+statement it supersedes ends), `unresolved_date` (a relative date left without its resolution).
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from reme.errors import ReMeError
 from reme.pipelines.digest_nodes import Overload, load_nodes
 from reme.pipelines.dream_journal import journal_folder, read_record
 from reme.pipelines.port import FileText, MemoryPort
-from reme.workspace import frontmatter
+from reme.workspace import frontmatter, validity
 from reme.workspace.digest import SOURCE_PREDICATE, SOURCES_HEADING, source_links
 from reme.workspace.edges import describe
+from reme.workspace.relative_dates import unresolved
 
 MAX_ANSWER_LINES = 500
 MIN_QUERY_WORDS = 8
@@ -33,6 +36,9 @@ KINDS = (
     "near_duplicate",
     "overloaded",
     "conservation_violation",
+    "contradictory_validity",
+    "overlapping_validity",
+    "unresolved_date",
 )
 
 
@@ -61,6 +67,7 @@ async def digest_audit(port: MemoryPort, settings: AuditSettings) -> AuditOutcom
         body = frontmatter.parse(node.content).body
         findings += _sources(port, node.path, body)
         findings += await _links(port, node.path, names, digest)
+        findings += _time(node.path, body)
         reason = settings.overload.reason(node.content)
         if reason:
             findings.append({"kind": "overloaded", "path": node.path, "detail": reason})
@@ -172,6 +179,17 @@ async def _near_duplicates(
     ]
 
 
+def _time(path: str, body: str) -> list[dict[str, Any]]:
+    """Validity that cannot hold and relative dates left without their resolution (SPEC 17)."""
+    found = [{"kind": kind, "path": path, "detail": detail} for kind, detail in validity.problems(body)]
+    left = list(dict.fromkeys(unresolved(body)))
+    if left:
+        shown = ", ".join(repr(words) for words in left[:10])
+        detail = f"relative date(s) without a resolution: {shown}"
+        found.append({"kind": "unresolved_date", "path": path, "detail": detail})
+    return found
+
+
 async def _violations(port: MemoryPort, max_runs: int) -> list[dict[str, Any]]:
     folder = f"{journal_folder(port)}/runs"
     entries = (await port.list_files(folder, extensions=(".json",)))[-max_runs:]
@@ -180,8 +198,11 @@ async def _violations(port: MemoryPort, max_runs: int) -> list[dict[str, Any]]:
         record, problem = await read_record(port, entry.path)
         if problem is not None:  # an unusable record is the journal listing's to report
             continue
-        for violation in record.get("violations") or []:
-            lost = ", ".join(describe(edge) for edge in violation.get("missing_edges") or [])
+        for violation in record.get("violations") or [] if isinstance(record, dict) else []:
+            lost = ", ".join(
+                [describe(edge) for edge in violation.get("missing_edges") or []]
+                + [repr(line) for line in violation.get("dropped_statements") or []]
+            )
             found.append(
                 {
                     "kind": "conservation_violation",

@@ -42,9 +42,9 @@ def _brief(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def _kind(record: dict[str, Any]) -> str:
-    """`dream` for auto_dream and dream_cron runs, else the record's kind (`maintain`, `revert`)."""
+    """`dream` for auto_dream and dream_cron runs, else the record's kind (`maintain`, `revert`, `annotate`)."""
     kind = str(record.get("kind") or "")
-    return kind if kind in ("maintain", "revert") else "dream"
+    return kind if kind in ("maintain", "revert", "annotate") else "dream"
 
 
 def _lines(run: dict[str, Any]) -> list[str]:

@@ -6,7 +6,8 @@
 - compare-and-set: `digest_edit` and `frontmatter_update` apply only to the version the agent last
   read through `read` (an edit of a node it never read is refused); a conflict makes it read again;
 - E-1: the first refusal for lost links goes back to the agent, the second aborts the unit with
-  `ConservationViolation`.
+  `ConservationViolation`; the same for a superseding update that drops the old statement (SPEC 17.2).
+Relative dates in what it writes are resolved against the unit's newest evidence day (SPEC 17.1).
 It records the subject's content before the first change, so a failed unit can be put back and the
 journal can keep a pre-image for revert.
 """
@@ -14,11 +15,12 @@ journal can keep a pre-image for revert.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any
 
 from reme.errors import Conflict, ReMeError
 from reme.pipelines.port import FileText, MemoryPort
-from reme.workspace import frontmatter
+from reme.workspace import frontmatter, relative_dates
 from reme.workspace.digest import is_node, node_parts
 from reme.workspace.wikilinks import parse_body_links
 
@@ -55,6 +57,7 @@ class UnitGuard:
     read_versions: dict[str, FileText] = field(default_factory=dict)  # what the agent last saw
     violations: list[dict[str, Any]] = field(default_factory=list)
     refusals: list[str] = field(default_factory=list)
+    reference_day: date | None = None  # the evidence's day: relative dates written are resolved to it
 
     async def run_job(self, job: str, **params: Any) -> Any:
         if job in WRITE_JOBS:
@@ -100,6 +103,7 @@ class UnitGuard:
                 f"link digest nodes by their full path without '#anchor' ({', '.join(anchored)}): a node is "
                 "one abstraction and its sections may change"
             )
+        params = self._resolve_dates(job, params)
         if job == "digest_write":
             response = await self.port.run_job(job, **params)
             if response.success:
@@ -118,21 +122,44 @@ class UnitGuard:
             await self._changed(path, before=seen)
         elif meta.get("conflict"):
             del self.read_versions[path]
-        elif meta.get("missing_edges"):
-            self._violation(path, meta["missing_edges"], response.answer)
+        elif meta.get("missing_edges") or meta.get("dropped_statements"):
+            lost = {key: meta[key] for key in ("missing_edges", "dropped_statements") if meta.get(key)}
+            self._violation(path, lost, response.answer)
             return ToolReply(
                 False,
-                f"{response.answer}\nThis is your one retry: keep every link listed above in the new text.",
+                f"{response.answer}\nThis is your one retry: keep every link and statement listed above "
+                "in the new text.",
                 dict(meta),
             )
         return response
 
-    def _violation(self, path: str, missing: list[dict[str, Any]], answer: str) -> None:
-        self.violations.append({"path": path, "missing_edges": missing})
+    def _resolve_dates(self, job: str, params: dict[str, Any]) -> dict[str, Any]:
+        """The written text with relative dates resolved against the evidence's day (SPEC 17.1).
+
+        In an edit, lines the node already had (in `old`) are left as they are: their dates were
+        said on another day."""
+        key = {"digest_write": "content", "digest_edit": "new"}.get(job)
+        day = self.reference_day
+        if day is None or key is None or not isinstance(params.get(key), str):
+            return params
+        if job == "digest_write":
+            return {**params, key: relative_dates.annotate(params[key], day)}
+        kept = set(str(params.get("old") or "").split("\n"))
+        written = params[key].split("\n")
+        resolved = relative_dates.annotate(params[key], day).split(
+            "\n"
+        )  # fences seen whole; lines stay lines
+        lines = [old if old in kept else new for old, new in zip(written, resolved, strict=True)]
+        return {**params, key: "\n".join(lines)}
+
+    def _violation(self, path: str, lost: dict[str, list[Any]], answer: str) -> None:
+        """Record a refused update that lost links (E-1) or superseded statements (SPEC 17.2)."""
+        self.violations.append({"path": path, **lost})
         if len(self.violations) >= MAX_VIOLATIONS:
+            what = "links" if "missing_edges" in lost else "a superseded statement"
             raise UnitAborted(
-                f"ConservationViolation: a second edit of {path!r} would drop links ({answer})",
-                {"path": path, "missing_edges": missing},
+                f"ConservationViolation: a second edit of {path!r} would drop {what} ({answer})",
+                {"path": path, **lost},
             )
 
     async def _front_matter(self, path: str, seen: FileText, metadata: Any) -> ToolReply:

@@ -24,6 +24,7 @@ from reme.pipelines.dream_guard import Subject, UnitAborted, UnitGuard
 from reme.pipelines.dream_material import Bounds, pack
 from reme.pipelines.port import MemoryPort
 from reme.workspace import frontmatter
+from reme.workspace.dates import path_day
 from reme.workspace.digest import node_parts, source_links
 
 TOOLS = (
@@ -190,7 +191,8 @@ async def integrate(
         "digest": digest,
     }
     candidates = await recall(port, unit, recall_settings)
-    guard = UnitGuard(port, digest)
+    days = [day for day in map(path_day, unit.evidence_paths) if day is not None]
+    guard = UnitGuard(port, digest, reference_day=max(days) if days else None)
     folders = tuple(f"{port.folder(role)}/" for role in ("daily", "resource", "session", "digest"))
     result = UnitResult(unit, {})
     try:

@@ -70,7 +70,10 @@ def day_entry(record: RunRecord, time_text: str) -> str:
     ]
     lines += [f"- refused in unit {r['unit']!r}: {r['refusal']}" for r in record.refusals]
     for violation in record.violations:
-        lost = ", ".join(_edge(edge) for edge in violation["missing_edges"])
+        lost = ", ".join(
+            [_edge(edge) for edge in violation.get("missing_edges") or []]
+            + [repr(line) for line in violation.get("dropped_statements") or []]
+        )
         lines.append(f"- conservation violation on {violation['path']}: would drop {lost}")
     return "\n".join(lines) + "\n"
 

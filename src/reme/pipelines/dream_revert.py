@@ -1,4 +1,4 @@
-"""dream_revert (SPEC 12.5): undo one dream, maintain or revert run from its journal record.
+"""dream_revert (SPEC 12.5): undo one dream, maintain, annotate or revert run from its journal record.
 
 Each file the run touched goes back to its state before the run: a modified node gets its earliest
 recorded pre-image, a created node is deleted, a node a revert deleted is recreated. Compare-and-set
@@ -86,9 +86,12 @@ async def dream_revert(port: MemoryPort, *, run_id: str, force: bool) -> RevertO
         "revert_run_id": None,
         "journal_path": None,
     }
+    any_note = await _annotated(port, record)
     async with port.exclusive("dream", "revert"):
         changes = [
-            change for target in targets(record) if (change := await _plan(port, target, force, revert, meta))
+            change
+            for target in targets(record)
+            if (change := await _plan(port, target, force, revert, meta, any_note))
         ]
         if changes:
             revert.finished_at = datetime.now(port.tz).isoformat(timespec="seconds")
@@ -108,11 +111,29 @@ async def dream_revert(port: MemoryPort, *, run_id: str, force: bool) -> RevertO
     return RevertOutcome(_summary(meta, record.get("kind", "")), meta)
 
 
+async def _annotated(port: MemoryPort, record: dict[str, Any]) -> bool:
+    """Whether the run is an `annotate_dates` run (or a revert of one): notes outside digest/ too."""
+    if record.get("kind") == "revert" and isinstance(record.get("reverts"), str):
+        try:
+            record = await load_record(port, record["reverts"]) or {}
+        except ValueError:
+            return False
+    return record.get("kind") == "annotate"
+
+
+def _revertible(port: MemoryPort, path: str, any_note: bool) -> bool:
+    """Runs write digest nodes only; an annotate run, Markdown notes outside the recorded folders."""
+    if is_node(path, port.folder("digest")):
+        return True
+    recorded = {port.folder(role) for role in ("session", "journal", "metadata")}
+    return any_note and path.endswith(".md") and path.split("/", 1)[0] not in recorded
+
+
 async def _plan(
-    port: MemoryPort, target: _Target, force: bool, revert: RunRecord, meta: dict[str, Any]
+    port: MemoryPort, target: _Target, force: bool, revert: RunRecord, meta: dict[str, Any], any_note: bool
 ) -> Change | None:
     """The change that puts this path back (recorded in `revert` and `meta`), or None."""
-    if not is_node(target.path, port.folder("digest")):  # runs write digest nodes only; a record is a file
+    if not _revertible(port, target.path, any_note):  # a record is a file: never trusted beyond this
         why = "not a digest node; a revert only puts digest nodes back"
         meta["skipped"].append({"path": target.path, "reason": why})
         return None

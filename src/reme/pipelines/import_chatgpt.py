@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import tzinfo
+from datetime import date, tzinfo
 from typing import Any
 
 from reme.pipelines.agent_session import clean_records
@@ -20,6 +20,8 @@ from reme.pipelines.imports import ImportBatch, ImportedNote, ImportedTranscript
 from reme.pipelines.messages import normalise_messages
 from reme.pipelines.names import short_hash
 from reme.pipelines.redaction import redact
+from reme.workspace import relative_dates
+from reme.workspace.dates import is_date
 from reme.workspace.transcript import transcript_path
 
 KIND = "chatgpt"
@@ -193,9 +195,13 @@ def _conversation_note(
     }
     if times:
         front.update({"started_at": min(times), "last_message_at": max(times)})
-    opening = next((r["content"] for r in records if r["role"] == "user"), "")
+    first = next((r for r in records if r["role"] == "user"), None)
+    opening = first["content"] if first else ""
     body = f"# {title}\n\nThe whole conversation: [[{transcript}]]\n"
     if opening:
         shown = opening if len(opening) <= 500 else opening[:500] + "…"
+        said = str((first or {}).get("created_at") or "")[:10]
+        if is_date(said):  # relative dates resolved against the day it was said (SPEC 17.1)
+            shown = relative_dates.annotate(shown, date.fromisoformat(said))
         body += "\nIt opened with:\n\n" + "".join(f"> {line}\n" for line in shown.splitlines()) + "\n"
     return ImportedNote(f"{folder}/{conversation_id}.md", note_text(front, body), conversation_id)

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from datetime import date
 from typing import Any
 
 from reme.pipelines.imports import ImportBatch, ImportedNote, check_items, note_text
 from reme.pipelines.names import short_hash, slugify
-from reme.workspace import frontmatter
+from reme.workspace import frontmatter, relative_dates
+from reme.workspace.dates import is_date
 
 KIND = "mem0"
 OWNER_KEYS = ("user_id", "agent_id", "run_id")
@@ -81,6 +83,9 @@ def mem0_batch(data: Any, *, folder: str, max_items: int, max_memory_chars: int)
             batch.skip(f"{shown} {memory_id}", str(exc))
             continue
         body = text.strip() + "\n"
+        said = str(memory.get("created_at") or "")[:10]
+        if is_date(said):  # relative dates resolved against the day it was recorded (SPEC 17.1)
+            body = relative_dates.annotate(body, date.fromisoformat(said))
         batch.notes.append(
             ImportedNote(f"{folder}/{owner}/{stem}.md", note_text(front, body), str(memory_id))
         )

@@ -85,20 +85,38 @@ async def _agenda(port: MemoryPort) -> list[str]:
     return []
 
 
-async def _digest(port: MemoryPort, query: str, limit: int) -> list[str]:
-    nodes = await port.node_search(query, limit=limit)
-    return [_item(n["path"], n.get("name"), n.get("description")) for n in nodes]
+def _statements(node: dict[str, Any]) -> str:
+    """A node's statements with validity (SPEC 17.3): what holds first, superseded ones marked."""
+    shown = [f"holds: {s['statement']} (valid {s['valid_range']})" for s in node.get("statements") or []]
+    shown += [
+        f"superseded, no longer true: {s['statement']} (valid {s['valid_range']})"
+        for s in node.get("superseded") or []
+    ]
+    if node.get("left_out"):
+        shown.append(f"({node['left_out']} statement(s) not valid then, left out)")
+    return "".join(f"\n  {_line(text)}" for text in shown)
 
 
-async def _daily(port: MemoryPort, query: str, limit: int) -> tuple[list[str], set[str]]:
-    """Daily passages for the query, one per note, with a snippet."""
+async def _digest(port: MemoryPort, query: str, limit: int, as_of: str | None) -> list[str]:
+    nodes = await port.node_search(query, limit=limit, as_of=as_of)
+    return [_item(n["path"], n.get("name"), n.get("description")) + _statements(n) for n in nodes]
+
+
+def _validity(hit: dict[str, Any]) -> str:
+    if hit.get("valid", True):
+        return ""
+    return f" ({hit.get('reason', 'not valid')}: valid {hit.get('valid_range', '?')})"
+
+
+async def _daily(port: MemoryPort, query: str, limit: int, as_of: str | None) -> tuple[list[str], set[str]]:
+    """Daily passages for the query, one per note, with a snippet; not-valid ones last and marked."""
     lines, seen = [], set()
-    for hit in await port.search(query, limit=limit * 3, path_prefix=f"{port.folder('daily')}/"):
+    for hit in await port.search(query, limit=limit * 3, path_prefix=f"{port.folder('daily')}/", as_of=as_of):
         if hit["path"] in seen:
             continue
         seen.add(hit["path"])
         snippet = " ".join(_COMMENT.sub(" ", str(hit.get("text") or "")).split())[:SNIPPET_CHARS]
-        head = _item(hit["path"], hit.get("name"), hit.get("description"))
+        head = _item(hit["path"], hit.get("name"), hit.get("description")) + _validity(hit)
         lines.append(head + (f"\n  > {_line(snippet)}" if snippet else ""))
         if len(lines) >= limit:
             break
@@ -138,16 +156,21 @@ def _bounded(sections: list[tuple[str, list[str]]], max_chars: int) -> tuple[str
     return text[: max_chars - len(tail)] + tail if len(text) > max_chars else text, cut
 
 
-async def recall(port: MemoryPort, *, query: str, cwd: str, limit: int, max_chars: int) -> Recall:
-    """The `<reme-context>` block for a session; an empty answer when there is nothing to recall."""
+async def recall(
+    port: MemoryPort, *, query: str, cwd: str, limit: int, max_chars: int, as_of: str | None = None
+) -> Recall:
+    """The `<reme-context>` block for a session; an empty answer when there is nothing to recall.
+
+    `as_of` (YYYY-MM-DD): what was true on that day; without it the current state, superseded
+    statements marked as such."""
     words = " ".join(query.split()) or (project_query(cwd) if cwd else "")
     errors: list[str] = []
     sections: list[tuple[str, list[str]]] = [("Today's agenda", await _agenda(port))]
     seen: set[str] = set()
     if words:
         try:
-            sections.append(("Knowledge nodes", await _digest(port, words, limit)))
-            daily, seen = await _daily(port, words, limit)
+            sections.append(("Knowledge nodes", await _digest(port, words, limit, as_of)))
+            daily, seen = await _daily(port, words, limit, as_of)
             sections.append(("Daily notes", daily))
         except ReMeError as exc:  # no index component: the agenda and recent notes still come back
             errors.append(exc.message)
@@ -158,6 +181,7 @@ async def recall(port: MemoryPort, *, query: str, cwd: str, limit: int, max_char
         "items": sum(len(lines) for _, lines in sections),
         "sections": [title for title, _ in sections],
         "errors": errors,
+        **({"as_of": as_of} if as_of else {}),
     }
     if not sections:
         return Recall("", {**metadata, "chars": 0, "truncated": False})

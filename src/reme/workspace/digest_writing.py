@@ -18,6 +18,7 @@ from reme.workspace.edges import check_conserved
 from reme.workspace.layout import Workspace
 from reme.workspace.links import LinkSource
 from reme.workspace.textio import Limits, check_text, fingerprint, read_text, sha256_of
+from reme.workspace.validity import check_kept
 
 
 def digest_write(
@@ -156,6 +157,7 @@ def draft_edit(
         )
     if conserve:
         check_conserved(relative, document.body, edited.body)
+        check_kept(relative, document.body, edited.body)
     check_sources(ws, relative, edited.body)
     check_text(result, "the resulting file", limits.max_text_bytes)
     return result, count

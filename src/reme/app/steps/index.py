@@ -10,18 +10,23 @@ import logging
 import sys
 from datetime import date
 from functools import partial
+from typing import Any
 
 from reme.app.components.index import index_service
 from reme.app.components.workspace import workspace_of
 from reme.app.jobs import JobContext, JobError
 from reme.app.registry import register_step
+from reme.index import as_of as as_of_marks
+from reme.index.date_query import with_iso_dates
 from reme.index.search import SearchFilters, render_hits, render_nodes
 from reme.index.service import IndexService
 from reme.index.watch import watch_paths
+from reme.workspace import frontmatter
 from reme.workspace.dates import check_date
 from reme.workspace.paths import UnsafePathError, check_relative
 
 log = logging.getLogger(__name__)
+MAX_NODE_BYTES = 1_000_000  # a node read for its statements (`as_of`); bigger ones are shown as they are
 READY_WAIT_S = 2.0  # how long a search waits for a running catch-up before answering with a note
 
 
@@ -85,10 +90,12 @@ async def search(ctx: JobContext, ready_wait_s: float = READY_WAIT_S) -> None:
     prefix = params.get("path_prefix") or None
     if prefix:
         _path(prefix, "path_prefix")
+    as_of = _date(ctx, "as_of")
     index = await _ready_index(ctx, ready_wait_s)
+    limit = params["limit"]
     hits = await index.searcher.search(
-        query,
-        limit=params["limit"],
+        with_iso_dates(query),  # "May 7 2023" also as 2023-05-07, the form resolved dates take
+        limit=min(limit * 2, 200) if as_of else limit,  # room for valid hits below stale ones
         min_score=params["min_score"],
         filters=SearchFilters(prefix, start, end, params["strict_date_filter"]),
         expand_links=params["expand_links"],
@@ -96,8 +103,13 @@ async def search(ctx: JobContext, ready_wait_s: float = READY_WAIT_S) -> None:
         fold_files=params["fold_files"],
         generated_folder=None if params["include_generated"] else workspace_of(ctx.app).folder("digest"),
     )
-    ctx.response.answer = _with_readiness(ctx, index, render_hits(query, hits))
-    ctx.response.metadata["results"] = [hit.to_dict() for hit in hits]
+    marked = as_of_marks.mark(hits, as_of or ctx.app.today(), explicit=as_of is not None)[:limit]
+    note = as_of_marks.render_marks(marked, as_of or ctx.app.today(), as_of is not None)
+    answer = render_hits(query, [m.hit for m in marked]) + (f"\n\n{note}" if note else "")
+    ctx.response.answer = _with_readiness(ctx, index, answer)
+    ctx.response.metadata["results"] = [m.to_dict() for m in marked]
+    if as_of:
+        ctx.response.metadata["as_of"] = as_of.isoformat()
     _flag_pending(ctx, index)
 
 
@@ -140,11 +152,43 @@ async def node_search(ctx: JobContext, folder: str | None = None, ready_wait_s: 
     folder = folder or workspace_of(ctx.app).folder("digest")
     keyword_only = bool(ctx.params.get("keyword_only", False))
     nodes = await asyncio.to_thread(
-        partial(index.searcher.node_search, keyword_only=keyword_only), query, ctx.params["limit"], folder
+        partial(index.searcher.node_search, keyword_only=keyword_only),
+        with_iso_dates(query),
+        ctx.params["limit"],
+        folder,
     )
-    ctx.response.answer = _with_readiness(ctx, index, render_nodes(query, nodes))
+    as_of = _date(ctx, "as_of")
+    nodes = await asyncio.to_thread(_node_validity, ctx, nodes, as_of)
+    held = as_of_marks.render_node_validity(nodes)
+    answer = render_nodes(query, nodes) + (f"\n\nstatements {_when(as_of)}:\n{held}" if held else "")
+    ctx.response.answer = _with_readiness(ctx, index, answer)
+    if as_of:
+        ctx.response.metadata["as_of"] = as_of.isoformat()
     ctx.response.metadata["results"] = nodes
     _flag_pending(ctx, index)
+
+
+def _when(as_of: date | None) -> str:
+    return f"valid on {as_of.isoformat()}" if as_of else "now (superseded ones marked)"
+
+
+def _node_validity(ctx: JobContext, nodes: list[dict[str, Any]], as_of: date | None) -> list[dict[str, Any]]:
+    """Each node's statements on the day (SPEC 17.3), read from its file; unchanged without validity."""
+    ws = workspace_of(ctx.app)
+    day = as_of or ctx.app.today()
+    out = []
+    for node in nodes:
+        try:
+            file = ws.absolute(node["path"])
+            if file.stat().st_size > MAX_NODE_BYTES:
+                raise ValueError("too big to summarise")
+            text = file.read_text(encoding="utf-8")
+        except (OSError, ValueError):
+            out.append(node)
+            continue
+        body = frontmatter.parse(text).body
+        out.append({**node, **as_of_marks.node_validity(body, day, explicit=as_of is not None)})
+    return out
 
 
 @register_step("traverse")

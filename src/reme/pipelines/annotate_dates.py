@@ -1,0 +1,149 @@
+"""`annotate_dates`: resolve relative dates in notes written by hand, on request (SPEC 17.1).
+
+What reme writes itself is annotated as it is written; a person's notes only when asked, for one
+file or a folder. Each file's reference date is the `date` given, else the date of its path
+(`daily/2026-06-01/…`), else its front matter's `date`; a file with none is skipped and said so.
+Transcripts (`session/`), the journal and `metadata/` stay as recorded. All changed files and the
+run's record go in one file transaction under the `dream` lock, journaled like a dream run, so
+`dream_revert` undoes it; a second run over the same files changes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any
+
+from reme.errors import ReMeError
+from reme.pipelines.dream_integrate import Modified
+from reme.pipelines.dream_journal import RunRecord, append_day_log, new_run_id, record_path, record_text
+from reme.pipelines.port import MemoryPort
+from reme.workspace import frontmatter, relative_dates
+from reme.workspace.dates import is_date, path_day
+from reme.workspace.textio import sha256_of
+from reme.workspace.transaction import Change
+
+KIND = "annotate"
+RECORDED_ROLES = ("session", "journal", "metadata")
+
+
+@dataclass
+class AnnotateOutcome:
+    answer: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+async def _files(port: MemoryPort, path: str, max_files: int) -> list[str]:
+    """The Markdown files at `path` (a file, or a folder walked recursively), at most `max_files`."""
+    try:
+        relative = port.check_path(path.strip().rstrip("/")) if path.strip() not in ("", ".") else ""
+    except ValueError as exc:
+        raise ReMeError(f"path: {exc}") from None
+    recorded = {port.folder(role) for role in RECORDED_ROLES}
+    if relative.split("/", 1)[0] in recorded:
+        raise ReMeError(
+            f"{relative!r} is under {relative.split('/', 1)[0]}/, which stays as recorded; annotate notes "
+            "elsewhere (daily/, digest/, resource/ or your own folders)"
+        )
+    if relative.endswith(".md"):
+        if not port.exists(relative):
+            raise ReMeError(f"no file {relative!r}; give a workspace-relative Markdown file or folder")
+        return [relative]
+    entries = await port.list_files(relative, extensions=(".md",), recursive=True)
+    found = [  # `_name.md` pages are generated (`digest/_buckets.md`): rewritten by reme, not notes
+        e.path
+        for e in entries
+        if e.path.split("/", 1)[0] not in recorded and not e.path.rsplit("/", 1)[-1].startswith("_")
+    ]
+    if not found and not port.exists(relative):
+        raise ReMeError(f"no file or folder {relative!r} in the workspace")
+    if len(found) > max_files:
+        raise ReMeError(
+            f"{relative or 'the workspace'} holds {len(found)} Markdown files, more than max_files "
+            f"{max_files}; annotate a smaller folder or raise max_files"
+        )
+    return found
+
+
+def _reference(path: str, text: str, given: date | None) -> date | None:
+    if given is not None:
+        return given
+    day = path_day(path)
+    if day is not None:
+        return day
+    value = frontmatter.parse(text).metadata.get("date")
+    if isinstance(value, date):
+        return value
+    return date.fromisoformat(value) if isinstance(value, str) and is_date(value) else None
+
+
+async def annotate_dates(
+    port: MemoryPort, *, path: str, day: date | None, dry_run: bool, max_files: int
+) -> AnnotateOutcome:
+    files = await _files(port, path, max_files)
+    started = datetime.now(port.tz)
+    record = RunRecord(new_run_id(started), KIND, started.isoformat(timespec="seconds"), [])
+    meta: dict[str, Any] = {
+        "run_id": None,
+        "files": len(files),
+        "changed": [],
+        "annotations": 0,
+        "skipped": [],
+        "dry_run": dry_run,
+        "journal_path": None,
+    }
+    changes: list[Change] = []
+    async with port.exclusive("dream", KIND):
+        for name in files:
+            loaded = await port.load(name)
+            if loaded is None:
+                continue
+            reference = _reference(name, loaded.content, day)
+            if reference is None:
+                meta["skipped"].append({"path": name, "reason": "no reference date (give date)"})
+                continue
+            annotated, added = relative_dates.resolve(loaded.content, reference)
+            if not added:
+                continue
+            meta["annotations"] += added
+            meta["changed"].append(
+                {"path": name, "reference_date": reference.isoformat(), "annotations": added}
+            )
+            record.modified.append(Modified(name, loaded.sha256, loaded.content, sha256_of(annotated)))
+            record.actions.append(
+                {
+                    "unit": "",
+                    "action": "ANNOTATE",
+                    "target_path": name,
+                    "reason": f"{added} date(s) as of {reference}",
+                }
+            )
+            changes.append(Change(name, annotated, loaded.sha256))
+        if changes and not dry_run:
+            now = datetime.now(port.tz)
+            record.finished_at = now.isoformat(timespec="seconds")
+            await port.commit([*changes, Change(record_path(port, record.run_id), record_text(record), None)])
+            meta["run_id"] = record.run_id
+            meta["journal_path"] = await append_day_log(
+                port, record, now.date().isoformat(), now.strftime("%H:%M:%S")
+            )
+    return AnnotateOutcome(_summary(meta), meta)
+
+
+def _summary(meta: dict[str, Any]) -> str:
+    changed = meta["changed"]
+    if not changed:
+        head = f"annotate_dates: {meta['files']} file(s) looked at; nothing to resolve"
+    elif meta["dry_run"]:
+        head = (
+            f"annotate_dates (dry run): would resolve {meta['annotations']} date(s) in {len(changed)} file(s)"
+        )
+    else:
+        head = (
+            f"annotate_dates run {meta['run_id']}: resolved {meta['annotations']} date(s) in {len(changed)} "
+            "file(s); undo with dream_revert"
+        )
+    lines = [head]
+    lines += [f"ANNOTATED {c['path']} — {c['annotations']} as of {c['reference_date']}" for c in changed]
+    lines += [f"SKIPPED {s['path']} — {s['reason']}" for s in meta["skipped"]]
+    return "\n".join(lines)
