@@ -91,13 +91,44 @@ def merge_text(base: str, ours: str, theirs: str, *, git: str = "git") -> tuple[
             file.write_bytes(text.encode("utf-8"))
             names.append(str(file))
         done = subprocess.run(
-            [git, "merge-file", "-p", "-L", "local", "-L", "base", "-L", "remote", *names],
+            [git, "merge-file", "-p", "--diff3", "-L", "local", "-L", "base", "-L", "remote", *names],
             capture_output=True,
             check=False,
         )
     if done.returncode < 0 or done.returncode > 127:
         raise RuntimeError(f"git merge-file failed: {done.stderr.decode('utf-8', 'replace')}")
-    return done.stdout.decode("utf-8"), done.returncode
+    text = done.stdout.decode("utf-8")
+    if done.returncode:
+        resolved = union_of_additions(text)
+        if resolved is not None:
+            return resolved, 0
+    return text, done.returncode
+
+
+def union_of_additions(text: str) -> str | None:
+    """Conflicts where both sides only added lines at the same place (a source each, a journal entry
+    each) resolved as the local lines then the remote's new ones; None when a side changed old lines."""
+    out: list[str] = []
+    part: str | None = None
+    hunk: dict[str, list[str]] = {}
+    for line in text.splitlines(keepends=True):
+        bare = line.rstrip("\r\n")
+        if part is None and bare == "<<<<<<< local":
+            part, hunk = "ours", {"ours": [], "base": [], "theirs": []}
+        elif part == "ours" and bare == "||||||| base":
+            part = "base"
+        elif part == "base" and bare == "=======":
+            part = "theirs"
+        elif part == "theirs" and bare == ">>>>>>> remote":
+            if any(line.strip() for line in hunk["base"]):
+                return None
+            out += hunk["ours"] + [line for line in hunk["theirs"] if line not in hunk["ours"]]
+            part = None
+        elif part is None:
+            out.append(line)
+        else:
+            hunk[part].append(line)
+    return "".join(out) if part is None else None
 
 
 # transcripts --------------------------------------------------------------------------------------------

@@ -217,7 +217,7 @@ def commit_paths(
     spec = "".join(f":(literal){path}\0" for path in wanted).encode()
     repo.run("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input=spec)
     staged = repo.run(
-        "diff", "--cached", "--quiet", "--pathspec-from-file=-", "--pathspec-file-nul", input=spec, ok=(0, 1)
+        "diff", "--cached", "--quiet", "--", *[f":(literal){path}" for path in wanted], ok=(0, 1)
     )
     if staged.returncode == 0:
         return None
