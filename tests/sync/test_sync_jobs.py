@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from tests.sync.conftest import Machine, git, tree
 
 from reme import ReMe
 from reme.app.config import ConfigError, load_config
 from reme.workspace.edges import edges
-from tests.sync.conftest import Machine, git, tree
 
 NOTE = "# Solar\n\nOne.\n\nTwo.\n\nThree.\n\nFour.\n"
 
