@@ -213,3 +213,34 @@ async def test_digest_node_edges_survive_edits_on_both_machines(machine: Machine
             "daily/2026-01-02/b.md",
             "digest/wiki/wind.md",
         }
+
+
+async def test_the_merge_is_compare_and_set_against_files_written_meanwhile(
+    machine: Machine, remote: Path
+) -> None:
+    from reme.app.components.sync import repo_of
+    from reme.app.components.workspace import workspace_of
+    from reme.workspace import gitsync
+
+    path = "daily/2026-01-01/solar.md"
+    a = await machine("a")
+    await a.run("write", path=path, content=NOTE, name="solar")
+    assert (await a.run("sync_init", remote=str(remote))).success
+    b = await machine("b")
+    assert (await b.run("sync_clone", remote=str(remote))).success
+    await a.run("edit", path=path, old="One.", new="One, from a.")
+    assert (await a.run("sync")).success
+    repo, ws = repo_of(b), workspace_of(b)
+    ours = repo.rev("HEAD")
+    assert ours and gitsync.fetch(repo, "main")
+    theirs = repo.rev("refs/remotes/origin/main")
+    assert theirs
+    await b.run("edit", path=path, old="Three.", new="Three, written while b syncs.")  # after b's commit step
+    with pytest.raises(gitsync.SyncBusy):
+        gitsync.apply(repo, ws, ours, theirs)
+    assert repo.rev("HEAD") == ours  # nothing moved, nothing overwritten
+    assert "Three, written while b syncs." in (b.workspace_dir / path).read_text()
+    assert "One, from a." not in (b.workspace_dir / path).read_text()
+    assert (await b.run("sync")).success  # the next round commits the edit first, then merges
+    text = (b.workspace_dir / path).read_text()
+    assert "Three, written while b syncs." in text and "One, from a." in text
