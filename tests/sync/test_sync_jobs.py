@@ -135,7 +135,7 @@ async def test_history_diff_and_restore_with_compare_and_set(machine: Machine, r
     await a.run("write", path=path, content=NOTE, name="solar")
     assert (await a.run("sync_init", remote=str(remote))).success
     first = (a.workspace_dir / path).read_text()
-    await a.run("edit", path=path, old="One.", new="One, later.")
+    (a.workspace_dir / path).write_text(first.replace("One.", "One, later."))  # by hand
     assert (await a.run("sync", message="solar: say when")).success
     versions = (await a.run("history", path=path)).metadata["versions"]
     assert [v["job"] for v in versions] == ["sync", "sync_init"]
@@ -244,3 +244,39 @@ async def test_the_merge_is_compare_and_set_against_files_written_meanwhile(
     assert (await b.run("sync")).success  # the next round commits the edit first, then merges
     text = (b.workspace_dir / path).read_text()
     assert "Three, written while b syncs." in text and "One, from a." in text
+
+
+async def test_commits_say_which_job_wrote_what_and_what_changed_by_hand(
+    machine: Machine, remote: Path
+) -> None:
+    a = await machine("a")
+    await a.run("write", path="daily/2026-01-01/seed.md", content="seed\n")
+    assert (await a.run("sync_init", remote=str(remote))).success
+    messages = [{"id": "m1", "role": "user", "content": "hello", "created_at": "2026-01-01T10:00:00"}]
+    await a.run("auto_memory", session_id="s1", messages=messages)  # a capture: transcript and card
+    await a.run("write", path="daily/2026-01-01/by-job.md", content="written by a job\n")
+    (a.workspace_dir / "daily/2026-01-01/by-hand.md").write_text("typed in an editor\n")
+    await a.run("write", path="daily/2026-01-01/seed.md", content="seed, rewritten by a job\n")
+    with (a.workspace_dir / "daily/2026-01-01/seed.md").open("a") as handle:  # then touched by hand
+        handle.write("and a line by hand\n")
+    synced = await a.run("sync")
+    assert synced.success and len(synced.metadata["committed"]) == 3, synced.answer
+    by_job = {}
+    for commit in synced.metadata["committed"]:
+        job = git(
+            a.workspace_dir, "show", "-s", "--format=%(trailers:key=ReMe-Job,valueonly)", commit
+        ).strip()
+        subject = git(a.workspace_dir, "show", "-s", "--format=%s", commit).strip()
+        paths = set(git(a.workspace_dir, "diff-tree", "--no-commit-id", "--name-only", "-r", commit).split())
+        by_job[job] = (subject, paths)
+    assert by_job["auto_memory"][1] == {
+        "session/dialog/s1.jsonl",
+        "daily/2026-01-01/s1.md",
+        "daily/2026-01-01.md",
+    }
+    assert by_job["write"][1] == {"daily/2026-01-01/by-job.md"} and by_job["write"][0].startswith("write: ")
+    subject, paths = by_job["sync"]
+    assert subject.startswith("edited by hand on ") and paths == {
+        "daily/2026-01-01/by-hand.md",
+        "daily/2026-01-01/seed.md",
+    }

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from reme.workspace.confined import CONFINED, confined_parent
+from reme.workspace.write_log import note
 
 TEMP_SUFFIX = ".reme-tmp"
 STALE_TEMP_SECONDS = 600  # a temporary file this old belongs to a writer that died
@@ -46,6 +47,7 @@ def atomic_write(path: Path, data: bytes | str, root: Path | None = None) -> Non
     else:
         with confined_parent(root, path.relative_to(root).as_posix()) as (folder, name):
             _write_in(folder, name, payload)
+        note(root, path.relative_to(root).as_posix(), payload)  # which job wrote it, for sync's commits
     if path.parent not in _swept_folders:
         _swept_folders.add(path.parent)
         _remove_stale_temps(path.parent)

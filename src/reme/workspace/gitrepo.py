@@ -8,7 +8,6 @@ no terminal prompts, C locale, reme's identity for commits it makes.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -18,10 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reme.errors import ReMeError
+from reme.workspace.write_log import blob_id
 
 GIT_TIMEOUT = 300.0  # seconds for one git command (a fetch over a slow link included)
 _CREDENTIALS_IN_URL = re.compile(r"^[a-z][a-z0-9+.-]*://[^/@]*:[^/@]*@", re.IGNORECASE)
 _USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://)[^/@]*@", re.IGNORECASE)
+
+
+__all__ = ["GitError", "Identity", "Repo", "blob_id", "check_remote", "redact_url"]
 
 
 class GitError(ReMeError):
@@ -50,11 +53,6 @@ def redact_url(text: str) -> str:
 
 def git_binary() -> str | None:
     return shutil.which("git")
-
-
-def blob_id(data: bytes) -> str:
-    """The object id git gives a file with this content (so the worktree is compared without a process)."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from reme.workspace.atomic import TEMP_SUFFIX, atomic_write
 from reme.workspace.gitmerge import merge
 from reme.workspace.gitrepo import GitError, Repo, blob_id, check_remote, redact_url
 from reme.workspace.layout import Workspace
+from reme.workspace.write_log import take
 
 REMOTE = "origin"
 ATTEMPTS = 3  # rounds of commit → fetch → merge → push before a busy workspace gives up
@@ -212,19 +213,19 @@ def commit_paths(
 ) -> str | None:
     """Commit only these paths (a dream run's files); None when none of them changed."""
     wanted = sorted(set(paths))
+    gone = [path for path in wanted if not (repo.root / path).exists()]
+    if gone:  # a path neither on disk nor in HEAD is nothing to commit (git would refuse the pathspec)
+        known = repo.tree_entries("HEAD", gone) if repo.rev("HEAD") else {}
+        wanted = [path for path in wanted if path not in gone or path in known]
     if not wanted:
         return None
     spec = "".join(f":(literal){path}\0" for path in wanted).encode()
     repo.run("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input=spec)
-    staged = repo.run(
-        "diff", "--cached", "--quiet", "--", *[f":(literal){path}" for path in wanted], ok=(0, 1)
-    )
-    if staged.returncode == 0:
-        return None
     pathspec_file = repo.git_dir / "reme-pathspec"
     pathspec_file.write_bytes(spec)
+    before = repo.rev("HEAD")
     try:
-        repo.run(
+        done = repo.run(
             "commit",
             "-q",
             "--no-verify",
@@ -234,10 +235,17 @@ def commit_paths(
             f"--pathspec-from-file={pathspec_file}",
             "--pathspec-file-nul",
             input=with_trailers(message, job, run_id).encode(),
+            ok=(0, 1),
         )
     finally:
         pathspec_file.unlink(missing_ok=True)
-    return repo.rev("HEAD")
+    after = repo.rev("HEAD")
+    if done.returncode == 1 and after == before:
+        said = (done.stdout + done.stderr).decode("utf-8", "replace")
+        if "nothing" in said or "no changes" in said:
+            return None
+        raise GitError(f"git commit failed: {said.strip()[-2000:]}")
+    return after
 
 
 def with_trailers(message: str, job: str, run_id: str | None) -> str:
@@ -282,9 +290,7 @@ def sync(
     with repo_lock(repo):
         report.merged += recover(repo, ws)
         for _attempt in range(ATTEMPTS):
-            local = commit_all(repo, message or _local_message(repo), "sync")
-            if local:
-                report.committed.append(local)
+            report.committed += commit_local(repo, message, host)
             theirs = repo.rev(f"refs/remotes/{REMOTE}/{branch}") if fetch(repo, branch) else None
             ours = repo.rev("HEAD")
             if ours is None:  # nothing here and nothing committed: take the remote as it is
@@ -325,11 +331,51 @@ def sync(
     )
 
 
-def _local_message(repo: Repo) -> str:
+def commit_local(repo: Repo, message: str | None, host: str) -> list[str]:
+    """Commit the worktree's changes: one commit per job that wrote them (captures and cards batched
+    under `auto_memory`, file jobs under theirs), then what changed by hand, said as such."""
     changed = repo.worktree_changes()
-    shown = "".join(f"- {path}\n" for path in changed[:20])
-    more = f"- and {len(changed) - 20} more\n" if len(changed) > 20 else ""
-    return f"sync: {len(changed)} file(s) changed on {host_name()}\n\n{shown}{more}"
+    ledger = take(repo.git_dir)
+    groups: dict[str, list[str]] = {}
+    for path in changed:
+        groups.setdefault(_writer(repo, path, ledger), []).append(path)
+    commits = []
+    for job in sorted(groups, key=lambda name: (name == HAND, name)):
+        paths = groups[job]
+        if job == HAND:
+            text = message or f"edited by hand on {host}: {_summary(paths)}"
+            commit = commit_paths(repo, paths, f"{text}\n\n{_listing(paths)}", "sync")
+        else:
+            commit = commit_paths(repo, paths, f"{job}: {_summary(paths)}\n\n{_listing(paths)}", job)
+        if commit:
+            commits.append(commit)
+    rest = commit_all(repo, message or f"sync on {host}", "sync")  # anything the groups missed
+    return commits + ([rest] if rest else [])
+
+
+HAND = ""
+
+
+def _writer(repo: Repo, path: str, ledger: dict[str, tuple[str, str | None]]) -> str:
+    """The job that last wrote `path` as it is now, or HAND when the file is not what reme wrote."""
+    pure = PurePosixPath(path)
+    entry = ledger.get(path) or next((ledger[str(p)] for p in pure.parents if str(p) in ledger), None)
+    if entry is None:
+        return HAND
+    job, blob = entry
+    if blob is None:
+        return job
+    current = _read(repo.root / path)
+    return job if current is not None and blob_id(current) == blob else HAND
+
+
+def _summary(paths: list[str]) -> str:
+    return f"{len(paths)} file(s)" if len(paths) != 1 else paths[0]
+
+
+def _listing(paths: list[str]) -> str:
+    shown = "".join(f"- {path}\n" for path in paths[:20])
+    return shown + (f"- and {len(paths) - 20} more\n" if len(paths) > 20 else "")
 
 
 def _merge_commit(
