@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -172,8 +173,21 @@ class Repo:
             at += size + 1
         return found
 
-    def write_blob(self, data: bytes) -> str:
-        return self.text("hash-object", "-w", "--stdin", input=data)
+    def write_blobs(self, contents: list[bytes]) -> list[str]:
+        """Store these contents as blobs with one git process; their ids in order."""
+        if not contents:
+            return []
+        with tempfile.TemporaryDirectory(prefix="reme-blobs-", dir=self.git_dir) as folder:
+            names = []
+            for number, data in enumerate(contents):
+                name = os.path.join(folder, str(number))
+                with open(name, "wb") as handle:
+                    handle.write(data)
+                names.append(name)
+            out = self.text(
+                "hash-object", "-w", "--no-filters", "--stdin-paths", input="\n".join(names).encode()
+            )
+        return out.split()
 
     def tree_entries(self, rev: str, paths: Iterable[str]) -> dict[str, tuple[str, str]]:
         """`path → (mode, blob id)` at a revision for these paths (absent ones left out)."""

@@ -395,13 +395,13 @@ def _merge_commit(
     blobs = repo.blobs(oid for entries in stages.values() for _mode, oid in entries.values())
     updates: list[str] = []
     conflicts: list[str] = []
+    resolved: list[tuple[str, str, bytes]] = []  # (mode, path, merged content)
     for path, entries in sorted(stages.items()):
         base = blobs[entries[1][1]] if 1 in entries else None
         if 2 not in entries or 3 not in entries:  # deleted on one side, changed on the other: keep the change
             mode, oid = entries.get(2) or entries[3]
             updates.append(f"{mode} {oid}\t{path}")
             continue
-        mode = entries[2][0]
         merged = merge(
             path,
             base,
@@ -410,11 +410,13 @@ def _merge_commit(
             git=repo.binary,
             digest_folder=ws.folder("digest"),
         )
-        updates.append(f"{mode} {repo.write_blob(merged.content)}\t{path}")
+        resolved.append((entries[2][0], path, merged.content))
         if merged.conflict:
             beside = conflict_name(path, host, now)
             updates.append(f"{entries[3][0]} {entries[3][1]}\t{beside}")
             conflicts.append(beside)
+    oids = repo.write_blobs([content for _mode, _path, content in resolved])
+    updates += [f"{mode} {oid}\t{path}" for (mode, path, _content), oid in zip(resolved, oids, strict=True)]
     if updates:
         index = {"GIT_INDEX_FILE": str(repo.git_dir / "reme-merge-index")}
         repo.run("read-tree", tree, env=index)
