@@ -280,3 +280,31 @@ async def test_commits_say_which_job_wrote_what_and_what_changed_by_hand(
         "daily/2026-01-01/by-hand.md",
         "daily/2026-01-01/seed.md",
     }
+
+
+async def test_sync_init_on_a_machine_with_its_own_notes_merges_both_memories(
+    machine: Machine, remote: Path
+) -> None:
+    a = await machine("a")
+    await a.run("write", path="daily/2026-01-01/a.md", content="from a\n")
+    await a.run(
+        "auto_memory",
+        session_id="s1",
+        messages=[{"id": "a1", "role": "user", "content": "a", "created_at": "1"}],
+    )
+    assert (await a.run("sync_init", remote=str(remote))).success
+    b = await machine("b")  # a second memory, started on its own
+    await b.run("write", path="daily/2026-01-01/b.md", content="from b\n")
+    await b.run(
+        "auto_memory",
+        session_id="s1",
+        messages=[{"id": "b1", "role": "user", "content": "b", "created_at": "2"}],
+    )
+    joined = await b.run("sync_init", remote=str(remote))
+    assert joined.success and joined.metadata["pushed"], joined.answer
+    assert (await a.run("sync")).success
+    assert tree(a.workspace_dir) == tree(b.workspace_dir)
+    ids = [
+        json.loads(x)["id"] for x in (a.workspace_dir / "session/dialog/s1.jsonl").read_text().splitlines()
+    ]
+    assert ids == ["a1", "b1"] and (a.workspace_dir / "daily/2026-01-01/b.md").exists()

@@ -382,7 +382,16 @@ def _merge_commit(
     repo: Repo, ws: Workspace, ours: str, theirs: str, host: str, now: datetime
 ) -> tuple[str, list[str]]:
     """The merge commit of `ours` and `theirs` with every both-sided change resolved by reme."""
-    done = repo.run("merge-tree", "--write-tree", "-z", "--no-messages", ours, theirs, ok=(0, 1))
+    done = repo.run(
+        "merge-tree",
+        "--write-tree",
+        "-z",
+        "--no-messages",
+        "--allow-unrelated-histories",
+        ours,
+        theirs,
+        ok=(0, 1),
+    )
     fields = done.stdout.decode("utf-8", "surrogateescape").split("\0")
     tree = fields[0]
     stages: dict[str, dict[int, tuple[str, str]]] = {}
