@@ -308,3 +308,20 @@ async def test_sync_init_on_a_machine_with_its_own_notes_merges_both_memories(
         json.loads(x)["id"] for x in (a.workspace_dir / "session/dialog/s1.jsonl").read_text().splitlines()
     ]
     assert ids == ["a1", "b1"] and (a.workspace_dir / "daily/2026-01-01/b.md").exists()
+
+
+async def test_sync_jobs_are_mcp_tools_and_clone_stays_local(machine: Machine, remote: Path) -> None:
+    from mcp import Client
+
+    from reme.service.mcp import build_mcp_server
+
+    a = await machine("a")
+    await a.run("write", path="daily/2026-01-01/a.md", content="from a\n")
+    async with Client(build_mcp_server(a)) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        assert {"sync_init", "sync", "history", "diff", "restore"} <= set(tools) and "sync_clone" not in tools
+        assert tools["history"].annotations.read_only_hint and tools["diff"].annotations.read_only_hint
+        init = await client.call_tool("sync_init", {"remote": str(remote)})
+        assert init.is_error is False and init.structured_content["metadata"]["pushed"]
+        versions = await client.call_tool("history", {"path": "daily/2026-01-01/a.md"})
+        assert versions.structured_content["metadata"]["versions"][0]["job"] == "sync_init"
