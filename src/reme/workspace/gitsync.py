@@ -336,6 +336,8 @@ def commit_local(repo: Repo, message: str | None, host: str) -> list[str]:
     under `auto_memory`, file jobs under theirs), then what changed by hand, said as such."""
     changed = repo.worktree_changes()
     ledger = take(repo.git_dir)
+    if not changed:
+        return []
     groups: dict[str, list[str]] = {}
     for path in changed:
         groups.setdefault(_writer(repo, path, ledger), []).append(path)
