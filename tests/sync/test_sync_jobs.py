@@ -175,6 +175,11 @@ async def test_a_url_with_a_password_is_refused_and_never_echoed(machine: Machin
     no_remote = await a.run("sync")
     assert not no_remote.success and "sync_init" in no_remote.answer
     assert not (await a.run("history", path="daily/x.md")).success
+    assert (await a.run("sync_init", remote=str(tmp_path / "gone.git"))).success is False  # unreachable
+    gone = await a.run("sync")
+    assert not gone.success and "git fetch failed" in gone.answer and "gone.git" in gone.answer
+    health = (await a.run("health_check")).metadata["components"]["sync"]
+    assert health["last_sync"]["success"] is False and "fetch" in health["last_sync"]["error"]
 
 
 async def test_clone_refuses_a_workspace_with_notes(machine: Machine, remote: Path) -> None:

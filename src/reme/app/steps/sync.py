@@ -227,8 +227,14 @@ async def sync_loop(ctx: JobContext) -> None:
         fire_at: datetime = schedule.get_next(datetime)
         while (wait := (fire_at - datetime.now(ctx.app.tz)).total_seconds()) > 0:
             await asyncio.sleep(wait)
-        repo = repo_of(ctx.app)
-        if not sync_settings(ctx.app)["remote"] and not (repo.exists() and gitsync.remote_url(repo)):
+        try:
+            repo = repo_of(ctx.app)
+            active = bool(sync_settings(ctx.app)["remote"]) or (
+                repo.exists() and gitsync.remote_url(repo) is not None
+            )
+        except ReMeError:
+            active = False  # no git binary: doctor says so; the service goes on
+        if not active:
             continue  # no remote: the cron is off
         response = await ctx.app.run("sync")
         if not response.success:
