@@ -18,6 +18,7 @@ from pathlib import Path
 
 CURRENT_JOB: ContextVar[str | None] = ContextVar("reme_current_job", default=None)
 LEDGER = "reme-writes.jsonl"
+MAX_LEDGER_BYTES = 4 * 2**20
 
 
 @contextlib.contextmanager
@@ -40,12 +41,27 @@ def note(root: Path, relative: str, data: bytes | None) -> None:
     if job is None or not (root / ".git").is_dir():
         return
     line = json.dumps({"path": relative, "job": job, "blob": None if data is None else blob_id(data)})
+    ledger = root / ".git" / LEDGER
     with contextlib.suppress(OSError):  # attribution is best effort: the write itself has happened
-        fd = os.open(root / ".git" / LEDGER, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        if ledger.stat().st_size > MAX_LEDGER_BYTES:
+            _compact(ledger)
+    with contextlib.suppress(OSError):
+        fd = os.open(ledger, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, (line + "\n").encode())
         finally:
             os.close(fd)
+
+
+def _compact(ledger: Path) -> None:
+    """Keep the latest line per path: a workspace that never syncs keeps a ledger bounded by its files."""
+    latest: dict[str, str] = {}
+    for line in ledger.read_text(encoding="utf-8", errors="replace").splitlines():
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            latest[str(json.loads(line)["path"])] = line
+    temp = ledger.with_name(f"{LEDGER}.{os.getpid()}.compact")
+    temp.write_text("".join(line + "\n" for line in latest.values()), encoding="utf-8")
+    os.replace(temp, ledger)
 
 
 def take(git_dir: Path) -> dict[str, tuple[str, str | None]]:
