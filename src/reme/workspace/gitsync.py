@@ -299,15 +299,16 @@ def sync(
                 raise ReMeError("the workspace has no commit; use sync_clone to fill an empty workspace")
             target = ours
             if theirs is not None and not repo.is_ancestor(theirs, ours):
+                conflicts: list[str] = []
                 if repo.is_ancestor(ours, theirs):
                     target = theirs
                 else:
                     target, conflicts = _merge_commit(repo, ws, ours, theirs, host, now or datetime.now(UTC))
-                    report.conflicts += conflicts
                 try:
                     report.merged += apply(repo, ws, ours, target)
                 except SyncBusy:
                     continue  # a file changed meanwhile: commit it and merge again
+                report.conflicts += conflicts
             if theirs == target:
                 return report
             pushed = repo.run("push", "-q", "--porcelain", REMOTE, f"HEAD:refs/heads/{branch}", ok=(0, 1))

@@ -96,7 +96,7 @@ def _branch(repo: Any) -> str:
 def _metadata(report: gitsync.SyncReport) -> dict[str, Any]:
     return {
         "committed": report.committed,
-        "merged": report.merged,
+        "merged": sorted(set(report.merged)),
         "conflicts": report.conflicts,
         "pushed": report.pushed,
     }
