@@ -141,8 +141,9 @@ def recover(repo: Repo, ws: Workspace) -> list[str]:
     return written
 
 
-def init(repo: Repo, ws: Workspace, remote: str, branch: str) -> str:
-    """Make the workspace a repository with this remote (idempotent); the commit of what is there."""
+def init(repo: Repo, ws: Workspace, remote: str, branch: str) -> str | None:
+    """Make the workspace a repository with this remote (idempotent); the commit of what was there
+    (None when everything was committed already)."""
     url = check_remote(remote)
     if not repo.exists():
         repo.run("init", "-q", "-b", branch)
@@ -155,8 +156,7 @@ def init(repo: Repo, ws: Workspace, remote: str, branch: str) -> str:
             repo.run("remote", "add", REMOTE, url)
         if repo.rev("HEAD") is None:
             repo.run("symbolic-ref", "HEAD", f"refs/heads/{branch}")
-        commit_all(repo, "reme: the workspace as it was when sync started", "sync_init")
-    return repo.rev("HEAD") or ""
+        return commit_all(repo, "reme: the workspace as it was when sync started", "sync_init")
 
 
 def clone(repo: Repo, ws: Workspace, remote: str, branch: str) -> list[str]:

@@ -45,13 +45,14 @@ def _reindex(ctx: JobContext, paths: list[str]) -> None:
 @register_step("sync_init")
 def sync_init(ctx: JobContext) -> None:
     repo = repo_of(ctx.app)
-    head = gitsync.init(repo, workspace_of(ctx.app), _remote(ctx), ctx.params["branch"])
+    first = gitsync.init(repo, workspace_of(ctx.app), _remote(ctx), ctx.params["branch"])
     report = gitsync.sync(
         repo, workspace_of(ctx.app), branch=ctx.params["branch"], message=None, host=gitsync.host_name()
     )
+    report.committed[:0] = [first] if first else []
     _reindex(ctx, report.merged)
     _answer(ctx, report)
-    ctx.response.metadata["head"] = repo.rev("HEAD") or head
+    ctx.response.metadata["head"] = repo.rev("HEAD")
     ctx.response.answer = f"the workspace is a git repository syncing with its remote\n{ctx.response.answer}"
 
 
