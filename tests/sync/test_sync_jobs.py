@@ -330,3 +330,18 @@ async def test_sync_jobs_are_mcp_tools_and_clone_stays_local(machine: Machine, r
         assert init.is_error is False and init.structured_content["metadata"]["pushed"]
         versions = await client.call_tool("history", {"path": "daily/2026-01-01/a.md"})
         assert versions.structured_content["metadata"]["versions"][0]["job"] == "sync_init"
+
+
+async def test_a_workspace_inside_a_project_repository_never_touches_the_project(
+    machine: Machine, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    git(project, "init", "-q", "-b", "main")
+    a = await machine("project/.reme")
+    await a.run("write", path="daily/2026-01-01/a.md", content="a\n")
+    assert not (await a.run("history", path="daily/2026-01-01/a.md")).success  # not the project's history
+    assert not (await a.run("sync")).success
+    assert not (a.workspace_dir / ".git").exists()
+    assert git(project, "rev-parse", "--verify", "-q", "HEAD", check=False) == ""  # no commit in the project
+    assert git(project, "ls-files") == ""

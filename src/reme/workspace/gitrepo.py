@@ -101,9 +101,10 @@ class Repo:
             "GIT_COMMITTER_NAME": self.identity.name,
             "GIT_COMMITTER_EMAIL": self.identity.email,
         }
-        env.pop("GIT_DIR", None)
-        env.pop("GIT_WORK_TREE", None)
         env.pop("GIT_INDEX_FILE", None)
+        # Exactly this workspace's repository: never a parent one (a `.reme/` inside a project's repo).
+        env["GIT_DIR"] = str(self.git_dir)
+        env["GIT_WORK_TREE"] = str(self.root)
         return {**env, **(extra or {})}
 
     def run(
