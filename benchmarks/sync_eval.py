@@ -33,7 +33,20 @@ from typing import Any
 
 from reme import ReMe
 
-WORDS = ["river", "stone", "copper", "lantern", "orchard", "meadow", "harbor", "violet", "ember", "quartz", "willow", "falcon"]
+WORDS = [
+    "river",
+    "stone",
+    "copper",
+    "lantern",
+    "orchard",
+    "meadow",
+    "harbor",
+    "violet",
+    "ember",
+    "quartz",
+    "willow",
+    "falcon",
+]
 
 
 def _note(i: int, tag: str = "") -> str:
