@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -62,7 +63,7 @@ async def test_three_machines_converge_on_edits_of_different_and_the_same_notes(
 
 
 async def test_a_true_conflict_keeps_both_versions_and_is_reported_until_resolved(
-    machine: Machine, remote: Path
+    machine: Machine, remote: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     a = await machine("a")
     await a.run("write", path="daily/2026-01-01/solar.md", content=NOTE, name="solar")
@@ -71,11 +72,13 @@ async def test_a_true_conflict_keeps_both_versions_and_is_reported_until_resolve
     assert (await b.run("sync_clone", remote=str(remote))).success
     await a.run("edit", path="daily/2026-01-01/solar.md", old="Two.", new="Two, says a.")
     await b.run("edit", path="daily/2026-01-01/solar.md", old="Two.", new="Two, says b.")
+    monkeypatch.setenv("REME_SYNC_HOST", "laptop")
     assert (await a.run("sync")).success
+    monkeypatch.setenv("REME_SYNC_HOST", "desktop")
     clash = await b.run("sync")
     assert clash.success, clash.answer
-    [conflict] = clash.metadata["conflicts"]
-    assert conflict.startswith("daily/2026-01-01/solar.conflict-") and conflict.endswith(".md")
+    [conflict] = clash.metadata["conflicts"]  # named after the host whose version it holds
+    assert re.fullmatch(r"daily/2026-01-01/solar\.conflict-laptop-\d{8}T\d{6}\.md", conflict), conflict
     assert "Two, says b." in (b.workspace_dir / "daily/2026-01-01/solar.md").read_text()  # local stays
     assert "Two, says a." in (b.workspace_dir / conflict).read_text()  # remote beside it
     assert "CONFLICT" in clash.answer

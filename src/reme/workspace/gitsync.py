@@ -53,8 +53,10 @@ class SyncReport:
 
 
 def host_name() -> str:
-    """This machine's name as a conflict file carries it (letters, digits and dashes)."""
-    return re.sub(r"[^A-Za-z0-9-]+", "-", socket.gethostname()).strip("-")[:40] or "host"
+    """This machine's name as commits and conflict files carry it (letters, digits and dashes);
+    `REME_SYNC_HOST` names it where the host name says nothing (a container's random id)."""
+    name = os.environ.get("REME_SYNC_HOST") or socket.gethostname()
+    return re.sub(r"[^A-Za-z0-9-]+", "-", name).strip("-")[:40] or "host"
 
 
 def gitignore(ws: Workspace) -> str:
@@ -249,8 +251,24 @@ def commit_paths(
 
 
 def with_trailers(message: str, job: str, run_id: str | None) -> str:
-    trailers = f"ReMe-Job: {job}" + (f"\nReMe-Run: {run_id}" if run_id else "")
+    """The message with reme's trailers: the job, the run, and the host (a conflict file is named after it)."""
+    trailers = (
+        f"ReMe-Job: {job}" + (f"\nReMe-Run: {run_id}" if run_id else "") + f"\nReMe-Host: {host_name()}"
+    )
     return f"{message.strip()}\n\n{trailers}\n"
+
+
+def _author_host(repo: Repo, ours: str, theirs: str, path: str) -> str:
+    """The host of the remote's latest change to `path` (its ReMe-Host trailer), or `remote`."""
+    found = repo.text(
+        "log",
+        "-1",
+        "--format=%(trailers:key=ReMe-Host,valueonly)",
+        f"{ours}..{theirs}",
+        "--",
+        f":(literal){path}",
+    )
+    return re.sub(r"[^A-Za-z0-9-]+", "-", found.strip()).strip("-")[:40] or "remote"
 
 
 def fetch(repo: Repo, branch: str) -> bool:
@@ -424,7 +442,7 @@ def _merge_commit(
         )
         resolved.append((entries[2][0], path, merged.content))
         if merged.conflict:
-            beside = conflict_name(path, host, now)
+            beside = conflict_name(path, _author_host(repo, ours, theirs, path), now)
             updates.append(f"{entries[3][0]} {entries[3][1]}\t{beside}")
             conflicts.append(beside)
     oids = repo.write_blobs([content for _mode, _path, content in resolved])
