@@ -29,10 +29,12 @@ TOP_LEVEL_KEYS = {
     "logging",
     "scheduler",
     "digest",
+    "sync",
 }
 SERVICE_KEYS = {"backend", "host", "port", "auth_token", "transport", "path", "mcp_profile"}
 SCHEDULER_KEYS = {"cron"}
 DIGEST_KEYS = {"buckets"}
+SYNC_KEYS = {"remote", "interval", "author"}
 # `token` only as the key's last word: `auth_token` is a secret, `max_tokens` and `tokenizer` are not.
 _SECRET_KEY = re.compile(r"api_?key|secret|password|authorization|token$", re.IGNORECASE)
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -197,12 +199,31 @@ def check_config(data: dict[str, Any]) -> None:
     scheduler = _section(data, "scheduler", SCHEDULER_KEYS)
     if not isinstance(scheduler.get("cron", True), bool):
         raise ConfigError(f"config key 'scheduler.cron' must be true or false, got {scheduler['cron']!r}")
+    _check_sync(_section(data, "sync", SYNC_KEYS))
     digest = _section(data, "digest", DIGEST_KEYS)
     if "buckets" in digest:
         try:
             digest["buckets"] = [bucket.to_dict() for bucket in parse_buckets(digest["buckets"])]
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
+
+
+def _check_sync(sync: dict[str, Any]) -> None:
+    """`sync.remote` without a password in it, `sync.interval` a cron expression (SPEC 18)."""
+    from reme.errors import ReMeError
+    from reme.workspace.gitrepo import check_remote
+
+    if sync.get("remote"):
+        try:
+            check_remote(str(sync["remote"]))
+        except ReMeError as exc:
+            raise ConfigError(f"config key 'sync.remote': {exc.message}") from None
+    interval = sync.get("interval")
+    if interval:
+        from croniter import croniter
+
+        if not isinstance(interval, str) or not croniter.is_valid(interval):
+            raise ConfigError(f"config key 'sync.interval' must be a cron expression, got {interval!r}")
 
 
 def _section(data: dict[str, Any], key: str, known: set[str]) -> dict[str, Any]:

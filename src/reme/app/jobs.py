@@ -21,6 +21,7 @@ from reme.app.config import ConfigError
 from reme.app.registry import STEPS, step_settings
 from reme.errors import ReMeError
 from reme.llm.tools import ToolSpec
+from reme.workspace.write_log import running
 
 if TYPE_CHECKING:
     from reme.app.application import Application
@@ -322,12 +323,13 @@ async def run_steps(
     """Run the steps on parameters `validate_params` already accepted; always return a Response."""
     ctx = JobContext(app=app, job=job, params=checked, _emit=emit)
     try:
-        for step in job.steps:
-            fn = STEPS.get(step.backend)
-            if inspect.iscoroutinefunction(fn):
-                await fn(ctx, **step.settings)
-            else:
-                await anyio.to_thread.run_sync(partial(fn, ctx, **step.settings))
+        with running(job.name):  # files written meanwhile are this job's, for sync's commits
+            for step in job.steps:
+                fn = STEPS.get(step.backend)
+                if inspect.iscoroutinefunction(fn):
+                    await fn(ctx, **step.settings)
+                else:
+                    await anyio.to_thread.run_sync(partial(fn, ctx, **step.settings))
         response = ctx.response
     except ReMeError as exc:
         response = Response(False, exc.message, {**ctx.response.metadata, **exc.metadata})

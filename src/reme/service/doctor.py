@@ -71,6 +71,9 @@ async def run_checks(assigned: dict[str, Any]) -> list[Check]:
     checks += workspace_checks(workspace, config)
     checks += service_checks(workspace)
     checks += capture_checks(workspace)
+    from reme.service.doctor_sync import sync_checks  # the sync area's own checks
+
+    checks += sync_checks(workspace, config)
     if workspace.is_dir():
         checks += await index_checks(config)
     else:

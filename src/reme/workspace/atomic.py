@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from reme.workspace.confined import CONFINED, confined_parent
+from reme.workspace.write_log import note
 
 TEMP_SUFFIX = ".reme-tmp"
 STALE_TEMP_SECONDS = 600  # a temporary file this old belongs to a writer that died
@@ -34,6 +35,7 @@ def atomic_write(path: Path, data: bytes | str, root: Path | None = None) -> Non
     happens relative to it: a folder swapped for a symlink meanwhile cannot send the write outside.
     """
     payload = data.encode("utf-8") if isinstance(data, str) else data
+    noted = path.relative_to(root).as_posix() if root is not None and path.is_relative_to(root) else None
     if root is None or not CONFINED:
         if path.is_symlink():
             path = path.resolve()  # write through the link instead of replacing it
@@ -46,6 +48,8 @@ def atomic_write(path: Path, data: bytes | str, root: Path | None = None) -> Non
     else:
         with confined_parent(root, path.relative_to(root).as_posix()) as (folder, name):
             _write_in(folder, name, payload)
+    if root is not None and noted is not None:
+        note(root, noted, payload)  # which job wrote it, for sync's commits
     if path.parent not in _swept_folders:
         _swept_folders.add(path.parent)
         _remove_stale_temps(path.parent)

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
 from reme.workspace.paths import UnsafePathError
+from reme.workspace.write_log import note
 
 # Where the system cannot work relative to a folder descriptor, writes fall back to plain paths.
 CONFINED = {os.open, os.mkdir, os.stat, os.readlink, os.unlink} <= os.supports_dir_fd
@@ -62,6 +63,7 @@ def confined_parent(root: Path, relative: str, *, through_link: bool = True) -> 
 
 def remove(root: Path, relative: str, *, folder: bool) -> None:
     """Delete a file (or a symlink) or a whole folder inside `root`, relative to its confined parent."""
+    note(root, relative, None)  # which job removed it, for sync's commits
     if not CONFINED:
         if folder:
             shutil.rmtree(root / relative)
@@ -79,6 +81,8 @@ def remove(root: Path, relative: str, *, folder: bool) -> None:
 def rename(root: Path, src: str, dst: str) -> None:
     """`os.replace` of `src` by `dst` (both inside `root`), each relative to its confined parent;
     the destination's missing folders are created."""
+    note(root, src, None)  # which job moved it, for sync's commits
+    note(root, dst, None)
     if not CONFINED:
         (root / dst).parent.mkdir(parents=True, exist_ok=True)
         os.replace(root / src, root / dst)

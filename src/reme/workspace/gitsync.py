@@ -1,0 +1,510 @@
+"""Sync a workspace with its git remote: commit, fetch, merge, push (SPEC 18).
+
+The merge never runs `git merge` in the worktree. `git merge-tree --write-tree` computes it from the
+commits alone (every file changed on both sides comes back to `gitmerge` through a local
+`* -merge` attribute); the merge commit is built from objects; only then are the changed files
+written, under the workspace's write locks and compare-and-set: each must still hold the version of
+the local commit (or already the merged one). A file written meanwhile by a dream or by hand makes
+the round start over (its change is committed first), so a concurrent writer's update is never
+overwritten. An intent in `.git/reme-apply.json` lets the next sync finish a round that a kill
+interrupted; the repository itself is only changed by git's own atomic ref and object writes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import socket
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+
+from filelock import FileLock, Timeout
+
+from reme.errors import ReMeError
+from reme.workspace.atomic import TEMP_SUFFIX, atomic_write
+from reme.workspace.gitmerge import merge
+from reme.workspace.gitrepo import GitError, Repo, blob_id, check_remote, redact_url
+from reme.workspace.layout import Workspace
+from reme.workspace.write_log import take
+
+REMOTE = "origin"
+ATTEMPTS = 3  # rounds of commit → fetch → merge → push before a busy workspace gives up
+LOCK_TIMEOUT = 120.0
+STALE_INDEX_LOCK_SECONDS = 2.0
+INTENT = "reme-apply.json"
+CONFLICT = re.compile(r"\.conflict-[A-Za-z0-9-]+-\d{8}T\d{6}(?:\.|$)")
+
+
+class SyncBusy(ReMeError):
+    """The files a merge changes kept being written; nothing was lost, sync again."""
+
+
+@dataclass
+class SyncReport:
+    committed: list[str] = field(default_factory=list)  # commit ids made from local changes
+    merged: list[str] = field(default_factory=list)  # paths the merge changed here
+    conflicts: list[str] = field(default_factory=list)  # conflict files written by this sync
+    pushed: bool = False
+
+
+def host_name() -> str:
+    """This machine's name as commits and conflict files carry it (letters, digits and dashes);
+    `REME_SYNC_HOST` names it where the host name says nothing (a container's random id)."""
+    name = os.environ.get("REME_SYNC_HOST") or socket.gethostname()
+    return re.sub(r"[^A-Za-z0-9-]+", "-", name).strip("-")[:40] or "host"
+
+
+def gitignore(ws: Workspace) -> str:
+    metadata = ws.folder("metadata")
+    return (
+        "# written by reme: derived state and temporary files stay out of the repository\n"
+        f"/{metadata}/\n*{TEMP_SUFFIX}\n*.lock\n.DS_Store\n"
+    )
+
+
+def is_conflict_file(path: str) -> bool:
+    return bool(CONFLICT.search(PurePosixPath(path).name))
+
+
+def conflict_name(path: str, host: str, now: datetime) -> str:
+    """`<stem>.conflict-<host>-<YYYYMMDDTHHMMSS>.<ext>` beside `path`."""
+    pure = PurePosixPath(path)
+    stamp = now.strftime("%Y%m%dT%H%M%S")
+    name = f"{pure.stem}.conflict-{host}-{stamp}{pure.suffix}"
+    return str(pure.with_name(name)) if str(pure.parent) != "." else name
+
+
+def conflict_files(ws: Workspace) -> list[str]:
+    """Unresolved conflict files in the workspace (derived state and `.git` not looked at)."""
+    found = []
+    skip = {".git", ws.folder("metadata")}
+    for folder, dirs, files in os.walk(ws.root):
+        if Path(folder) == ws.root:
+            dirs[:] = [name for name in dirs if name not in skip]
+        found += [ws.relative(Path(folder) / name) for name in files if CONFLICT.search(name)]
+    return sorted(found)
+
+
+@contextlib.contextmanager
+def repo_lock(repo: Repo) -> Iterator[None]:
+    """One reme git writer per repository at a time (the service, a CLI run, a cron)."""
+    try:
+        with FileLock(repo.git_dir / "reme-sync.lock", timeout=LOCK_TIMEOUT):
+            yield
+    except Timeout:
+        raise ReMeError("another sync or commit holds this repository; try again in a moment") from None
+
+
+def configure(repo: Repo, ws: Workspace) -> None:
+    """The local settings sync relies on: merges of both-sided changes come to reme, the .gitignore."""
+    info = repo.git_dir / "info"
+    info.mkdir(parents=True, exist_ok=True)
+    attributes = "# written by reme: every file changed on both sides is merged by reme\n* -merge\n"
+    if not (info / "attributes").is_file() or (info / "attributes").read_text() != attributes:
+        (info / "attributes").write_text(attributes)
+    ignore = ws.root / ".gitignore"
+    if not ignore.exists():
+        atomic_write(ignore, gitignore(ws), ws.root)
+
+
+def recover(repo: Repo, ws: Workspace) -> list[str]:
+    """Clean up after a killed sync: a stale index lock, a half-applied merge. The paths written."""
+    index_lock = repo.git_dir / "index.lock"
+    if index_lock.exists():
+        deadline = time.monotonic() + STALE_INDEX_LOCK_SECONDS
+        while index_lock.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        index_lock.unlink(missing_ok=True)  # held by no git of ours: we hold the repository lock
+    if (repo.git_dir / "MERGE_HEAD").exists():
+        raise ReMeError(
+            "a git merge started by hand is in progress in the workspace; finish or abort it, then sync"
+        )
+    intent_file = repo.git_dir / INTENT
+    if not intent_file.exists():
+        return []
+    try:
+        intent = json.loads(intent_file.read_text())
+        old, new = str(intent["old"]), str(intent["new"])
+    except (ValueError, KeyError, TypeError):
+        intent_file.unlink()
+        return []
+    head = repo.rev("HEAD")
+    written: list[str] = []
+    if head == old:
+        written = apply(repo, ws, old, new)
+    elif head == new:
+        repo.run("reset", "-q")
+    intent_file.unlink(missing_ok=True)
+    return written
+
+
+def init(repo: Repo, ws: Workspace, remote: str, branch: str) -> str | None:
+    """Make the workspace a repository with this remote (idempotent); the commit of what was there
+    (None when everything was committed already)."""
+    url = check_remote(remote)
+    if not repo.exists():
+        repo.run("init", "-q", "-b", branch)
+    configure(repo, ws)
+    with repo_lock(repo):
+        urls = repo.run("remote", ok=(0,)).stdout.decode().split()
+        if REMOTE in urls:
+            repo.run("remote", "set-url", REMOTE, url)
+        else:
+            repo.run("remote", "add", REMOTE, url)
+        if repo.rev("HEAD") is None:
+            repo.run("symbolic-ref", "HEAD", f"refs/heads/{branch}")
+        return commit_all(repo, "reme: the workspace as it was when sync started", "sync_init")
+
+
+def clone(repo: Repo, ws: Workspace, remote: str, branch: str) -> list[str]:
+    """Fill an empty workspace from the remote; the paths checked out.
+
+    Files reme generated at start (`digest/_buckets.md`) or that equal the remote's do not count as
+    content: any other file means the workspace is not empty, and nothing is changed.
+    """
+    url = check_remote(remote)
+    if repo.exists():
+        raise ReMeError(f"{ws.root} is already a git repository; use sync to bring it up to date")
+    repo.run("init", "-q", "-b", branch)
+    try:
+        repo.run("remote", "add", REMOTE, url)
+        with repo_lock(repo):
+            if not fetch(repo, branch):
+                raise ReMeError(
+                    f"the remote has no branch {branch!r}; run sync_init on a machine that has the memory"
+                )
+            upstream = f"{REMOTE}/{branch}"
+            generated = {f"{ws.folder('digest')}/_buckets.md", ".gitignore"}
+            skip = {ws.folder("metadata"), ".git"}
+            for path in sorted(ws.root.rglob("*")):
+                relative = path.relative_to(ws.root)
+                if relative.parts[0] in skip or not path.is_file() or relative.as_posix() in generated:
+                    continue
+                if repo.blob(upstream, relative.as_posix()) != path.read_bytes():
+                    raise ReMeError(
+                        f"the workspace {ws.root} is not empty ({relative.as_posix()}); clone into an empty "
+                        "workspace_dir, or use sync_init and sync to merge this one with the remote"
+                    )
+            repo.run("checkout", "-q", "-f", "-B", branch, upstream)
+            repo.run("branch", "-q", f"--set-upstream-to={upstream}", branch)
+            configure(repo, ws)
+            return [line for line in repo.text("ls-files", "-z").split("\0") if line]
+    except BaseException:
+        import shutil
+
+        shutil.rmtree(repo.git_dir, ignore_errors=True)  # a refused clone leaves the workspace as it was
+        raise
+
+
+def commit_all(repo: Repo, message: str, job: str, run_id: str | None = None) -> str | None:
+    """Commit every change in the worktree (the .gitignore applies); the commit id, None when clean."""
+    repo.run("add", "-A")
+    if repo.run("diff", "--cached", "--quiet", ok=(0, 1)).returncode == 0:
+        return None
+    repo.run("commit", "-q", "--no-verify", "-F", "-", input=with_trailers(message, job, run_id).encode())
+    return repo.rev("HEAD")
+
+
+def commit_paths(
+    repo: Repo, paths: Iterable[str], message: str, job: str, run_id: str | None = None
+) -> str | None:
+    """Commit only these paths (a dream run's files); None when none of them changed."""
+    wanted = sorted(set(paths))
+    gone = [path for path in wanted if not (repo.root / path).exists()]
+    if gone:  # a path neither on disk nor in HEAD is nothing to commit (git would refuse the pathspec)
+        known = repo.tree_entries("HEAD", gone) if repo.rev("HEAD") else {}
+        wanted = [path for path in wanted if path not in gone or path in known]
+    if not wanted:
+        return None
+    spec = "".join(f":(literal){path}\0" for path in wanted).encode()
+    repo.run("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input=spec)
+    pathspec_file = repo.git_dir / "reme-pathspec"
+    pathspec_file.write_bytes(spec)
+    before = repo.rev("HEAD")
+    try:
+        done = repo.run(
+            "commit",
+            "-q",
+            "--no-verify",
+            "--only",
+            "-F",
+            "-",
+            f"--pathspec-from-file={pathspec_file}",
+            "--pathspec-file-nul",
+            input=with_trailers(message, job, run_id).encode(),
+            ok=(0, 1),
+        )
+    finally:
+        pathspec_file.unlink(missing_ok=True)
+    after = repo.rev("HEAD")
+    if done.returncode == 1 and after == before:
+        said = (done.stdout + done.stderr).decode("utf-8", "replace")
+        if "nothing" in said or "no changes" in said:
+            return None
+        raise GitError(f"git commit failed: {said.strip()[-2000:]}")
+    return after
+
+
+def with_trailers(message: str, job: str, run_id: str | None) -> str:
+    """The message with reme's trailers: the job, the run, and the host (a conflict file is named after it)."""
+    trailers = (
+        f"ReMe-Job: {job}" + (f"\nReMe-Run: {run_id}" if run_id else "") + f"\nReMe-Host: {host_name()}"
+    )
+    return f"{message.strip()}\n\n{trailers}\n"
+
+
+def _author_host(repo: Repo, ours: str, theirs: str, path: str) -> str:
+    """The host of the remote's latest change to `path` (its ReMe-Host trailer), or `remote`."""
+    found = repo.text(
+        "log",
+        "-1",
+        "--format=%(trailers:key=ReMe-Host,valueonly)",
+        f"{ours}..{theirs}",
+        "--",
+        f":(literal){path}",
+    )
+    return re.sub(r"[^A-Za-z0-9-]+", "-", found.strip()).strip("-")[:40] or "remote"
+
+
+def fetch(repo: Repo, branch: str) -> bool:
+    """Fetch the remote's branch; False when the remote does not have it yet (a new, empty remote)."""
+    done = repo.run(
+        "fetch",
+        "-q",
+        "--no-tags",
+        REMOTE,
+        f"+refs/heads/{branch}:refs/remotes/{REMOTE}/{branch}",
+        ok=(0, 128),
+    )
+    if done.returncode == 0:
+        return True
+    said = redact_url(done.stderr.decode("utf-8", "replace")).strip()
+    if "couldn't find remote ref" in said:
+        return False
+    raise GitError(f"git fetch failed: {said[-2000:]}", {"git_status": done.returncode})
+
+
+def remote_url(repo: Repo) -> str | None:
+    done = repo.run("remote", "get-url", REMOTE, ok=(0, 2, 128))
+    return done.stdout.decode().strip() or None if done.returncode == 0 else None
+
+
+def sync(
+    repo: Repo, ws: Workspace, *, branch: str, message: str | None, host: str, now: datetime | None = None
+) -> SyncReport:
+    """One sync: commit local changes, then fetch, merge, apply and push until the remote has it all."""
+    if not repo.exists():
+        raise ReMeError("the workspace is not a git repository yet; run sync_init remote=<url> first")
+    url = remote_url(repo)
+    if url is None:
+        raise ReMeError("no remote is configured; run sync_init remote=<url> (or set sync.remote)")
+    configure(repo, ws)
+    report = SyncReport()
+    with repo_lock(repo):
+        report.merged += recover(repo, ws)
+        for _attempt in range(ATTEMPTS):
+            report.committed += commit_local(repo, message, host)
+            theirs = repo.rev(f"refs/remotes/{REMOTE}/{branch}") if fetch(repo, branch) else None
+            ours = repo.rev("HEAD")
+            if ours is None:  # nothing here and nothing committed: take the remote as it is
+                if theirs is None:
+                    return report
+                raise ReMeError("the workspace has no commit; use sync_clone to fill an empty workspace")
+            target = ours
+            if theirs is not None and not repo.is_ancestor(theirs, ours):
+                conflicts: list[str] = []
+                if repo.is_ancestor(ours, theirs):
+                    target = theirs
+                else:
+                    target, conflicts = _merge_commit(repo, ws, ours, theirs, host, now or datetime.now(UTC))
+                try:
+                    report.merged += apply(repo, ws, ours, target)
+                except SyncBusy:
+                    continue  # a file changed meanwhile: commit it and merge again
+                report.conflicts += conflicts
+            if theirs == target:
+                return report
+            pushed = repo.run("push", "-q", "--porcelain", REMOTE, f"HEAD:refs/heads/{branch}", ok=(0, 1))
+            if pushed.returncode == 0:
+                report.pushed = True
+                repo.run("update-ref", f"refs/remotes/{REMOTE}/{branch}", target)
+                return report
+            said = redact_url(
+                pushed.stderr.decode("utf-8", "replace") + pushed.stdout.decode("utf-8", "replace")
+            )
+            if "rejected" not in said and "fetch first" not in said and "non-fast-forward" not in said:
+                raise GitError(f"git push failed: {said.strip()[-2000:]}")
+    raise SyncBusy(
+        f"the remote or the merged files kept changing during {ATTEMPTS} rounds; nothing was lost, sync again",
+        {
+            "committed": report.committed,
+            "merged": report.merged,
+            "conflicts": report.conflicts,
+            "pushed": False,
+        },
+    )
+
+
+def commit_local(repo: Repo, message: str | None, host: str) -> list[str]:
+    """Commit the worktree's changes: one commit per job that wrote them (captures and cards batched
+    under `auto_memory`, file jobs under theirs), then what changed by hand, said as such."""
+    changed = repo.worktree_changes()
+    ledger = take(repo.git_dir)
+    if not changed:
+        return []
+    groups: dict[str, list[str]] = {}
+    for path in changed:
+        groups.setdefault(_writer(repo, path, ledger), []).append(path)
+    commits = []
+    for job in sorted(groups, key=lambda name: (name == HAND, name)):
+        paths = groups[job]
+        if job == HAND:
+            text = message or f"edited by hand on {host}: {_summary(paths)}"
+            commit = commit_paths(repo, paths, f"{text}\n\n{_listing(paths)}", "sync")
+        else:
+            commit = commit_paths(repo, paths, f"{job}: {_summary(paths)}\n\n{_listing(paths)}", job)
+        if commit:
+            commits.append(commit)
+    rest = commit_all(repo, message or f"sync on {host}", "sync")  # anything the groups missed
+    return commits + ([rest] if rest else [])
+
+
+HAND = ""
+
+
+def _writer(repo: Repo, path: str, ledger: dict[str, tuple[str, str | None]]) -> str:
+    """The job that last wrote `path` as it is now, or HAND when the file is not what reme wrote."""
+    pure = PurePosixPath(path)
+    entry = ledger.get(path) or next((ledger[str(p)] for p in pure.parents if str(p) in ledger), None)
+    if entry is None:
+        return HAND
+    job, blob = entry
+    if blob is None:
+        return job
+    current = _read(repo.root / path)
+    return job if current is not None and blob_id(current) == blob else HAND
+
+
+def _summary(paths: list[str]) -> str:
+    return f"{len(paths)} file(s)" if len(paths) != 1 else paths[0]
+
+
+def _listing(paths: list[str]) -> str:
+    shown = "".join(f"- {path}\n" for path in paths[:20])
+    return shown + (f"- and {len(paths) - 20} more\n" if len(paths) > 20 else "")
+
+
+def _merge_commit(
+    repo: Repo, ws: Workspace, ours: str, theirs: str, host: str, now: datetime
+) -> tuple[str, list[str]]:
+    """The merge commit of `ours` and `theirs` with every both-sided change resolved by reme."""
+    done = repo.run(
+        "merge-tree",
+        "--write-tree",
+        "-z",
+        "--no-messages",
+        "--allow-unrelated-histories",
+        ours,
+        theirs,
+        ok=(0, 1),
+    )
+    fields = done.stdout.decode("utf-8", "surrogateescape").split("\0")
+    tree = fields[0]
+    stages: dict[str, dict[int, tuple[str, str]]] = {}
+    for entry in fields[1:]:
+        if not entry:
+            break
+        meta, path = entry.split("\t", 1)
+        mode, oid, stage = meta.split()
+        stages.setdefault(path, {})[int(stage)] = (mode, oid)
+    blobs = repo.blobs(oid for entries in stages.values() for _mode, oid in entries.values())
+    updates: list[str] = []
+    conflicts: list[str] = []
+    resolved: list[tuple[str, str, bytes]] = []  # (mode, path, merged content)
+    for path, entries in sorted(stages.items()):
+        base = blobs[entries[1][1]] if 1 in entries else None
+        if 2 not in entries or 3 not in entries:  # deleted on one side, changed on the other: keep the change
+            mode, oid = entries.get(2) or entries[3]
+            updates.append(f"{mode} {oid}\t{path}")
+            continue
+        merged = merge(
+            path,
+            base,
+            blobs[entries[2][1]],
+            blobs[entries[3][1]],
+            git=repo.binary,
+            digest_folder=ws.folder("digest"),
+        )
+        resolved.append((entries[2][0], path, merged.content))
+        if merged.conflict:
+            beside = conflict_name(path, _author_host(repo, ours, theirs, path), now)
+            updates.append(f"{entries[3][0]} {entries[3][1]}\t{beside}")
+            conflicts.append(beside)
+    oids = repo.write_blobs([content for _mode, _path, content in resolved])
+    updates += [f"{mode} {oid}\t{path}" for (mode, path, _content), oid in zip(resolved, oids, strict=True)]
+    if updates:
+        index = {"GIT_INDEX_FILE": str(repo.git_dir / "reme-merge-index")}
+        repo.run("read-tree", tree, env=index)
+        repo.run(
+            "update-index",
+            "-z",
+            "--index-info",
+            input="".join(f"{line}\0" for line in updates).encode(),
+            env=index,
+        )
+        tree = repo.text("write-tree", env=index)
+        (repo.git_dir / "reme-merge-index").unlink(missing_ok=True)
+    count = len(repo.changed_between(ours, tree))
+    message = with_trailers(f"sync: merge {REMOTE} into {host} ({count} file(s))", "sync", None)
+    commit = repo.text("commit-tree", tree, "-p", ours, "-p", theirs, "-F", "-", input=message.encode())
+    return commit, conflicts
+
+
+def apply(repo: Repo, ws: Workspace, old: str, new: str) -> list[str]:
+    """Move the worktree and HEAD from `old` to `new`, compare-and-set per file; the paths written.
+
+    Every file the change touches must hold its version of `old` (or already that of `new`);
+    otherwise `SyncBusy` and nothing is written. Files are written under the workspace's write locks.
+    """
+    metadata = ws.folder("metadata")
+    paths = [path for path in repo.changed_between(old, new) if PurePosixPath(path).parts[0] != metadata]
+    before = repo.tree_entries(old, paths)
+    after = repo.tree_entries(new, paths)
+    with ws.lock(*paths):
+        stale = []
+        for path in paths:
+            current = _read(ws.root / path)
+            accepted = {entry[1] if entry else None for entry in (before.get(path), after.get(path))}
+            if (None if current is None else blob_id(current)) not in accepted:
+                stale.append(path)
+        if stale:
+            raise SyncBusy(f"{len(stale)} file(s) changed while syncing: {', '.join(stale[:5])}")
+        (repo.git_dir / INTENT).write_text(json.dumps({"old": old, "new": new}))
+        contents = repo.blobs(oid for _mode, oid in after.values())
+        for path in paths:
+            target = ws.root / path
+            if path in after:
+                mode, oid = after[path]
+                current = _read(target)
+                if current is None or blob_id(current) != oid:
+                    atomic_write(target, contents[oid], ws.root)
+                if mode == "100755":
+                    target.chmod(target.stat().st_mode | 0o111)
+            else:
+                target.unlink(missing_ok=True)
+        repo.run("update-ref", "-m", "reme sync", "HEAD", new, old)
+        repo.run("reset", "-q")
+        (repo.git_dir / INTENT).unlink(missing_ok=True)
+    return paths
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
