@@ -20,8 +20,16 @@ async function loadGraph() {
   const paths = [...nodes.keys()];
   const batches = [];
   for (let i = 0; i < paths.length; i += BATCH) batches.push(job("traverse", { path: paths.slice(i, i + BATCH), depth: 1, direction: "forward" }));
-  for (const reply of await Promise.all(batches)) {
-    if (!reply.success) continue;
+  // A batch the job refuses (a file name it will not take) is asked again path by path.
+  const replies = [];
+  for (const [i, reply] of (await Promise.all(batches)).entries()) {
+    if (reply.success) replies.push(reply);
+    else {
+      const one = paths.slice(i * BATCH, (i + 1) * BATCH).map((path) => job("traverse", { path, depth: 1, direction: "forward" }));
+      replies.push(...(await Promise.all(one)).filter((r) => r.success));
+    }
+  }
+  for (const reply of replies) {
     for (const e of reply.metadata.edges) {
       if (!e.resolved || e.resolved === e.source || !nodes.has(e.source)) continue;
       if (!nodes.has(e.resolved)) nodes.set(e.resolved, { path: e.resolved, bucket: "", mtime: 0, source: true });

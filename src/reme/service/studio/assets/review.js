@@ -84,6 +84,15 @@ export async function reviewView() {
       section(t("Audit"), "audit", findings)));
 }
 
+// A created node the journal keeps no after-state for: its current text is what the run added.
+async function withCreatedText(diff) {
+  if (diff.change !== "created" || diff.diff) return diff;
+  const current = await job("load", { path: diff.path });
+  if (!current.success) return diff;
+  const lines = current.metadata.content.replace(/\n$/, "").split("\n");
+  return { ...diff, diff: [`--- /dev/null`, `+++ b/${diff.path}`, ...lines.map((l) => "+" + l)].join("\n") };
+}
+
 function diffView(diff) {
   const pre = h("pre", { class: "diff" });
   for (const line of (diff.diff || "").split("\n")) {
@@ -150,5 +159,5 @@ export async function runView(runId) {
       h("tr", {}, h("td", {}, h("span", { class: "badge" }, a.action)), h("td", {}, a.target_path ? link(a.target_path, "note", a.target_path) : ""),
         h("td", {}, String(a.unit || "")), h("td", {}, String(a.reason || "")))))),
     run.failed_units.length ? h("ul", { class: "failures" }, run.failed_units.map((f) => h("li", {}, `${f.unit}: ${f.error}`))) : null,
-    h("h2", {}, t("Diffs")), (diffs || []).map(diffView));
+    h("h2", {}, t("Diffs")), (await Promise.all((diffs || []).map(withCreatedText))).map(diffView));
 }

@@ -1,5 +1,5 @@
 // Shared pieces of the page: the main pane, modal dialogs, toasts, and the job-failure banner.
-import { h } from "./dom.js";
+import { add, h } from "./dom.js";
 import { t } from "./i18n.js";
 
 export function main() {
@@ -9,7 +9,8 @@ export function main() {
 // Replace the main pane with a view: a heading and its content.
 export function show(title, ...content) {
   const pane = main();
-  pane.replaceChildren(h("h1", { class: "view-title" }, title), ...content);
+  pane.replaceChildren(h("h1", { class: "view-title" }, title));
+  add(pane, content);
   return pane;
 }
 
