@@ -5,7 +5,7 @@ import { h, route } from "./dom.js";
 import { editView, createNote, hasUnsavedEdits } from "./edit.js";
 import { language, setLanguage, t } from "./i18n.js";
 import { noteView } from "./note.js";
-import { reviewView, runView } from "./review.js";
+import { refreshReview, reviewView, runView } from "./review.js";
 import { searchView } from "./search.js";
 import { statusView } from "./status.js";
 import { dialog, main, show } from "./ui.js";
@@ -113,7 +113,7 @@ function onChange(event) {
   const touched = (prefixes) => data.truncated || data.paths.some((p) => prefixes.some((x) => p.path.startsWith(x)));
   if (view === "note" && current && touched([current])) render();
   else if (view === "edit" && current && touched([current]) && !hasUnsavedEdits()) render();
-  else if (view === "review" && touched(["session/", "journal/", "daily/", "digest/"])) render();
+  else if (view === "review" && touched(["session/", "journal/", "daily/"])) refreshReview();
   window.dispatchEvent(new CustomEvent("reme:change", { detail: data }));
 }
 

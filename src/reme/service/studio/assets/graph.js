@@ -100,9 +100,11 @@ export async function graphView() {
   const data = await loadGraph();
   if (data.error) return show(t("Graph"), failure(data.error));
   const { nodes, edges } = data;
+  const loaded = performance.now();
   const buckets = [...new Set(nodes.filter((n) => !n.source).map((n) => n.bucket))].sort();
   const colour = new Map(buckets.map((b, i) => [b, PALETTE[i % PALETTE.length]]));
   const links = layout(nodes, edges, buckets);
+  const laidOut = performance.now();
   const canvas = h("canvas", { class: "graph-canvas", "aria-label": `${t("Graph")}: ${nodes.length} ${t("Nodes")}`, role: "img" });
   const shown = new Set(buckets);
   const state = { sources: false, since: "", focus: "", depth: 2, hover: null, view: { x: 0, y: 0, k: 1 } };
@@ -243,8 +245,13 @@ export async function graphView() {
   state.view.k = Math.min(canvas.clientWidth / (spanX + 40), canvas.clientHeight / (spanY + 40)) || 1;
   state.view.x = -((Math.max(...xs, 0) + Math.min(...xs, 0)) / 2) * state.view.k;
   state.view.y = -((Math.max(...ys, 0) + Math.min(...ys, 0)) / 2) * state.view.k;
+  const drawStart = performance.now();
   draw();
-  window.__remeGraph = { nodes: nodes.length, edges: links.length, ms: performance.now() - started };
+  const done = performance.now();
+  window.__remeGraph = {
+    nodes: nodes.length, edges: links.length, ms: done - started,
+    loadMs: loaded - started, layoutMs: laidOut - loaded, drawMs: done - drawStart,
+  };
   canvas.dataset.ready = "true";
   window.addEventListener("resize", draw);
   return pane;

@@ -73,15 +73,36 @@ async function captures() {
     h("li", {}, link(e.path.split("/").pop(), "note", e.path), h("span", { class: "muted" }, ` · ${new Date(e.mtime * 1000).toLocaleString()} · ${e.size} B`))));
 }
 
+// Sections fill in as their jobs answer; the audit (one search per node: seconds on a big digest)
+// runs once when the page opens and again on demand, never on every live change.
+const SECTIONS = [["runs", "Runs", timeline], ["agenda-section", "Agenda", agenda], ["captures-section", "Captures", captures]];
+
+async function fill(box, load) {
+  box.replaceChildren(h("p", { class: "muted" }, t("Loading") + "…"));
+  box.replaceChildren(await load());
+}
+
+export function refreshReview() {
+  for (const [cls, , load] of SECTIONS) {
+    const box = document.querySelector(`.review-section.${cls} > .section-body`);
+    if (box) fill(box, load);
+  }
+}
+
 export async function reviewView() {
-  const section = (title, cls, content) => h("section", { class: "review-section " + cls }, h("h2", {}, title), content);
-  const [runs, topics, caps, findings] = await Promise.all([timeline(), agenda(), captures(), audit()]);
+  const section = (title, cls, load) => {
+    const body = h("div", { class: "section-body" });
+    fill(body, load);
+    return h("section", { class: "review-section " + cls }, h("h2", {}, t(title)), body);
+  };
+  const auditBody = h("div", { class: "section-body" });
+  fill(auditBody, audit);
   return show(t("Review"),
     h("div", { class: "review-grid" },
-      section(t("Runs"), "runs", runs),
-      section(t("Agenda"), "agenda-section", topics),
-      section(t("Captures"), "captures-section", caps),
-      section(t("Audit"), "audit", findings)));
+      SECTIONS.map(([cls, title, load]) => section(title, cls, load)),
+      h("section", { class: "review-section audit" },
+        h("h2", {}, t("Audit"), " ", h("button", { type: "button", class: "small", dataset: { action: "audit" }, onclick: () => fill(auditBody, audit) }, "↻")),
+        auditBody)));
 }
 
 // A created node the journal keeps no after-state for: its current text is what the run added.
@@ -90,7 +111,7 @@ async function withCreatedText(diff) {
   const current = await job("load", { path: diff.path });
   if (!current.success) return diff;
   const lines = current.metadata.content.replace(/\n$/, "").split("\n");
-  return { ...diff, diff: [`--- /dev/null`, `+++ b/${diff.path}`, ...lines.map((l) => "+" + l)].join("\n") };
+  return { ...diff, diff: ["--- /dev/null", `+++ b/${diff.path}`, ...lines.map((l) => "+" + l)].join("\n") };
 }
 
 function diffView(diff) {
