@@ -179,6 +179,15 @@ def test_the_graph_draws_every_digest_node(page: Any, service: ServiceProcess, t
     assert drawn["nodes"] >= len(digest) and drawn["edges"] >= 3
     assert page.locator(".bucket-toggle").count() >= 2
     screenshot(page, "graph", tmp_path)
+    everything = page.locator(".graph-info").inner_text()
+    page.fill(".focus-input", "digest/people/joanna.md")
+    page.press(".focus-input", "Tab")
+    page.fill("input[type=number]", "1")
+    page.press("input[type=number]", "Tab")
+    focused = page.locator(".graph-info").inner_text()
+    assert focused != everything and int(focused.split()[0]) < int(everything.split()[0])
+    page.uncheck(".bucket-toggle input[data-bucket=people]")
+    assert page.locator(".graph-info").inner_text().startswith("1 ")  # joanna's wiki neighbour only
 
 
 def test_revert_a_dream_run_leaves_the_files_byte_identical(

@@ -44,7 +44,8 @@ function layout(nodes, edges, buckets) {
   const ring = 40 * Math.sqrt(nodes.length) + 60;
   const counters = new Map();
   buckets.forEach((b, i) => counters.set(b, { i: 0, angle: (2 * Math.PI * i) / Math.max(buckets.length, 1) }));
-  for (const n of nodes) {
+  const core = [];
+  for (const [i, n] of nodes.entries()) {
     if (n.source) continue;
     const c = counters.get(n.bucket);
     const r = 9 * Math.sqrt(c.i);
@@ -52,28 +53,28 @@ function layout(nodes, edges, buckets) {
     c.i += 1;
     n.x = ring * Math.cos(c.angle) + r * Math.cos(a);
     n.y = ring * Math.sin(c.angle) + r * Math.sin(a);
+    core.push(i);
   }
   const links = edges.map(([s, d]) => [index.get(s), index.get(d)]);
-  for (const [s, d] of links) {
-    const src = nodes[d];
-    if (src.source && src.x === undefined) {
-      src.x = nodes[s].x + (Math.random() - 0.5) * 30;
-      src.y = nodes[s].y + (Math.random() - 0.5) * 30;
-    }
-  }
-  for (const n of nodes) if (n.x === undefined) [n.x, n.y] = [Math.random() * 10, Math.random() * 10];
+  const springs = links.filter(([s, d]) => !nodes[s].source && !nodes[d].source);
   const cell = 24;
+  const key = (x, y) => Math.floor(x / cell) * 65536 + Math.floor(y / cell);
   for (let round = 0; round < ROUNDS; round++) {
     const heat = 1 - round / ROUNDS;
     const grid = new Map();
-    nodes.forEach((n, i) => {
-      const key = `${Math.floor(n.x / cell)},${Math.floor(n.y / cell)}`;
-      (grid.get(key) || grid.set(key, []).get(key)).push(i);
-    });
-    for (const [i, n] of nodes.entries()) {
+    for (const i of core) {
+      const k = key(nodes[i].x, nodes[i].y);
+      const list = grid.get(k);
+      if (list) list.push(i);
+      else grid.set(k, [i]);
+    }
+    for (const i of core) {
+      const n = nodes[i];
       const gx = Math.floor(n.x / cell), gy = Math.floor(n.y / cell);
       for (let dx = -1; dx <= 1; dx++) for (let dy = -1; dy <= 1; dy++) {
-        for (const j of grid.get(`${gx + dx},${gy + dy}`) || []) {
+        const list = grid.get((gx + dx) * 65536 + gy + dy);
+        if (!list) continue;
+        for (const j of list) {
           if (j <= i) continue;
           const m = nodes[j];
           let ex = n.x - m.x, ey = n.y - m.y;
@@ -85,13 +86,27 @@ function layout(nodes, edges, buckets) {
         }
       }
     }
-    for (const [s, d] of links) {
+    for (const [s, d] of springs) {
       const a = nodes[s], b = nodes[d];
       const pull = 0.02 * heat;
       const ex = (b.x - a.x) * pull, ey = (b.y - a.y) * pull;
       a.x += ex; a.y += ey; b.x -= ex; b.y -= ey;
     }
   }
+  // Sources sit near the nodes that cite them (mean position, a little spread); no forces needed.
+  const sums = new Map();
+  for (const [s, d] of links) {
+    if (!nodes[d].source) continue;
+    const sum = sums.get(d) || [0, 0, 0];
+    sum[0] += nodes[s].x; sum[1] += nodes[s].y; sum[2] += 1;
+    sums.set(d, sum);
+  }
+  for (const [d, [x, y, count]] of sums) {
+    const angle = d * 2.39996;
+    nodes[d].x = x / count + 14 * Math.cos(angle);
+    nodes[d].y = y / count + 14 * Math.sin(angle);
+  }
+  for (const n of nodes) if (n.x === undefined) [n.x, n.y] = [0, 0];
   return links;
 }
 
@@ -117,14 +132,15 @@ export async function graphView() {
     if (state.focus) {
       const start = nodes.findIndex((n) => n.path === state.focus);
       if (start >= 0) {
+        const next = new Map();
+        for (const [s, e] of links) {
+          (next.get(s) || next.set(s, []).get(s)).push(e);
+          (next.get(e) || next.set(e, []).get(e)).push(s);
+        }
         const reach = new Set([start]);
         let frontier = [start];
         for (let d = 0; d < state.depth; d++) {
-          const next = [];
-          for (const [s, e] of links) {
-            for (const [a, b] of [[s, e], [e, s]]) if (frontier.includes(a) && !reach.has(b)) { reach.add(b); next.push(b); }
-          }
-          frontier = next;
+          frontier = frontier.flatMap((a) => (next.get(a) || []).filter((b) => !reach.has(b) && reach.add(b)));
         }
         keep = keep.map((k, i) => k && reach.has(i));
       }
