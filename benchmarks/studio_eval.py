@@ -31,10 +31,32 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from speed_cli import REME, wait_for_service  # noqa: E402
 
 BUCKETS = ["wiki", "people", "projects", "places", "health", "food", "travel", "work"]
-WORDS = (
-    "solar battery garden recipe coconut journal release rollback budget meeting river mountain "
-    "concert painting library bicycle kitchen doctor flight museum harbour winter lantern meadow"
-).split()
+WORDS = [
+    "solar",
+    "battery",
+    "garden",
+    "recipe",
+    "coconut",
+    "journal",
+    "release",
+    "rollback",
+    "budget",
+    "meeting",
+    "river",
+    "mountain",
+    "concert",
+    "painting",
+    "library",
+    "bicycle",
+    "kitchen",
+    "doctor",
+    "flight",
+    "museum",
+    "harbour",
+    "winter",
+    "lantern",
+    "meadow",
+]
 
 
 def text(rng: random.Random, words: int) -> str:
