@@ -36,7 +36,14 @@ from tests.service.studio_support import (
 )
 from tests.support import ServiceProcess, scripted_overrides, start_service_process
 
-SCRIPT = [extract_run(unit()), integrate_run(create_turns())]
+CHAT = {
+    "run": "",  # the chat agent's run has no name
+    "turns": [
+        {"tool": "search", "args": {"query": "coconut milk"}},
+        {"text": "Nate makes coconut milk ice cream."},
+    ],
+}
+SCRIPT = [extract_run(unit()), integrate_run(create_turns()), CHAT]
 
 
 @pytest.fixture(scope="module")
@@ -211,9 +218,11 @@ def test_revert_a_dream_run_leaves_the_files_byte_identical(
     assert snapshot(service.workspace, "digest", "daily") == before
 
 
-def test_resolve_an_agenda_topic(page: Any, service: ServiceProcess) -> None:
+def test_resolve_an_agenda_topic(page: Any, service: ServiceProcess, tmp_path: Path) -> None:
     page.click("#nav a[data-view=review]")
     topic = page.locator(".agenda .topic", has_text="Coconut ice cream recipe")
+    page.wait_for_selector(".audit .section-body > :is(div, .failure)")
+    screenshot(page, "review", tmp_path)
     topic.locator("button[data-action=resolve]").click()
     page.wait_for_selector(".agenda .topic.resolved")
     reply = httpx.post(f"{service.url}/proactive_read", json={"date": TODAY}, timeout=30).json()
@@ -238,6 +247,29 @@ def test_a_capture_made_elsewhere_appears_without_a_reload(page: Any, service: S
     page.click(".captures a:text('live-capture.jsonl')")
     page.wait_for_selector(".transcript .message")
     assert "sk-abcdefghijklmnopqrstuvwx1234" not in page.locator(".transcript").inner_text()
+
+
+def test_status_shows_health_and_a_reindex_runs_to_the_end(
+    page: Any, service: ServiceProcess, tmp_path: Path
+) -> None:
+    page.click("#nav a[data-view=status]")
+    page.wait_for_selector(".health li")
+    assert page.locator(".health li", has_text="index").count() >= 1
+    page.click("button[data-action=reindex]")
+    page.wait_for_selector("button[data-action=reindex]:not([disabled])", timeout=60000)
+    assert page.locator(".reindex-label").inner_text()
+    assert page.evaluate("document.querySelector('.reindex-progress').value") > 0
+    screenshot(page, "status", tmp_path)
+
+
+def test_chat_streams_the_answer_with_its_tool_calls_and_usage(page: Any, service: ServiceProcess) -> None:
+    page.click("#nav a[data-view=chat]")
+    page.fill(".chat-input", "What does Nate make?")
+    page.press(".chat-input", "Enter")
+    page.wait_for_selector(".chat-foot div", timeout=30000)
+    assert "coconut milk ice cream" in page.locator(".chat-answer").inner_text()
+    assert "search" in page.locator(".chat-tools").inner_text()
+    assert "Tokens" in page.locator(".chat-foot").inner_text()
 
 
 def test_planted_payloads_never_run_and_the_csp_header_is_sent(page: Any, service: ServiceProcess) -> None:

@@ -28,7 +28,7 @@ class ChangeFeed:
         self.closing = closing
         self._queues: set[asyncio.Queue[dict[str, object]]] = set()
         self._task: asyncio.Task[None] | None = None
-        self._stop = asyncio.Event()
+        self._stop: asyncio.Event | None = None
 
     def _relevant(self, path: str) -> str | None:
         try:
@@ -40,9 +40,9 @@ class ChangeFeed:
             return None
         return rel
 
-    async def _watch(self) -> None:
+    async def _watch(self, stop: asyncio.Event) -> None:
         kinds = {Change.added: "added", Change.modified: "modified", Change.deleted: "deleted"}
-        async for batch in awatch(self.workspace, stop_event=self._stop, debounce=200, recursive=True):
+        async for batch in awatch(self.workspace, stop_event=stop, debounce=200, recursive=True):
             changes = sorted({(rel, kinds[c]) for c, p in batch if (rel := self._relevant(p))})
             if not changes:
                 continue
@@ -57,9 +57,9 @@ class ChangeFeed:
     async def stream(self) -> AsyncIterator[bytes]:
         queue: asyncio.Queue[dict[str, object]] = asyncio.Queue()
         self._queues.add(queue)
-        if self._task is None or self._task.done():
+        if self._stop is None or self._stop.is_set():  # no watcher, or the last one is winding down
             self._stop = asyncio.Event()
-            self._task = asyncio.create_task(self._watch())
+            self._task = asyncio.create_task(self._watch(self._stop))
         try:
             yield b"retry: 1000\n\n"
             idle = 0.0
@@ -76,5 +76,5 @@ class ChangeFeed:
                 yield b"event: change\ndata: " + json.dumps(event, ensure_ascii=False).encode() + b"\n\n"
         finally:
             self._queues.discard(queue)
-            if not self._queues:
-                self._stop.set()
+            if not self._queues and self._stop is not None:
+                self._stop.set()  # the watcher runs only while a page listens

@@ -10,7 +10,7 @@ import asyncio
 import secrets
 import threading
 from importlib import resources
-from typing import Any
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from fastapi import FastAPI, Request
@@ -53,8 +53,9 @@ def _same_origin(request: Request) -> bool:
 
 
 def mount_studio(
-    api: FastAPI, workspace: Any, token: str | None, sessions: Sessions, closing: threading.Event
+    api: FastAPI, workspace: Path, token: str | None, sessions: Sessions, closing: threading.Event
 ) -> None:
+    """Add Studio's routes to `api` (the job routes' app); `sessions` is shared with the gate."""
     assets = packaged_assets()
     feed = ChangeFeed(workspace, closing)
 

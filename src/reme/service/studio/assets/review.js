@@ -73,9 +73,20 @@ async function captures() {
     h("li", {}, link(e.path.split("/").pop(), "note", e.path), h("span", { class: "muted" }, ` · ${new Date(e.mtime * 1000).toLocaleString()} · ${e.size} B`))));
 }
 
+// What the memory wrote lately (auto_memory cards, imports, proactive files, digest nodes), newest first.
+async function recent() {
+  const folders = ["daily", "digest", "imports"];
+  const replies = await Promise.all(folders.map((path) => job("list", { path, recursive: true, sort_by: "mtime", limit: 15 })));
+  const entries = replies.filter((r) => r.success).flatMap((r) => r.metadata.entries).filter((e) => e.type === "file");
+  entries.sort((a, b) => b.mtime - a.mtime);
+  if (!entries.length) return h("p", { class: "muted" }, t("Nothing here."));
+  return h("ul", { class: "captures recent" }, entries.slice(0, 20).map((e) =>
+    h("li", {}, link(e.path, "note", e.path), h("span", { class: "muted" }, ` · ${new Date(e.mtime * 1000).toLocaleString()}`))));
+}
+
 // Sections fill in as their jobs answer; the audit (one search per node: seconds on a big digest)
 // runs once when the page opens and again on demand, never on every live change.
-const SECTIONS = [["runs", "Runs", timeline], ["agenda-section", "Agenda", agenda], ["captures-section", "Captures", captures]];
+const SECTIONS = [["runs", "Runs", timeline], ["agenda-section", "Agenda", agenda], ["captures-section", "Captures", captures], ["recent-section", "Recent changes", recent]];
 
 async function fill(box, load) {
   box.replaceChildren(h("p", { class: "muted" }, t("Loading") + "…"));
