@@ -100,10 +100,14 @@ def pages(digest: list[str]) -> dict[str, list[tuple[str, dict[str, Any]]]]:
             ("traverse", {"path": node, "depth": 1, "direction": "both"}),
         ],
         "search (20 hits with links)": [("search", {"query": "coconut recipe journal", "limit": 20})],
-        "review (journal, agenda, captures)": [
+        "review (journal, agenda, captures, recent)": [
             ("journal", {"limit": 50}),
             ("proactive_read", {"include_content": False}),
             ("list", {"path": "session/dialog", "sort_by": "mtime", "extensions": [".jsonl"]}),
+            *[
+                ("list", {"path": p, "recursive": True, "sort_by": "mtime", "limit": 15})
+                for p in ("daily", "digest")
+            ],
         ],
         "review: digest audit": [("digest_audit", {})],
         "status (health, status, config)": [("health_check", {}), ("status", {}), ("app_config", {})],

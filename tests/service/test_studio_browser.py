@@ -308,3 +308,35 @@ def test_dark_chinese_phone_width(page: Any, service: ServiceProcess, tmp_path: 
     screenshot(page, "phone-dark-zh", tmp_path)
     page.keyboard.press("/")
     assert page.evaluate("document.activeElement.id") == "search-input"
+
+
+def test_a_token_service_lets_the_browser_in_only_after_login(browser: Any, tmp_path: Path) -> None:
+    token = "browser-login-token"
+    guarded = start_service_process(
+        tmp_path / "ws", "service.port=0", f"service.auth_token={token}", "scheduler.cron=false"
+    )
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto(f"{guarded.url}/studio")
+        page.fill("input[name=token]", "wrong")
+        page.click("button[type=submit]")
+        page.wait_for_selector("p.error:not(.hidden)")
+        page.fill("input[name=token]", token)
+        page.click("button[type=submit]")
+        page.wait_for_selector("#tree .folder")  # the page's job calls pass with the cookie + CSRF header
+        cookie = next(c for c in context.cookies() if c["name"] == "reme_studio")
+        assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+        assert page.evaluate("document.cookie") == ""  # the session is out of the page's reach
+        page.click("button[data-action=new]")
+        page.locator("dialog.modal input").fill("digest/wiki/from-browser.md")
+        page.locator("dialog.modal button.primary").click()
+        page.wait_for_selector("textarea.editor")
+        page.locator("textarea.editor").fill("Written through a logged-in session.\n")
+        page.click("button[data-action=save]")
+        page.wait_for_selector(".toast")
+        written = (guarded.workspace / "digest/wiki/from-browser.md").read_text(encoding="utf-8")
+        assert written == "Written through a logged-in session.\n"
+    finally:
+        context.close()
+        guarded.stop()
