@@ -113,6 +113,12 @@ def build_workspace(ws: Path) -> None:
         f"date: {TODAY}\ntopics:\n  - title: Coconut ice cream recipe\n    reason: Nate offered to share it.\n"
         "    evidence: I can share the recipe with you\n    keywords: [recipe]\n    paths: [digest/wiki/desserts.md]\n",
     )
+    # Longer than one page of the read job (10,000 characters): the note view reads on by request.
+    put(
+        ws,
+        "digest/wiki/long.md",
+        "# Long\n\n" + "".join(f"- line {i}: {'words ' * 8}\n" for i in range(1, 601)),
+    )
     # Untrusted content: every place a note can carry text Studio shows.
     put(
         ws,

@@ -120,6 +120,17 @@ def test_browse_the_tree_open_a_note_and_follow_its_links(
     assert page.locator(".note-body .predicate").inner_text() == "friend"
 
 
+def test_a_long_note_reads_on_page_by_page(page: Any, service: ServiceProcess) -> None:
+    page.goto(note_url(service, "digest/wiki/long.md"))
+    page.wait_for_selector(".note-body li")
+    assert "line 600:" not in page.locator(".note-body").inner_text()
+    while page.locator("button[data-action=more]").count():
+        page.click("button[data-action=more]")
+        page.wait_for_timeout(100)
+    assert page.locator(".note-body li").count() == 600
+    assert page.locator(".note-body li").last.inner_text().startswith("line 600:")
+
+
 def test_an_edit_against_a_changed_file_shows_both_versions_and_loses_neither(
     page: Any, service: ServiceProcess, tmp_path: Path
 ) -> None:

@@ -98,9 +98,21 @@ export async function noteView(path, line) {
     body = render(text, ctx, first);
   } else body = h("pre", {}, reply.answer);
   const article = h("article", { class: "note-body" }, body);
-  if (reply.metadata.next_start_line) {
-    article.append(h("p", { class: "muted" }, `${t("Lines")} 1–${reply.metadata.end_line} / ${reply.metadata.total_lines}`));
-  }
+  // A large file comes in pages (the read job's bound); each further page is read on request.
+  const more = (next) => {
+    const button = h("button", { type: "button", class: "small", dataset: { action: "more" } },
+      `${t("Load more")} (${t("Lines")} ${next}– / ${reply.metadata.total_lines})`);
+    button.addEventListener("click", async () => {
+      const page = await job("read", { path: real, start_line: next });
+      if (!page.success) return button.replaceWith(failure(page));
+      const rest = /\.jsonl$/i.test(real) ? transcript(page.answer) : isMarkdown ? render(page.answer, ctx, next) : h("pre", {}, page.answer);
+      button.replaceWith(rest);
+      if (page.metadata.next_start_line) article.append(more(page.metadata.next_start_line));
+      loadImages(images.splice(0));
+    });
+    return button;
+  };
+  if (reply.metadata.next_start_line) article.append(more(reply.metadata.next_start_line));
   const actions = h("div", { class: "note-actions" },
     h("a", { class: "button", href: route("edit", real), accesskey: "e" }, t("Edit")),
     h("button", { type: "button", dataset: { action: "move" } }, t("Move")),
@@ -122,6 +134,6 @@ export async function noteView(path, line) {
       target.scrollIntoView({ block: "center" });
     }
   }
-  loadImages(images);
+  loadImages(images.splice(0));
   return pane;
 }

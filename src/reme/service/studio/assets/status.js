@@ -27,10 +27,10 @@ export async function statusView() {
     const poll = async () => {
       while (running) {
         const p = progressOf(await job("status"));
-        if (p) {
+        if (p && running) {
           bar.max = p.total;
           bar.value = p.done;
-          label.textContent = `${p.phase}: ${p.done}/${p.total}`;
+          label.textContent = `${p.phase || t("Index")}: ${p.done}/${p.total}`;
         }
         await new Promise((r) => setTimeout(r, 300));
       }
