@@ -147,7 +147,7 @@ async def time_pages(url: str, digest: list[str], runs: int) -> list[tuple[str, 
         return rows
 
 
-def graph_in_chromium(url: str, runs: int) -> list[dict[str, float]]:
+def graph_in_chromium(url: str, runs: int, shot: str | None) -> list[dict[str, float]]:
     from playwright.sync_api import sync_playwright
 
     chromium = shutil.which("chromium") or "/usr/bin/chromium"
@@ -159,6 +159,8 @@ def graph_in_chromium(url: str, runs: int) -> list[dict[str, float]]:
             page.goto(f"{url}/studio#/graph")
             page.wait_for_selector("canvas[data-ready=true]", timeout=600_000)
             found.append(page.evaluate("window.__remeGraph"))
+        if shot:
+            page.screenshot(path=shot)
         browser.close()
     return found
 
@@ -180,6 +182,7 @@ def main() -> None:
     parser.add_argument("--notes", type=int, default=5000)
     parser.add_argument("--nodes", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--screenshot", help="save the graph view as this PNG")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(tmp) / "ws"
@@ -198,7 +201,7 @@ def main() -> None:
             print(f"| page | server time, median of {args.runs} (ms) |\n|---|---:|")
             for label, ms in asyncio.run(time_pages(url, digest, args.runs)):
                 print(f"| {label} | {ms:.0f} |")
-            graphs = graph_in_chromium(url, args.runs)
+            graphs = graph_in_chromium(url, args.runs, args.screenshot)
             med = {k: statistics.median(g[k] for g in graphs) for k in ("loadMs", "layoutMs", "drawMs", "ms")}
             print(
                 f"\nGraph in headless Chromium, {graphs[0]['nodes']} nodes / {graphs[0]['edges']} edges, median of {args.runs}:\n"

@@ -283,6 +283,20 @@ def test_chat_streams_the_answer_with_its_tool_calls_and_usage(page: Any, servic
     assert "Tokens" in page.locator(".chat-foot").inner_text()
 
 
+def test_a_note_changed_elsewhere_is_shown_again_without_a_reload(page: Any, service: ServiceProcess) -> None:
+    page.goto(note_url(service, "digest/people/nate.md"))
+    page.wait_for_selector(".note-body h1")
+    page.evaluate("window.__sameDocument = true")
+    reply = httpx.post(
+        f"{service.url}/edit",
+        json={"path": "digest/people/nate.md", "old": "Coconut milk ice cream", "new": "Mango sorbet"},
+        timeout=30,
+    ).json()
+    assert reply["success"], reply["answer"]
+    page.wait_for_selector(".note-body p:has-text('Mango sorbet')", timeout=15000)
+    assert page.evaluate("window.__sameDocument") is True
+
+
 def test_planted_payloads_never_run_and_the_csp_header_is_sent(page: Any, service: ServiceProcess) -> None:
     response = page.goto(f"{service.url}/studio")
     csp = response.headers.get("content-security-policy", "")

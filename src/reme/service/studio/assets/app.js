@@ -148,8 +148,9 @@ function header() {
       setLanguage(language() === "zh" ? "en" : "zh");
       start();
     } }, language() === "zh" ? "EN" : "中文"),
-    h("button", { type: "button", class: "small", dataset: { action: "theme" }, title: t("Theme"), onclick: () => {
+    h("button", { type: "button", class: "small", dataset: { action: "theme" }, title: t("Theme"), onclick: (event) => {
       applyTheme(document.documentElement.dataset.theme === "dark" ? "light" : "dark");
+      event.currentTarget.textContent = document.documentElement.dataset.theme === "dark" ? "☀" : "☾";
     } }, theme === "dark" ? "☀" : "☾"));
 }
 
