@@ -99,6 +99,8 @@ def test_loopback_without_a_token_gets_a_cookie_and_still_checks_csrf(tmp_path, 
             client.post("/version", json={}, headers={"x-reme-csrf": csrf_of(page.text)}).status_code == 200
         )
         assert httpx.post(f"{service.url}/version", json={}).status_code == 200  # the CLI's way: no cookie
+        embedded = httpx.get(f"{service.url}/studio", headers={"Sec-Fetch-Dest": "image"})
+        assert embedded.status_code == 403 and "set-cookie" not in embedded.headers
         forged = httpx.post(f"{service.url}/version", json={}, headers={"Origin": "https://evil.example"})
         assert forged.status_code == 403
     finally:

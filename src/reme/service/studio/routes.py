@@ -65,6 +65,9 @@ def mount_studio(
             return _page(assets, session)
         if token:
             return _login_page(assets, failed=False)
+        if request.headers.get("sec-fetch-dest", "document") != "document":
+            # an <img> or script of another page must not mint sessions (and push out the user's)
+            return Response("open Studio as a page", status_code=403, media_type="text/plain")
         session = sessions.create()  # loopback without a token: the machine's user is the user
         response = _page(assets, session)
         response.headers["set-cookie"] = set_cookie(session, request.url.scheme == "https")

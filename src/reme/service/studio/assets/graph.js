@@ -41,7 +41,11 @@ async function loadGraph() {
 
 function layout(nodes, edges, buckets) {
   const index = new Map(nodes.map((n, i) => [n.path, i]));
-  const ring = 40 * Math.sqrt(nodes.length) + 60;
+  // Buckets sit on a ring just wide enough for their spirals (9·√n units across) side by side.
+  const sizes = new Map();
+  for (const n of nodes) if (!n.source) sizes.set(n.bucket, (sizes.get(n.bucket) || 0) + 1);
+  const widest = 9 * Math.sqrt(Math.max(1, ...sizes.values())) + 20;
+  const ring = buckets.length > 1 ? (buckets.length * 2.6 * widest) / (2 * Math.PI) : 0;
   const counters = new Map();
   buckets.forEach((b, i) => counters.set(b, { i: 0, angle: (2 * Math.PI * i) / Math.max(buckets.length, 1) }));
   const core = [];
@@ -80,7 +84,8 @@ function layout(nodes, edges, buckets) {
           let ex = n.x - m.x, ey = n.y - m.y;
           const dist2 = ex * ex + ey * ey || 0.01;
           if (dist2 > cell * cell) continue;
-          const push = (cell * cell / dist2 - 1) * 0.05 * heat;
+          // Pushed apart up to half a cell per round, however close they started.
+          const push = Math.min((cell * cell / dist2 - 1) * 0.12 * heat, cell / 2 / Math.sqrt(dist2));
           ex *= push; ey *= push;
           n.x += ex; n.y += ey; m.x -= ex; m.y -= ey;
         }
@@ -88,7 +93,8 @@ function layout(nodes, edges, buckets) {
     }
     for (const [s, d] of springs) {
       const a = nodes[s], b = nodes[d];
-      const pull = 0.02 * heat;
+      // Links inside a bucket pull hard, links across buckets gently: buckets stay apart as clusters.
+      const pull = (a.bucket === b.bucket ? 0.006 : 0.0008) * heat;
       const ex = (b.x - a.x) * pull, ey = (b.y - a.y) * pull;
       a.x += ex; a.y += ey; b.x -= ex; b.y -= ey;
     }
@@ -165,15 +171,16 @@ export async function graphView() {
     const keep = visible();
     g.strokeStyle = style.getPropertyValue("--edge").trim() || "rgba(128,128,128,.35)";
     g.lineWidth = 0.6 / k;
+    const shownLinks = links.filter(([s, d]) => keep[s] && keep[d]);
+    const shownEdges = shownLinks.length;
+    g.globalAlpha = Math.min(1, Math.max(0.15, 600 / (shownEdges || 1)));  // thousands of edges stay a haze, not a blot
     g.beginPath();
-    let shownEdges = 0;
-    for (const [s, d] of links) {
-      if (!keep[s] || !keep[d]) continue;
-      shownEdges += 1;
+    for (const [s, d] of shownLinks) {
       g.moveTo(nodes[s].x, nodes[s].y);
       g.lineTo(nodes[d].x, nodes[d].y);
     }
     g.stroke();
+    g.globalAlpha = 1;
     let shownNodes = 0;
     for (const [bucket, fill] of [...colour.entries(), ["", "#999"]]) {
       g.fillStyle = fill;
@@ -181,7 +188,7 @@ export async function graphView() {
       nodes.forEach((n, i) => {
         if (!keep[i] || (n.source ? "" : n.bucket) !== bucket) return;
         shownNodes += 1;
-        const r = n.source ? 2 : 3.5;
+        const r = Math.max(n.source ? 2 : 3.5, (n.source ? 1.5 : 2.5) / k);  // never under a few pixels on screen
         g.moveTo(n.x + r, n.y);
         g.arc(n.x, n.y, r, 0, 2 * Math.PI);
       });
