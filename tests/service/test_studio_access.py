@@ -122,17 +122,20 @@ def test_an_open_event_stream_does_not_hold_up_shutdown(tmp_path, service_config
 
     listener = threading.Thread(target=listen, daemon=True)
     listener.start()
-    deadline = time.monotonic() + 10
-    while not got and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.5)  # the watcher starts with the first stream
-    (tmp_path / "ws" / "daily" / "live.md").write_text("# live\n", encoding="utf-8")
-    while b"daily/live.md" not in b"".join(got) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert b"daily/live.md" in b"".join(got)
-    started = time.monotonic()
-    assert service.stop(timeout=10) == 0
-    assert time.monotonic() - started < 5
+    try:
+        deadline = time.monotonic() + 10
+        while not got and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # the watcher starts with the first stream
+        (tmp_path / "ws" / "daily" / "live.md").write_text("# live\n", encoding="utf-8")
+        while b"daily/live.md" not in b"".join(got) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert b"daily/live.md" in b"".join(got)
+        started = time.monotonic()
+        assert service.stop(timeout=10) == 0
+        assert time.monotonic() - started < 5
+    finally:
+        service.stop()
     listener.join(5)
 
 
