@@ -271,6 +271,9 @@ def test_status_shows_health_and_a_reindex_runs_to_the_end(
     assert page.locator(".reindex-label").inner_text()
     assert page.evaluate("document.querySelector('.reindex-progress').value") > 0
     screenshot(page, "status", tmp_path)
+    page.click("button[data-action=pending]")
+    page.wait_for_selector(".pending-result > *")
+    assert page.locator(".pending-result").inner_text().strip()
 
 
 def test_chat_streams_the_answer_with_its_tool_calls_and_usage(page: Any, service: ServiceProcess) -> None:

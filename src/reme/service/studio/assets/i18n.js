@@ -25,7 +25,8 @@ const ZH = {
   Live: "实时", Shortcuts: "快捷键", Loading: "加载中", "Load more": "加载更多", Failed: "失败",
   "Later changes to these files will be lost:": "这些文件之后的修改将丢失：", Usage: "用量",
   "Index progress": "索引进度", "Recent captures": "最近捕获", "Select a note in the tree.": "在左侧选择一条笔记。",
-  "Nothing here.": "这里没有内容。", "Recent changes": "最近变更", Embedded: "嵌入", Focus: "聚焦", All: "全部",
+  "Nothing here.": "这里没有内容。", "Pending cards": "待处理卡片", "Distil pending cards": "提炼待处理卡片",
+  "Session cards left pending (no model, or a failed call) are distilled again by auto_memory_pending.": "未完成提炼的会话卡片（无模型或调用失败）由 auto_memory_pending 重新提炼。", "Recent changes": "最近变更", Embedded: "嵌入", Focus: "聚焦", All: "全部",
 };
 
 let lang = localStorage.getItem("reme-lang") || (navigator.language.startsWith("zh") ? "zh" : "en");

@@ -52,6 +52,15 @@ export async function statusView() {
       status.success ? [keyValues(status.metadata.folders && Object.fromEntries(Object.entries(status.metadata.folders).map(([k, v]) => [k + "/", `${v.files} files, ${v.bytes} B`]))),
         Object.entries(status.metadata.components || {}).map(([name, stats]) => h("div", {}, h("h3", {}, name), keyValues(stats)))] : failure(status),
       h("p", {}, h("button", { type: "button", class: "primary", dataset: { action: "reindex" }, onclick: reindex }, t("Reindex")), " ", bar, " ", label)),
+    h("section", { class: "status-section" }, h("h2", {}, t("Pending cards")),
+      h("p", { class: "muted" }, t("Session cards left pending (no model, or a failed call) are distilled again by auto_memory_pending.")),
+      h("p", {}, h("button", { type: "button", dataset: { action: "pending" }, onclick: async (event) => {
+        event.target.disabled = true;
+        const reply = await job("auto_memory_pending", {});
+        event.target.disabled = false;
+        const out = event.target.closest("section").querySelector(".pending-result");
+        out.replaceChildren(reply.success ? h("pre", {}, String(reply.answer)) : failure(reply));
+      } }, t("Distil pending cards"))), h("div", { class: "pending-result" })),
     h("section", { class: "status-section" }, h("h2", {}, t("Configuration")),
       h("details", {}, h("summary", {}, "app_config"), h("pre", { class: "config" }, String(config.answer)))));
 }
