@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -24,7 +25,6 @@ from reme.app.jobs import JobSpec, ParameterError, run_steps, validate_params
 from reme.app.local_jobs import is_local, local_command
 from reme.app.spelling import did_you_mean
 from reme.service.identity import WorkspaceIdentity
-from reme.service.security import BearerTokenGate
 
 log = logging.getLogger(__name__)
 RESPONSE_SCHEMA: dict[str, Any] = {
@@ -177,8 +177,12 @@ def _responses(job: JobSpec) -> dict[int | str, dict[str, Any]]:
     }
 
 
-def build_http_app(app: Application, token: str | None = None) -> Any:
-    """The ASGI app serving every servable job of a started application (token-gated when given)."""
+def build_http_app(app: Application, token: str | None = None, closing: threading.Event | None = None) -> Any:
+    """The ASGI app serving every servable job of a started application, and Studio at /studio.
+
+    Token-gated when a token is given (a Studio login turns it into a session cookie); `closing`,
+    once set, ends Studio's open event streams so that shutdown need not wait for them.
+    """
     api = FastAPI(title="reme", version=__version__, description="Jobs of a reme workspace.")
     for job in sorted(app.served_jobs(), key=lambda j: j.name):
         api.add_api_route(
@@ -216,5 +220,10 @@ def build_http_app(app: Application, token: str | None = None) -> Any:
             return failure(f"use POST /{name} with the parameters as a JSON object", 405, Allow="POST")
         return failure(str(exc.detail), exc.status_code)
 
-    named = WorkspaceIdentity(api, app.workspace_dir)
-    return BearerTokenGate(named, token) if token else named
+    from reme.service.studio.gate import StudioGate
+    from reme.service.studio.routes import mount_studio
+    from reme.service.studio.sessions import Sessions
+
+    sessions = Sessions()
+    mount_studio(api, app.workspace_dir, token, sessions, closing or threading.Event())
+    return StudioGate(WorkspaceIdentity(api, app.workspace_dir), token, sessions)

@@ -140,8 +140,10 @@ async def serve_asgi(
         sock.close()
 
 
-async def _exit_on(stop: asyncio.Event, server: uvicorn.Server) -> None:
+async def _exit_on(stop: asyncio.Event, server: _Server) -> None:
     await stop.wait()
+    if server.on_exit is not None:
+        server.on_exit()
     server.should_exit = True
 
 
@@ -160,11 +162,12 @@ async def run_service(config: dict[str, Any], stop: asyncio.Event | None = None)
             await serve_stdio(app)
             return
         await app.start(background=True)
+        closing = threading.Event()  # set on a stop signal: Studio's event streams end
         info = ServiceInfo(host=settings.host, port=settings.port, backend=settings.backend)
         if settings.backend == "http":
             from reme.service.http import build_http_app
 
-            asgi = build_http_app(app, settings.token)
+            asgi = build_http_app(app, settings.token, closing)
         else:
             from reme.service.mcp import build_mcp_asgi_app
 
@@ -173,7 +176,12 @@ async def run_service(config: dict[str, Any], stop: asyncio.Event | None = None)
             info = info._replace(transport=settings.transport, path=path)
         if is_loopback(settings.host) and not settings.token:
             asgi = LoopbackGuard(asgi)  # with a token, forged requests already fail (no Authorization)
-        await serve_asgi(asgi, sock, app.workspace_dir, info, stop, on_exit=lambda: interrupt_work(app))
+
+        def on_exit() -> None:
+            closing.set()
+            interrupt_work(app)
+
+        await serve_asgi(asgi, sock, app.workspace_dir, info, stop, on_exit=on_exit)
     finally:
         if sock is not None:
             sock.close()

@@ -1,0 +1,242 @@
+// A Markdown renderer that builds DOM nodes (never HTML strings): raw HTML in a note shows as text,
+// links keep only http(s)/mailto or workspace paths (no javascript:, data:, ...), and [[wikilinks]]
+// in every form of reme's grammar become links into Studio (dead ones are marked).
+import { h, route } from "./dom.js";
+
+const PREDICATE = /^([A-Za-z][A-Za-z0-9_]*)::\s*/;
+const IMAGE_EXT = /\.(png|jpe?g|gif|webp|bmp|svg)$/i;
+const INLINE = [
+  ["code", /`([^`\n]+)`/],
+  ["wiki", /(!?)\[\[([^[\]\n|#]*)(#[^[\]\n|]*)?(?:\|([^[\]\n]*))?\]\]/],
+  ["pred", /\[([A-Za-z][A-Za-z0-9_]*)::\s*((?:[^[\]\n]|\[\[[^\]\n]*\]\])*)\]/],
+  ["image", /!\[([^\]\n]*)\]\(([^)\s]+)(?:\s+"[^"\n]*")?\)/],
+  ["link", /\[([^\]\n]+)\]\(([^)\s]+)(?:\s+"[^"\n]*")?\)/],
+  ["auto", /<(https?:\/\/[^>\s]+)>/],
+  ["strong", /\*\*([^*\n]+)\*\*|__([^_\n]+)__/],
+  ["em", /\*([^*\n]+)\*|(?<![\p{L}\p{N}])_([^_\n]+)_(?![\p{L}\p{N}])/u],
+  ["strike", /~~([^~\n]+)~~/],
+];
+
+// A workspace path relative to the note's folder, or null when it leaves the workspace.
+export function joinPath(base, relative) {
+  const parts = relative.startsWith("/") ? [] : base.split("/").slice(0, -1);
+  for (const part of relative.replace(/^\/+/, "").split("/")) {
+    if (part === "" || part === ".") continue;
+    if (part === "..") {
+      if (!parts.length) return null;
+      parts.pop();
+    } else parts.push(part);
+  }
+  return parts.join("/");
+}
+
+function external(url) {
+  return /^(https?:\/\/|mailto:)/i.test(url);
+}
+
+function hrefFor(url, ctx) {
+  if (external(url)) return { href: url, rel: "noopener noreferrer", target: "_blank" };
+  if (url.includes(":")) return null; // any other scheme (javascript:, data:, vbscript:, ...) stays text
+  const [path] = url.split("#");
+  let decoded = path;
+  try {
+    decoded = decodeURIComponent(path);
+  } catch {
+    /* keep it as written */
+  }
+  const joined = path ? joinPath(ctx.base || "", decoded) : ctx.base;
+  return joined ? { href: route("note", joined) } : null;
+}
+
+function wikilink(match, ctx) {
+  const [, bang, rawTarget, anchor, alias] = match;
+  const target = rawTarget.trim();
+  const label = alias !== undefined ? alias : target + (anchor || "");
+  const resolved = ctx.resolve ? ctx.resolve(target) : undefined;
+  if (bang && IMAGE_EXT.test(target)) {
+    const img = h("img", { alt: label, class: "embed-image", dataset: { path: resolved || target } });
+    ctx.images?.push(img);
+    return img;
+  }
+  if (resolved === null) {
+    return h("span", { class: "wikilink dead", title: "dead link: " + target }, label);
+  }
+  const path = resolved || target;
+  const a = h("a", { class: bang ? "wikilink embed" : "wikilink", href: route("note", path), title: path }, label);
+  return bang ? h("span", { class: "embed-box" }, "⧉ ", a) : a;
+}
+
+export function inline(text, ctx) {
+  const out = document.createDocumentFragment();
+  let rest = text;
+  while (rest) {
+    let best = null;
+    for (const [kind, pattern] of INLINE) {
+      const m = pattern.exec(rest);
+      if (m && (best === null || m.index < best.m.index)) best = { kind, m };
+    }
+    if (!best) {
+      out.append(rest);
+      break;
+    }
+    const { kind, m } = best;
+    out.append(rest.slice(0, m.index));
+    rest = rest.slice(m.index + m[0].length);
+    if (kind === "code") out.append(h("code", {}, m[1]));
+    else if (kind === "wiki") out.append(wikilink(m, ctx));
+    else if (kind === "pred") out.append(h("span", { class: "predicate" }, m[1]), inline(m[2], ctx));
+    else if (kind === "strong") out.append(h("strong", {}, inline(m[1] ?? m[2], ctx)));
+    else if (kind === "em") out.append(h("em", {}, inline(m[1] ?? m[2], ctx)));
+    else if (kind === "strike") out.append(h("del", {}, inline(m[1], ctx)));
+    else if (kind === "auto") out.append(h("a", hrefFor(m[1], ctx) || {}, m[1]));
+    else if (kind === "link") {
+      const attrs = hrefFor(m[2], ctx);
+      out.append(attrs ? h("a", attrs, inline(m[1], ctx)) : h("span", { class: "unsafe-link" }, m[1]));
+    } else if (kind === "image") {
+      if (external(m[2]) || m[2].includes(":")) out.append(h("span", { class: "image-alt" }, `[${m[1]}]`));
+      else {
+        const path = joinPath(ctx.base || "", m[2]);
+        const img = h("img", { alt: m[1], class: "embed-image", dataset: { path: path || "" } });
+        if (path) ctx.images?.push(img);
+        out.append(img);
+      }
+    }
+  }
+  return out;
+}
+
+// One line of running text: a leading `predicate::` becomes a badge for the links after it.
+function lineContent(text, ctx) {
+  const m = PREDICATE.exec(text);
+  if (!m) return inline(text, ctx);
+  const frag = document.createDocumentFragment();
+  frag.append(h("span", { class: "predicate" }, m[1]), inline(text.slice(m[0].length), ctx));
+  return frag;
+}
+
+const LIST_ITEM = /^(\s*)([-*+]|\d+[.)])\s+(.*)$/;
+const TABLE_SEP = /^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$/;
+const FENCE = /^\s*(```+|~~~+)/;
+
+function cells(line) {
+  return line.trim().replace(/^\|/, "").replace(/\|$/, "").split("|").map((c) => c.trim());
+}
+
+function startsBlock(line, next) {
+  return (
+    FENCE.test(line) || /^#{1,6}\s/.test(line) || /^\s*>/.test(line) || LIST_ITEM.test(line) ||
+    (line.includes("|") && next !== undefined && TABLE_SEP.test(next))
+  );
+}
+
+function list(lines, i, firstLine, ctx) {
+  const root = { children: [], indent: -1 };
+  const stack = [root];
+  let n = i;
+  while (n < lines.length) {
+    const m = LIST_ITEM.exec(lines[n]);
+    if (!m) {
+      if (lines[n].trim() && /^\s+/.test(lines[n]) && stack.length > 1) {
+        stack[stack.length - 1].text += " " + lines[n].trim();
+        n += 1;
+        continue;
+      }
+      break;
+    }
+    const indent = m[1].replace(/\t/g, "    ").length;
+    while (stack.length > 1 && indent <= stack[stack.length - 1].indent) stack.pop();
+    const item = { indent, ordered: /\d/.test(m[2]), text: m[3], children: [], line: firstLine + n - i };
+    stack[stack.length - 1].children.push(item);
+    stack.push(item);
+    n += 1;
+  }
+  const build = (items) => {
+    const el = h(items[0].ordered ? "ol" : "ul", {});
+    for (const item of items) {
+      const li = h("li", { dataset: { line: item.line } });
+      const task = /^\[([ xX])\]\s+(.*)$/.exec(item.text);
+      if (task) li.append(h("input", { type: "checkbox", disabled: true, checked: task[1] !== " " }), " ");
+      li.append(lineContent(task ? task[2] : item.text, ctx));
+      if (item.children.length) li.append(build(item.children));
+      el.append(li);
+    }
+    return el;
+  };
+  return { el: build(root.children), next: n };
+}
+
+// The blocks of `text` (a note body whose first line is line `firstLine` of the file).
+export function render(text, ctx, firstLine = 1) {
+  const out = document.createDocumentFragment();
+  const lines = text.replace(/\r\n?/g, "\n").split("\n");
+  let i = 0;
+  while (i < lines.length) {
+    const line = lines[i];
+    const at = { dataset: { line: firstLine + i } };
+    if (!line.trim()) {
+      i += 1;
+      continue;
+    }
+    const fence = FENCE.exec(line);
+    if (fence) {
+      const body = [];
+      i += 1;
+      while (i < lines.length && !lines[i].trim().startsWith(fence[1])) body.push(lines[i++]);
+      i += 1;
+      out.append(h("pre", at, h("code", {}, body.join("\n"))));
+      continue;
+    }
+    const heading = /^(#{1,6})\s+(.*?)\s*#*\s*$/.exec(line);
+    if (heading) {
+      out.append(h("h" + heading[1].length, at, inline(heading[2], ctx)));
+      i += 1;
+      continue;
+    }
+    if (/^\s*([-*_])(\s*\1){2,}\s*$/.test(line)) {
+      out.append(h("hr", at));
+      i += 1;
+      continue;
+    }
+    if (/^\s*>/.test(line)) {
+      const quoted = [];
+      while (i < lines.length && /^\s*>/.test(lines[i])) quoted.push(lines[i++].replace(/^\s*>\s?/, ""));
+      out.append(h("blockquote", at, render(quoted.join("\n"), ctx, at.dataset.line)));
+      continue;
+    }
+    if (line.includes("|") && i + 1 < lines.length && TABLE_SEP.test(lines[i + 1])) {
+      const table = h("table", at);
+      table.append(h("thead", {}, h("tr", {}, cells(line).map((c) => h("th", {}, inline(c, ctx))))));
+      const body = h("tbody", {});
+      i += 2;
+      while (i < lines.length && lines[i].includes("|") && lines[i].trim()) {
+        body.append(h("tr", {}, cells(lines[i++]).map((c) => h("td", {}, inline(c, ctx)))));
+      }
+      table.append(body);
+      out.append(h("div", { class: "table-wrap" }, table));
+      continue;
+    }
+    if (LIST_ITEM.test(line)) {
+      const { el, next } = list(lines, i, firstLine + i, ctx);
+      out.append(el);
+      i = next;
+      continue;
+    }
+    const para = h("p", at);
+    let first = true;
+    while (i < lines.length && lines[i].trim() && (first || !startsBlock(lines[i], lines[i + 1]))) {
+      if (!first) para.append(PREDICATE.test(lines[i]) ? h("br") : " ");
+      para.append(lineContent(lines[i].trim(), ctx));
+      first = false;
+      i += 1;
+    }
+    out.append(para);
+  }
+  return out;
+}
+
+// Front matter split off the top of a note: [yamlText | null, body, the body's first line number].
+export function splitFrontMatter(text) {
+  const m = /^---\r?\n([\s\S]*?)\r?\n---[ \t]*(\r?\n|$)/.exec(text);
+  if (!m) return [null, text, 1];
+  return [m[1], text.slice(m[0].length), m[0].split("\n").length];
+}
