@@ -11,7 +11,9 @@ from reme import ReMe
 from reme.llm.testing.fake_openai import FakeOpenAI
 from reme.service.doctor import doctor
 
-PING = [{"tool": "ping"}, {"output": {"word": "pong"}}]
+PONG = {"output": {"word": "pong"}}
+# the tool round trip (a call, then the answer after it), then native and prompted structured output
+PROBE = [{"tool": "ping"}, {"text": "pong"}, PONG, PONG]
 
 
 @pytest.fixture(autouse=True)
@@ -58,7 +60,7 @@ def test_index_and_llm_output_modes(tmp_path, capsys):
     workspace = tmp_path / "ws"
     made_workspace(workspace)
     (workspace / "digest" / "wiki" / "wind.md").write_text("Wind power.\n", encoding="utf-8")
-    server = FakeOpenAI(PING * 2, refuse_tool_choice=True)
+    server = FakeOpenAI(PROBE, refuse_tool_choice=True)
     try:
         llm = {"components.llm.model": "fake-model", "components.llm.base_url": server.base_url}
         status, areas = run_doctor(capsys, workspace_dir=str(workspace), **llm)
@@ -71,7 +73,14 @@ def test_index_and_llm_output_modes(tmp_path, capsys):
     assert modes["status"] == "warn"
     assert modes["detail"].startswith("chat: output modes that work: native, prompted; tool failed (")
     assert modes["fix"].startswith("set LLM_OUTPUT_MODE=native")
-    assert [r.get("tool_choice") for r in server.requests][0] == "required"
+    trip = next(check for check in areas["llm"] if "tool round trip" in check["detail"])
+    assert trip["status"] == "ok"
+    # the round trip (auto, auto), then tool (refused once, not retried), native, prompted
+    assert [r.get("tool_choice") for r in server.requests] == ["auto", "auto", "required", None, None]
+    assert server.statuses == [200, 200, 500, 200, 200]
+    assert server.requests[1]["messages"][-2]["content"] == ""  # the tool-call message: "" not null
+    remembered = json.loads((workspace / "metadata" / "llm_output_modes.json").read_text(encoding="utf-8"))
+    assert remembered[f"openai {server.base_url}"]["mode"] == "prompted"
 
 
 def test_an_unreachable_llm_is_a_problem(tmp_path, capsys):

@@ -20,6 +20,8 @@ import anyio.to_thread
 from reme.app.config import ConfigError
 from reme.app.registry import STEPS, step_settings
 from reme.errors import ReMeError
+from reme.llm import budget as llm_budget
+from reme.llm.attempts import reported
 from reme.llm.tools import ToolSpec
 
 if TYPE_CHECKING:
@@ -322,12 +324,13 @@ async def run_steps(
     """Run the steps on parameters `validate_params` already accepted; always return a Response."""
     ctx = JobContext(app=app, job=job, params=checked, _emit=emit)
     try:
-        for step in job.steps:
-            fn = STEPS.get(step.backend)
-            if inspect.iscoroutinefunction(fn):
-                await fn(ctx, **step.settings)
-            else:
-                await anyio.to_thread.run_sync(partial(fn, ctx, **step.settings))
+        with llm_budget.job_run():  # the model requests of this run share one wall-clock budget
+            for step in job.steps:
+                fn = STEPS.get(step.backend)
+                if inspect.iscoroutinefunction(fn):
+                    await fn(ctx, **step.settings)
+                else:
+                    await anyio.to_thread.run_sync(partial(fn, ctx, **step.settings))
         response = ctx.response
     except ReMeError as exc:
         response = Response(False, exc.message, {**ctx.response.metadata, **exc.metadata})
@@ -337,5 +340,5 @@ async def run_steps(
         log.exception("job %s failed", job.name)
         response = Response(False, f"{type(exc).__name__}: {exc}", dict(ctx.response.metadata))
     if ctx.usage:
-        response.metadata.setdefault("usage", dict(ctx.usage))
+        response.metadata.setdefault("usage", reported(ctx.usage))
     return response
