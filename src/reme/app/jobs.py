@@ -340,5 +340,7 @@ async def run_steps(
         log.exception("job %s failed", job.name)
         response = Response(False, f"{type(exc).__name__}: {exc}", dict(ctx.response.metadata))
     if ctx.usage:
-        response.metadata.setdefault("usage", reported(ctx.usage))
+        response.metadata.setdefault("usage", dict(ctx.usage))
+    if isinstance(response.metadata.get("usage"), dict):
+        response.metadata["usage"] = reported(response.metadata["usage"])
     return response
