@@ -103,3 +103,46 @@ def test_doctor_names_the_running_service(reme_service, run_reme, tmp_path):
     assert f"http service on {service.url} (pid {service.info['pid']}) serves this workspace" in result.stdout
     assert "  ok    ready in the service (1 files, 2 chunks)" in result.stdout  # digest/_buckets.md
     assert "llm\n  warn  chat: not configured, set LLM_MODEL" in result.stdout
+
+
+class RefusesToolResults(FakeOpenAI):
+    """A server that takes a tool call but refuses the turn that carries its result, with a long reason."""
+
+    CAUSE = "('body', 'messages', 2, 'content') Input should be a valid string"
+
+    def refusal(self, body):
+        if any(m.get("role") == "tool" for m in body.get("messages", [])):
+            self.record(body, 500)
+            message = "3 validation errors:\n" + "  x" * 150 + f"\n  {self.CAUSE}"
+            return 500, {"error": {"message": message, "type": "internal_server_error"}}
+        return super().refusal(body)
+
+
+def test_doctor_names_the_failing_step_of_the_tool_round_trip_and_quotes_the_reason(tmp_path, capsys):
+    server = RefusesToolResults([{"tool": "ping"}, PONG, PONG, PONG])
+    try:
+        llm = {"components.llm.model": "fake-model", "components.llm.base_url": server.base_url}
+        status, areas = run_doctor(capsys, workspace_dir=str(tmp_path / "ws"), **llm)
+    finally:
+        server.close()
+    trip = next(check for check in areas["llm"] if "tool round trip" in check["detail"])
+    assert status == 1 and trip["status"] == "fail"
+    assert trip["detail"].startswith("chat: tool round trip failed at the turn after the tool call: HTTP 500: ")
+    assert RefusesToolResults.CAUSE in trip["detail"]  # past the first 300 characters of the body
+    assert "tool's result" in trip["fix"]
+    assert server.statuses[:2] == [200, 500]  # the call, then the refused turn, not retried
+
+
+def test_doctor_says_when_the_model_never_calls_the_tool(tmp_path, capsys):
+    server = FakeOpenAI([{"tool": "ping"}, PONG, PONG, PONG], profile="llama-cpp-template")
+    try:
+        llm = {"components.llm.model": "fake-model", "components.llm.base_url": server.base_url}
+        status, areas = run_doctor(capsys, workspace_dir=str(tmp_path / "ws"), **llm)
+    finally:
+        server.close()
+    trip = next(check for check in areas["llm"] if "tool round trip" in check["detail"])
+    assert status == 1
+    assert trip["detail"] == (
+        "chat: tool round trip failed at the tool call: the model answered without calling the tool"
+    )
+    assert "chatml-function-calling" in trip["fix"]
