@@ -127,7 +127,9 @@ def test_doctor_names_the_failing_step_of_the_tool_round_trip_and_quotes_the_rea
         server.close()
     trip = next(check for check in areas["llm"] if "tool round trip" in check["detail"])
     assert status == 1 and trip["status"] == "fail"
-    assert trip["detail"].startswith("chat: tool round trip failed at the turn after the tool call: HTTP 500: ")
+    assert trip["detail"].startswith(
+        "chat: tool round trip failed at the turn after the tool call: HTTP 500: "
+    )
     assert RefusesToolResults.CAUSE in trip["detail"]  # past the first 300 characters of the body
     assert "tool's result" in trip["fix"]
     assert server.statuses[:2] == [200, 500]  # the call, then the refused turn, not retried
