@@ -169,7 +169,8 @@ def _failure_message(exc: BaseException, settings: ModelSettings, sent: int, bud
         )
     if isinstance(exc, UnexpectedModelBehavior):
         detail = " ".join(str(exc).split())[:MAX_REASON_CHARS]
-        return f"LLM reply stayed invalid ({asked}, {settings.output_retries} output retries): {detail}"
+        retried = f", {settings.output_retries} output retries" if settings.output_retries else ""
+        return f"LLM reply stayed invalid ({asked}{retried}): {detail}"
     return f"LLM run failed ({asked}): {type(exc).__name__}: {' '.join(str(exc).split())[:MAX_REASON_CHARS]}"
 
 
