@@ -174,7 +174,8 @@ def assert_wire(server: FakeOpenAI) -> None:
     """What every request looked like on the wire, whatever the profile."""
     assert server.requests, "the pipeline asked no model"
     for request in server.requests:
-        assert request.get("max_tokens") in (2048, 4096), request.keys()  # the field every local server reads
+        # the limit this server applies: llama-cpp-python reads only `max_tokens` (else it writes until n_ctx)
+        assert server.profile.max_tokens(request) in (2048, 4096), request.keys()
         for message in request["messages"]:
             assert message.get("content") is not None, message  # "" for a tool-call message, never null
             assert None not in message.values(), message
