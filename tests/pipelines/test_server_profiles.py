@@ -247,3 +247,17 @@ def test_profiles_cover_the_measured_refusals() -> None:
     assert "('body', 'messages', 1, 'ChatCompletionRequestAssistantMessage', 'content')" in message
     assert message.index("Input should be a valid string") > 300  # past where the old answer cut it
     assert schema.status_code == 500 and "Input should be 'text' or 'json_object'" in schema.text
+
+
+async def test_a_template_without_tools_still_answers_in_json_in_prompted_mode(make_app: MakeApp) -> None:
+    """What `reme doctor` then suggests: a pipeline that needs no tool completes there in `prompted`."""
+    scenario = SCENARIOS["proactive_refresh"]
+    server = FakeOpenAI(scenario.script, profile="llama-cpp-template")
+    try:
+        app = await make_app(**served_by(server, output_mode="prompted"))
+        response = await scenario.run(app)
+    finally:
+        server.close()
+    assert response.success, response.answer
+    scenario.done(app, response)
+    assert server.statuses == [200, 200, 200] and all("tool_choice" not in r for r in server.requests)

@@ -17,7 +17,8 @@ can reply (a server whose chat template has no tools can only answer text) and h
   tools): the same validation, `tool_choice: "required"` ignored, tools never called unless
   `tool_choice` names one; a reply the script makes a tool call comes back as text.
 - `ollama`: Ollama's `/v1`: accepts nulls and JSON-schema formats, ignores `tool_choice`,
-  answers tool calls with `finish_reason: "stop"`, streams usage only when asked.
+  may end a tool-call reply with `finish_reason: "stop"` (as some versions do; the profile always
+  does, the harder case), streams usage only when asked.
 """
 
 from __future__ import annotations
