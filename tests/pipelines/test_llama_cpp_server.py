@@ -16,7 +16,10 @@ from tests.pipelines.test_auto_memory import TRIP
 
 from reme.llm.testing import llama_server
 
-pytestmark = pytest.mark.skipif(llama_server.missing() is not None, reason=llama_server.missing() or "")
+pytestmark = [
+    pytest.mark.skipif(llama_server.missing() is not None, reason=llama_server.missing() or ""),
+    pytest.mark.timeout(1800),  # a CPU model: minutes per job run (its budget is 900 s)
+]
 
 
 @pytest.fixture(scope="module")
