@@ -38,7 +38,7 @@ async def one_run(
         "base_url": server.base_url,
         "timeout": 300,
         "max_retries": 1,
-        "max_tokens": 256,
+        "max_tokens": 1024,
         "run_budget": 900,
     }
     before = len(server.statuses)
@@ -64,7 +64,7 @@ async def one_run(
 
 
 async def bench(chat_format: str | None) -> list[dict[str, Any]]:
-    server = llama_server.LlamaServer(chat_format=chat_format)
+    server = llama_server.LlamaServer(chat_format=chat_format, n_ctx=8192)
     rows = []
     try:
         server.wait_ready()

@@ -222,3 +222,19 @@ async def test_text_runs_never_fall_back(fake_server: FakeOpenAI) -> None:
     with pytest.raises(AgentFailed) as failed:
         await run(fake_server, settings_for(fake_server, max_retries=1), output_type=str)
     assert len(fake_server.requests) == 2 and failed.value.usage["requests"] == 2
+
+
+async def test_a_mode_the_server_took_is_remembered_even_when_the_run_fails_later() -> None:
+    """The measured case: the prompted run outgrew the server's context (HTTP 400) after answers."""
+    from reme.llm import output_modes
+
+    script = [{"tool": "read", "args": {"path": "notes/a.md"}}, {"fault": "http", "status": 400}]
+    server = FakeOpenAI(script, refuse_tool_choice=True)
+    try:
+        settings = settings_for(server, max_retries=2)
+        with pytest.raises(AgentFailed, match=r"HTTP 400 \(3 requests sent\)"):
+            await run(server, settings)
+        assert server.statuses == [500, 200, 400]  # neither the refusal nor the 400 is retried
+        assert output_modes.mode_for(settings) == "prompted"
+    finally:
+        server.close()

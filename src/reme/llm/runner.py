@@ -253,6 +253,8 @@ async def run_agent(
             try:
                 result = await run(fallback, budget.remaining(settings.run_budget))
             except Exception as retry_exc:
+                if usage.requests:  # the server took the fallback mode, though the run failed later
+                    output_modes.remember(settings, fallback, _refusal_reason(exc))
                 raise spent(retry_exc) from retry_exc
             output_modes.remember(settings, fallback, _refusal_reason(exc))
             mode = fallback
