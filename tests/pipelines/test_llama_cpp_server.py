@@ -38,7 +38,7 @@ def settings(server: llama_server.LlamaServer) -> dict[str, object]:
         "base_url": server.base_url,
         "timeout": 300,
         "max_retries": 1,
-        "max_tokens": 256,
+        "max_tokens": 1024,
         "run_budget": 900,
     }
     return {f"components.llm.{k}": v for k, v in values.items()}

@@ -65,7 +65,7 @@ def _free_port() -> int:
 class LlamaServer:
     """`python -m llama_cpp.server` on SmolLM2, until `close()`; `statuses` as its access log shows them."""
 
-    def __init__(self, chat_format: str | None = "chatml-function-calling", n_ctx: int = 4096) -> None:
+    def __init__(self, chat_format: str | None = "chatml-function-calling", n_ctx: int = 8192) -> None:
         model = model_path()
         if model is None:
             raise RuntimeError(missing() or "no model")
