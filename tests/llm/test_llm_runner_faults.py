@@ -110,11 +110,12 @@ async def test_paths_outside_the_allow_list_are_refused(fake_server: FakeOpenAI)
     assert "Additional properties are not allowed" in replies[3]
 
 
-# A 500 at the first request may be a server refusing `tool_choice` (llama.cpp): one fallback run.
-@pytest.mark.parametrize(("status", "sent"), [(429, 3), (500, 6)])
+# A 500 whose body is no validation error is a passing fault: retried, and no output-mode fallback.
+@pytest.mark.parametrize(("status", "sent"), [(429, 3), (500, 3)])
 async def test_http_errors_are_retried_then_reported(fake_server: FakeOpenAI, status: int, sent: int) -> None:
     fake_server.set_script([{"fault": "http", "status": status}])
-    with pytest.raises(AgentFailed, match=f"LLM request failed after 2 retries.*{status}") as failed:
+    match = f"LLM request failed: the server answered HTTP {status} \\({sent} requests sent\\): injected"
+    with pytest.raises(AgentFailed, match=match) as failed:
         await run(fake_server, settings_for(fake_server, max_retries=2))
     assert len(fake_server.requests) == sent
     assert failed.value.usage["requests"] == sent  # every attempt is counted, though none succeeded
@@ -129,7 +130,7 @@ async def test_recovers_when_a_retry_succeeds(fake_server: FakeOpenAI) -> None:
 async def test_slow_replies_time_out_and_are_retried(fake_server: FakeOpenAI) -> None:
     fake_server.set_script([{"fault": "slow", "seconds": 1.0}])
     started = time.monotonic()
-    with pytest.raises(AgentFailed, match="LLM request failed after 1 retries.*Timeout"):
+    with pytest.raises(AgentFailed, match=r"no answer within 0.25 s \(2 requests sent\)"):
         await run(fake_server, settings_for(fake_server, timeout=0.25, max_retries=1))
     assert len(fake_server.requests) == 2
     assert time.monotonic() - started < 5
@@ -138,7 +139,7 @@ async def test_slow_replies_time_out_and_are_retried(fake_server: FakeOpenAI) ->
 async def test_malformed_tool_json_is_retried_then_reported(fake_server: FakeOpenAI) -> None:
     fake_server.set_script([{"fault": "bad_tool_json", "tool": "write"}])
     jobs = JobLog()
-    with pytest.raises(AgentFailed, match="stayed invalid after 2 retries") as failure:
+    with pytest.raises(AgentFailed, match=r"stayed invalid \(3 requests sent, 2 output retries\)") as failure:
         await run(fake_server, settings_for(fake_server, output_retries=2), jobs)
     assert len(fake_server.requests) == 3 and jobs.calls == []
     assert failure.value.usage["requests"] == 3
@@ -150,7 +151,7 @@ async def test_replies_ignoring_the_schema_are_retried_then_reported(
     fake_server: FakeOpenAI, entry: dict
 ) -> None:
     fake_server.set_script([entry])
-    with pytest.raises(AgentFailed, match="stayed invalid after 1 retries"):
+    with pytest.raises(AgentFailed, match=r"stayed invalid \(2 requests sent, 1 output retries\)"):
         await run(fake_server, settings_for(fake_server, output_retries=1))
     assert len(fake_server.requests) == 2
 
@@ -221,3 +222,19 @@ async def test_text_runs_never_fall_back(fake_server: FakeOpenAI) -> None:
     with pytest.raises(AgentFailed) as failed:
         await run(fake_server, settings_for(fake_server, max_retries=1), output_type=str)
     assert len(fake_server.requests) == 2 and failed.value.usage["requests"] == 2
+
+
+async def test_a_mode_the_server_took_is_remembered_even_when_the_run_fails_later() -> None:
+    """The measured case: the prompted run outgrew the server's context (HTTP 400) after answers."""
+    from reme.llm import output_modes
+
+    script = [{"tool": "read", "args": {"path": "notes/a.md"}}, {"fault": "http", "status": 400}]
+    server = FakeOpenAI(script, refuse_tool_choice=True)
+    try:
+        settings = settings_for(server, max_retries=2)
+        with pytest.raises(AgentFailed, match=r"HTTP 400 \(3 requests sent\)"):
+            await run(server, settings)
+        assert server.statuses == [500, 200, 400]  # neither the refusal nor the 400 is retried
+        assert output_modes.mode_for(settings) == "prompted"
+    finally:
+        server.close()

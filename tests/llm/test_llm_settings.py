@@ -94,3 +94,31 @@ def test_output_mode_is_checked_and_per_role() -> None:
         resolve_settings({"model": "m", "output_mode": "json"})
     with pytest.raises(ValueError, match="components.llm.memory.output_mode"):
         resolve_settings({"model": "m", "memory": {"output_mode": "x"}}, "memory")
+
+
+def test_max_tokens_per_role_with_defaults_that_fit_their_output() -> None:
+    assert resolve_settings({"model": "m"}, "chat").max_tokens == 2048
+    assert resolve_settings({"model": "m"}, "memory").max_tokens == 4096
+    shared = {"model": "m", "max_tokens": 1000, "memory": {"max_tokens": 3000}}
+    assert resolve_settings(shared, "chat").max_tokens == 1000
+    assert resolve_settings(shared, "memory").max_tokens == 3000
+    with pytest.raises(ValueError, match="components.llm.memory.max_tokens must be a number of at least 1"):
+        resolve_settings({"model": "m", "memory": {"max_tokens": 0}}, "memory")
+    with pytest.raises(ValueError, match="components.llm.run_budget"):
+        resolve_settings({"model": "m", "run_budget": "soon"})
+
+
+def test_a_pipeline_may_lower_the_limits_never_raise_them() -> None:
+    settings = resolve_settings({"model": "m", "timeout": 30, "max_tokens": 500})
+    assert settings.lowered(timeout=300, max_tokens=9000) == settings
+    lower = settings.lowered(timeout=5, max_tokens=100)
+    assert (lower.timeout, lower.max_tokens) == (5.0, 100)
+
+
+def test_every_request_carries_the_output_limit() -> None:
+    from reme.llm.providers import request_settings
+
+    settings = resolve_settings(
+        {"model": "m", "base_url": "http://x/v1", "memory": {"max_tokens": 777}}, "memory"
+    )
+    assert request_settings(settings)["max_tokens"] == 777

@@ -87,9 +87,9 @@ async def test_each_fault_ends_in_bounded_retries_and_a_clear_failure(
     assert "conversation saved to session/dialog/trip-1.jsonl" in response.answer
     assert "left unchanged and pending" in response.answer
     expected = (
-        "LLM request failed after 1 retries"
+        "LLM request failed"
         if fault["fault"] in ("http", "slow")
-        else "stayed invalid after 1 retries"
+        else "LLM reply stayed invalid (3 requests sent, 1 output retries)"
     )
     assert expected in response.answer
     assert len(fake_server.requests) == 3  # the write turn, then the fault and one retry

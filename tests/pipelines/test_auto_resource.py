@@ -208,7 +208,7 @@ async def test_model_failures_leave_no_new_card_and_old_cards_untouched(
     ]
     fake_server.set_script(broken)
     failed = await app.run("auto_resource", paths=["resource/2026-06-01/report.md"])
-    assert not failed.success and "not processed: LLM request failed after 1 retries" in failed.answer
+    assert not failed.success and "not processed: LLM request failed: the server answered HTTP 500 (3 requests sent)" in failed.answer
     assert not (app.workspace_dir / card_path).exists()
     fake_server.set_script(
         [

@@ -11,7 +11,9 @@ from reme import ReMe
 from reme.llm.testing.fake_openai import FakeOpenAI
 from reme.service.doctor import doctor
 
-PING = [{"tool": "ping"}, {"output": {"word": "pong"}}]
+PONG = {"output": {"word": "pong"}}
+# the tool round trip (a call, then the answer after it), then native and prompted structured output
+PROBE = [{"tool": "ping"}, {"text": "pong"}, PONG, PONG]
 
 
 @pytest.fixture(autouse=True)
@@ -58,7 +60,7 @@ def test_index_and_llm_output_modes(tmp_path, capsys):
     workspace = tmp_path / "ws"
     made_workspace(workspace)
     (workspace / "digest" / "wiki" / "wind.md").write_text("Wind power.\n", encoding="utf-8")
-    server = FakeOpenAI(PING * 2, refuse_tool_choice=True)
+    server = FakeOpenAI(PROBE, refuse_tool_choice=True)
     try:
         llm = {"components.llm.model": "fake-model", "components.llm.base_url": server.base_url}
         status, areas = run_doctor(capsys, workspace_dir=str(workspace), **llm)
@@ -71,7 +73,14 @@ def test_index_and_llm_output_modes(tmp_path, capsys):
     assert modes["status"] == "warn"
     assert modes["detail"].startswith("chat: output modes that work: native, prompted; tool failed (")
     assert modes["fix"].startswith("set LLM_OUTPUT_MODE=native")
-    assert [r.get("tool_choice") for r in server.requests][0] == "required"
+    trip = next(check for check in areas["llm"] if "tool round trip" in check["detail"])
+    assert trip["status"] == "ok"
+    # the round trip (auto, auto), then tool (refused once, not retried), native, prompted
+    assert [r.get("tool_choice") for r in server.requests] == ["auto", "auto", "required", None, None]
+    assert server.statuses == [200, 200, 500, 200, 200]
+    assert server.requests[1]["messages"][-2]["content"] == ""  # the tool-call message: "" not null
+    remembered = json.loads((workspace / "metadata" / "llm_output_modes.json").read_text(encoding="utf-8"))
+    assert remembered[f"openai {server.base_url}"]["mode"] == "prompted"
 
 
 def test_an_unreachable_llm_is_a_problem(tmp_path, capsys):
@@ -94,3 +103,48 @@ def test_doctor_names_the_running_service(reme_service, run_reme, tmp_path):
     assert f"http service on {service.url} (pid {service.info['pid']}) serves this workspace" in result.stdout
     assert "  ok    ready in the service (1 files, 2 chunks)" in result.stdout  # digest/_buckets.md
     assert "llm\n  warn  chat: not configured, set LLM_MODEL" in result.stdout
+
+
+class RefusesToolResults(FakeOpenAI):
+    """A server that takes a tool call but refuses the turn that carries its result, with a long reason."""
+
+    CAUSE = "('body', 'messages', 2, 'content') Input should be a valid string"
+
+    def refusal(self, body):
+        if any(m.get("role") == "tool" for m in body.get("messages", [])):
+            self.record(body, 500)
+            message = "3 validation errors:\n" + "  x" * 150 + f"\n  {self.CAUSE}"
+            return 500, {"error": {"message": message, "type": "internal_server_error"}}
+        return super().refusal(body)
+
+
+def test_doctor_names_the_failing_step_of_the_tool_round_trip_and_quotes_the_reason(tmp_path, capsys):
+    server = RefusesToolResults([{"tool": "ping"}, PONG, PONG, PONG])
+    try:
+        llm = {"components.llm.model": "fake-model", "components.llm.base_url": server.base_url}
+        status, areas = run_doctor(capsys, workspace_dir=str(tmp_path / "ws"), **llm)
+    finally:
+        server.close()
+    trip = next(check for check in areas["llm"] if "tool round trip" in check["detail"])
+    assert status == 1 and trip["status"] == "fail"
+    assert trip["detail"].startswith(
+        "chat: tool round trip failed at the turn after the tool call: HTTP 500: "
+    )
+    assert RefusesToolResults.CAUSE in trip["detail"]  # past the first 300 characters of the body
+    assert "tool's result" in trip["fix"]
+    assert server.statuses[:2] == [200, 500]  # the call, then the refused turn, not retried
+
+
+def test_doctor_says_when_the_model_never_calls_the_tool(tmp_path, capsys):
+    server = FakeOpenAI([{"tool": "ping"}, PONG, PONG, PONG], profile="llama-cpp-template")
+    try:
+        llm = {"components.llm.model": "fake-model", "components.llm.base_url": server.base_url}
+        status, areas = run_doctor(capsys, workspace_dir=str(tmp_path / "ws"), **llm)
+    finally:
+        server.close()
+    trip = next(check for check in areas["llm"] if "tool round trip" in check["detail"])
+    assert status == 1
+    assert trip["detail"] == (
+        "chat: tool round trip failed at the tool call: the model answered without calling the tool"
+    )
+    assert "chatml-function-calling" in trip["fix"]

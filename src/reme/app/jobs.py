@@ -20,6 +20,8 @@ import anyio.to_thread
 from reme.app.config import ConfigError
 from reme.app.registry import STEPS, step_settings
 from reme.errors import ReMeError
+from reme.llm import budget as llm_budget
+from reme.llm.attempts import reported
 from reme.llm.tools import ToolSpec
 from reme.workspace.write_log import running
 
@@ -323,7 +325,7 @@ async def run_steps(
     """Run the steps on parameters `validate_params` already accepted; always return a Response."""
     ctx = JobContext(app=app, job=job, params=checked, _emit=emit)
     try:
-        with running(job.name):  # files written meanwhile are this job's, for sync's commits
+        with running(job.name), llm_budget.job_run():  # files written are this job's (sync); model requests share one budget
             for step in job.steps:
                 fn = STEPS.get(step.backend)
                 if inspect.iscoroutinefunction(fn):
@@ -340,4 +342,6 @@ async def run_steps(
         response = Response(False, f"{type(exc).__name__}: {exc}", dict(ctx.response.metadata))
     if ctx.usage:
         response.metadata.setdefault("usage", dict(ctx.usage))
+    if isinstance(response.metadata.get("usage"), dict):
+        response.metadata["usage"] = reported(response.metadata["usage"])
     return response

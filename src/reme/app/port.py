@@ -15,6 +15,7 @@ import stat
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 SYNC_BATCH = 200  # paths per index update of a batch save
+OUTPUT_MODES_STATE = "llm_output_modes"  # metadata/<this>.json: the output mode each endpoint and model takes
 _LOCKS: WeakKeyDictionary[Any, dict[str, asyncio.Lock]] = WeakKeyDictionary()
 
 
@@ -306,6 +308,7 @@ class AppPort:
             raise LLMUnavailable(f"invalid LLM setting: {invalid} (see docs/llm.md)") from None
         if missing:
             raise LLMUnavailable(f"no LLM configured: set {missing} (see docs/llm.md)")
+        settings = replace(settings, modes_file=str(self._state_path(OUTPUT_MODES_STATE)))
         return ModelHandle(settings, lambda variables: llm.model(role, variables))
 
 

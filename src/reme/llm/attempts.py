@@ -38,3 +38,11 @@ def counting() -> Iterator[list[int]]:
         yield counter
     finally:
         _current.reset(token)
+
+
+def reported(usage: dict[str, Any]) -> dict[str, Any]:
+    """Summed usage as shown to the user: tokens no reply reported are "not reported", not 0."""
+    shown: dict[str, Any] = dict(usage)
+    if usage.get("replies_without_usage") and not (usage.get("input_tokens") or usage.get("output_tokens")):
+        shown["input_tokens"] = shown["output_tokens"] = "not reported"
+    return shown

@@ -1,7 +1,10 @@
-"""Probing an LLM endpoint: is it there, does it take the key, which output modes does it accept.
+"""Probing an LLM endpoint: is it there, does it take the key, does a tool round trip work, which
+output modes does it accept.
 
 `health_check` asks only whether the endpoint answers (`GET /models`, a few seconds at most);
-`reme doctor` also runs a one-line agent per output mode, with one tool, to see what works.
+`reme doctor` also runs a whole tool round trip (a tool call and the turn that carries its result,
+where llama-cpp-python once refused a null `content`) and a one-field structured answer per
+output mode, and says which step failed, quoting the server.
 """
 
 from __future__ import annotations
@@ -40,20 +43,81 @@ async def unreachable(settings: ModelSettings, timeout: float = REACH_TIMEOUT_S)
     return None  # any other answer (even 404 for servers without /models): something serves there
 
 
-@dataclass(frozen=True)
-class ModeReport:
-    """One output mode tried on the endpoint: did a structured answer come back, was the tool called."""
+PROBE_MAX_TOKENS = 256  # the probe's answers are a word; a server given no limit may write for minutes
+REASON_CHARS = 1000  # of the server's reason in a doctor report
 
-    mode: str
-    works: bool
+
+@dataclass(frozen=True)
+class RoundTrip:
+    """A tool round trip: did the model call the tool, did the server take the turn after it.
+
+    `failed_step` is None when both worked, else `tool call` (the first request, or the model
+    answered without calling the tool) or `turn after the tool call` (the request that carries
+    the tool's result); `error` quotes the server.
+    """
+
     tool_called: bool
+    failed_step: str | None = None
     error: str | None = None
 
 
+@dataclass(frozen=True)
+class ModeReport:
+    """One output mode tried on the endpoint: did a structured answer come back."""
+
+    mode: str
+    works: bool
+    error: str | None = None
+
+
+def _quick(settings: ModelSettings) -> ModelSettings:
+    return replace(settings.lowered(max_tokens=PROBE_MAX_TOKENS), max_retries=0)
+
+
+def describe_error(exc: BaseException) -> str:
+    """An exception as a doctor quotes it: the HTTP status and the server's whole reason, bounded."""
+    from pydantic_ai.exceptions import ModelHTTPError
+
+    from reme.llm import wire
+
+    if isinstance(exc, ModelHTTPError):
+        return f"HTTP {exc.status_code}: {wire.reason(exc.body, REASON_CHARS)}"
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:REASON_CHARS]
+
+
+async def probe_round_trip(model: Any, settings: ModelSettings) -> RoundTrip:
+    """Ask for one call of a `ping` tool and an answer after it (text output, `tool_choice: auto`)."""
+    from pydantic_ai import Agent, Tool, capture_run_messages
+    from pydantic_ai.messages import ModelResponse, ToolCallPart
+    from pydantic_ai.usage import UsageLimits
+
+    from reme.llm.providers import request_settings
+
+    called: list[bool] = []
+    agent = Agent(model, tools=[Tool(_ping(called))], retries=1)
+    with capture_run_messages() as messages:
+        try:
+            await agent.run(  # type: ignore[call-overload]  # model settings are a plain dict here
+                "Call the ping tool once, then answer with the word it returned.",
+                model_settings=request_settings(_quick(settings)),
+                usage_limits=UsageLimits(request_limit=PROBE_STEPS),
+            )
+            error = None
+        except Exception as exc:
+            error = describe_error(exc)
+    replies = [m for m in messages if isinstance(m, ModelResponse)]
+    calls = any(isinstance(part, ToolCallPart) for reply in replies for part in reply.parts)
+    if not called and error is None:
+        return RoundTrip(False, "tool call", "the model answered without calling the tool")
+    if error is None:
+        return RoundTrip(True)
+    return RoundTrip(bool(called), "turn after the tool call" if calls else "tool call", error)
+
+
 async def probe_output_modes(model: Any, settings: ModelSettings) -> list[ModeReport]:
-    """Run a one-line agent with one tool in each output mode (a few short requests each)."""
+    """Ask for a one-field structured answer in each output mode (one short request each, plus one retry)."""
     from pydantic import BaseModel
-    from pydantic_ai import Agent, Tool
+    from pydantic_ai import Agent
     from pydantic_ai.usage import UsageLimits
 
     from reme.llm.output_modes import output_spec
@@ -62,20 +126,18 @@ async def probe_output_modes(model: Any, settings: ModelSettings) -> list[ModeRe
     class Answer(BaseModel):
         word: str
 
-    quick = replace(settings, max_retries=0)
     reports = []
     for mode in OUTPUT_MODES:
-        called: list[bool] = []
-        agent = Agent(model, output_type=output_spec(Answer, mode), tools=[Tool(_ping(called))], retries=1)
+        agent = Agent(model, output_type=output_spec(Answer, mode), retries=1)
         try:
             result = await agent.run(  # type: ignore[call-overload]  # model settings are a plain dict here
-                "Call the ping tool once, then answer with the word it returned.",
-                model_settings=request_settings(quick),
+                "Answer with the word pong.",
+                model_settings=request_settings(_quick(settings)),
                 usage_limits=UsageLimits(request_limit=PROBE_STEPS),
             )
-            reports.append(ModeReport(mode, isinstance(result.output, Answer), bool(called)))
+            reports.append(ModeReport(mode, isinstance(result.output, Answer)))
         except Exception as exc:
-            reports.append(ModeReport(mode, False, bool(called), f"{type(exc).__name__}: {exc}"[:300]))
+            reports.append(ModeReport(mode, False, describe_error(exc)))
     return reports
 
 

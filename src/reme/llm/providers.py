@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from reme.llm import wire
 from reme.llm.attempts import watch
 from reme.llm.settings import ModelSettings
 
@@ -48,16 +49,23 @@ def build_model(settings: ModelSettings) -> Model:
 
 
 def _count_attempts(provider: Any) -> None:
-    """Count every HTTP request the provider's SDK sends (its retries too) in the run's usage.
+    """Count every HTTP request the provider's SDK sends (its retries too) in the run's usage, and
+    send them through `wire.CompatTransport` (requests every server accepts, final refusals not retried).
 
-    The hook goes on the HTTP client the provider built itself (kept, so the provider still closes
-    it); the SDK client keeps it in `_client`, which pydantic-ai itself relies on.
+    Both go on the HTTP client the provider built itself (kept, so the provider still closes it);
+    the SDK client keeps it in `_client`, which pydantic-ai itself relies on.
     """
-    watch(getattr(provider.client, "_client", None))
+    http_client = getattr(provider.client, "_client", None)
+    watch(http_client)
+    wire.install(http_client)
 
 
 def request_settings(settings: ModelSettings) -> dict[str, Any]:
-    """Per-request timeout and bounded transport retries (HTTP 408/409/429/5xx, timeouts)."""
+    """Per-request timeout, output-token limit and bounded transport retries (HTTP 408/409/429/5xx, timeouts)."""
     if settings.backend == "scripted":
         return {}
-    return {"timeout": settings.timeout, "max_retries": settings.max_retries}
+    return {
+        "timeout": settings.timeout,
+        "max_retries": settings.max_retries,
+        "max_tokens": settings.max_tokens,
+    }

@@ -4,19 +4,22 @@ Model failures are retried within bounds (transport retries in the provider clie
 and output-schema retries in the loop) and then raised as one `AgentFailed` with a readable message.
 Token usage is reported even when the run fails, and `requests` counts every HTTP request sent.
 Structured output uses the configured output mode; an endpoint that refuses it gets one fallback
-(see `output_modes`).
+(see `output_modes`). Every request is bounded by `settings.timeout` and every run by what is left
+of its job run's wall-clock budget (`budget`); a failure answer is one or two sentences quoting the
+server's reason, bounded (the whole body is in the log).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import AsyncIterable, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from reme.errors import ReMeError
-from reme.llm import output_modes
+from reme.llm import budget, output_modes, wire
 from reme.llm.attempts import counting
 from reme.llm.providers import request_settings
 from reme.llm.settings import ModelSettings
@@ -28,6 +31,7 @@ if TYPE_CHECKING:
 RunJob = Callable[..., Awaitable[Any]]  # `Application.run`: (job, **params) -> Response
 OnEvent = Callable[[dict[str, Any]], Awaitable[None]]
 MAX_TOOL_ANSWER_CHARS = 12_000
+MAX_REASON_CHARS = 300  # of the server's reason in a failure answer; the whole body goes to the log
 log = logging.getLogger(__name__)
 
 
@@ -55,14 +59,26 @@ class AgentResult:
     output_mode: str | None = None  # the mode structured output came back in (None for text)
 
 
-def usage_dict(usage: Any, sent: int = 0) -> dict[str, int]:
-    """Token and call counts; `requests` is the HTTP requests sent when they were counted (`sent`)."""
-    return {
+def usage_dict(usage: Any, sent: int = 0, messages: Sequence[Any] = ()) -> dict[str, int]:
+    """Token and call counts; `requests` is the HTTP requests sent when they were counted (`sent`).
+
+    `replies_without_usage` counts the replies (in `messages`) whose server reported no token usage
+    (llama-cpp-python streams none): their tokens are not in the totals, which are then a lower bound.
+    """
+    from pydantic_ai.messages import ModelResponse
+
+    unreported = sum(
+        1
+        for m in messages
+        if isinstance(m, ModelResponse) and not (m.usage.input_tokens or m.usage.output_tokens)
+    )
+    counts = {
         "input_tokens": int(usage.input_tokens or 0),
         "output_tokens": int(usage.output_tokens or 0),
         "requests": max(sent, int(usage.requests or 0)),
         "tool_calls": int(usage.tool_calls or 0),
     }
+    return {**counts, "replies_without_usage": unreported} if unreported else counts
 
 
 def _tool_reply(response: Any) -> str:
@@ -115,16 +131,47 @@ def _make_tool(
     return Tool.from_schema(call, spec.job, spec.description, spec.parameters, sequential=True)
 
 
-def _failure_message(exc: Exception, settings: ModelSettings) -> str:
-    from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior, UsageLimitExceeded
+def _failure_message(exc: BaseException, settings: ModelSettings, sent: int, budget_left: float) -> str:
+    """One or two sentences: what failed, the server's reason (bounded) and what to do."""
+    from pydantic_ai.exceptions import (
+        ModelAPIError,
+        ModelConnectionError,
+        ModelHTTPError,
+        UnexpectedModelBehavior,
+        UsageLimitExceeded,
+    )
 
+    asked = f"{sent} request{'s' if sent != 1 else ''} sent"
+    if isinstance(exc, TimeoutError) or budget_left <= 0:
+        return (
+            f"the job run's LLM time budget ({settings.run_budget:g} s) ran out ({asked}); "
+            "raise components.llm.run_budget (LLM_RUN_BUDGET) or use a faster model"
+        )
     if isinstance(exc, UsageLimitExceeded):
         return f"agent stopped at its step limit ({settings.max_steps} model requests) before finishing"
+    if isinstance(exc, ModelHTTPError):
+        why = wire.reason(exc.body, MAX_REASON_CHARS)
+        if wire.deterministic(exc.status_code, exc.body):
+            hint = "the server refuses this request; run `reme doctor` to see which step it rejects"
+        else:
+            hint = "check that the server runs and is not overloaded"
+        return f"LLM request failed: the server answered HTTP {exc.status_code} ({asked}): {why}; {hint}"
+    if isinstance(exc, ModelConnectionError) and "timeout" in type(exc).__name__.lower():
+        return (
+            f"LLM request failed: no answer within {settings.timeout:g} s ({asked}); raise "
+            "components.llm.timeout (LLM_TIMEOUT) or lower components.llm.max_tokens"
+        )
     if isinstance(exc, ModelAPIError):
-        return f"LLM request failed after {settings.max_retries} retries ({type(exc).__name__}: {exc})"
+        detail = " ".join(str(exc).split())[:MAX_REASON_CHARS]
+        return (
+            f"LLM request failed ({asked}): {type(exc).__name__}: {detail}; "
+            "check LLM_BASE_URL and that the server runs"
+        )
     if isinstance(exc, UnexpectedModelBehavior):
-        return f"LLM reply stayed invalid after {settings.output_retries} retries: {exc}"
-    return f"LLM run failed: {type(exc).__name__}: {exc}"
+        detail = " ".join(str(exc).split())[:MAX_REASON_CHARS]
+        retried = f", {settings.output_retries} output retries" if settings.output_retries else ""
+        return f"LLM reply stayed invalid ({asked}{retried}): {detail}"
+    return f"LLM run failed ({asked}): {type(exc).__name__}: {' '.join(str(exc).split())[:MAX_REASON_CHARS]}"
 
 
 async def run_agent(
@@ -167,40 +214,61 @@ async def run_agent(
                 await on_event({"type": "text", "text": event.delta.content_delta})  # type: ignore[misc]
 
     usage = RunUsage()
+    replies: list[Any] = []
 
-    async def run(mode: str) -> Any:
-        return await agent_for(mode).run(
-            prompt,
-            model_settings=request_settings(settings),
-            usage=usage,
-            usage_limits=UsageLimits(request_limit=settings.max_steps),
-            event_stream_handler=stream_text if on_event and output_type is str else None,
-        )
+    async def run(mode: str, seconds: float) -> Any:
+        from pydantic_ai import capture_run_messages
+
+        timeout = min(settings.timeout, max(seconds, 0.001))
+        with capture_run_messages() as messages:
+            try:
+                async with asyncio.timeout(seconds):
+                    return await agent_for(mode).run(
+                        prompt,
+                        model_settings=request_settings(replace(settings, timeout=timeout)),
+                        usage=usage,
+                        usage_limits=UsageLimits(request_limit=settings.max_steps),
+                        event_stream_handler=stream_text if on_event and output_type is str else None,
+                    )
+            finally:
+                replies.extend(messages)
+
+    def spent(exc: BaseException) -> AgentFailed:
+        left = budget.remaining(settings.run_budget)
+        message = _failure_message(exc, settings, sent[0], left)
+        log.warning("LLM run failed: %s", message)
+        return AgentFailed(message, usage_dict(usage, sent[0], replies))
 
     mode = output_modes.mode_for(settings)
     with counting() as sent:
+        if budget.remaining(settings.run_budget) <= 0:
+            raise spent(TimeoutError())
         try:
-            result = await run(mode)
+            result = await run(mode, budget.remaining(settings.run_budget))
         except Exception as exc:
             fallback = _fallback_after(exc, mode, output_type, usage)
-            if fallback is None:
-                raise AgentFailed(_failure_message(exc, settings), usage_dict(usage, sent[0])) from exc
+            if fallback is None or budget.remaining(settings.run_budget) <= 0:
+                raise spent(exc) from exc
             log.warning("the LLM endpoint refused output mode %r (%s); trying %r", mode, exc, fallback)
             try:
-                result = await run(fallback)
+                result = await run(fallback, budget.remaining(settings.run_budget))
             except Exception as retry_exc:
-                message = (
-                    f"{_failure_message(retry_exc, settings)} (after output mode {mode!r} was refused: {exc})"
-                )
-                raise AgentFailed(message, usage_dict(usage, sent[0])) from retry_exc
-            output_modes.remember(settings, fallback)
+                if usage.requests:  # the server took the fallback mode, though the run failed later
+                    output_modes.remember(settings, fallback, _refusal_reason(exc))
+                raise spent(retry_exc) from retry_exc
+            output_modes.remember(settings, fallback, _refusal_reason(exc))
             mode = fallback
     structured = None if output_type is str else mode
-    return AgentResult(result.output, usage_dict(usage, sent[0]), calls, structured)
+    return AgentResult(result.output, usage_dict(usage, sent[0], replies), calls, structured)
+
+
+def _refusal_reason(exc: BaseException) -> str:
+    body = getattr(exc, "body", None)
+    return f"HTTP {getattr(exc, 'status_code', '?')}: {wire.reason(body, MAX_REASON_CHARS)}"
 
 
 def _fallback_after(exc: Exception, mode: str, output_type: Any, usage: Any) -> str | None:
     """The mode to try once more in when the endpoint refused this one at the first request."""
-    if output_type is str or usage.requests or not output_modes.is_refusal(exc):
+    if output_type is str or usage.requests or not output_modes.is_refusal(exc, asked_feature=True):
         return None
     return output_modes.FALLBACK.get(mode)

@@ -14,7 +14,22 @@ BACKENDS = ("openai", "anthropic", "ollama", "scripted")
 OUTPUT_MODES = ("tool", "native", "prompted")
 OLLAMA_DEFAULT_URL = "http://localhost:11434/v1"
 # Settings a role (e.g. `memory`) may override; the rest are shared by every role.
-ROLE_KEYS = ("backend", "model", "base_url", "api_key", "timeout", "max_retries", "output_mode")
+ROLE_KEYS = (
+    "backend",
+    "model",
+    "base_url",
+    "api_key",
+    "timeout",
+    "max_retries",
+    "output_mode",
+    "max_tokens",
+    "run_budget",
+)
+# Output tokens per reply when none is configured: a chat answer is short; memory writing returns
+# whole cards, dream units and proactive topic lists. A server given no limit may generate until its
+# context is full (minutes on a CPU), so a limit is always sent.
+DEFAULT_MAX_TOKENS = {"chat": 2048, "memory": 4096}
+FALLBACK_MAX_TOKENS = 4096
 
 
 @dataclass(frozen=True)
@@ -30,6 +45,9 @@ class ModelSettings:
     output_retries: int = 2
     max_steps: int = 20
     output_mode: str = "tool"
+    max_tokens: int = FALLBACK_MAX_TOKENS
+    run_budget: float = 600.0  # wall-clock seconds for all model requests of one job run
+    modes_file: str = ""  # where the output mode that works per endpoint is kept ("" = this process only)
 
     def missing(self) -> str | None:
         """Name of the first setting that keeps this model from working, or None when usable."""
@@ -53,8 +71,20 @@ class ModelSettings:
             "base_url": self.base_url or None,
             "api_key_set": bool(self.api_key),
             "output_mode": self.output_mode,
+            "max_tokens": self.max_tokens,
+            "timeout": self.timeout,
+            "run_budget": self.run_budget,
             "missing": self.missing(),
         }
+
+    def lowered(self, *, timeout: float | None = None, max_tokens: int | None = None) -> ModelSettings:
+        """These settings with a pipeline's own limits applied: they may lower, never raise, the configured ones."""
+        changes: dict[str, Any] = {}
+        if timeout is not None:
+            changes["timeout"] = min(self.timeout, float(timeout))
+        if max_tokens is not None:
+            changes["max_tokens"] = min(self.max_tokens, int(max_tokens))
+        return replace(self, **changes)
 
 
 def _number(value: Any, kind: type[int] | type[float], where: str, minimum: float) -> Any:
@@ -73,6 +103,8 @@ _NUMBERS: dict[str, tuple[type[int] | type[float], float]] = {
     "max_retries": (int, 0),
     "output_retries": (int, 0),
     "max_steps": (int, 1),
+    "max_tokens": (int, 1),
+    "run_budget": (float, 0.001),
 }
 
 
@@ -89,7 +121,9 @@ def resolve_settings(settings: dict[str, Any], role: str | None = None) -> Model
     Empty role values (an unset `${LLM_MEMORY_MODEL:-}`) fall back to the shared value. A value that
     is not a valid number (or output mode) raises ValueError naming the setting (`components.llm.timeout`).
     """
-    defaults = ModelSettings()
+    defaults = replace(
+        ModelSettings(), max_tokens=DEFAULT_MAX_TOKENS.get(role or "chat", FALLBACK_MAX_TOKENS)
+    )
     numbers = {}
     for key, (kind, minimum) in _NUMBERS.items():
         value = settings.get(key)
@@ -101,6 +135,7 @@ def resolve_settings(settings: dict[str, Any], role: str | None = None) -> Model
         base_url=str(settings.get("base_url") or ""),
         api_key=str(settings.get("api_key") or ""),
         output_mode=_output_mode(settings.get("output_mode") or "tool", "components.llm.output_mode"),
+        modes_file=str(settings.get("modes_file") or ""),
         **numbers,
     )
     if base.backend == "ollama" and not base.base_url:

@@ -99,7 +99,7 @@ class ModelCalls:
         from pydantic_ai.exceptions import UnexpectedModelBehavior
 
         handle = self.port.model("memory")
-        settings = replace(handle.settings, timeout=self.timeout, output_retries=0)
+        settings = replace(handle.settings.lowered(timeout=self.timeout), output_retries=0)
         variables = {**variables, "stage": stage}
         attempt = 0
         while True:

@@ -82,7 +82,8 @@ async def run_checks(assigned: dict[str, Any]) -> list[Check]:
         )
     llm = (config.get("components") or {}).get("llm")
     if isinstance(llm, dict):
-        checks += await llm_checks(llm, probe=options.get("probe", True) is not False)
+        modes_file = str(workspace / "metadata" / "llm_output_modes.json") if workspace.is_dir() else ""
+        checks += await llm_checks(llm, probe=options.get("probe", True) is not False, modes_file=modes_file)
     return checks
 
 
@@ -294,26 +295,29 @@ def index_state(index: IndexService) -> list[Check]:
     return [Check("index", "ok", f"{about}; consistent with the files")]
 
 
-async def llm_checks(component: dict[str, Any], probe: bool) -> list[Check]:
+async def llm_checks(component: dict[str, Any], probe: bool, modes_file: str = "") -> list[Check]:
     """Each role's model once (a memory model that is the chat model is not probed twice)."""
+    from dataclasses import replace
+
     from reme.llm.settings import resolve_settings
 
     checks: list[Check] = []
     seen: list[Any] = []
     for role in ("chat", "memory"):
         try:
-            settings = resolve_settings(component, role)
+            settings = replace(resolve_settings(component, role), modes_file=modes_file)
         except ValueError as exc:
             return [Check("llm", "fail", str(exc), "fix that setting (docs/llm.md)")]
-        if settings not in seen:
-            seen.append(settings)
+        same = (settings.backend, settings.base_url, settings.model, settings.api_key, settings.output_mode)
+        if same not in seen:  # the roles' own limits (max_tokens) do not make another model
+            seen.append(same)
             checks += await model_checks(role, settings, probe)
     return checks
 
 
 async def model_checks(role: str, settings: Any, probe: bool) -> list[Check]:
     from reme.llm import output_modes
-    from reme.llm.probe import endpoint, probe_output_modes, unreachable
+    from reme.llm.probe import endpoint, probe_output_modes, probe_round_trip, unreachable
     from reme.llm.providers import build_model
 
     if settings.backend == "scripted":
@@ -328,11 +332,36 @@ async def model_checks(role: str, settings: Any, probe: bool) -> list[Check]:
         return [Check("llm", "fail", f"{name}: {why}", "start the server or fix LLM_BASE_URL / LLM_API_KEY")]
     checks = [Check("llm", "ok", f"{name} answers")]
     if probe:
-        output_modes.forget()
+        output_modes.forget(settings)  # probe afresh; what works is remembered again below
         async with build_model(settings) as model:
+            trip = await probe_round_trip(model, settings)
             reports = await probe_output_modes(model, settings)
+        checks.append(round_trip_check(role, trip))
         checks += mode_checks(role, settings.output_mode, reports)
+        works = [r.mode for r in reports if r.works]
+        if works and settings.output_mode not in works and "prompted" in works:
+            output_modes.remember(settings, "prompted", f"reme doctor: {settings.output_mode} failed")
     return checks
+
+
+def round_trip_check(role: str, trip: Any) -> Check:
+    if trip.failed_step is None:
+        return Check(
+            "llm",
+            "ok",
+            f"{role}: tool round trip works (the model called the tool, the server took its result)",
+        )
+    detail = f"{role}: tool round trip failed at the {trip.failed_step}: {trip.error}"
+    if trip.failed_step == "tool call" and trip.error == "the model answered without calling the tool":
+        fix = (
+            "agents read and write cards through tools: use a model and chat template with tool calling "
+            "(llama-cpp-python: --chat_format chatml-function-calling; docs/llm.md)"
+        )
+    elif trip.failed_step == "tool call":
+        fix = "the server refuses a request with tools: check its tool-calling options (docs/llm.md)"
+    else:
+        fix = "the server refuses the request that carries the tool's result: see its reason above (docs/llm.md)"
+    return Check("llm", "fail", detail, fix)
 
 
 def mode_checks(role: str, configured: str, reports: list[Any]) -> list[Check]:
@@ -342,17 +371,9 @@ def mode_checks(role: str, configured: str, reports: list[Any]) -> list[Check]:
     summary += "".join(
         f"; {mode} failed ({error or 'no structured answer'})" for mode, error in refused.items()
     )
-    checks = []
     if not works:
-        checks.append(
-            Check("llm", "fail", summary, "use a model with tool calling or JSON output (docs/llm.md)")
-        )
-    elif configured not in works:
+        return [Check("llm", "fail", summary, "use a model that can answer JSON (docs/llm.md)")]
+    if configured not in works:
         fix = f"set LLM_OUTPUT_MODE={works[0]} (else reme falls back to prompted after one refused request)"
-        checks.append(Check("llm", "warn", summary, fix))
-    else:
-        checks.append(Check("llm", "ok", summary))
-    if not any(r.tool_called for r in reports):
-        fix = "agents read and write cards through tools: use a model/server with tool calling (docs/llm.md)"
-        checks.append(Check("llm", "fail", f"{role}: the model never called the probe's tool", fix))
-    return checks
+        return [Check("llm", "warn", summary, fix)]
+    return [Check("llm", "ok", summary)]

@@ -12,10 +12,15 @@ Entries:
 - `{"fault": "bad_tool_json", "tool": "write"}`: a tool call whose arguments are not valid JSON;
 - `{"fault": "ignore_schema"}`: calls the output tool with arguments that ignore its schema.
 
-Like some local servers, it can refuse request features: `refuse_tool_choice=True` answers HTTP 500
-to any `tool_choice` other than "auto" (llama-cpp-python's server asserts it), and
-`refuse_json_schema=True` answers HTTP 400 to a `json_schema` response format. Refusals take no
-script entry.
+`profile` makes it answer as a given real server does, request for request (`server_profiles`:
+`openai`, `strict-openai`, `llama-cpp-chatml`, `llama-cpp-template`, `ollama`): what it refuses
+and with which status and body, what its model can reply, whether streams carry usage, whether it
+serves one request at a time. Besides, `refuse_tool_choice=True` answers HTTP 500 to any
+`tool_choice` other than "auto", and `refuse_json_schema=True` answers HTTP 400 to a `json_schema`
+response format. Refusals take no script entry. `statuses` has the HTTP status of each chat
+request, in the order of `requests`.
+
+`SilentServer` accepts connections but never answers: a server that hangs.
 
 `POST /v1/embeddings` answers deterministic vectors (a hashed bag of the input's words, so texts
 sharing words are close) of `embedding_dimension`, and takes no script entry; its faults are a
@@ -35,12 +40,16 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import socket
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
+
+from reme.llm.testing.server_profiles import Profile
+from reme.llm.testing.server_profiles import profile as server_profile
 
 PROMPT_TOKENS = 11
 COMPLETION_TOKENS = 7
@@ -57,8 +66,12 @@ class FakeOpenAI:
         refuse_tool_choice: bool = False,
         refuse_json_schema: bool = False,
         embedding_dimension: int = 8,
+        profile: str = "openai",
     ) -> None:
         self.model = model
+        self.profile: Profile = server_profile(profile)
+        self.statuses: list[int] = []
+        self.serving = threading.Lock()  # held while answering, for servers that answer one at a time
         self.embedding_dimension = embedding_dimension
         self.embedding_faults: list[dict[str, Any]] = []
         self.embedding_requests: list[dict[str, Any]] = []
@@ -90,25 +103,46 @@ class FakeOpenAI:
             self._script = [dict(e) for e in script]
             self._position = 0
 
-    def refusal(self, body: dict[str, Any]) -> tuple[int, str] | None:
-        """The HTTP status and message with which this server refuses the request (recorded), if it does."""
+    def refusal(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+        """The HTTP status and body with which this server refuses the request (recorded), if it does."""
         choice = body.get("tool_choice")
-        if self.refuse_tool_choice and choice is not None and choice != "auto":
-            refused = 500, "AssertionError: tool_choice must be 'auto'"
-        elif self.refuse_json_schema and (body.get("response_format") or {}).get("type") == "json_schema":
-            refused = 400, "response_format json_schema is not supported"
-        else:
+        refused = self.profile.refusal(body)
+        if refused is None and self.refuse_tool_choice and choice is not None and choice != "auto":
+            refused = (
+                500,
+                {"error": {"message": "AssertionError: tool_choice must be 'auto'", "type": "server_error"}},
+            )
+        elif (
+            refused is None
+            and self.refuse_json_schema
+            and (body.get("response_format") or {}).get("type") == "json_schema"
+        ):
+            refused = (
+                400,
+                {
+                    "error": {
+                        "message": "response_format json_schema is not supported",
+                        "type": "server_error",
+                    }
+                },
+            )
+        if refused is None:
             return None
+        self.record(body, refused[0])
+        return refused
+
+    def record(self, body: dict[str, Any], status: int) -> int:
+        """Keep the request and the status answered (0 until it is known); its index in `requests`."""
         with self._lock:
             self.requests.append(body)
-        return refused
+            self.statuses.append(status)
+            return len(self.requests) - 1
 
     def next_entry(self, body: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
-            self.requests.append(body)
             entry = self._script[min(self._position, len(self._script) - 1)]
             self._position += 1
-            return entry
+        return self.profile.entry(entry, body)
 
     def next_embedding_fault(self, body: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
@@ -227,21 +261,31 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 return self._embeddings(body)
             if not route.endswith(("/chat/completions", "/messages")):
                 return self._json(404, {"error": {"message": f"no route {self.path}"}})
+            if server.profile.serial:
+                with server.serving:
+                    return self._chat(route, body)
+            self._chat(route, body)
+
+        def _chat(self, route: str, body: dict[str, Any]) -> None:
             refused = server.refusal(body)
             if refused is not None:
-                return self._json(refused[0], {"error": {"message": refused[1], "type": "server_error"}})
+                return self._json(*refused)
             entry = server.next_entry(body)
+            index = server.record(body, 0)
             if entry.get("fault") == "slow":
                 time.sleep(float(entry.get("seconds", 2.0)))
                 entry = entry.get("then") or {"text": "late reply"}
-            if entry.get("fault") == "http":
-                status = int(entry.get("status", 500))
+            status = int(entry.get("status", 500)) if entry.get("fault") == "http" else 200
+            server.statuses[index] = status
+            if status != 200:
                 return self._json(status, {"error": {"message": f"injected HTTP {status}", "type": "fake"}})
             message, finish = _message(entry, body)
+            if finish == "tool_calls":
+                finish = server.profile.tool_finish_reason()
             if route.endswith("/messages"):
                 return self._json(200, _anthropic_reply(message, server.model))
             if body.get("stream"):
-                return self._stream(message, finish)
+                return self._stream(message, finish, usage=server.profile.stream_usage(body))
             self._json(200, self._completion(message, finish))
 
         def _embeddings(self, body: dict[str, Any]) -> None:
@@ -276,7 +320,7 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 "usage": _USAGE,
             }
 
-        def _stream(self, message: dict[str, Any], finish: str) -> None:
+        def _stream(self, message: dict[str, Any], finish: str, usage: bool) -> None:
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
             self.send_header("connection", "close")
@@ -288,7 +332,13 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 deltas.append({"tool_calls": [{"index": i, **call}]})
             for delta in deltas:
                 self._event({"choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
-            self._event({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}], "usage": _USAGE})
+            last: dict[str, Any] = {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
+            if usage and server.profile.name == "strict-openai":
+                self._event(last)
+                last = {"choices": [], "usage": _USAGE}  # OpenAI's own usage chunk has no choices
+            elif usage:
+                last["usage"] = _USAGE
+            self._event(last)
             self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()
             self.close_connection = True
@@ -314,3 +364,40 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
     return Handler
+
+
+class SilentServer:
+    """Accepts connections on a loopback port but never reads or answers a request (until `close()`)."""
+
+    def __init__(self) -> None:
+        self._socket = socket.create_server(("127.0.0.1", 0))
+        self._socket.settimeout(0.05)
+        self._held: list[socket.socket] = []
+        self._stop = threading.Event()
+        self.connections = 0
+        self._thread = threading.Thread(target=self._accept, name="silent-server", daemon=True)
+        self._thread.start()
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._socket.getsockname()[:2]
+        return f"http://{host}:{port}/v1"
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                connection, _ = self._socket.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            connection.setblocking(False)
+            self._held.append(connection)
+            self.connections += 1
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        for connection in self._held:
+            connection.close()
+        self._socket.close()

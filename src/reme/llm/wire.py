@@ -1,0 +1,192 @@
+"""What goes over the wire to a model server: requests every mainstream server accepts, and which
+error answers are final.
+
+The OpenAI format allows `null` in several request fields (an assistant tool-call message's
+`content`, `name`, `refusal`, ...), and the OpenAI SDK sends them; llama-cpp-python's server
+validates `content` as a string and answers HTTP 500, so no tool-using run can finish there.
+`compatible_body` sends `""` for a null `content` and leaves out every other null field, a form
+OpenAI, Ollama, vLLM and llama.cpp all accept. To any endpoint but OpenAI's own, the output limit
+goes as `max_tokens` (the field local servers read) instead of `max_completion_tokens`.
+
+`deterministic` tells a refusal (a request the server will never accept: most 4xx, and a 500 whose
+body is a validation error) from a passing fault; `CompatTransport` marks such answers
+`x-should-retry: false`, which the OpenAI and Anthropic SDKs obey, so a refusal costs one request,
+and logs the whole error body (the failure message quotes only its first line).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+TRANSIENT_4XX = frozenset({408, 409, 425, 429})
+MAX_LOGGED_BODY = 20_000
+# What validation errors look like in the servers' own words (pydantic/FastAPI, Go, llama.cpp).
+VALIDATION = re.compile(
+    r"validation error|input should be|field required|extra inputs are not permitted|"
+    r"'loc': \(|\(\s*'body'|literal_error|string_type|missing_argument|not supported|unsupported|"
+    r"invalid (?:type|value|request)|cannot unmarshal|json: unknown field|unrecognized request argument|"
+    r"assertionerror",
+    re.IGNORECASE,
+)
+OPENAI_HOSTS = ("api.openai.com",)
+
+
+def error_text(body: Any) -> str:
+    """The server's error message from a parsed or raw error body (`{"error": {"message": ...}}` and kin)."""
+    if isinstance(body, (bytes, bytearray)):
+        body = body.decode("utf-8", "replace")
+    if isinstance(body, str):
+        try:
+            body = json.loads(body)
+        except ValueError:
+            return body.strip()
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict):
+            for key in ("message", "detail", "error"):
+                if inner.get(key) not in (None, ""):
+                    value = inner[key]
+                    return value.strip() if isinstance(value, str) else json.dumps(value, default=str)
+            return ""
+        if isinstance(inner, str):
+            return inner.strip()
+        if "detail" in body:
+            return json.dumps(body["detail"], default=str)
+    return "" if body is None else str(body).strip()
+
+
+def asks_feature(body: Any) -> bool:
+    """The request asks for something servers often lack: a forced tool choice or a JSON-schema format."""
+    if not isinstance(body, dict):
+        return False
+    choice = body.get("tool_choice")
+    forced = choice is not None and choice not in ("auto", "none")
+    response_format = body.get("response_format")
+    schema = isinstance(response_format, dict) and response_format.get("type") == "json_schema"
+    return forced or schema
+
+
+def deterministic(status: int, body: Any, *, asked_feature: bool = False) -> bool:
+    """True for an answer that the same request would get again: retrying it only costs time."""
+    if status in TRANSIENT_4XX:
+        return False
+    if 400 <= status < 500 or status == 501:
+        return True
+    if status != 500:
+        return False
+    text = error_text(body)
+    # llama-cpp-python answers a validation error, and a bare `assert` on a feature it lacks, as 500
+    return bool(VALIDATION.search(text)) or (asked_feature and not text)
+
+
+def reason(body: Any, limit: int = 600) -> str:
+    """The server's reason on one line, bounded, leading with the error that names the cause.
+
+    A validation error against a union (llama-cpp-python's message types) lists one error per
+    member; those about the `role` literal or missing fields of the other members come first and
+    bury the one that matters, so that one is put first.
+    """
+    lines = [line.strip() for line in error_text(body).splitlines() if line.strip()]
+    if len(lines) > 2:
+        specific = [line for line in lines[1:] if "literal_error" not in line and "'missing'" not in line]
+        lines = lines[:1] + specific + [line for line in lines[1:] if line not in specific]
+    text = " ".join(" ".join(lines).split())
+    if not text:
+        return "no reason given"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def compatible_body(body: dict[str, Any], *, openai_host: bool) -> dict[str, Any]:
+    """The chat-completions request in the form the strictest servers accept (see module doc)."""
+    fixed = {k: v for k, v in body.items() if v is not None}
+    messages = fixed.get("messages")
+    if isinstance(messages, list):
+        fixed["messages"] = [_message(m) for m in messages]
+    if not openai_host and "max_completion_tokens" in fixed:
+        fixed.setdefault("max_tokens", fixed.pop("max_completion_tokens"))
+    return fixed
+
+
+def _message(message: Any) -> Any:
+    if not isinstance(message, dict):
+        return message
+    fixed = {k: v for k, v in message.items() if v is not None}
+    if "content" in message and message["content"] is None:
+        fixed["content"] = ""
+    if fixed.get("tool_calls") == []:
+        del fixed["tool_calls"]
+    return fixed
+
+
+class CompatTransport:
+    """Wraps an httpx(2) async transport: rewrites chat requests, marks final refusals, logs their bodies."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    async def handle_async_request(self, request: Any) -> Any:
+        asked = False
+        if request.method == "POST" and request.url.path.endswith("/chat/completions"):
+            request, asked = await self._rewritten(request)
+        response = await self.inner.handle_async_request(request)
+        if response.status_code < 400:
+            return response
+        content = await response.aread()
+        final = deterministic(response.status_code, content, asked_feature=asked)
+        log.warning(
+            "model server %s answered HTTP %s (%s): %s",
+            request.url,
+            response.status_code,
+            "final, not retried" if final else "may be retried",
+            content[:MAX_LOGGED_BODY].decode("utf-8", "replace"),
+        )
+        headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() != "x-should-retry"]
+        if final:
+            headers.append(("x-should-retry", "false"))
+        return type(response)(
+            response.status_code,
+            headers=headers,
+            content=content,
+            extensions=response.extensions,
+            request=request,
+        )
+
+    async def _rewritten(self, request: Any) -> tuple[Any, bool]:
+        raw = await request.aread()
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return request, False
+        if not isinstance(body, dict):
+            return request, False
+        fixed = compatible_body(body, openai_host=request.url.host in OPENAI_HOSTS)
+        if fixed == body:
+            return request, asks_feature(body)
+        content = json.dumps(fixed, ensure_ascii=False).encode()
+        headers = [(k, v) for k, v in request.headers.multi_items() if k.lower() != "content-length"]
+        new = type(request)(
+            request.method, request.url, headers=headers, content=content, extensions=request.extensions
+        )
+        return new, asks_feature(fixed)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def __aenter__(self) -> CompatTransport:
+        await self.inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.inner.__aexit__(*exc)
+
+
+def install(http_client: Any) -> None:
+    """Put `CompatTransport` in front of an httpx(2) client's own transport (once)."""
+    transport = getattr(http_client, "_transport", None)
+    if transport is not None and not isinstance(transport, CompatTransport):
+        http_client._transport = CompatTransport(transport)
