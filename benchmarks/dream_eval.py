@@ -210,8 +210,6 @@ class HeuristicDreamer(FakeOpenAI):
         super().__init__()
 
     def next_entry(self, body: dict[str, Any]) -> dict[str, Any]:
-        with self._meter:
-            self.requests.append(body)
         messages = body.get("messages") or []
         tools = {t.get("function", {}).get("name") for t in body.get("tools") or []}
         user = next((_text(m) for m in messages if m.get("role") == "user"), "")

@@ -45,7 +45,7 @@ def test_a_damaged_transcript_keeps_every_valid_turn_and_doctor_names_the_skips(
     workspace = tmp_path / "ws"
     reme_service(workspace, "service.port=0", "scheduler.cron=false")
     transcript = damaged_transcript(tmp_path)
-    stop = hook("Stop", event("Stop", transcript), workspace)
+    stop = hook("Stop", event("Stop", transcript), workspace, REME_TRANSCRIPT_DIRS=str(tmp_path))
     assert stop.returncode == 0 and stop.stdout == "", stop.stderr
     assert len(saved(workspace, S1)) == 10  # all ten turns of the clean fixture
     assert markers(workspace) == []
@@ -85,11 +85,12 @@ def test_the_answer_of_a_capture_says_what_was_skipped(tmp_path: Path) -> None:
 
 def test_a_failed_capture_keeps_its_marker_until_it_succeeds_or_is_dropped(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
+    allowed = {"REME_TRANSCRIPT_DIRS": str(tmp_path)}  # transcripts are read only from such folders
     gone = tmp_path / "gone.jsonl"
     gone.write_text((FIXTURES / "claude_session.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
-    assert hook("Stop", event("Stop", gone), workspace, REME_HOOK_SPAWN="0").returncode == 0
+    assert hook("Stop", event("Stop", gone), workspace, REME_HOOK_SPAWN="0", **allowed).returncode == 0
     gone.rename(tmp_path / "moved.jsonl")
-    drained = hook("drain", "", workspace)
+    drained = hook("drain", "", workspace, **allowed)
     assert drained.returncode == 0 and "it stays queued" in drained.stderr
     assert markers(workspace) == [f"{S1}.json"]  # kept: not silently dropped
     (check,) = doctor_agents(workspace)
@@ -97,15 +98,15 @@ def test_a_failed_capture_keeps_its_marker_until_it_succeeds_or_is_dropped(tmp_p
     assert "reme hook drain" in check["fix"] and f"reme hook drop session_id={S1}" in check["fix"]
 
     (tmp_path / "moved.jsonl").rename(gone)  # back: the retry the doctor names succeeds
-    assert hook("drain", "", workspace).returncode == 0
+    assert hook("drain", "", workspace, **allowed).returncode == 0
     assert markers(workspace) == [] and len(saved(workspace, S1)) == 10
     assert doctor_agents(workspace) == []
 
     assert (
-        hook("Stop", event("Stop", tmp_path / "never.jsonl"), workspace, REME_HOOK_SPAWN="0").returncode == 0
+        hook("Stop", event("Stop", tmp_path / "never.jsonl"), workspace, REME_HOOK_SPAWN="0", **allowed).returncode == 0
     )
-    assert hook("drain", "", workspace).returncode == 0 and markers(workspace) == [f"{S1}.json"]
-    dropped = hook("drop", "", workspace, f"session_id={S1}")
+    assert hook("drain", "", workspace, **allowed).returncode == 0 and markers(workspace) == [f"{S1}.json"]
+    dropped = hook("drop", "", workspace, f"session_id={S1}", **allowed)
     assert dropped.returncode == 0 and "dropped the capture" in dropped.stdout
     assert markers(workspace) == [] and doctor_agents(workspace) == []
 

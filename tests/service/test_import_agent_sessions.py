@@ -104,7 +104,7 @@ def test_hook_capture_takes_the_session_id_from_the_transcript(tmp_path: Path) -
         capture_output=True,
         text=True,
         timeout=120,
-        env=reme_env(REME_HOOK_SPAWN="0"),
+        env=reme_env(REME_HOOK_SPAWN="0", HOME=str(home)),  # the transcript lies in that user's ~/.claude
     )
     assert result.returncode == 0 and "nothing captured" not in result.stderr, result.stderr
     marker = workspace / "metadata" / "agent" / "captures" / f"{S1}.json"

@@ -245,7 +245,7 @@ def test_a_capture_made_elsewhere_appears_without_a_reload(page: Any, service: S
     page.wait_for_selector(".captures-section")
     page.evaluate("window.__sameDocument = true")
     messages = [
-        {"id": "m1", "role": "user", "content": "remember the api key sk-abcdefghijklmnopqrstuvwx1234"}
+        {"id": "m1", "role": "user", "content": "remember the api key ghp_8kQz3VbN1xR7tY2mW9pL4sD6fG0hJ5cA3eU1"}
     ]
     reply = httpx.post(
         f"{service.url}/agent_session_append",
@@ -257,7 +257,7 @@ def test_a_capture_made_elsewhere_appears_without_a_reload(page: Any, service: S
     assert page.evaluate("window.__sameDocument") is True
     page.click(".captures a:text('live-capture.jsonl')")
     page.wait_for_selector(".transcript .message")
-    assert "sk-abcdefghijklmnopqrstuvwx1234" not in page.locator(".transcript").inner_text()
+    assert "ghp_8kQz3VbN1xR7tY2mW9pL4sD6fG0hJ5cA3eU1" not in page.locator(".transcript").inner_text()
 
 
 def test_status_shows_health_and_a_reindex_runs_to_the_end(

@@ -282,7 +282,11 @@ async def test_commits_say_which_job_wrote_what_and_what_changed_by_hand(
         "daily/2026-01-01/s1.md",
         "daily/2026-01-01.md",
     }
-    assert by_job["write"][1] == {"daily/2026-01-01/by-job.md"} and by_job["write"][0].startswith("write: ")
+    # the rewrite of seed.md kept its previous version under journal/replaced/ (docs/overwrites.md): the job's too
+    written = {path for path in by_job["write"][1] if not path.startswith("journal/replaced/")}
+    kept = by_job["write"][1] - written
+    assert written == {"daily/2026-01-01/by-job.md"} and by_job["write"][0].startswith("write: ")
+    assert len(kept) == 1 and next(iter(kept)).startswith("journal/replaced/daily/2026-01-01/seed.md/")
     subject, paths = by_job["sync"]
     assert subject.startswith("edited by hand on ") and paths == {
         "daily/2026-01-01/by-hand.md",
