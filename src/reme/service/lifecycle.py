@@ -14,7 +14,7 @@ import os
 import signal
 import time
 
-from reme.service.service_info import ServiceInfo, recorded_service, service_file
+from reme.service.service_info import ServiceInfo, pid_alive, recorded_service, service_file
 
 STOP_WAIT_SECONDS = 30.0  # a service finishing a request or a reindex batch before it exits
 
@@ -79,23 +79,13 @@ def stop(workspace_dir: str | os.PathLike[str], wait: float = STOP_WAIT_SECONDS)
         return 1, f"not allowed to stop pid {info.pid} (another user's process); stop it as that user"
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
-        if recorded_service(workspace_dir)[0] is None or not _alive(info.pid):
+        if recorded_service(workspace_dir)[0] is None or not pid_alive(info.pid):
             return 0, f"stopped the reme service of workspace {workspace_dir} ({describe(info)})"
         time.sleep(0.05)
     return 1, (
         f"the reme service of workspace {workspace_dir} ({describe(info)}) has not exited after {wait:.0f} s; "
         f"it may be finishing long work — try again, or `kill {info.pid}`"
     )
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def port_holder(host: str, port: int) -> str:

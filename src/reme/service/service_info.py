@@ -77,7 +77,8 @@ def remove_service_file(workspace_dir: str | os.PathLike[str], pid: int) -> None
         pass
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id exists (one of another user counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -119,7 +120,7 @@ def _recorded(workspace_dir: str | os.PathLike[str]) -> tuple[ServiceInfo | None
         return None, None
     except (OSError, ValueError) as exc:
         return None, f"{path} is unreadable ({exc})"
-    if info.pid is not None and not _pid_alive(info.pid):
+    if info.pid is not None and not pid_alive(info.pid):
         return None, f"the service recorded in {path} (pid {info.pid}) has exited"
     return info, None
 
