@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from tests.pipelines.conftest import MakeApp, scripted
 
-from reme.pipelines.dates import annotate_relative_dates
+from reme.workspace.relative_dates import annotate as annotate_relative_dates
 
 MEMORY_BANK = Path(__file__).resolve().parents[2].parent / "shared/data/memorybank/memory_bank_cn.json"
 

@@ -180,32 +180,53 @@ def test_bad_input_never_blocks_the_session(tmp_path: Path, name: str, payload: 
     assert result.returncode == 0 and result.stdout == ""
 
 
+def doctor_agents(workspace: Path) -> list[dict[str, Any]]:
+    """`reme doctor`'s checks of the agent captures of `workspace`."""
+    result = subprocess.run(
+        [REME, "doctor", f"workspace_dir={workspace}", "probe=false", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=reme_env(),
+    )
+    return [c for c in json.loads(result.stdout) if c["area"] == "agents"]
+
+
 def test_usage_errors_never_exit_2(tmp_path: Path) -> None:
     result = hook("NoSuchEvent", "{}", tmp_path / "ws")
     assert result.returncode == 1 and "usage" in result.stderr
 
 
-def test_a_capture_hook_imports_neither_the_app_nor_the_web_stack(tmp_path: Path, transcripts) -> None:
-    payload = json.dumps(event("Stop", transcripts[S1]))
+def hook_in_fresh_python(
+    event: str, workspace: Path, payload: str, heavy: tuple[str, ...], **env: str
+) -> tuple[list[str], list[str]]:
+    """Run one hook in a new interpreter: (its output lines, the modules starting with `heavy` it imported)."""
     code = (
         "import io, json, sys\n"
         "from reme.service import hooks\n"
-        f"hooks.main(['Stop', 'workspace_dir={tmp_path / 'ws'}'], io.StringIO({payload!r}))\n"
-        "heavy = ('reme.app.application', 'reme.app.jobs', 'reme.index', 'reme.llm', 'reme.pipelines', 'fastapi', 'uvicorn', 'mcp', 'pydantic', 'httpx')\n"
-        "print(json.dumps(sorted(m for m in sys.modules if m.startswith(heavy))))\n"
+        f"hooks.main([{event!r}, 'workspace_dir={workspace}'], io.StringIO({payload!r}))\n"
+        f"print(json.dumps(sorted(m for m in sys.modules if m.startswith({heavy!r}))))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
         timeout=60,
-        env=reme_env(REME_HOOK_SPAWN="0", HOME=str(tmp_path / "home")),
+        env=reme_env(REME_HOOK_SPAWN="0", **env),
     )
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout.splitlines()[-1]) == []
+    lines = result.stdout.splitlines()
+    return lines[:-1], json.loads(lines[-1])
 
 
-# Codex CLI -----------------------------------------------------------------------------------
+def test_a_capture_hook_imports_neither_the_app_nor_the_web_stack(tmp_path: Path, transcripts) -> None:
+    heavy = (
+        "reme.app.application", "reme.app.jobs", "reme.index", "reme.llm", "reme.pipelines",
+        "fastapi", "uvicorn", "mcp", "pydantic", "httpx",
+    )  # fmt: skip
+    payload = json.dumps(event("Stop", transcripts[S1]))
+    _, loaded = hook_in_fresh_python("Stop", tmp_path / "ws", payload, heavy, HOME=str(tmp_path / "home"))
+    assert loaded == []
 
 
 def test_codex_notify_and_capture_save_the_rollout(tmp_path: Path, reme_service) -> None:
@@ -286,24 +307,14 @@ def test_doctor_names_captures_that_waited_too_long(tmp_path: Path, transcripts)
     assert hook("Stop", event("Stop", transcripts[S1]), workspace, REME_HOOK_SPAWN="0").returncode == 0
     (marker,) = (workspace / "metadata" / "agent" / "captures").glob("*.json")
 
-    def agents_checks() -> list[dict[str, Any]]:
-        result = subprocess.run(
-            [REME, "doctor", f"workspace_dir={workspace}", "probe=false", "--json"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env=reme_env(),
-        )
-        return [c for c in json.loads(result.stdout) if c["area"] == "agents"]
-
-    assert agents_checks() == []  # a fresh marker is a hook at work
+    assert doctor_agents(workspace) == []  # a fresh marker is a hook at work
     old = time.time() - 3600
     os.utime(marker, (old, old))
-    (check,) = agents_checks()
+    (check,) = doctor_agents(workspace)
     assert check["status"] == "warn" and "1 agent session capture(s) not saved yet" in check["detail"]
     assert "reme hook drain" in check["fix"]
     assert hook("drain", "", workspace).returncode == 0  # the fix it names works
-    assert len(saved(workspace, S1)) == 10 and agents_checks() == []
+    assert len(saved(workspace, S1)) == 10 and doctor_agents(workspace) == []
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.service.test_agent_hooks import FIXTURES, S1, event, hook, markers, saved
+from tests.service.test_agent_hooks import FIXTURES, S1, doctor_agents, event, hook, markers, saved
 from tests.support import REME, reme_env
 
 
@@ -26,17 +26,6 @@ def damaged_transcript(folder: Path) -> Path:
     path = folder / f"{S1}.jsonl"
     path.write_text("".join(mixed), encoding="utf-8")
     return path
-
-
-def doctor_agents(workspace: Path) -> list[dict[str, Any]]:
-    result = subprocess.run(
-        [REME, "doctor", f"workspace_dir={workspace}", "probe=false", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=reme_env(),
-    )
-    return [c for c in json.loads(result.stdout) if c["area"] == "agents"]
 
 
 def test_a_damaged_transcript_keeps_every_valid_turn_and_doctor_names_the_skips(
@@ -103,7 +92,10 @@ def test_a_failed_capture_keeps_its_marker_until_it_succeeds_or_is_dropped(tmp_p
     assert doctor_agents(workspace) == []
 
     assert (
-        hook("Stop", event("Stop", tmp_path / "never.jsonl"), workspace, REME_HOOK_SPAWN="0", **allowed).returncode == 0
+        hook(
+            "Stop", event("Stop", tmp_path / "never.jsonl"), workspace, REME_HOOK_SPAWN="0", **allowed
+        ).returncode
+        == 0
     )
     assert hook("drain", "", workspace, **allowed).returncode == 0 and markers(workspace) == [f"{S1}.json"]
     dropped = hook("drop", "", workspace, f"session_id={S1}", **allowed)

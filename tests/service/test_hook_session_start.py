@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from tests.service.test_agent_hooks import hook_in_fresh_python
 from tests.support import REME, reme_env
 
 
@@ -62,23 +62,11 @@ def test_in_process_recall_loads_neither_capture_models_nor_other_jobs(tmp_path:
     payload = json.dumps(
         {"session_id": "s1", "cwd": "/home/dev/solar-api", "hook_event_name": "SessionStart"}
     )
-    code = (
-        "import io, json, sys\n"
-        "from reme.service import hooks\n"
-        f"hooks.main(['SessionStart', 'workspace_dir={workspace}'], io.StringIO({payload!r}))\n"
-        "heavy = ('reme.app.steps.agent', 'reme.app.steps.dream', 'reme.app.steps.imports', "
-        "'reme.pipelines.agent_session', 'reme.pipelines.distil', 'reme.pipelines.dream', "
-        "'reme.llm.embed_openai', 'httpx', 'fastapi', 'uvicorn', 'mcp', 'pydantic_ai')\n"
-        "print(json.dumps(sorted(m for m in sys.modules if m.startswith(heavy))))\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=reme_env(REME_HOOK_SPAWN="0"),
-    )
-    assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
+    heavy = (
+        "reme.app.steps.agent", "reme.app.steps.dream", "reme.app.steps.imports",
+        "reme.pipelines.agent_session", "reme.pipelines.distil", "reme.pipelines.dream",
+        "reme.llm.embed_openai", "httpx", "fastapi", "uvicorn", "mcp", "pydantic_ai",
+    )  # fmt: skip
+    lines, loaded = hook_in_fresh_python("SessionStart", workspace, payload, heavy)
     assert "daily/2026-06-01/solar.md" in lines[0]  # recall answered
-    assert json.loads(lines[-1]) == []
+    assert loaded == []

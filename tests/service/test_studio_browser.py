@@ -245,7 +245,11 @@ def test_a_capture_made_elsewhere_appears_without_a_reload(page: Any, service: S
     page.wait_for_selector(".captures-section")
     page.evaluate("window.__sameDocument = true")
     messages = [
-        {"id": "m1", "role": "user", "content": "remember the api key ghp_8kQz3VbN1xR7tY2mW9pL4sD6fG0hJ5cA3eU1"}
+        {
+            "id": "m1",
+            "role": "user",
+            "content": "remember the api key ghp_8kQz3VbN1xR7tY2mW9pL4sD6fG0hJ5cA3eU1",
+        }
     ]
     reply = httpx.post(
         f"{service.url}/agent_session_append",

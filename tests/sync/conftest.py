@@ -25,7 +25,14 @@ def remote(tmp_path: Path) -> Path:
 @pytest.fixture
 async def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Machine]:
     """`await machine(name, **overrides)`: a started app over `tmp_path/<name>` (no cron, no LLM from the env)."""
-    for name in ("LLM_API_KEY", "LLM_BASE_URL", "LLM_MODEL", "REME_SYNC_REMOTE", "REME_SYNC_AUTHOR", "REME_SYNC_HOST"):
+    for name in (
+        "LLM_API_KEY",
+        "LLM_BASE_URL",
+        "LLM_MODEL",
+        "REME_SYNC_REMOTE",
+        "REME_SYNC_AUTHOR",
+        "REME_SYNC_HOST",
+    ):
         monkeypatch.delenv(name, raising=False)
     started: list[ReMe] = []
 

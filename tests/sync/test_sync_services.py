@@ -27,7 +27,15 @@ def test_services_sync_on_their_cron_and_answer_with_each_others_notes(tmp_path:
         wrote = a.cli("write", "path=daily/2026-01-01/kiln.md", "content=The kiln fires at 1200 degrees.")
         assert wrote.returncode == 0, wrote.stderr
         init = a.cli("sync_init", f"remote={remote}", "--json")
-        assert json.loads(init.stdout)["metadata"]["pushed"], init.stdout
+        assert json.loads(init.stdout)["success"], init.stdout
+        # what was there reached the remote (pushed by sync_init, or by the every-second cron that may beat it)
+        on_remote = subprocess.run(
+            ["git", "--git-dir", str(remote), "ls-tree", "-r", "--name-only", "main"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        assert "daily/2026-01-01/kiln.md" in on_remote, init.stdout
         clone = run_reme_process("start", "job=sync_clone", f"workspace_dir={b_dir}", f"remote={remote}")
         assert clone.returncode == 0, clone.stdout + clone.stderr
         b = start_service_process(b_dir, EVERY_SECOND, "service.port=0")

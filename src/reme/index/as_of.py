@@ -51,7 +51,7 @@ def _judge(hit: Hit, day: date, explicit: bool) -> dict[str, Any]:
     if len(stale) < len(found):
         return {"valid": True, "not_valid_lines": lines} if stale else {"valid": True}
     ranges = list(dict.fromkeys(s.range for s in stale))
-    reason = "superseded" if all(s.superseded and not s.valid_on(day) for s in stale) else "not valid then"
+    reason = "superseded" if all(s.superseded for s in stale) else "not valid then"
     return {"valid": False, "valid_range": ", ".join(ranges), "reason": reason, "not_valid_lines": lines}
 
 

@@ -131,6 +131,11 @@ def _make_tool(
     return Tool.from_schema(call, spec.job, spec.description, spec.parameters, sequential=True)
 
 
+def _one_line(exc: BaseException) -> str:
+    """An exception's text on one line, bounded (`MAX_REASON_CHARS`)."""
+    return " ".join(str(exc).split())[:MAX_REASON_CHARS]
+
+
 def _failure_message(exc: BaseException, settings: ModelSettings, sent: int, budget_left: float) -> str:
     """One or two sentences: what failed, the server's reason (bounded) and what to do."""
     from pydantic_ai.exceptions import (
@@ -162,16 +167,14 @@ def _failure_message(exc: BaseException, settings: ModelSettings, sent: int, bud
             "components.llm.timeout (LLM_TIMEOUT) or lower components.llm.max_tokens"
         )
     if isinstance(exc, ModelAPIError):
-        detail = " ".join(str(exc).split())[:MAX_REASON_CHARS]
         return (
-            f"LLM request failed ({asked}): {type(exc).__name__}: {detail}; "
+            f"LLM request failed ({asked}): {type(exc).__name__}: {_one_line(exc)}; "
             "check LLM_BASE_URL and that the server runs"
         )
     if isinstance(exc, UnexpectedModelBehavior):
-        detail = " ".join(str(exc).split())[:MAX_REASON_CHARS]
         retried = f", {settings.output_retries} output retries" if settings.output_retries else ""
-        return f"LLM reply stayed invalid ({asked}{retried}): {detail}"
-    return f"LLM run failed ({asked}): {type(exc).__name__}: {' '.join(str(exc).split())[:MAX_REASON_CHARS]}"
+        return f"LLM reply stayed invalid ({asked}{retried}): {_one_line(exc)}"
+    return f"LLM run failed ({asked}): {type(exc).__name__}: {_one_line(exc)}"
 
 
 async def run_agent(

@@ -16,13 +16,14 @@ from typing import Any
 from reme.errors import Conflict, LLMUnavailable, ReMeError
 from reme.llm.runner import AgentFailed
 from reme.pipelines.cards import cards_of_day, daily_days, find_card
-from reme.pipelines.dates import pin_body, render_for_prompt
+from reme.pipelines.dates import render_for_prompt
 from reme.pipelines.distil import distil_card, mark_pending
 from reme.pipelines.messages import READ_CHARS, local_date, normalise_messages
 from reme.pipelines.names import short_hash
 from reme.pipelines.port import MemoryPort
 from reme.pipelines.redaction import redact, redact_record
 from reme.pipelines.transcript import merge, parse_transcript
+from reme.workspace import relative_dates
 from reme.workspace.dates import parse_date
 from reme.workspace.paths import check_segment
 from reme.workspace.transcript import render_records, transcript_path
@@ -147,7 +148,7 @@ async def pin_relative_dates(port: MemoryPort, card_path: str, day: date) -> Non
     card = await port.load(card_path)
     if card is None:
         return
-    pinned = pin_body(card.content, day)
+    pinned = relative_dates.annotate(card.content, day)  # the body only: front matter is never annotated
     if pinned != card.content:
         await port.save(card_path, pinned, expected_sha256=card.sha256)
 

@@ -15,16 +15,6 @@ from typing import Any
 from reme.workspace import relative_dates
 
 
-def annotate_relative_dates(text: str, day: date) -> str:
-    """`text` with each relative date expression followed by what it means on `day` (SPEC 17.1)."""
-    return relative_dates.annotate(text, day)
-
-
-def pin_body(text: str, day: date) -> str:
-    """A Markdown document with relative dates of its body (not its front matter) resolved for `day`."""
-    return relative_dates.annotate(text, day)
-
-
 def render_for_prompt(records: Sequence[dict[str, Any]], tz: tzinfo, fallback_day: date) -> str:
     """One line block per message: `[role (name) @ YYYY-MM-DD HH:MM Weekday] text`, dates pinned."""
     blocks = []
@@ -36,5 +26,5 @@ def render_for_prompt(records: Sequence[dict[str, Any]], tz: tzinfo, fallback_da
             moment.strftime("%Y-%m-%d %H:%M %A") if moment else f"{fallback_day.isoformat()} (time unknown)"
         )
         who = record["role"] + (f" ({record['name']})" if record.get("name") else "")
-        blocks.append(f"[{who} @ {stamp}] {annotate_relative_dates(record['content'], day)}")
+        blocks.append(f"[{who} @ {stamp}] {relative_dates.annotate(record['content'], day)}")
     return "\n\n".join(blocks)

@@ -159,12 +159,16 @@ def _switches(token: str) -> int:
 
 
 def _random_tokens(text: str, providers: frozenset[str]) -> Iterator[tuple[int, int, str]]:
+    named_lines: dict[int, bool] = {}  # line start -> a provider is named on it (scanned once a line)
     for match in _TOKEN.finditer(text):
         token = match.group()
         digits = sum(ch.isdigit() for ch in token)
         letters = sum(ch.isalpha() for ch in token)
-        line = _line(text, match.start(), match.end()).lower()
-        named = any(word in providers for word in _WORD.findall(line))
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        named = named_lines.get(line_start)
+        if named is None:
+            line = _line(text, match.start(), match.end()).lower()
+            named = named_lines[line_start] = any(word in providers for word in _WORD.findall(line))
         entropy = shannon(token)
         if named:  # a provider on the line: an id, a hex key or a UUID next to it is its credential
             secret = (digits >= 2 and letters >= 2 and entropy >= 3.0) or (digits >= 15 and token.isdigit())

@@ -395,7 +395,7 @@ def drain_through(
         except (ServiceUnreachable, OSError) as exc:  # slow, not failed: the marker waits as it is
             _note(f"the service did not take the capture in time ({exc}); it stays queued")
             return False
-    return not others or not markers(workspace) or all(read_failure(p) for p, _ in markers(workspace))
+    return not others or all(read_failure(p) for p, _ in markers(workspace))  # only failed ones left
 
 
 def spawn_drain(workspace: str) -> None:
@@ -513,11 +513,18 @@ def capture(event: str, payload: dict[str, Any], assigned: dict[str, str], works
         spawn_drain(workspace)
 
 
+def _drain_lock(workspace: str) -> Any:
+    """The lock one `reme hook drain` per workspace holds (taken without waiting)."""
+    from filelock import FileLock
+
+    return FileLock(os.path.join(_marker_dir(workspace), ".drain.lock"), timeout=0)
+
+
 def draining(workspace: str) -> bool:
     """Whether a `reme hook drain` holds the workspace's drain lock now."""
-    from filelock import FileLock, Timeout
+    from filelock import Timeout
 
-    lock = FileLock(os.path.join(_marker_dir(workspace), ".drain.lock"), timeout=0)
+    lock = _drain_lock(workspace)
     try:
         lock.acquire()
     except Timeout:
@@ -592,9 +599,9 @@ def drain(workspace: str) -> None:
     """
     import asyncio
 
-    from filelock import FileLock, Timeout
+    from filelock import Timeout
 
-    lock = FileLock(os.path.join(_marker_dir(workspace), ".drain.lock"), timeout=0)
+    lock = _drain_lock(workspace)
     try:
         lock.acquire()
     except Timeout:

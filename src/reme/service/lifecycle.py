@@ -91,10 +91,9 @@ def stop(workspace_dir: str | os.PathLike[str], wait: float = STOP_WAIT_SECONDS)
 def port_holder(host: str, port: int) -> str:
     """Who holds a port reme could not bind: a reme service (which workspace) or another program."""
     from reme.service.client import ServiceUnreachable, call_job
+    from reme.service.runner import connectable_host  # loaded already: only a starting service asks
 
-    probe = ServiceInfo(
-        host={"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host), port=port
-    )
+    probe = ServiceInfo(host=connectable_host(host), port=port)
     try:
         reply = call_job(probe, "version", {}, None, None, timeout=2.0)
     except (ServiceUnreachable, OSError, ValueError):

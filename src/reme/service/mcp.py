@@ -105,16 +105,19 @@ def build_mcp_server(app: Application) -> Server[Any]:
         )
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        if params.name not in tool_jobs(app):
-            message = f"unknown tool {params.name!r}; available: {', '.join(sorted(tool_jobs(app)))}"
+        tools = tool_jobs(app)
+        if params.name not in tools:
+            message = f"unknown tool {params.name!r}; available: {', '.join(sorted(tools))}"
             if params.name in {job.name for job in app.served_jobs()}:
                 message = f"tool {params.name!r} changes the memory and this server's profile is read_only"
             elif params.name in app.jobs and is_local(app.jobs[params.name]):
                 command = local_command(app.jobs[params.name], app.workspace_dir)
-                message = f"unknown tool {params.name!r}: a local job, not served; run it here with `{command}`"
+                message = (
+                    f"unknown tool {params.name!r}: a local job, not served; run it here with `{command}`"
+                )
             return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
         response = await app.run(params.name, **(params.arguments or {}))
-        if not tool_jobs(app)[params.name].read_only:  # as over HTTP: a change names its workspace
+        if not tools[params.name].read_only:  # as over HTTP: a change names its workspace
             response.metadata.setdefault("workspace", str(app.workspace_dir))
         result = tool_result(response)
         result.meta = {WORKSPACE_META: str(app.workspace_dir)}  # names the workspace on stdio too

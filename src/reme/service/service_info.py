@@ -111,7 +111,7 @@ class NoService(Exception):
     """No live service is recorded for the workspace the command acts on."""
 
 
-def _recorded(workspace_dir: str | os.PathLike[str]) -> tuple[ServiceInfo | None, str | None]:
+def recorded_service(workspace_dir: str | os.PathLike[str]) -> tuple[ServiceInfo | None, str | None]:
     """The live service recorded in a workspace, else None and why (None when no file is there)."""
     path = service_file(workspace_dir)
     try:
@@ -125,14 +125,9 @@ def _recorded(workspace_dir: str | os.PathLike[str]) -> tuple[ServiceInfo | None
     return info, None
 
 
-def recorded_service(workspace_dir: str | os.PathLike[str]) -> tuple[ServiceInfo | None, str | None]:
-    """The live service recorded in a workspace, else None and why (None when no file is there)."""
-    return _recorded(workspace_dir)
-
-
 def read_service_file(workspace_dir: str | os.PathLike[str]) -> ServiceInfo | None:
     """The service recorded in a workspace, or None when absent, unreadable or its process is gone."""
-    return _recorded(workspace_dir)[0]
+    return recorded_service(workspace_dir)[0]
 
 
 def default_workspace(environ: Mapping[str, str] | None = None, cwd: str | None = None) -> str:
@@ -174,7 +169,9 @@ def discover(
             raise ValueError(f"{ENV_SERVICE_INFO} is not valid JSON: {exc}") from None
         return _from_mapping(data, f"{ENV_SERVICE_INFO} environment variable")
     folder = default_workspace(env) if workspace_dir is None else workspace_dir
-    found, why = _recorded(folder)
+    found, why = recorded_service(folder)
     if found is None:
-        raise NoService(f"no reme service runs for workspace {folder} ({why or f'no {service_file(folder)}'})")
+        raise NoService(
+            f"no reme service runs for workspace {folder} ({why or f'no {service_file(folder)}'})"
+        )
     return found

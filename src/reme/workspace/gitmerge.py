@@ -259,7 +259,7 @@ def _merge_front(
 ) -> tuple[dict[str, Any], bool]:
     merged: dict[str, Any] = {}
     conflict = False
-    for key in list(dict.fromkeys([*ours, *theirs])):
+    for key in dict.fromkeys([*ours, *theirs]):
         b, o, t = base.get(key, _MISSING), ours.get(key, _MISSING), theirs.get(key, _MISSING)
         if isinstance(o, list) and isinstance(t, list) and o != t:
             union = list(o)
@@ -306,7 +306,8 @@ def _render(ours: str, front: dict[str, Any], our_front: dict[str, Any], body: s
 
 def _with_edges(text: str, *bodies: str) -> str:
     """`text` plus a `## Links` line for every edge of `bodies` it lacks (E-1 across machines)."""
-    current = split(text).body(text) if split(text).has_front_matter else text
+    parts = split(text)
+    current = parts.body(text) if parts.has_front_matter else text
     lost: list[dict[str, str | None]] = []
     for body in bodies:
         for edge in missing_edges(body, current):

@@ -55,8 +55,12 @@ class SyncReport:
 def host_name() -> str:
     """This machine's name as commits and conflict files carry it (letters, digits and dashes);
     `REME_SYNC_HOST` names it where the host name says nothing (a container's random id)."""
-    name = os.environ.get("REME_SYNC_HOST") or socket.gethostname()
-    return re.sub(r"[^A-Za-z0-9-]+", "-", name).strip("-")[:40] or "host"
+    return _host_label(os.environ.get("REME_SYNC_HOST") or socket.gethostname()) or "host"
+
+
+def _host_label(name: str) -> str:
+    """`name` in letters, digits and dashes, at most 40 characters ("" when nothing is left)."""
+    return re.sub(r"[^A-Za-z0-9-]+", "-", name).strip("-")[:40]
 
 
 def gitignore(ws: Workspace) -> str:
@@ -268,7 +272,7 @@ def _author_host(repo: Repo, ours: str, theirs: str, path: str) -> str:
         "--",
         f":(literal){path}",
     )
-    return re.sub(r"[^A-Za-z0-9-]+", "-", found.strip()).strip("-")[:40] or "remote"
+    return _host_label(found.strip()) or "remote"
 
 
 def fetch(repo: Repo, branch: str) -> bool:
@@ -477,10 +481,12 @@ def apply(repo: Repo, ws: Workspace, old: str, new: str) -> list[str]:
     after = repo.tree_entries(new, paths)
     with ws.lock(*paths):
         stale = []
+        held: dict[str, str | None] = {}  # each path's current blob id, read once
         for path in paths:
             current = _read(ws.root / path)
+            held[path] = None if current is None else blob_id(current)
             accepted = {entry[1] if entry else None for entry in (before.get(path), after.get(path))}
-            if (None if current is None else blob_id(current)) not in accepted:
+            if held[path] not in accepted:
                 stale.append(path)
         if stale:
             raise SyncBusy(f"{len(stale)} file(s) changed while syncing: {', '.join(stale[:5])}")
@@ -490,8 +496,7 @@ def apply(repo: Repo, ws: Workspace, old: str, new: str) -> list[str]:
             target = ws.root / path
             if path in after:
                 mode, oid = after[path]
-                current = _read(target)
-                if current is None or blob_id(current) != oid:
+                if held[path] != oid:
                     atomic_write(target, contents[oid], ws.root)
                 if mode == "100755":
                     target.chmod(target.stat().st_mode | 0o111)

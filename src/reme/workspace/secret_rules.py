@@ -22,7 +22,7 @@ import tomllib
 import warnings
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -71,10 +71,16 @@ class RuleSet:
     version: str = ""
     skipped: tuple[str, ...] = ()  # rule ids that could not be compiled
 
-    @property
+    @cached_property
     def providers(self) -> frozenset[str]:
         """Provider names the rules know (`stripe`, `sentry`): the words of keywords and rule ids."""
-        return _providers(self.rules)
+        words = {
+            w
+            for r in self.rules
+            for k in (*r.keywords, r.id.split("-")[0])
+            for w in re.findall(r"[a-z]{4,}", k)
+        }
+        return frozenset(words - _STOP)
 
 
 # words of rule ids and keywords that are not provider names (`admin`, `session`, `login`)
@@ -123,12 +129,6 @@ _STOP = frozenset(
         "incomingwebhook",
     ]
 )
-
-
-@lru_cache(maxsize=4)
-def _providers(rules: tuple[Rule, ...]) -> frozenset[str]:
-    words = {w for r in rules for k in (*r.keywords, r.id.split("-")[0]) for w in re.findall(r"[a-z]{4,}", k)}
-    return frozenset(words - _STOP)
 
 
 def shannon(text: str) -> float:

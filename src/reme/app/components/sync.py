@@ -34,10 +34,9 @@ def repo_of(app: Any) -> Repo:
 
 
 def last_sync(app: Any) -> dict[str, Any] | None:
+    ws = workspace_of(app)
     try:
-        data = json.loads(
-            (workspace_of(app).root / workspace_of(app).folder("metadata") / LAST_SYNC).read_text()
-        )
+        data = json.loads((ws.root / ws.folder("metadata") / LAST_SYNC).read_text())
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None

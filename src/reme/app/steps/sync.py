@@ -195,7 +195,6 @@ def sync_commit(ctx: JobContext) -> None:
     """Commit the run's files when the workspace is a repository; a failure here never fails the run."""
     meta = ctx.response.metadata
     run_id = meta.get("revert_run_id") or meta.get("run_id")
-    repo = None
     try:
         repo = repo_of(ctx.app)
     except ReMeError:

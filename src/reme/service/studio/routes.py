@@ -17,7 +17,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 
 from reme.service.studio.events import ChangeFeed
-from reme.service.studio.sessions import Session, Sessions, clear_cookie, set_cookie
+from reme.service.studio.sessions import COOKIE, Session, Sessions, clear_cookie, set_cookie
 
 MEDIA_TYPES = {".js": "text/javascript", ".css": "text/css", ".html": "text/html", ".svg": "image/svg+xml"}
 MAX_LOGIN_BYTES = 4096
@@ -60,7 +60,7 @@ def mount_studio(
     feed = ChangeFeed(workspace, closing)
 
     async def page(request: Request) -> Response:
-        session = sessions.get(request.cookies.get("reme_studio"))
+        session = sessions.get(request.cookies.get(COOKIE))
         if session is not None:
             return _page(assets, session)
         if token:
@@ -93,7 +93,7 @@ def mount_studio(
         return response
 
     async def logout(request: Request) -> Response:
-        sid = request.cookies.get("reme_studio")
+        sid = request.cookies.get(COOKIE)
         if sid:
             sessions.drop(sid)
         response = RedirectResponse("/studio", status_code=303)
