@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from datasets import DATA_DIR, locomo_conversations  # noqa: E402
 from reme import ReMe  # noqa: E402
-from reme.pipelines.proactive_topics import similarity  # noqa: E402
+from reme.pipelines.proactive.topics import similarity  # noqa: E402
 
 LEXICAL_THRESHOLD = 0.8  # the topics step's default
 SCRIPT = [

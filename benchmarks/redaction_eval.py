@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from reme import ReMe
-from reme.pipelines import redaction
+from reme.pipelines.capture import redaction
 from reme.service import hooks
 from reme.workspace.secret_rules import embedded_config, gitleaks_binary, go_to_python, parse_rules
 

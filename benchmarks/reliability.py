@@ -1,4 +1,4 @@
-"""Reliability under load, under contention and across kill -9 (issue 11, SPEC 14 and 5.6).
+"""Reliability under load, under contention and across kill -9 (issue 11, docs/spec.md §14 and 5.6).
 
     .venv/bin/python benchmarks/reliability.py load --clients 20 --seconds 30
     .venv/bin/python benchmarks/reliability.py contention --clients 10 --seconds 20

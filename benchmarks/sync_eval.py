@@ -1,4 +1,4 @@
-"""Sync cost (issue 25, SPEC 18): two machines converging after N changes, and an idle sync on a large workspace.
+"""Sync cost (issue 25, docs/spec.md §18): two machines converging after N changes, and an idle sync on a large workspace.
 
     .venv/bin/python benchmarks/sync_eval.py converge --changes 10 100 1000
     .venv/bin/python benchmarks/sync_eval.py idle --notes 5000 --repeat 5

@@ -1,4 +1,4 @@
-"""Time (SPEC 17) on real conversations: relative dates resolved, and the newest evidence first.
+"""Time (docs/spec.md §17) on real conversations: relative dates resolved, and the newest evidence first.
 
 1. LoCoMo temporal questions (category 2; the `answer` holds the date): the share whose gold date
    appears in the text retrieved within 2,000 characters, before and after `annotate_dates` runs

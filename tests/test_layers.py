@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "reme"
-LAYERS = ("errors", "workspace", "index", "llm", "pipelines", "app", "testing", "service")
+LAYERS = ("jsontypes", "errors", "workspace", "index", "llm", "pipelines", "app", "testing", "service")
 # Names that open, stat or walk files: a pipeline asks the port instead.
 FILE_ACCESS = {
     "open",

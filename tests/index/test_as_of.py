@@ -1,4 +1,4 @@
-"""`as_of` marks on search hits and node summaries (SPEC 17.3), without the app around them."""
+"""`as_of` marks on search hits and node summaries (docs/spec.md §17.3), without the app around them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What is indexed (SPEC 5.6): every Markdown file but metadata/, journal/, resource/, plus transcripts."""
+"""What is indexed (docs/spec.md §5.6): every Markdown file but metadata/, journal/, resource/, plus transcripts."""
 
 from __future__ import annotations
 

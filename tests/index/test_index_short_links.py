@@ -1,4 +1,4 @@
-"""Obsidian-style links (SPEC 2.2): `[[solar]]`, `[[wiki/solar]]`, `[[solar.md]]` name digest/wiki/solar.md."""
+"""Obsidian-style links (docs/spec.md §2.2): `[[solar]]`, `[[wiki/solar]]`, `[[solar.md]]` name digest/wiki/solar.md."""
 
 from __future__ import annotations
 

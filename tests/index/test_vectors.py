@@ -1,4 +1,4 @@
-"""Hybrid search with vectors (SPEC 5.2, 5.3): the vector cache, its stamps, background embedding,
+"""Hybrid search with vectors (docs/spec.md §5.2, 5.3): the vector cache, its stamps, background embedding,
 fusion in search and node_search, filters on the vector branch, what health and status say."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The neighbour mix of the vector index kept up incrementally (SPEC 5.2): after every change the
+"""The neighbour mix of the vector index kept up incrementally (docs/spec.md §5.2): after every change the
 rows it touches are re-mixed, and the result is the one a full computation gives — the same
 previous / next rows and inverse norms, the same search results as a fresh index."""
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from reme.pipelines.proactive_topics import topic_id
+from reme.pipelines.proactive.topics import topic_id
 
 
 def found(title: str, *paths: str, confidence: float = 0.9, kind: str = "follow_up", **extra: Any) -> dict:

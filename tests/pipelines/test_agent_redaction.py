@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from reme.pipelines.agent_transcripts import TOOL_RESULT_CHARS, tool_result_note
-from reme.pipelines.messages import content_text
-from reme.pipelines.redaction import redact, redact_cut, redact_note, redact_value
+from reme.pipelines.capture.messages import content_text
+from reme.pipelines.capture.redaction import redact, redact_cut, redact_note, redact_value
+from reme.pipelines.capture.transcripts import TOOL_RESULT_CHARS, tool_result_note
 from reme.workspace import frontmatter
 from reme.workspace.secret_rules import go_to_python, load_rules
 
@@ -188,7 +188,7 @@ def test_a_long_adversarial_message_is_redacted_in_linear_time() -> None:
     # each shape made the old patterns backtrack super-linearly (minutes for 40k characters); a
     # subprocess bounds the work without a tight timing
     script = (
-        "from reme.pipelines.redaction import redact\n"
+        "from reme.pipelines.capture.redaction import redact\n"
         f"for shape in {ADVERSARIAL!r}:\n"
         "    redact(shape * (200_000 // len(shape)))\n"
     )

@@ -13,7 +13,7 @@ import yaml
 from tests.pipelines.conftest import MakeApp, scripted
 
 from reme import ReMe
-from reme.pipelines.agent_transcripts import codex_session_id, read_claude_code, read_codex
+from reme.pipelines.capture.transcripts import codex_session_id, read_claude_code, read_codex
 from reme.pipelines.recall import OPEN
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "agents"
@@ -192,7 +192,7 @@ async def test_plain_messages_are_cleaned_too(make_app: MakeApp) -> None:
 
 
 def test_strip_context_cuts_whole_blocks_and_only_recalls_own_unclosed_one() -> None:
-    from reme.pipelines.agent_session import strip_context
+    from reme.pipelines.capture.session import strip_context
 
     assert strip_context("a <reme-context x='1'>old</REME-CONTEXT> b") == "a  b"
     assert strip_context(f"keep {OPEN}recalled to the end") == "keep"
@@ -262,7 +262,7 @@ async def test_flush_without_a_model_says_so_and_keeps_the_card_pending(make_app
 
 async def test_the_queue_run_distils_only_idle_sessions(make_app: MakeApp) -> None:
     from reme.app.port import AppPort
-    from reme.pipelines.agent_session import distil_queue
+    from reme.pipelines.capture.session import distil_queue
 
     app = await make_app(**scripted(card_script("# Done\n", "done")))
     await app.run(
@@ -279,7 +279,7 @@ async def test_the_queue_run_distils_only_idle_sessions(make_app: MakeApp) -> No
 
 async def test_the_queue_run_without_a_model_moves_nothing(make_app: MakeApp) -> None:
     from reme.app.port import AppPort
-    from reme.pipelines.agent_session import distil_queue
+    from reme.pipelines.capture.session import distil_queue
 
     app = await make_app()
     await app.run(
@@ -293,7 +293,7 @@ async def test_the_queue_run_without_a_model_moves_nothing(make_app: MakeApp) ->
 
 async def test_a_session_that_keeps_failing_is_left_alone_until_it_grows(make_app: MakeApp) -> None:
     from reme.app.port import AppPort
-    from reme.pipelines.agent_session import MAX_FAILURES, distil_queue
+    from reme.pipelines.capture.session import MAX_FAILURES, distil_queue
 
     app = await make_app(**scripted([{"tool": "no_such_tool", "args": {}}] * 200))
     lines = entries("claude_session.jsonl")

@@ -1,4 +1,4 @@
-"""annotate_dates (SPEC 17.1) on notes written by hand: resolved, idempotent, journaled, revertible."""
+"""annotate_dates (docs/spec.md §17.1) on notes written by hand: resolved, idempotent, journaled, revertible."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""digest_audit (SPEC 12.5): each planted defect found, nothing on a clean digest, no writes, no model."""
+"""digest_audit (docs/spec.md §12.5): each planted defect found, nothing on a clean digest, no writes, no model."""
 
 from __future__ import annotations
 
@@ -138,7 +138,7 @@ async def test_a_source_leading_outside_the_workspace_names_no_file(
 async def test_the_answer_is_bounded_and_metadata_keeps_every_finding(
     tmp_path: Path, make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("reme.pipelines.digest_audit.MAX_ANSWER_LINES", 2)
+    monkeypatch.setattr("reme.pipelines.digest.audit.MAX_ANSWER_LINES", 2)
     plant(tmp_path / "ws", [*CLEAN, *PLANTED.values(), TWIN])
     app = await make_app()
     response = await app.run("digest_audit")

@@ -1,4 +1,4 @@
-"""auto_dream end to end with the scripted model (SPEC 12): what is on disk afterwards."""
+"""auto_dream end to end with the scripted model (docs/spec.md §12): what is on disk afterwards."""
 
 from __future__ import annotations
 

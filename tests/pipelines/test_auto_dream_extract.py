@@ -1,4 +1,4 @@
-"""Dream extraction and scanning (SPEC 12.2): validated units, bounds, the window and the catalog."""
+"""Dream extraction and scanning (docs/spec.md §12.2): validated units, bounds, the window and the catalog."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from tests.pipelines.dream_support import (
     unit,
 )
 
-from reme.pipelines.dream_extract import Extraction, Unit, validate
+from reme.pipelines.dream.extract import Extraction, Unit, validate
 
 SHOWN = [CARD, f"daily/{DAY}.md"]
 

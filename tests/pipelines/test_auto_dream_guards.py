@@ -1,4 +1,4 @@
-"""auto_dream against a misbehaving model (SPEC 12.3): refused in code, the workspace intact afterwards."""
+"""auto_dream against a misbehaving model (docs/spec.md §12.3): refused in code, the workspace intact afterwards."""
 
 from __future__ import annotations
 

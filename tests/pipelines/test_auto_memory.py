@@ -1,4 +1,4 @@
-"""auto_memory end to end on a real workspace, with the scripted model (SPEC §10)."""
+"""auto_memory end to end on a real workspace, with the scripted model (docs/spec.md §10)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""auto_resource and resource_watch_loop on a real workspace, with the scripted model (SPEC §11)."""
+"""auto_resource and resource_watch_loop on a real workspace, with the scripted model (docs/spec.md §11)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from tests.pipelines.test_auto_memory import front_matter
 
 from reme import ReMe
 from reme.llm.testing.fake_openai import FakeOpenAI
-from reme.pipelines.auto_resource import RESOURCE_NAMESPACE
+from reme.pipelines.memory.auto_resource import RESOURCE_NAMESPACE
 
 READ_AND_WRITE = [
     {"tool": "read", "args": {"path": "$card_path"}},

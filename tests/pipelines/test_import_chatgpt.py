@@ -99,7 +99,7 @@ async def test_a_longer_chatgpt_conversation_adds_only_its_new_turns(
 
 
 def test_assistant_calls_to_tools_become_tool_call_notes() -> None:
-    from reme.pipelines.import_chatgpt import message_of
+    from reme.pipelines.imports.chatgpt import message_of
 
     node = {
         "id": "d1",
@@ -146,7 +146,7 @@ async def test_queued_conversations_are_distilled_later_by_auto_memory_pending(m
 
 
 def test_uploaded_files_are_named_and_the_answering_model_kept() -> None:
-    from reme.pipelines.import_chatgpt import message_of
+    from reme.pipelines.imports.chatgpt import message_of
 
     upload = {
         "id": "u9",

@@ -14,7 +14,7 @@ import pytest
 from tests.pipelines.imports_support import DATA, files_under, front, run_ok
 
 from reme import ReMe
-from reme.pipelines.export_digest import parse_bundle
+from reme.pipelines.digest.export import parse_bundle
 from reme.workspace import frontmatter
 from reme.workspace.wikilinks import parse_links
 
@@ -180,7 +180,7 @@ async def test_export_round_trips_markdown_and_json(app: ReMe, workspace_dir: Pa
 
 
 def test_the_bundle_keeps_bodies_that_look_like_its_own_syntax() -> None:
-    from reme.pipelines.export_digest import as_bundle, node_of
+    from reme.pipelines.digest.export import as_bundle, node_of
 
     texts = {
         "digest/wiki/bare.md": "```yaml\nkey: in the body\n```\n\nNo front matter; see [[digest/wiki/odd.md]].\n",
@@ -206,7 +206,7 @@ def test_the_bundle_keeps_bodies_that_look_like_its_own_syntax() -> None:
     ],
 )
 def test_provenance_is_merged_into_any_front_matter(text: str) -> None:
-    from reme.pipelines.imports import ImportedNote, stamped
+    from reme.pipelines.imports.writing import ImportedNote, stamped
 
     note = ImportedNote("imports/x/n.md", text, "n.md")
     result = frontmatter.parse(stamped(note, "obsidian", "/vault"))

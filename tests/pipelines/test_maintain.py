@@ -1,4 +1,4 @@
-"""digest_maintain with the scripted model (SPEC 12.5): splits that keep every edge, and what is refused."""
+"""digest_maintain with the scripted model (docs/spec.md §12.5): splits that keep every edge, and what is refused."""
 
 from __future__ import annotations
 

@@ -7,9 +7,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from reme.pipelines.messages import normalise_messages, parse_time, strip_base64
-from reme.pipelines.names import slugify
-from reme.pipelines.transcript import merge, parse_transcript
+from reme.pipelines.capture.messages import normalise_messages, parse_time, strip_base64
+from reme.pipelines.capture.transcript_merge import merge, parse_transcript
+from reme.pipelines.memory.card_names import slugify
 from reme.workspace.relative_dates import annotate as annotate_relative_dates
 from reme.workspace.transcript import render_records as render
 

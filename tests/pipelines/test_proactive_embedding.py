@@ -1,4 +1,4 @@
-"""Proactive's known-topic check (SPEC 13.1) with vectors on: embedding cosine against the threshold
+"""Proactive's known-topic check (docs/spec.md §13.1) with vectors on: embedding cosine against the threshold
 calibrated for the model; lexical similarity when vectors are off or the model is not calibrated."""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from tests.pipelines.conftest import MakeApp, scripted  # noqa: E402
 from tests.pipelines.proactive_helpers import found, load_yaml, reply, write_note  # noqa: E402
 
 from reme import ReMe  # noqa: E402
-from reme.pipelines import proactive_merge  # noqa: E402
 from reme.pipelines.port import Embeddings  # noqa: E402
-from reme.pipelines.proactive_merge import TopicRules, title_similarity  # noqa: E402
-from reme.pipelines.proactive_topics import similarity, topic_id  # noqa: E402
+from reme.pipelines.proactive import merge as proactive_merge  # noqa: E402
+from reme.pipelines.proactive.merge import TopicRules, title_similarity  # noqa: E402
+from reme.pipelines.proactive.topics import similarity, topic_id  # noqa: E402
 
 FIRST, LATER = "daily/2026-06-20/a.md", "daily/2026-06-21/b.md"
 

@@ -6,7 +6,7 @@ from tests.pipelines.conftest import MakeApp, served_by
 from tests.pipelines.proactive_helpers import found, load_yaml, reply, snapshot, write_note
 
 from reme.llm.testing.fake_openai import FakeOpenAI
-from reme.pipelines.proactive_topics import topic_id
+from reme.pipelines.proactive.topics import topic_id
 
 NOTE = "daily/2026-06-20/work.md"
 TITLES = ["Kyoto trip", "Tax return"]

@@ -1,11 +1,11 @@
-"""proactive_read (SPEC §13.2) over files written by hand in the design document's formats."""
+"""proactive_read (docs/spec.md §13.2) over files written by hand in the design document's formats."""
 
 from __future__ import annotations
 
 from tests.pipelines.conftest import MakeApp
 from tests.pipelines.proactive_helpers import snapshot, write_note
 
-from reme.pipelines.proactive_topics import topic_id
+from reme.pipelines.proactive.topics import topic_id
 
 # version 2, exactly as the design document shows it
 V2 = """\

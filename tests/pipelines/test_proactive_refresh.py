@@ -1,4 +1,4 @@
-"""Proactive refresh end to end on a real workspace with the scripted model (SPEC §13.1)."""
+"""Proactive refresh end to end on a real workspace with the scripted model (docs/spec.md §13.1)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from tests.pipelines.conftest import MakeApp, scripted
 from tests.pipelines.proactive_helpers import found, load_yaml, plan_for, reply, snapshot, write_note
 
 from reme import ReMe
-from reme.pipelines.proactive_topics import topic_id
+from reme.pipelines.proactive.topics import topic_id
 
 KYOTO = "daily/2026-06-20/trip.md"
 
@@ -76,7 +76,7 @@ async def test_a_refresh_writes_the_exposure_and_the_truth_source_and_leaves_the
     ]
     truth = load_yaml(app.workspace_dir / "daily/_proactive.yaml")
     assert [t["id"] for t in truth["topics"]] == [kyoto] and truth["resolved"] == []
-    # SPEC 8: the day page's block lists cards only; a refresh never rewrites it (nor makes a dream rescan it)
+    # docs/spec.md §8: the day page's block lists cards only; a refresh never rewrites it (nor makes a dream rescan it)
     page = (app.workspace_dir / "daily/2026-06-20.md").read_bytes()
     assert page == page_before and b"interests.yaml" not in page
     # a second run finds nothing new
@@ -361,8 +361,8 @@ async def test_the_jobs_are_declared_as_the_spec_says(make_app: MakeApp) -> None
 
 async def test_material_is_packed_within_bounds_and_what_is_left_out_is_read_later(make_app: MakeApp) -> None:
     from reme.app.port import AppPort
-    from reme.pipelines.daily_changes import checkpoint
-    from reme.pipelines.proactive_material import gather
+    from reme.pipelines.memory.daily_changes import checkpoint
+    from reme.pipelines.proactive.material import gather
 
     app = await make_app()
     write_note(app.workspace_dir, "daily/2026-06-19/old.md", "o" * 50)
@@ -388,7 +388,7 @@ async def test_material_is_packed_within_bounds_and_what_is_left_out_is_read_lat
 
 
 async def test_a_resolve_during_the_run_wins(make_app: MakeApp, monkeypatch) -> None:
-    from reme.pipelines.proactive_llm import ModelCalls
+    from reme.pipelines.proactive.calls import ModelCalls
 
     app = await make_app(**scripted([{"output": reply([found("Kyoto trip", KYOTO)])}]))
     write_note(app.workspace_dir, KYOTO, "Kyoto.\n")

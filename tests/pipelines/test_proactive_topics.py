@@ -6,9 +6,9 @@ from datetime import date
 
 import pytest
 
-from reme.pipelines.proactive_files import TruthSource, parse_interests, parse_truth, render_interests
-from reme.pipelines.proactive_merge import MAX_OPEN_TOPICS, Selection, TopicRules, select
-from reme.pipelines.proactive_topics import Topic, normalise_title, similarity, topic_id
+from reme.pipelines.proactive.files import TruthSource, parse_interests, parse_truth, render_interests
+from reme.pipelines.proactive.merge import MAX_OPEN_TOPICS, Selection, TopicRules, select
+from reme.pipelines.proactive.topics import Topic, normalise_title, similarity, topic_id
 
 
 def test_the_id_is_remes_rule_and_ignores_case_width_and_punctuation() -> None:

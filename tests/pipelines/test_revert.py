@@ -1,4 +1,4 @@
-"""dream_revert (SPEC 12.5) after real scripted runs: byte-for-byte, compare-and-set, idempotent, journaled."""
+"""dream_revert (docs/spec.md §12.5) after real scripted runs: byte-for-byte, compare-and-set, idempotent, journaled."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ from tests.pipelines.test_auto_memory import TRIP, front_matter
 
 from reme import ReMe
 from reme.llm.testing.fake_openai import FakeOpenAI
-from reme.pipelines.proactive_topics import topic_id
+from reme.pipelines.proactive.topics import topic_id
 
 PROFILES = ("llama-cpp-chatml", "llama-cpp-template", "strict-openai", "ollama")
 MEMORY_CARD = "daily/2026-06-01/trip-1.md"

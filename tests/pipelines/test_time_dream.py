@@ -1,4 +1,4 @@
-"""Facts that change keep their time (SPEC 17.2) through auto_dream: scripted model and fake OpenAI server."""
+"""Facts that change keep their time (docs/spec.md §17.2) through auto_dream: scripted model and fake OpenAI server."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ async def with_node(app: ReMe) -> Path:
 def assert_superseded(node: Path) -> None:
     text = node.read_text(encoding="utf-8")
     assert "- The user lives in Berlin [valid_from:: 2021-03] [valid_to:: 2026-06-19]\n" in text
-    # the relative date the model wrote is resolved against the evidence's day (SPEC 17.1)
+    # the relative date the model wrote is resolved against the evidence's day (docs/spec.md §17.1)
     assert "- The user lives in Paris since yesterday (2026-06-19) [valid_from:: 2026-06-19]\n" in text
     assert f"derived_from:: [[{CARD}]]" in text and f"derived_from:: [[{OLD_CARD}]]" in text
 

@@ -64,7 +64,7 @@ def test_in_process_recall_loads_neither_capture_models_nor_other_jobs(tmp_path:
     )
     heavy = (
         "reme.app.steps.agent", "reme.app.steps.dream", "reme.app.steps.imports",
-        "reme.pipelines.agent_session", "reme.pipelines.distil", "reme.pipelines.dream",
+        "reme.pipelines.capture.session", "reme.pipelines.memory.distil", "reme.pipelines.dream.run",
         "reme.llm.embed_openai", "httpx", "fastapi", "uvicorn", "mcp", "pydantic_ai",
     )  # fmt: skip
     lines, loaded = hook_in_fresh_python("SessionStart", workspace, payload, heavy)

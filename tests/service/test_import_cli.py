@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 
 from reme import ReMeSync
-from reme.pipelines.export_digest import parse_bundle
+from reme.pipelines.digest.export import parse_bundle
 
 DATA = Path(__file__).resolve().parents[1] / "pipelines" / "imports_data"
 

@@ -1,4 +1,4 @@
-"""Proactive memory through the real interfaces: one-shot refresh, CLI, HTTP and MCP (SPEC §13)."""
+"""Proactive memory through the real interfaces: one-shot refresh, CLI, HTTP and MCP (docs/spec.md §13)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from tests.service.test_service_cli import run_in_terminal
 from tests.support import scripted_overrides
 
 from reme import ReMe
-from reme.pipelines.proactive_topics import topic_id
+from reme.pipelines.proactive.topics import topic_id
 from reme.service.mcp import build_mcp_server
 
 DAY = "2026-06-20"
@@ -46,7 +46,7 @@ def test_the_one_shot_refresh_wrote_the_day(refreshed):
     interests = load_yaml(refreshed / f"daily/{DAY}/interests.yaml")
     assert [a["topic_id"] for a in interests["agenda"]] == [topic_id(TITLES[1]), topic_id(TITLES[0])]
     assert (refreshed / "daily/_proactive.yaml").is_file()
-    day_page = refreshed / f"daily/{DAY}.md"  # SPEC 8: the block lists cards only, never interests.yaml
+    day_page = refreshed / f"daily/{DAY}.md"  # docs/spec.md §8: the block lists cards only, never interests.yaml
     assert not day_page.exists() or "interests.yaml" not in day_page.read_text()
 
 

@@ -1,4 +1,4 @@
-"""`as_of` (SPEC 17.3) through Python, HTTP, MCP and the CLI: the state of that date, stale facts marked."""
+"""`as_of` (docs/spec.md §17.3) through Python, HTTP, MCP and the CLI: the state of that date, stale facts marked."""
 
 from __future__ import annotations
 

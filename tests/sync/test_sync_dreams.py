@@ -1,4 +1,4 @@
-"""Two machines dreaming at once with the scripted model (SPEC 18): no update lost, journal and revert work."""
+"""Two machines dreaming at once with the scripted model (docs/spec.md §18): no update lost, journal and revert work."""
 
 from __future__ import annotations
 

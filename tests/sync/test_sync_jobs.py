@@ -1,4 +1,4 @@
-"""Sync end to end with real git (SPEC 18): a bare remote, three machines, what is on disk and in the index."""
+"""Sync end to end with real git (docs/spec.md §18): a bare remote, three machines, what is on disk and in the index."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""kill -9 during a sync, at each of its git steps (SPEC 18): never a corrupt repository, nothing lost.
+"""kill -9 during a sync, at each of its git steps (docs/spec.md §18): never a corrupt repository, nothing lost.
 
 A `git` on PATH that stalls before one subcommand (the real one runs otherwise) holds the one-shot
 `reme start job=sync` there; the test kills its whole process group with SIGKILL, then checks the

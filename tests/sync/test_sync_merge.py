@@ -1,4 +1,4 @@
-"""The reme-aware three-way merges (SPEC 18): transcripts, notes, digest edges, topic YAML."""
+"""The reme-aware three-way merges (docs/spec.md §18): transcripts, notes, digest edges, topic YAML."""
 
 from __future__ import annotations
 

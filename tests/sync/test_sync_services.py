@@ -1,4 +1,4 @@
-"""Two machines, each with a running service, syncing on their cron (SPEC 18): CLI, HTTP and doctor."""
+"""Two machines, each with a running service, syncing on their cron (docs/spec.md §18): CLI, HTTP and doctor."""
 
 from __future__ import annotations
 

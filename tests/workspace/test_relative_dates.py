@@ -1,4 +1,4 @@
-"""The relative date annotator (SPEC 17.1) against a hand-labelled set, plus its protected regions."""
+"""The relative date annotator (docs/spec.md §17.1) against a hand-labelled set, plus its protected regions."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Statements with validity (SPEC 17.2): reading, validity on a day, and what a superseding edit keeps."""
+"""Statements with validity (docs/spec.md §17.2): reading, validity on a day, and what a superseding edit keeps."""
 
 from __future__ import annotations
 

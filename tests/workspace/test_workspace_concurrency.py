@@ -1,4 +1,4 @@
-"""Serialised, atomic writes (SPEC 14): concurrent processes lose nothing, a killed writer corrupts nothing."""
+"""Serialised, atomic writes (docs/spec.md §14): concurrent processes lose nothing, a killed writer corrupts nothing."""
 
 from __future__ import annotations
 

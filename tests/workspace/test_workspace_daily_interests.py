@@ -1,4 +1,4 @@
-"""The day index page lists cards only (SPEC 8): the day's `interests.yaml` never enters its block, and a
+"""The day index page lists cards only (docs/spec.md §8): the day's `interests.yaml` never enters its block, and a
 page that an older version linked it from loses that line at the next reindex."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Daily jobs (SPEC 8): cards, the day index page with its marker block, idempotence, dates."""
+"""Daily jobs (docs/spec.md §8): cards, the day index page with its marker block, idempotence, dates."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The digest rules of SPEC 12.1/12.3 as plain functions: slugs, node paths, buckets, the Sources rule."""
+"""The digest rules of docs/spec.md §12.1/12.3 as plain functions: slugs, node paths, buckets, the Sources rule."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""E-1 edge conservation (SPEC 12.3): the checker over every wikilink form, with a property test."""
+"""E-1 edge conservation (docs/spec.md §12.3): the checker over every wikilink form, with a property test."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The file jobs of SPEC 7 through `app.run`, asserting the files on disk byte for byte."""
+"""The file jobs of docs/spec.md §7 through `app.run`, asserting the files on disk byte for byte."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Front matter (SPEC 2.1): forgiving reads, minimal-change merges, body byte-identical after any update."""
+"""Front matter (docs/spec.md §2.1): forgiving reads, minimal-change merges, body byte-identical after any update."""
 
 from __future__ import annotations
 

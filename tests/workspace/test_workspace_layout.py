@@ -1,4 +1,4 @@
-"""Workspace layout (SPEC 1): created on start, configurable names, user files and 0.4 workspaces untouched."""
+"""Workspace layout (docs/spec.md §1): created on start, configurable names, user files and 0.4 workspaces untouched."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Path safety (SPEC 14): every unsafe path is refused by every job, and nothing is written anywhere."""
+"""Path safety (docs/spec.md §14): every unsafe path is refused by every job, and nothing is written anywhere."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The wikilink grammar of SPEC 2.2: parsing, rendering and retargeting, with property-based checks."""
+"""The wikilink grammar of docs/spec.md §2.2: parsing, rendering and retargeting, with property-based checks."""
 
 from __future__ import annotations
 

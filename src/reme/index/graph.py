@@ -1,6 +1,6 @@
 """The file graph over the catalog's link table: existence, backlinks, pending edges, traversal.
 
-An edge is *pending* while its target resolves to no file (SPEC 2.2: the literal path,
+An edge is *pending* while its target resolves to no file (docs/spec.md §2.2: the literal path,
 `<target>.md`, or the one catalogued file ending with `/<target>` or `/<target>.md`). Existence of
 an indexed path is what the catalog says (so a target becomes real when it is indexed and pending
 again when it is deleted, and a second `solar.md` makes `[[solar]]` pending); any other target (a
@@ -64,7 +64,7 @@ class LinkGraph:
         return [row[0] for row in self.store.query("SELECT path FROM files WHERE path GLOB ?", (pattern,))]
 
     def resolve(self, target: str) -> str | None:
-        """The file a link target names (SPEC 2.2), or None while it is pending."""
+        """The file a link target names (docs/spec.md §2.2), or None while it is pending."""
         return resolve(target, self.exists, self.ending_with)
 
     def outlinks(self, path: str) -> list[LinkRow]:

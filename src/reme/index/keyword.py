@@ -49,7 +49,7 @@ class TokenizerLike(Protocol):
 
 
 def path_date(path: str) -> int:
-    """`YYYYMMDD` of the date that starts a path's second segment, 0 when undated (SPEC 1)."""
+    """`YYYYMMDD` of the date that starts a path's second segment, 0 when undated (docs/spec.md §1)."""
     day = path_day(path)
     return _day_number(day) if day else 0
 

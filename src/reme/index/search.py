@@ -1,4 +1,4 @@
-"""Search over the index (SPEC 5.3, 5.4): keyword (+ optional vector) candidates, fusion, hydration.
+"""Search over the index (docs/spec.md §5.3, 5.4): keyword (+ optional vector) candidates, fusion, hydration.
 
 Engine hits are hydrated from the catalog; a hit the catalog does not know (left by a crash between
 the engine commit and the catalog commit) is dropped, so readers only ever see catalogued chunks.
@@ -147,7 +147,7 @@ def fuse(
     vector_weight: float,
     fusion: str = "relative_score",
 ) -> list[tuple[str, float]]:
-    """SPEC 5.3 step 2: both branches present → fused with `fusion`; one branch → its own scores."""
+    """docs/spec.md §5.3 step 2: both branches present → fused with `fusion`; one branch → its own scores."""
     if keyword and vector:
         return FUSIONS[fusion](keyword, vector, vector_weight)
     return list(keyword or vector)
@@ -199,7 +199,7 @@ class Searcher:
         `generated_folder`: leave out the pages reme generates in this folder (a file name starting
         with `_`, e.g. `digest/_buckets.md`); None keeps them.
 
-        Candidates are fetched as SPEC 5.3 says; only when folding or leaving out generated pages
+        Candidates are fetched as docs/spec.md §5.3 says; only when folding or leaving out generated pages
         left fewer than `limit` results are more fetched (4x each round, at most REFETCH_ROUNDS), so
         a search that thins nothing ranks exactly the same candidates as before.
         """

@@ -1,4 +1,4 @@
-"""What the index covers (SPEC 5.6): sources to include, folders and patterns to exclude.
+"""What the index covers (docs/spec.md §5.6): sources to include, folders and patterns to exclude.
 
 By default every Markdown file of the workspace is indexed except under `metadata/` (derived
 state), `journal/` (reme's own logs) and `resource/` (raw material, whose cards in `daily/` are

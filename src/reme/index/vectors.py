@@ -1,4 +1,4 @@
-"""The vector index (SPEC 5.2): a cache of chunk embeddings in `metadata/vectors.sqlite3`, searched
+"""The vector index (docs/spec.md §5.2): a cache of chunk embeddings in `metadata/vectors.sqlite3`, searched
 brute force in memory.
 
 - One vector per distinct embedded string (`embedding_text` of a chunk), keyed by its content hash

@@ -1,4 +1,4 @@
-"""`annotate_dates`: resolve relative dates in notes written by hand, on request (SPEC 17.1).
+"""`annotate_dates`: resolve relative dates in notes written by hand, on request (docs/spec.md §17.1).
 
 What reme writes itself is annotated as it is written; a person's notes only when asked, for one
 file or a folder. Each file's reference date is the `date` given, else the date of its path
@@ -15,8 +15,8 @@ from datetime import date, datetime
 from typing import Any
 
 from reme.errors import ReMeError
-from reme.pipelines.dream_integrate import Modified
-from reme.pipelines.dream_journal import RunRecord, append_day_log, new_run_id, record_path, record_text
+from reme.pipelines.dream.integrate import Modified
+from reme.pipelines.journal.records import RunRecord, append_day_log, new_run_id, record_path, record_text
 from reme.pipelines.port import MemoryPort
 from reme.workspace import frontmatter, relative_dates
 from reme.workspace.dates import is_date, path_day

@@ -9,7 +9,7 @@ from typing import Any
 from reme.llm.prompts import render_prompt
 from reme.llm.runner import AgentFailed, OnEvent, run_agent
 from reme.llm.tools import PathPolicy
-from reme.pipelines.messages import content_text
+from reme.pipelines.capture.messages import content_text
 from reme.pipelines.port import MemoryPort
 
 CHAT_TOOLS = ("search", "read", "list", "frontmatter_read", "daily_list")

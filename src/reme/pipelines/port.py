@@ -175,14 +175,14 @@ class MemoryPort(Protocol):
 
         `keyword_only`: keyword (BM25) scores alone even with vectors on, for lexical comparisons.
         A node with validity statements also has `statements` (valid on `as_of`, default today) and
-        `superseded` (without `as_of`) or `left_out` (with it), SPEC 17.3."""
+        `superseded` (without `as_of`) or `left_out` (with it), docs/spec.md §17.3."""
         ...
 
     async def search(
         self, query: str, *, limit: int, path_prefix: str = "", as_of: str | None = None
     ) -> list[dict[str, Any]]:
         """Passages for a query, best first: `{path, start_line, end_line, score, text, name, description}`,
-        plus `valid`/`valid_range` where validity says something (SPEC 17.3)."""
+        plus `valid`/`valid_range` where validity says something (docs/spec.md §17.3)."""
         ...
 
     async def traverse(self, paths: Sequence[str], *, depth: int, direction: str = "both") -> dict[str, Any]:

@@ -16,9 +16,9 @@ from datetime import timedelta
 from typing import Any
 
 from reme.errors import ReMeError
-from reme.pipelines.cards import cards_of_day, daily_days
+from reme.pipelines.memory.cards import cards_of_day, daily_days
 from reme.pipelines.port import MemoryPort
-from reme.pipelines.proactive_read import read_proactive
+from reme.pipelines.proactive.read import read_proactive
 
 OPEN = '<reme-context source="reme" kind="recalled-memory" trust="untrusted-data">'
 PREAMBLE = (
@@ -86,7 +86,7 @@ async def _agenda(port: MemoryPort) -> list[str]:
 
 
 def _statements(node: dict[str, Any]) -> str:
-    """A node's statements with validity (SPEC 17.3): what holds first, superseded ones marked."""
+    """A node's statements with validity (docs/spec.md §17.3): what holds first, superseded ones marked."""
     shown = [f"holds: {s['statement']} (valid {s['valid_range']})" for s in node.get("statements") or []]
     shown += [
         f"superseded, no longer true: {s['statement']} (valid {s['valid_range']})"

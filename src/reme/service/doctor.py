@@ -178,7 +178,7 @@ def capture_checks(workspace: Path) -> list[Check]:
     to retry or drop them), ones waiting too long, and sessions saved with records skipped."""
     import time
 
-    from reme.pipelines.agent_session import DAMAGED
+    from reme.pipelines.capture.session import DAMAGED
     from reme.service.hooks import CAPTURES, markers, read_failure
 
     checks, stale = [], []

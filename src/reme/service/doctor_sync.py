@@ -1,4 +1,4 @@
-"""`reme doctor`'s sync checks (SPEC 18): the git binary, the remote and its credentials, the last sync.
+"""`reme doctor`'s sync checks (docs/spec.md §18): the git binary, the remote and its credentials, the last sync.
 
 Kept apart from `doctor` so the sync area owns them. Reaching the remote runs `git ls-remote` with
 prompts off: a missing or refused credential is a failure that names git's own fix, never a prompt.

@@ -448,11 +448,11 @@ def _capture_of(event: str, payload: dict[str, Any], assigned: dict[str, str]) -
         _note(f"{event}: {exc}; nothing captured")
         return None
     if not session_id and source == "codex":
-        from reme.pipelines.agent_transcripts import codex_session_id
+        from reme.pipelines.capture.transcripts import codex_session_id
 
         session_id = codex_session_id(read_transcript(transcript).entries[:5])
     elif not session_id:  # Claude Code names the file after its session; its entries name it too
-        from reme.pipelines.agent_transcripts import claude_session_id
+        from reme.pipelines.capture.transcripts import claude_session_id
 
         session_id = claude_session_id(transcript, read_transcript(transcript).entries)
     if not isinstance(session_id, str) or not SESSION_ID.fullmatch(session_id) or ".." in session_id:

@@ -1,4 +1,4 @@
-"""Workspace layer (SPEC 1, 2, 7, 8, 14): the bottom of reme, knowing nothing of the layers above.
+"""Workspace layer (docs/spec.md §1, 2, 7, 8, 14): the bottom of reme, knowing nothing of the layers above.
 
 - `layout.Workspace`: root, configured folder names, `resolve` (via `paths`), `lock` (via `locks`);
 - `paths`: the one path-safety gate; `atomic`: temp file + fsync + rename; `locks`: cross-process locks;

@@ -1,4 +1,4 @@
-"""Atomic file writes: a crash leaves either the old or the new file, never a half-written one (SPEC 14)."""
+"""Atomic file writes: a crash leaves either the old or the new file, never a half-written one (docs/spec.md §14)."""
 
 from __future__ import annotations
 

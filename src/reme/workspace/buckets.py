@@ -1,4 +1,4 @@
-"""The digest's bucket set (SPEC 12.1): fixed by configuration, never invented by a model.
+"""The digest's bucket set (docs/spec.md §12.1): fixed by configuration, never invented by a model.
 
 `parse_buckets(raw)` checks the `digest.buckets` config value (a ValueError names the bad key) and
 adds the mandatory fallback `unknown` when it is left out; `buckets_page(buckets)` is the text of the

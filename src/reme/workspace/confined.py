@@ -4,7 +4,7 @@ Checking a path and then writing to it leaves a gap: a folder flipped to a symli
 the write elsewhere. Here the path is walked one segment at a time from an open descriptor of the
 root (`openat` with `O_NOFOLLOW`); a symlink met on the way is read and its target walked the same
 way, and only targets inside the root are followed. The write then happens relative to the final
-descriptor, so what the path means later no longer matters (SPEC 14).
+descriptor, so what the path means later no longer matters (docs/spec.md §14).
 """
 
 from __future__ import annotations

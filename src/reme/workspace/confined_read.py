@@ -4,7 +4,7 @@ The same walk as writes (`confined`): from an open descriptor of the root, one s
 `O_NOFOLLOW`; a symlink met on the way is read and its target walked by hand, and only targets inside
 the root are followed. The final name is opened with `O_NOFOLLOW` too, so a link swapped in after it
 was looked at fails the open and the walk starts again (and then refuses the link). Size, type and
-bytes all come from that one descriptor, never from the path again (SPEC 14).
+bytes all come from that one descriptor, never from the path again (docs/spec.md §14).
 """
 
 from __future__ import annotations

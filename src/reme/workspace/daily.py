@@ -1,4 +1,4 @@
-"""Daily notes (SPEC 8): day index pages `daily/<date>.md` and cards `daily/<date>/<name>.md`.
+"""Daily notes (docs/spec.md §8): day index pages `daily/<date>.md` and cards `daily/<date>/<name>.md`.
 
 The day page owns only the block between `<!-- notes:auto -->` and `<!-- /notes:auto -->`; whatever a
 person writes around it is kept, and the page is rewritten only when its text would change.
@@ -113,7 +113,7 @@ def reindex(ws: Workspace, links: LinkSource, day: str, *, create_only: bool = F
 
 
 def _day_text(old: str, day: str, notes: list[dict[str, str]]) -> str:
-    """The page with its block regenerated: one line per card, nothing else (SPEC 8)."""
+    """The page with its block regenerated: one line per card, nothing else (docs/spec.md §8)."""
     block = "\n".join(
         [
             BLOCK_START,

@@ -1,4 +1,4 @@
-"""The digest's rules (SPEC 12.1, 12.3): where a node may live and what its body must hold.
+"""The digest's rules (docs/spec.md §12.1, 12.3): where a node may live and what its body must hold.
 
 - Path is identity: `digest/<bucket>/<slug>.md`. A slug is letters of any script (with their
   combining marks), digits, `-` and `_`, at most 80 characters, Latin letters lower-case, in NFC.

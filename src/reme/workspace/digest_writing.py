@@ -1,4 +1,4 @@
-"""The digest jobs' writes (SPEC 12.3): `digest_write` creates a node, `digest_edit` changes its body.
+"""The digest jobs' writes (docs/spec.md §12.3): `digest_write` creates a node, `digest_edit` changes its body.
 
 Both check every rule before they write, hold the path's lock across check and write (so a node
 that appears or changes meanwhile is seen), write through `atomic_write` and tell the `LinkSource`.

@@ -1,4 +1,4 @@
-"""Edge conservation of the digest (SPEC 12.3 E-1, 12.5 E-2): an update may add links, never lose one.
+"""Edge conservation of the digest (docs/spec.md §12.3 E-1, 12.5 E-2): an update may add links, never lose one.
 
 An edge is `(target, predicate)` as the one wikilink parser reads it (targets compared as written;
 anchor, alias and embed flag are not part of the identity; code spans and fences hold no links).

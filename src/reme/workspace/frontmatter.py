@@ -1,4 +1,4 @@
-"""YAML front matter: fast, forgiving reads and minimal-change writes (SPEC 2.1).
+"""YAML front matter: fast, forgiving reads and minimal-change writes (docs/spec.md §2.1).
 
 Reading uses PyYAML's C loader and never raises: a block that is not a YAML mapping leaves the
 metadata empty, the body equal to the whole text and the problem in `Document.error`.

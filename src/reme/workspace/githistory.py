@@ -1,4 +1,4 @@
-"""A file's versions from git: history, diff and restore (SPEC 18).
+"""A file's versions from git: history, diff and restore (docs/spec.md §18).
 
 Each version says who (author), which job and run (the `ReMe-Job:` / `ReMe-Run:` trailers) and why
 (the subject). `restore` writes an old version back as a new change, compare-and-set against the

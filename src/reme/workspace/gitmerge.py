@@ -1,4 +1,4 @@
-"""Three-way merges that know reme's files (SPEC 18): what sync does with a file changed on both sides.
+"""Three-way merges that know reme's files (docs/spec.md §18): what sync does with a file changed on both sides.
 
 - session transcripts (`.../dialog/*.jsonl`): the union of the records by message id, in time order,
   each record's line byte-exact, no duplicates (append-only on every host, so nothing conflicts);

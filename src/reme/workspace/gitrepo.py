@@ -1,4 +1,4 @@
-"""The workspace as a git repository: a thin wrapper over the real `git` binary (SPEC 18).
+"""The workspace as a git repository: a thin wrapper over the real `git` binary (docs/spec.md §18).
 
 Why the binary and not a library: it is what users already run against the same repository, its
 `merge-tree --write-tree` merges without touching the worktree, and its credential helpers and ssh

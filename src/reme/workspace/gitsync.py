@@ -1,4 +1,4 @@
-"""Sync a workspace with its git remote: commit, fetch, merge, push (SPEC 18).
+"""Sync a workspace with its git remote: commit, fetch, merge, push (docs/spec.md §18).
 
 The merge never runs `git merge` in the worktree. `git merge-tree --write-tree` computes it from the
 commits alone (every file changed on both sides comes back to `gitmerge` through a local

@@ -1,4 +1,4 @@
-"""The workspace: its root, its configured folder names, safe path resolution and write locks (SPEC 1)."""
+"""The workspace: its root, its configured folder names, safe path resolution and write locks (docs/spec.md §1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Who links to what: the index's link graph when there is one, a workspace scan otherwise (SPEC 3).
+"""Who links to what: the index's link graph when there is one, a workspace scan otherwise (docs/spec.md §3).
 
 File operations ask a `LinkSource` for inbound links before a move or delete and tell it which paths
 they changed afterwards, so search and the graph see a write at once.
@@ -20,7 +20,7 @@ from reme.workspace.wikilinks import parse_links
 class LinkSource(Protocol):
     def inbound(self, path: str) -> list[dict[str, str]]:
         """`{source_path, target_path, resolved_path}` of every link pointing at `path` or into it (a
-        folder), `target_path` as written (maybe short, SPEC 2.2), `resolved_path` the file it names."""
+        folder), `target_path` as written (maybe short, docs/spec.md §2.2), `resolved_path` the file it names."""
         ...
 
     def ending_with(self, suffix: str) -> list[str]:
@@ -40,7 +40,7 @@ def points_at(target: str, path: str) -> bool:
 def count_edges(workspace: Workspace, inbound: list[dict[str, str]]) -> int:
     """Distinct inbound edges `(source, target, predicate)` behind `inbound`'s (source, target) pairs.
 
-    `[[A]]` and `is_a:: [[A]]` in one file are two edges (SPEC 2.2), which the pairs cannot tell
+    `[[A]]` and `is_a:: [[A]]` in one file are two edges (docs/spec.md §2.2), which the pairs cannot tell
     apart; so each linking file is read again. A file that cannot be read counts its pairs.
     """
     targets: dict[str, set[str]] = {}

@@ -1,4 +1,4 @@
-"""Per-path write locks that hold across threads and processes (SPEC 14).
+"""Per-path write locks that hold across threads and processes (docs/spec.md §14).
 
 Each workspace-relative path hashes to one of a fixed number of lock files under `metadata/locks/`
 (so the folder stays small however many notes there are); `filelock` takes an OS lock on it, so the

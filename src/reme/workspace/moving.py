@@ -1,4 +1,4 @@
-"""Delete and move (SPEC 3, 7): the link-aware file jobs.
+"""Delete and move (docs/spec.md §3, 7): the link-aware file jobs.
 
 `delete` reports the links that still point at what it removed and never rewrites other files;
 `move` rewrites every inbound link (found through the `LinkSource`) unless told not to.
@@ -116,8 +116,7 @@ def _link_mapping(
     mapping: Callable[[str], str | None],
     moved: list[str],
 ) -> Callable[[str], str | None]:
-    """New text for each inbound target: full paths follow the move; a short one (`[[solar]]`, SPEC
-    2.2) keeps its shape while it still names just the moved file afterwards, else becomes the full
+    """New text for each inbound target: full paths follow the move; a short one (`[[solar]]`, docs/spec.md §2.2) keeps its shape while it still names just the moved file afterwards, else becomes the full
     path. Runs after the files moved: the disk is the new state, the link source's list of files is
     the old one with the moved paths mapped."""
     new_paths = [mapping(path) or path for path in moved]

@@ -1,4 +1,4 @@
-"""Path safety: the single gate every job passes a user-supplied path through (SPEC 1, 14).
+"""Path safety: the single gate every job passes a user-supplied path through (docs/spec.md §1, 14).
 
 Job arguments are workspace-relative POSIX paths. Anything that could reach outside the workspace,
 mean different things on different systems, or touch derived state is refused before any I/O.

@@ -1,6 +1,6 @@
-"""Reading file jobs (SPEC 7): read, read_image, load, stat, list, frontmatter_read.
+"""Reading file jobs (docs/spec.md §7): read, read_image, load, stat, list, frontmatter_read.
 
-Every path is checked by the workspace before any I/O; the results are the metadata of SPEC 6.2.
+Every path is checked by the workspace before any I/O; the results are the metadata of docs/spec.md §6.2.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Relative date expressions resolved in code (SPEC 17.1): `yesterday` → `yesterday (2023-05-07)`.
+"""Relative date expressions resolved in code (docs/spec.md §17.1): `yesterday` → `yesterday (2023-05-07)`.
 
 Rules of our own, English and Chinese, chosen over general date parsers because those guess where a
 reading is ambiguous and are orders of magnitude slower (figures: benchmarks/time_annotate.py).

@@ -1,4 +1,4 @@
-"""How a wikilink target finds its file, the way Obsidian does (SPEC 2.2).
+"""How a wikilink target finds its file, the way Obsidian does (docs/spec.md §2.2).
 
 Targets stay as written; a target naming no existing file resolves to `<target>.md`, else to the
 one known file whose path ends with `/<target>` or `/<target>.md`; several or none → unresolved

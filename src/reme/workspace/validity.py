@@ -1,4 +1,4 @@
-"""Statements with validity (SPEC 17.2): `[valid_from:: 2026-03]` / `[valid_to:: 2026-11-20]` on a line.
+"""Statements with validity (docs/spec.md §17.2): `[valid_from:: 2026-03]` / `[valid_to:: 2026-11-20]` on a line.
 
 A statement is one body line (outside fenced code) that carries at least one of the two Dataview
 inline fields. Bounds take the precision of the evidence (a year, a month or a day) and are read as
@@ -165,7 +165,7 @@ def check_kept(path: str, old_body: str, new_body: str) -> None:
         shown = "; ".join(repr(line) for line in lost[:10])
         raise StatementDropped(
             f"the change to {path!r} supersedes a statement but drops {len(lost)} line(s): {shown}. A "
-            "superseded statement stays in the body, marked with [valid_to:: <date>] (SPEC 17.2), "
+            "superseded statement stays in the body, marked with [valid_to:: <date>] (docs/spec.md §17.2), "
             "and the new one follows it with [valid_from:: <date>]; nothing was changed",
             {"path": path, "dropped_statements": lost},
         )

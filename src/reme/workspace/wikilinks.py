@@ -1,4 +1,4 @@
-"""The one wikilink parser and rewriter of reme (SPEC 2.2).
+"""The one wikilink parser and rewriter of reme (docs/spec.md §2.2).
 
 Public API (the index builds its link graph from this):
 

@@ -1,4 +1,4 @@
-"""Which job wrote which file, so that sync commits each job's changes under its name (SPEC 18).
+"""Which job wrote which file, so that sync commits each job's changes under its name (docs/spec.md §18).
 
 The job runner marks the running job (`running`, the outermost job wins: an agent's tool call belongs
 to its dream); the atomic writer and the confined delete and rename `note` each file they change, in

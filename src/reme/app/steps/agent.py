@@ -1,4 +1,4 @@
-"""Steps of the agent capture jobs: thin adapters over `reme.pipelines.agent_session` (recall: `steps/recall.py`)."""
+"""Steps of the agent capture jobs: thin adapters over `reme.pipelines.capture.session` (recall: `steps/recall.py`)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from reme.app.jobs import JobContext
 from reme.app.port import AppPort
 from reme.app.registry import register_step
 from reme.errors import ReMeError
-from reme.pipelines.agent_session import agent_session_append, agent_session_flush, distil_queue
-from reme.pipelines.auto_memory import MemoryOutcome
+from reme.pipelines.capture.session import agent_session_append, agent_session_flush, distil_queue
+from reme.pipelines.memory.auto_memory import MemoryOutcome
 
 
 def _finish(ctx: JobContext, outcome: MemoryOutcome) -> None:

@@ -1,4 +1,4 @@
-"""Daily job steps (SPEC 8): thin adapters over `reme.workspace.daily`; dates default to `app.today()`."""
+"""Daily job steps (docs/spec.md §8): thin adapters over `reme.workspace.daily`; dates default to `app.today()`."""
 
 from __future__ import annotations
 

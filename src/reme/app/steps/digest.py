@@ -1,4 +1,4 @@
-"""Digest job steps (SPEC 12.1, 12.3): thin adapters over `reme.workspace.digest_writing` and buckets.
+"""Digest job steps (docs/spec.md §12.1, 12.3): thin adapters over `reme.workspace.digest_writing` and buckets.
 
 Step settings set the caps (`max_text_bytes`).
 """

@@ -1,4 +1,4 @@
-"""Steps of `auto_dream` and `dream_cron`: thin adapters over `reme.pipelines.dream`.
+"""Steps of `auto_dream` and `dream_cron`: thin adapters over `reme.pipelines.dream.run`.
 
 On a terminal (stderr a tty, as in a one-shot `reme start job=auto_dream`) each unit's progress is
 printed as it happens; the service and pipes stay quiet.
@@ -12,9 +12,9 @@ from reme.app.components.digest import buckets_of
 from reme.app.jobs import JobContext
 from reme.app.port import AppPort
 from reme.app.registry import register_step
-from reme.pipelines.dream import DreamSettings, Progress, auto_dream
-from reme.pipelines.dream_integrate import Recall
-from reme.pipelines.dream_material import Bounds
+from reme.pipelines.dream.integrate import Recall
+from reme.pipelines.dream.material import Bounds
+from reme.pipelines.dream.run import DreamSettings, Progress, auto_dream
 from reme.workspace.buckets import buckets_page
 
 

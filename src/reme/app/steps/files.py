@@ -1,4 +1,4 @@
-"""File job steps (SPEC 7): thin adapters from job parameters to `reme.workspace.{reading,writing,moving}`.
+"""File job steps (docs/spec.md §7): thin adapters from job parameters to `reme.workspace.{reading,writing,moving}`.
 
 Step settings in the job config set the caps (`max_text_bytes`, `page_lines`, `page_chars`,
 `max_image_bytes`).

@@ -2,7 +2,7 @@
 
 The import jobs are local (`enable_serve: false`), since they read host paths; the source is read
 and checked here (`reme.app.import_sources`), parsed into an `ImportBatch` by the format's module in
-`reme.pipelines`, and written by `reme.pipelines.imports.write_import`.
+`reme.pipelines`, and written by `reme.pipelines.imports.writing.write_import`.
 """
 
 from __future__ import annotations
@@ -27,17 +27,17 @@ from reme.app.port import AppPort
 from reme.app.registry import register_step
 from reme.app.steps.session_imports import run_session_import, transcript_files
 from reme.errors import ReMeError
-from reme.pipelines import export_digest as export
-from reme.pipelines.auto_memory import session_path
-from reme.pipelines.import_chatgpt import KIND as CHATGPT
-from reme.pipelines.import_chatgpt import chatgpt_batch
-from reme.pipelines.import_claude import KIND as CLAUDE_CODE
-from reme.pipelines.import_claude import Loader, claude_batch, collect_documents
-from reme.pipelines.import_mem0 import KIND as MEM0
-from reme.pipelines.import_mem0 import mem0_batch
-from reme.pipelines.import_obsidian import KIND as OBSIDIAN
-from reme.pipelines.import_obsidian import obsidian_batch
-from reme.pipelines.imports import (
+from reme.pipelines.capture.redaction import redact
+from reme.pipelines.digest import export
+from reme.pipelines.imports.chatgpt import KIND as CHATGPT
+from reme.pipelines.imports.chatgpt import chatgpt_batch
+from reme.pipelines.imports.claude import KIND as CLAUDE_CODE
+from reme.pipelines.imports.claude import Loader, claude_batch, collect_documents
+from reme.pipelines.imports.mem0 import KIND as MEM0
+from reme.pipelines.imports.mem0 import mem0_batch
+from reme.pipelines.imports.obsidian import KIND as OBSIDIAN
+from reme.pipelines.imports.obsidian import obsidian_batch
+from reme.pipelines.imports.writing import (
     IMPORTS_FOLDER,
     ImportBatch,
     ImportReport,
@@ -46,8 +46,8 @@ from reme.pipelines.imports import (
     relocated,
     write_import,
 )
-from reme.pipelines.names import slugify
-from reme.pipelines.redaction import redact
+from reme.pipelines.memory.auto_memory import session_path
+from reme.pipelines.memory.card_names import slugify
 from reme.workspace.paths import check_new_name, check_segment, is_markdown
 
 CONVERSATIONS = "conversations.json"

@@ -173,7 +173,7 @@ def _when(as_of: date | None) -> str:
 
 
 def _node_validity(ctx: JobContext, nodes: list[dict[str, Any]], as_of: date | None) -> list[dict[str, Any]]:
-    """Each node's statements on the day (SPEC 17.3), read from its file; unchanged without validity."""
+    """Each node's statements on the day (docs/spec.md §17.3), read from its file; unchanged without validity."""
     ws = workspace_of(ctx.app)
     day = as_of or ctx.app.today()
     out = []

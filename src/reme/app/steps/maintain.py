@@ -1,15 +1,15 @@
-"""Steps of digest upkeep (SPEC 12.5): thin adapters over `reme.pipelines.{maintain,dream_revert,digest_audit,dream_changelog}`."""
+"""Steps of digest upkeep (docs/spec.md §12.5): thin adapters over `reme.pipelines.digest` and `reme.pipelines.journal`."""
 
 from __future__ import annotations
 
 from reme.app.jobs import JobContext
 from reme.app.port import AppPort
 from reme.app.registry import register_step
-from reme.pipelines.digest_audit import AuditSettings, digest_audit
-from reme.pipelines.digest_nodes import Overload
-from reme.pipelines.dream_changelog import changelog, run_detail
-from reme.pipelines.dream_revert import dream_revert
-from reme.pipelines.maintain import MaintainSettings, digest_maintain
+from reme.pipelines.digest.audit import AuditSettings, digest_audit
+from reme.pipelines.digest.maintain import MaintainSettings, digest_maintain
+from reme.pipelines.digest.nodes import Overload
+from reme.pipelines.journal.changelog import changelog, run_detail
+from reme.pipelines.journal.revert import dream_revert
 
 
 @register_step("digest_maintain")

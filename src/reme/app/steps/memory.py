@@ -1,4 +1,4 @@
-"""Steps of `auto_memory` and `auto_memory_pending`: thin adapters over `reme.pipelines.auto_memory`."""
+"""Steps of `auto_memory` and `auto_memory_pending`: thin adapters over `reme.pipelines.memory.auto_memory`."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from reme.app.jobs import JobContext
 from reme.app.port import AppPort
 from reme.app.registry import register_step
 from reme.errors import ReMeError
-from reme.pipelines.auto_memory import MemoryOutcome, auto_memory, auto_memory_pending
+from reme.pipelines.memory.auto_memory import MemoryOutcome, auto_memory, auto_memory_pending
 
 
 def _finish(ctx: JobContext, outcome: MemoryOutcome) -> None:

@@ -1,4 +1,4 @@
-"""Steps of the proactive jobs (SPEC §13): thin adapters over `reme.pipelines.proactive_*`.
+"""Steps of the proactive jobs (docs/spec.md §13): thin adapters over `reme.pipelines.proactive`.
 
 The refresh chain's five steps share one `Refresh` in `ctx.state`; whatever a stage raises becomes
 success=false with the run's metadata so far (`llm_calls`, `usage`), and nothing is written.
@@ -14,10 +14,10 @@ from reme.app.jobs import JobContext
 from reme.app.port import AppPort
 from reme.app.registry import register_step
 from reme.errors import ReMeError
-from reme.pipelines import proactive_refresh as chain
-from reme.pipelines.proactive_merge import TopicRules
-from reme.pipelines.proactive_read import read_proactive
-from reme.pipelines.proactive_state import rebuild, resolve
+from reme.pipelines.proactive import refresh as chain
+from reme.pipelines.proactive.merge import TopicRules
+from reme.pipelines.proactive.read import read_proactive
+from reme.pipelines.proactive.state import rebuild, resolve
 from reme.workspace.dates import check_date
 
 STATE = "proactive"

@@ -12,9 +12,9 @@ from reme.app.jobs import JobContext
 from reme.app.port import AppPort
 from reme.app.registry import register_step
 from reme.errors import ReMeError
-from reme.pipelines.auto_resource import ResourceLimits, auto_resource, check_resource_path
+from reme.pipelines.memory.auto_resource import ResourceLimits, auto_resource, check_resource_path
+from reme.pipelines.memory.resource_text import SUPPORTED
 from reme.pipelines.port import MemoryPort
-from reme.pipelines.resource_text import SUPPORTED
 
 log = logging.getLogger(__name__)
 

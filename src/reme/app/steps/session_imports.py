@@ -2,7 +2,7 @@
 
 A `.jsonl` file or a folder of them (by default every project: `~/.claude/projects`,
 `~/.codex/sessions`) is listed here, each transcript read only when its turn comes and bounded by
-`max_file_bytes`; `reme.pipelines.import_sessions` saves them through the capture path the hooks use.
+`max_file_bytes`; `reme.pipelines.imports.sessions` saves them through the capture path the hooks use.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from reme.app.jobs import JobContext
 from reme.app.port import AppPort
 from reme.app.registry import register_step
 from reme.errors import ReMeError
-from reme.pipelines.import_sessions import SessionFile, import_sessions
+from reme.pipelines.imports.sessions import SessionFile, import_sessions
 
 WHERE = {
     "claude_code": "~/.claude/projects/<project>/<session>.jsonl",

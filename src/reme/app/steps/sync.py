@@ -1,4 +1,4 @@
-"""Steps of the sync jobs (SPEC 18): thin adapters over `reme.workspace.{gitsync,githistory}`.
+"""Steps of the sync jobs (docs/spec.md §18): thin adapters over `reme.workspace.{gitsync,githistory}`.
 
 `sync_commit` is the hook at the end of the dream, maintain and revert jobs: one commit per run,
 its message saying what the run did, its trailers naming the job and the run. `sync_loop` is the

@@ -1,4 +1,4 @@
-"""Steps of the time area (SPEC 17): a thin adapter over `reme.pipelines.annotate_dates`."""
+"""Steps of the time area (docs/spec.md §17): a thin adapter over `reme.pipelines.annotate_dates`."""
 
 from __future__ import annotations
 

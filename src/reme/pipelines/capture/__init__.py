@@ -1,0 +1,1 @@
+"""Capture of conversations and agent sessions: readers, merging, redaction."""

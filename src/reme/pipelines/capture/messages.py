@@ -1,0 +1,188 @@
+"""Normalise chat messages from OpenAI / Anthropic / plain clients into transcript records.
+
+A record is `{id, role, name, content, created_at, metadata?}` with `content` a plain string:
+text blocks are kept, tool calls become a short note, tool results and reasoning are dropped, images
+and other binary blocks become a placeholder, base64 payloads never survive, oversize text is cut.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, date, datetime, tzinfo
+from typing import Any
+
+from reme.pipelines.capture.redaction import SECRET_SPAN, redact
+
+TIME_KEYS = ("created_at", "timestamp", "time_created", "createdAt", "created_time")
+DROPPED_ROLES = ("tool", "function", "ipython")
+DROPPED_BLOCKS = ("tool_result", "function_call_output", "thinking", "redacted_thinking", "reasoning")
+TEXT_BLOCKS = ("text", "input_text", "output_text")
+_DATA_URI = re.compile(r"data:[\w.+-]+/[\w.+-]+(?:;[\w=.+-]+)*;base64,[A-Za-z0-9+/=]+")
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{400,}={0,2}")
+BASE64_NOTE = "[base64 data removed]"
+
+
+def strip_base64(text: str) -> str:
+    return _BASE64_RUN.sub(BASE64_NOTE, _DATA_URI.sub(BASE64_NOTE, text))
+
+
+def _scrub(value: Any) -> Any:
+    """Strip base64 from every string inside a metadata value."""
+    if isinstance(value, str):
+        return strip_base64(value)
+    if isinstance(value, list):
+        return [_scrub(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _scrub(v) for k, v in value.items()}
+    return value
+
+
+def _tool_note(name: Any, args: Any) -> str:
+    if not isinstance(args, str):
+        args = json.dumps(args, ensure_ascii=False, default=str)
+    args = strip_base64(args)
+    head = redact(args[: 200 + SECRET_SPAN])  # past the cut too: a secret across it leaves no prefix
+    return f"[tool call {name}: {head[:200]}{'…' if len(args) > 200 else ''}]"
+
+
+def _block_text(block: Any) -> str:
+    if isinstance(block, str):
+        return block
+    if not isinstance(block, Mapping):
+        return ""
+    kind = block.get("type", "text")
+    if kind in DROPPED_BLOCKS:
+        return ""
+    if kind in TEXT_BLOCKS:
+        return str(block.get("text") or "")
+    if kind in ("tool_use", "function_call"):
+        return _tool_note(block.get("name"), block.get("input", block.get("arguments", {})))
+    if kind in ("image", "image_url", "input_image"):
+        return "[image]"
+    if kind in ("audio", "input_audio"):
+        return "[audio]"
+    return f"[{kind}]"
+
+
+def content_text(message: Mapping[str, Any]) -> str:
+    """The readable text of a message's content plus notes for its OpenAI-style tool calls."""
+    content = message.get("content")
+    if content is None:
+        parts: list[str] = []
+    elif isinstance(content, str):
+        parts = [content]
+    elif isinstance(content, list):
+        parts = [_block_text(block) for block in content]
+    else:
+        raise ValueError(
+            f"content must be a string or a list of content blocks, not {type(content).__name__}"
+        )
+    for call in message.get("tool_calls") or []:
+        function = call.get("function", {}) if isinstance(call, Mapping) else {}
+        parts.append(_tool_note(function.get("name"), function.get("arguments", "")))
+    return strip_base64("\n".join(p for p in parts if p)).strip()
+
+
+def parse_time(value: Any, tz: tzinfo) -> datetime:
+    """An aware datetime from ISO 8601 text or epoch seconds/milliseconds; naive times are in `tz`."""
+    if isinstance(value, bool):
+        raise ValueError(f"timestamp {value!r} is not a time")
+    if isinstance(value, (int, float)):
+        seconds = value / 1000 if value > 1e11 else value
+        return datetime.fromtimestamp(seconds, tz)
+    if isinstance(value, str):
+        text = value.strip()
+        if re.fullmatch(r"\d+(\.\d+)?", text):
+            return parse_time(float(text), tz)
+        try:
+            moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+        except ValueError:
+            raise ValueError(
+                f"timestamp {value!r} is not ISO 8601 (e.g. 2026-06-01T09:30:00+08:00)"
+            ) from None
+        return moment if moment.tzinfo else moment.replace(tzinfo=tz)
+    raise ValueError(f"timestamp {value!r} is not ISO 8601 text or epoch seconds")
+
+
+def message_time(message: Mapping[str, Any], tz: tzinfo) -> datetime | None:
+    metadata = message.get("metadata")
+    for source in (message, metadata if isinstance(metadata, Mapping) else {}):
+        for key in TIME_KEYS:
+            if source.get(key) not in (None, ""):
+                return parse_time(source[key], tz)
+    return None
+
+
+def _stable_id(role: str, moment: datetime | None, content: str, occurrence: int) -> str:
+    """Derived from the instant (in UTC), so a changed app timezone does not give old messages new ids."""
+    instant = moment.astimezone(UTC).isoformat() if moment else ""
+    digest = hashlib.sha256(f"{role}\x1f{instant}\x1f{content}\x1f{occurrence}".encode()).hexdigest()
+    return f"m-{digest[:16]}"
+
+
+READ_CHARS = 1_000_000  # a message is cleaned whole (a secret cut in half would survive), then truncated
+
+
+def truncate(text: str, max_chars: int) -> str:
+    if len(text) <= max_chars:
+        return text
+    return f"{text[:max_chars]}\n[truncated {len(text) - max_chars} characters]"
+
+
+def normalise_messages(
+    raw: Sequence[Any], tz: tzinfo, max_chars: int = 8000, skip: Callable[[str], None] | None = None
+) -> list[dict[str, Any]]:
+    """Transcript records for `raw`; raise ValueError naming the first bad message, or, given
+    `skip`, leave each bad message out and tell `skip` why (a transcript keeps its other turns)."""
+    records: list[dict[str, Any]] = []
+    seen: dict[tuple[str, str | None, str], int] = {}
+    for index, message in enumerate(raw):
+        where = f"messages[{index}]"
+        try:
+            if not isinstance(message, Mapping):
+                raise ValueError(f"{where} must be an object with role and content")
+            role = message.get("role")
+            if not isinstance(role, str) or not role.strip():
+                raise ValueError(f"{where}.role must be a non-empty string")
+            try:
+                moment = message_time(message, tz)
+                text = content_text(message)
+            except (ValueError, TypeError, OverflowError) as exc:
+                raise ValueError(f"{where}: {exc}") from None
+        except ValueError:
+            if skip is None:
+                raise
+            skip("unreadable")
+            continue
+        if role in DROPPED_ROLES or not text:
+            continue
+        text = truncate(text, max_chars)
+        created_at = moment.astimezone(tz).isoformat() if moment else None
+        given_id = message.get("id")
+        if given_id not in (None, ""):
+            record_id = str(given_id)
+        else:
+            key = (role, created_at, text)
+            seen[key] = seen.get(key, 0) + 1
+            record_id = _stable_id(role, moment, text, seen[key])
+        record: dict[str, Any] = {
+            "id": record_id,
+            "role": role,
+            "name": message.get("name"),
+            "content": text,
+            "created_at": created_at,
+        }
+        metadata = message.get("metadata")
+        if isinstance(metadata, Mapping) and metadata:
+            record["metadata"] = _scrub({k: v for k, v in metadata.items() if k not in TIME_KEYS})
+            if not record["metadata"]:
+                del record["metadata"]
+        records.append(record)
+    return records
+
+
+def local_date(created_at: str | None, tz: tzinfo) -> date | None:
+    return datetime.fromisoformat(created_at).astimezone(tz).date() if created_at else None

@@ -1,0 +1,256 @@
+"""Capture of coding-agent sessions: `agent_session_append` (save, queue) and `agent_session_flush` (distil now).
+
+Hooks call append on every turn with the whole transcript (or its tail), so append is idempotent by
+message id and cheap: it saves what is new to `session/dialog/<id>.jsonl`, marks the session's card
+of the day `pending: true` and records the session in the queue (`metadata/agent_sessions.json`).
+No model is called. The pending cards are the durable queue: the queue file only says when a session
+last grew, so `agent_session_distil` waits until it has been idle; a lost queue file loses no work,
+since `auto_memory_pending` distils every pending card.
+
+Before anything is written, text is cleaned: `<reme-context>` blocks (memory reme itself put into the
+session) are cut out, so recalled memory is never memorised again, and secrets are redacted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from reme.errors import LLMUnavailable, ReMeError
+from reme.pipelines.capture.messages import READ_CHARS, local_date, normalise_messages
+from reme.pipelines.capture.redaction import redact_record
+from reme.pipelines.capture.transcript_merge import parse_transcript
+from reme.pipelines.capture.transcripts import read_source
+from reme.pipelines.memory.auto_memory import (
+    MemoryOutcome,
+    auto_memory,
+    check_session_id,
+    ensure_card,
+    save_transcript,
+    session_path,
+)
+from reme.pipelines.memory.distil import mark_pending
+from reme.pipelines.port import MemoryPort
+from reme.pipelines.recall import OPEN
+
+QUEUE_STATE = "agent_sessions"
+MAX_FAILURES = 3  # a session that failed this often waits until it grows again (or a flush)
+CONTEXT_TAG = "reme-context"
+_CONTEXT_OPEN = re.compile(rf"<{CONTEXT_TAG}\b[^<>]{{0,500}}>", re.I)
+_CONTEXT_CLOSE = re.compile(rf"</{CONTEXT_TAG}\s*>", re.I)
+
+
+def strip_context(text: str) -> str:
+    """`text` without the `<reme-context>` blocks recall put into the session: every complete block,
+    and an unclosed one (to the end) only when it opens with the exact tag recall writes — a user
+    who merely mentions `<reme-context>` keeps the rest of the message."""
+    if CONTEXT_TAG not in text.lower():
+        return text
+    kept: list[str] = []
+    pos, closes = 0, True  # closes: a closing tag may still follow (once none does, none ever will)
+    while opening := _CONTEXT_OPEN.search(text, pos):
+        close = _CONTEXT_CLOSE.search(text, opening.end()) if closes else None
+        if close is not None:
+            kept.append(text[pos : opening.start()])
+            pos = close.end()
+            continue
+        closes = False
+        if text.startswith(OPEN, opening.start()):
+            kept.append(text[pos : opening.start()])
+            pos = len(text)
+            break
+        kept.append(text[pos : opening.end()])
+        pos = opening.end()
+    kept.append(text[pos:])
+    return "".join(kept).strip()
+
+
+def clean_records(records: Sequence[dict[str, Any]], max_chars: int) -> list[dict[str, Any]]:
+    """Records with recalled context cut out, secrets redacted and text truncated; empty ones dropped."""
+    cleaned = []
+    for record in records:
+        out = redact_record({**record, "content": strip_context(record["content"])}, max_chars)
+        if out["content"]:
+            cleaned.append(out)
+    return cleaned
+
+
+def _queue(port: MemoryPort) -> dict[str, Any]:
+    queued = port.read_state(QUEUE_STATE).get("sessions")
+    return queued if isinstance(queued, dict) else {}
+
+
+def _enqueue(port: MemoryPort, session_id: str, source: str) -> None:
+    sessions = _queue(port)
+    sessions[session_id] = {"appended_at": datetime.now(UTC).isoformat(timespec="seconds"), "source": source}
+    port.write_state(QUEUE_STATE, {"sessions": sessions})
+
+
+def _failed(port: MemoryPort, session_id: str, error: str) -> None:
+    sessions = _queue(port)
+    entry = sessions.get(session_id)
+    if isinstance(entry, dict):
+        entry["failures"] = int(entry.get("failures") or 0) + 1
+        entry["error"] = error
+        port.write_state(QUEUE_STATE, {"sessions": sessions})
+
+
+def _dequeue(port: MemoryPort, session_id: str, appended_at: str | None) -> None:
+    """Drop a session from the queue unless it grew again meanwhile."""
+    sessions = _queue(port)
+    entry = sessions.get(session_id)
+    if isinstance(entry, dict) and (appended_at is None or entry.get("appended_at") == appended_at):
+        del sessions[session_id]
+        port.write_state(QUEUE_STATE, {"sessions": sessions})
+
+
+async def agent_session_append(
+    port: MemoryPort,
+    *,
+    session_id: str,
+    messages: Sequence[Any],
+    source: str,
+    max_message_chars: int,
+    skipped: Mapping[str, int] | None = None,
+) -> MemoryOutcome:
+    """Save the new turns of a session and queue it for distillation; the same turns twice change nothing.
+
+    A record of a transcript that cannot be used (not an object, an unknown shape, a bad time) is
+    left out and counted by reason, with the ones the caller left out before sending (`skipped`:
+    lines that were not JSON or over the size bound); every other turn is kept."""
+    check_session_id(session_id)
+    reading = read_source(messages, source, session_id)
+    for reason, count in (skipped or {}).items():
+        reading.skipped[reason] = reading.skipped.get(reason, 0) + count
+    lenient = reading.skip if source != "reme" else None  # reme's own format: a bad message is an error
+    raw = normalise_messages(reading.messages, port.tz, READ_CHARS, skip=lenient)
+    # redaction is the costly part of a large capture: off the event loop, other sessions go on
+    incoming = await asyncio.to_thread(clean_records, raw, max_message_chars)
+    async with port.keyed_lock(f"session:{session_id}"):
+        saved = await port.load(session_path(port, session_id))
+        known = {r["id"] for r in parse_transcript(saved.content if saved else "", port.tz)}
+        records, changed = await save_transcript(port, session_id, incoming)
+        added = [r for r in incoming if r["id"] not in known]
+        metadata: dict[str, Any] = {
+            "session_path": session_path(port, session_id),
+            "added": len(added),
+            "received": len(messages),
+            "skipped": reading.skipped,
+            "note_paths": [],
+            "queued": False,
+        }
+        note = skipped_note(reading.skipped)
+        if not changed:
+            return MemoryOutcome(
+                f"nothing new: {session_path(port, session_id)} has these messages{note}", metadata
+            )
+        # turns a resumed session copied from another one are kept (the dialog reads whole) but are
+        # not new to memory: the origin's own dialog holds them and is distilled there
+        fresh = [r for r in added if (r.get("metadata") or {}).get("session_id") in (None, session_id)]
+        metadata["carried_over"] = len(added) - len(fresh)
+        if not fresh:
+            return MemoryOutcome(
+                f"{len(added)} message(s) carried over from an earlier session saved to "
+                f"{session_path(port, session_id)}; nothing new to distil{note}",
+                metadata,
+            )
+        days = sorted({d.isoformat() for r in fresh if (d := local_date(r.get("created_at"), port.tz))})
+        for day in days or [port.today().isoformat()]:
+            card, _front, _created = await ensure_card(port, session_id, day)
+            await mark_pending(port, card)
+            await port.refresh_day(day)
+            metadata["note_paths"].append(card)
+        _enqueue(port, session_id, source)
+        metadata["queued"] = True
+    return MemoryOutcome(
+        f"{len(added)} new message(s) saved to {session_path(port, session_id)}; "
+        f"distillation queued ({', '.join(metadata['note_paths'])} pending){note}",
+        metadata,
+    )
+
+
+# records that could not be used, as opposed to records that hold no turn (a summary, a sidechain,
+# a snapshot: counted in `skipped` too, but routine)
+DAMAGED = ("not_json", "not_an_object", "over_size", "unreadable", "no_message")
+
+
+def skipped_note(skipped: Mapping[str, int]) -> str:
+    """`; 3 record(s) skipped: 2 not_json, 1 not_an_object` for records that could not be used."""
+    damaged = {reason: n for reason, n in skipped.items() if reason in DAMAGED and n}
+    if not damaged:
+        return ""
+    listed = ", ".join(f"{n} {reason}" for reason, n in sorted(damaged.items()))
+    return f"; {sum(damaged.values())} record(s) skipped: {listed}"
+
+
+async def agent_session_flush(
+    port: MemoryPort, *, session_id: str, add_usage: Callable[[dict[str, Any]], None]
+) -> MemoryOutcome:
+    """Distil the session's pending cards now (auto_memory's distiller), then take it off the queue."""
+    check_session_id(session_id)
+    if not port.exists(session_path(port, session_id)):
+        raise ValueError(
+            f"no transcript for session {session_id!r} at {session_path(port, session_id)}: "
+            "capture it first with agent_session_append"
+        )
+    entry = _queue(port).get(session_id)
+    appended_at = entry.get("appended_at") if isinstance(entry, dict) else None
+    outcome = await auto_memory(
+        port,
+        session_id=session_id,
+        messages=[],
+        date_text=None,
+        memory_hint="",
+        max_message_chars=8000,
+        add_usage=add_usage,
+    )
+    _dequeue(port, session_id, appended_at)
+    return outcome
+
+
+async def distil_queue(
+    port: MemoryPort, *, idle_seconds: float, limit: int, add_usage: Callable[[dict[str, Any]], None]
+) -> MemoryOutcome:
+    """Flush the queued sessions idle for `idle_seconds`, oldest first; without a model nothing moves.
+
+    A session whose distillation failed `MAX_FAILURES` times is left alone until it grows again, so
+    a broken model is not called every minute; its card stays pending for `auto_memory_pending`.
+    """
+    sessions = _queue(port)
+    try:
+        port.model("memory")
+    except LLMUnavailable as missing:
+        return MemoryOutcome(
+            f"{len(sessions)} session(s) wait, their cards pending: {missing}", {"distilled": []}
+        )
+    cutoff = datetime.now(UTC) - timedelta(seconds=idle_seconds)
+    due = sorted(
+        (entry.get("appended_at", ""), session_id)
+        for session_id, entry in sessions.items()
+        if isinstance(entry, dict)
+        and _parse(entry.get("appended_at")) <= cutoff
+        and int(entry.get("failures") or 0) < MAX_FAILURES
+    )
+    distilled: list[str] = []
+    failed: list[dict[str, str]] = []
+    for _when, session_id in due[:limit]:
+        try:
+            await agent_session_flush(port, session_id=session_id, add_usage=add_usage)
+        except (ReMeError, ValueError) as exc:
+            error = getattr(exc, "message", None) or str(exc)
+            failed.append({"session_id": session_id, "error": error})
+            _failed(port, session_id, error)
+        else:
+            distilled.append(session_id)
+    answer = f"distilled {len(distilled)} queued session(s)" + (f", {len(failed)} failed" if failed else "")
+    return MemoryOutcome(answer, {"distilled": distilled, "failed": failed})
+
+
+def _parse(stamp: Any) -> datetime:
+    try:
+        return datetime.fromisoformat(str(stamp))
+    except ValueError:
+        return datetime.min.replace(tzinfo=UTC)

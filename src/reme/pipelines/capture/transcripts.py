@@ -1,0 +1,281 @@
+"""Readers for coding agents' own session files: Claude Code's transcript JSONL and Codex CLI rollouts.
+
+Each reader turns the parsed lines of a session file into plain messages (`{id?, role, name?,
+content: str, created_at, metadata?}`) that `normalise_messages` accepts. What a user would want in
+a memory of the session is kept: the text of both sides, a one-line note per tool call, the start of
+each tool result; what is noise or a copy is left out: thinking, sub-agent (sidechain) turns,
+meta entries, the recap Claude Code writes after a compaction (its turns were captured before it),
+Codex's environment/instruction preambles. Images become `[image]`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from reme.pipelines.capture.messages import content_text, strip_base64
+from reme.pipelines.capture.redaction import SECRET_SPAN, redact
+
+TOOL_RESULT_CHARS = 400
+SOURCES = ("reme", "claude_code", "codex")
+_CODEX_PREAMBLES = (
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions",
+    "<permissions",
+)
+
+
+@dataclass
+class Reading:
+    """The messages read from a session file and how many entries were left out, by reason."""
+
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def skip(self, reason: str) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+
+def _trimmed(text: str, limit: int = TOOL_RESULT_CHARS) -> str:
+    # the kept part and a margin redacted before the cut: a secret straddling it leaves no prefix
+    # behind, and a huge output costs what its first characters cost
+    text = " ".join(strip_base64(text).split())
+    head = redact(text[: limit + SECRET_SPAN])
+    return head if len(text) <= limit else f"{head[:limit]}… [{len(text) - limit} more characters]"
+
+
+def tool_result_note(content: Any, *, error: bool = False) -> str:
+    """`[tool result …: <start of the output>]`: enough to know what came back, never the whole output."""
+    if isinstance(content, list):
+        text = content_text({"content": [b for b in content if isinstance(b, Mapping | str)]})
+    else:
+        text = "" if content is None else str(content)
+    label = f"tool result{' (error)' if error else ''}"
+    return f"[{label}: {_trimmed(text)}]" if text.strip() else f"[{label}]"
+
+
+# Claude Code ---------------------------------------------------------------------------------
+
+
+def _claude_user_text(content: Any) -> tuple[str, bool]:
+    """(text, only tool results) of a user entry's content."""
+    if isinstance(content, str):
+        return content, False
+    if not isinstance(content, list):
+        return "", False
+    parts, results = [], 0
+    for block in content:
+        if isinstance(block, Mapping) and block.get("type") == "tool_result":
+            results += 1
+            parts.append(tool_result_note(block.get("content"), error=bool(block.get("is_error"))))
+        else:
+            parts.append(content_text({"content": [block]}))
+    return "\n".join(p for p in parts if p), results == len(content) and results > 0
+
+
+def _claude_entry(entry: Mapping[str, Any], session_id: str | None, out: Reading) -> None:
+    kind = entry.get("type")
+    if entry.get("isSidechain"):
+        out.skip("sidechain")
+        return
+    if kind == "system" and entry.get("subtype") == "compact_boundary":
+        meta = entry.get("compactMetadata") if isinstance(entry.get("compactMetadata"), Mapping) else {}
+        trigger = meta.get("trigger") if isinstance(meta, Mapping) else None
+        text = f"[conversation compacted{f' ({trigger})' if trigger else ''}]"
+        out.messages.append(_claude_message(entry, "system", text, session_id, {"kind": "compaction"}))
+        return
+    if kind not in ("user", "assistant"):
+        out.skip(str(kind or "unknown"))
+        return
+    if entry.get("isMeta"):
+        out.skip("meta")
+        return
+    if entry.get("isCompactSummary"):
+        out.skip("compact_summary")
+        return
+    message = entry.get("message")
+    if not isinstance(message, Mapping):
+        out.skip("no_message")
+        return
+    if kind == "user":
+        text, only_results = _claude_user_text(message.get("content"))
+        extra = {"kind": "tool_result"} if only_results else {}
+        record = _claude_message(
+            entry, "user", text, session_id, extra, name="tool" if only_results else None
+        )
+    else:
+        record = _claude_message(entry, "assistant", content_text(message), session_id, {})
+    if record["content"].strip():
+        out.messages.append(record)
+    else:
+        out.skip("empty")
+
+
+def _claude_message(
+    entry: Mapping[str, Any],
+    role: str,
+    text: str,
+    session_id: str | None,
+    extra: dict[str, Any],
+    name: str | None = None,
+) -> dict[str, Any]:
+    metadata = dict(extra)
+    origin = entry.get("sessionId")
+    if session_id and isinstance(origin, str) and origin != session_id:
+        metadata["session_id"] = origin  # a resumed session carries the turns of the one it resumed
+    message: dict[str, Any] = {"role": role, "content": text, "created_at": entry.get("timestamp")}
+    if isinstance(entry.get("uuid"), str) and entry["uuid"]:
+        message["id"] = entry["uuid"]
+    if name:
+        message["name"] = name
+    if metadata:
+        message["metadata"] = metadata
+    return message
+
+
+def read_claude_code(entries: Sequence[Any], session_id: str | None = None) -> Reading:
+    """Messages of a Claude Code transcript (`~/.claude/projects/<project>/<session>.jsonl`), ids from `uuid`."""
+    out = Reading()
+    for entry in entries:
+        if not isinstance(entry, Mapping):
+            out.skip("not_an_object")
+            continue
+        try:
+            _claude_entry(entry, session_id, out)
+        except (ValueError, TypeError, AttributeError, KeyError):  # a malformed record: the rest is kept
+            out.skip("unreadable")
+    return out
+
+
+def claude_session_id(path: str, entries: Sequence[Any]) -> str | None:
+    """The session a Claude Code transcript records: its file name (`<session id>.jsonl`) when its
+    entries agree or name none, else the id its last entry names (a resumed session's file also
+    carries entries of the session it resumed, under their own id)."""
+    stem = path.replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".jsonl")
+    named = [
+        e["sessionId"] for e in entries if isinstance(e, Mapping) and isinstance(e.get("sessionId"), str)
+    ]
+    if not named or stem in named:
+        return stem or None
+    return str(named[-1])
+
+
+# Codex CLI -----------------------------------------------------------------------------------
+
+
+def _codex_item(line: Mapping[str, Any]) -> tuple[str | None, Mapping[str, Any]]:
+    """(kind, item) of a rollout line: the current `{timestamp, type, payload}` form or the older bare item."""
+    payload = line.get("payload")
+    if isinstance(payload, Mapping):
+        kind = line.get("type")
+        if kind == "response_item":
+            return str(payload.get("type")), payload
+        return str(kind), payload
+    return (str(line["type"]) if "type" in line else None), line
+
+
+def _arguments(item: Mapping[str, Any]) -> Any:
+    if "arguments" in item:
+        return item["arguments"]
+    if "input" in item:
+        return item["input"]
+    action = item.get("action")
+    return action.get("command") if isinstance(action, Mapping) else action
+
+
+def _output_text(output: Any) -> str:
+    """A function call's output: Codex often wraps it as a JSON string `{"output": ..., "metadata": ...}`."""
+    if isinstance(output, str):
+        try:
+            decoded = json.loads(output)
+        except ValueError:
+            return output
+        if isinstance(decoded, Mapping) and "output" in decoded:
+            return str(decoded["output"])
+        return output
+    if isinstance(output, Mapping) and "content" in output:
+        return str(output["content"])
+    return "" if output is None else json.dumps(output, ensure_ascii=False, default=str)
+
+
+def _codex_line(line: Mapping[str, Any], out: Reading) -> None:
+    kind, item = _codex_item(line)
+    when = line.get("timestamp") or item.get("timestamp")
+    if kind == "message":
+        role = item.get("role")
+        if role not in ("user", "assistant"):
+            out.skip(f"{role}_message")
+            return
+        text = content_text(item)
+        if role == "user" and text.lstrip().startswith(_CODEX_PREAMBLES):
+            out.skip("preamble")
+            return
+        if text:
+            out.messages.append({"role": role, "content": text, "created_at": when})
+        else:
+            out.skip("empty")
+    elif kind in ("function_call", "custom_tool_call", "local_shell_call"):
+        name = item.get("name") or ("shell" if kind == "local_shell_call" else "tool")
+        note = content_text({"content": [{"type": "tool_use", "name": name, "input": _arguments(item)}]})
+        out.messages.append({"role": "assistant", "content": note, "created_at": when})
+    elif kind in ("function_call_output", "custom_tool_call_output"):
+        note = tool_result_note(_output_text(item.get("output")))
+        out.messages.append(
+            {
+                "role": "user",
+                "name": "tool",
+                "content": note,
+                "created_at": when,
+                "metadata": {"kind": "tool_result"},
+            }
+        )
+    elif kind == "compacted":
+        out.messages.append(
+            {
+                "role": "system",
+                "content": "[conversation compacted]",
+                "created_at": when,
+                "metadata": {"kind": "compaction"},
+            }
+        )
+    else:
+        out.skip(str(kind or "unknown"))
+
+
+def read_codex(entries: Sequence[Any]) -> Reading:
+    """Messages of a Codex CLI rollout (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`); ids derived from time and text."""
+    out = Reading()
+    for line in entries:
+        if not isinstance(line, Mapping):
+            out.skip("not_an_object")
+            continue
+        try:
+            _codex_line(line, out)
+        except (ValueError, TypeError, AttributeError, KeyError):  # a malformed record: the rest is kept
+            out.skip("unreadable")
+    return out
+
+
+def codex_session_id(entries: Sequence[Any]) -> str | None:
+    """The session id a rollout names in its `session_meta` line (or the older first line)."""
+    for line in entries[:5]:
+        if not isinstance(line, Mapping):
+            continue
+        payload = line.get("payload") if line.get("type") == "session_meta" else line
+        if isinstance(payload, Mapping) and isinstance(payload.get("id"), str) and payload["id"]:
+            return str(payload["id"])
+    return None
+
+
+def read_source(entries: Sequence[Any], source: str, session_id: str | None = None) -> Reading:
+    """Messages of `entries` in the format `source` names (`reme`: messages as auto_memory takes them)."""
+    if source == "claude_code":
+        return read_claude_code(entries, session_id)
+    if source == "codex":
+        return read_codex(entries)
+    if source == "reme":
+        return Reading(messages=list(entries))
+    raise ValueError(f"source {source!r} is not one of {', '.join(SOURCES)}")

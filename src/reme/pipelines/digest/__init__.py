@@ -1,0 +1,1 @@
+"""Digest upkeep: node listing, audit, split maintenance and export (docs/spec.md §12.5)."""

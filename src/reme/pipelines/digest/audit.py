@@ -1,0 +1,226 @@
+"""digest_audit (docs/spec.md §12.5): where the digest is unhealthy, at a glance; no model, no writes.
+
+Per node: `no_source` (no `derived_from::` in `## Sources`), `missing_source` (a source that is not
+a file), `dead_link` (a pending link), `orphan` (no digest link in or out), `overloaded` (past the
+maintain bounds). Near-duplicates cost one keyword search per node, not a pairwise scan: the node's
+own text is the query, each other node's score is divided by the node's score for itself, and a pair
+at or over `near_duplicate` is reported once. `conservation_violation` comes from the journal's
+run records (the newest `max_runs`). Time (docs/spec.md §17): `contradictory_validity` (a bound that cannot
+be read, or ends before it starts), `overlapping_validity` (a replacement that starts before the
+statement it supersedes ends), `unresolved_date` (a relative date left without its resolution).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from reme.errors import ReMeError
+from reme.pipelines.digest.nodes import Overload, load_nodes
+from reme.pipelines.journal.records import journal_folder, read_record
+from reme.pipelines.port import FileText, MemoryPort
+from reme.workspace import frontmatter, validity
+from reme.workspace.digest import SOURCE_PREDICATE, SOURCES_HEADING, source_links
+from reme.workspace.edges import describe
+from reme.workspace.relative_dates import unresolved
+
+MAX_ANSWER_LINES = 500
+MIN_QUERY_WORDS = 8
+KINDS = (
+    "no_source",
+    "missing_source",
+    "dead_link",
+    "orphan",
+    "near_duplicate",
+    "overloaded",
+    "conservation_violation",
+    "contradictory_validity",
+    "overlapping_validity",
+    "unresolved_date",
+)
+
+
+@dataclass(frozen=True)
+class AuditSettings:
+    overload: Overload = Overload()
+    near_duplicate: float = 0.8  # score against a node / the node's score against itself
+    neighbours: int = 5  # hits looked at per node
+    max_query_chars: int = 2000
+    max_nodes: int = 10_000
+    max_runs: int = 500
+
+
+@dataclass
+class AuditOutcome:
+    answer: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+async def digest_audit(port: MemoryPort, settings: AuditSettings) -> AuditOutcome:
+    nodes = await load_nodes(port, settings.max_nodes)
+    digest = port.folder("digest") + "/"
+    names = {node.path for node in nodes}
+    findings: list[dict[str, Any]] = []
+    for node in nodes:
+        body = frontmatter.parse(node.content).body
+        findings += _sources(port, node.path, body)
+        findings += await _links(port, node.path, names, digest)
+        findings += _time(node.path, body)
+        reason = settings.overload.reason(node.content)
+        if reason:
+            findings.append({"kind": "overloaded", "path": node.path, "detail": reason})
+    findings += await _near_duplicates(port, nodes, settings)
+    findings += await _violations(port, settings.max_runs)
+    order = {kind: index for index, kind in enumerate(KINDS)}
+    findings.sort(key=lambda f: (order[f["kind"]], f["path"], f["detail"]))
+    counts = Counter(f["kind"] for f in findings)
+    meta = {
+        "nodes": len(nodes),
+        "findings": findings,
+        "counts": {kind: counts.get(kind, 0) for kind in KINDS},
+    }
+    return AuditOutcome(_report(meta), meta)
+
+
+def _sources(port: MemoryPort, path: str, body: str) -> list[dict[str, Any]]:
+    links = source_links(body)
+    if not links:
+        return [
+            {
+                "kind": "no_source",
+                "path": path,
+                "detail": f"no `derived_from::` link in a ## {SOURCES_HEADING.title()} section",
+            }
+        ]
+    found = []
+    for target in dict.fromkeys(link.target for link in links):
+        if not (_is_file(port, target) or _is_file(port, f"{target}.md")):
+            found.append(
+                {
+                    "kind": "missing_source",
+                    "path": path,
+                    "detail": f"derived_from:: [[{target}]] names no file",
+                }
+            )
+    return found
+
+
+def _is_file(port: MemoryPort, path: str) -> bool:
+    """A file inside the workspace (a target that leads outside it names none)."""
+    try:
+        return port.exists(port.check_path(path))
+    except ValueError:
+        return False
+
+
+async def _links(port: MemoryPort, path: str, names: set[str], digest: str) -> list[dict[str, Any]]:
+    try:
+        graph = await port.traverse([path], depth=1, direction="both")
+    except ReMeError:
+        return []  # no index: links are not audited
+    found: list[dict[str, Any]] = []
+    linked = False  # sources are audited as missing_source
+    for edge in graph["edges"]:
+        if edge["source"] == path and not edge.get("resolved") and edge.get("predicate") != SOURCE_PREDICATE:
+            shown = describe({"target": edge["target"], "predicate": edge.get("predicate")})
+            found.append({"kind": "dead_link", "path": path, "detail": f"{shown} names no file"})
+        outbound = edge["source"] == path and edge.get("resolved") in names and edge["resolved"] != path
+        inbound = edge.get("resolved") == path and edge["source"] in names and edge["source"] != path
+        linked = linked or outbound or inbound
+    if not linked:
+        found.append({"kind": "orphan", "path": path, "detail": "no digest node links it and it links none"})
+    return found
+
+
+def _query(node: FileText, limit: int) -> str:
+    """The node's prose: its body above `## Sources`, without the title line and without links.
+
+    Names, descriptions, titles and link targets are left out: they differ between two nodes that
+    say the same thing, or name the other node itself. Too little prose (under MIN_QUERY_WORDS
+    words) gives no query: a score ratio over a few words means nothing.
+    """
+    body = frontmatter.parse(node.content).body.split(f"## {SOURCES_HEADING.title()}", 1)[0].strip()
+    if body.startswith("# "):
+        body = body.split("\n", 1)[1] if "\n" in body else ""
+    prose = re.sub(r"!?\[\[[^\]]*\]\]", " ", body)
+    return prose.strip()[:limit] if len(prose.split()) >= MIN_QUERY_WORDS else ""
+
+
+async def _near_duplicates(
+    port: MemoryPort, nodes: list[FileText], settings: AuditSettings
+) -> list[dict[str, Any]]:
+    seen: dict[tuple[str, str], float] = {}
+    for node in nodes:
+        query = _query(node, settings.max_query_chars)
+        if not query:
+            continue
+        try:
+            # lexical similarity (docs/spec.md §12.5): BM25 scores, never fused ones (scaled per query, meaning-based)
+            hits = await port.node_search(query, limit=settings.neighbours + 1, keyword_only=True)
+        except ReMeError:
+            return []  # no index: near-duplicates are not audited
+        own = next((float(hit["score"]) for hit in hits if hit["path"] == node.path), 0.0)
+        if own <= 0:
+            continue
+        for hit in hits:
+            ratio = float(hit["score"]) / own
+            if hit["path"] != node.path and ratio >= settings.near_duplicate:
+                pair = (min(node.path, hit["path"]), max(node.path, hit["path"]))
+                seen[pair] = max(seen.get(pair, 0.0), min(ratio, 1.0))
+    return [
+        {
+            "kind": "near_duplicate",
+            "path": left,
+            "detail": f"near-duplicate of {right} (similarity {ratio:.2f})",
+        }
+        for (left, right), ratio in sorted(seen.items())
+    ]
+
+
+def _time(path: str, body: str) -> list[dict[str, Any]]:
+    """Validity that cannot hold and relative dates left without their resolution (docs/spec.md §17)."""
+    found = [{"kind": kind, "path": path, "detail": detail} for kind, detail in validity.problems(body)]
+    left = list(dict.fromkeys(unresolved(body)))
+    if left:
+        shown = ", ".join(repr(words) for words in left[:10])
+        detail = f"relative date(s) without a resolution: {shown}"
+        found.append({"kind": "unresolved_date", "path": path, "detail": detail})
+    return found
+
+
+async def _violations(port: MemoryPort, max_runs: int) -> list[dict[str, Any]]:
+    folder = f"{journal_folder(port)}/runs"
+    entries = (await port.list_files(folder, extensions=(".json",)))[-max_runs:]
+    found = []
+    for entry in entries:
+        record, problem = await read_record(port, entry.path)
+        if problem is not None:  # an unusable record is the journal listing's to report
+            continue
+        for violation in record.get("violations") or [] if isinstance(record, dict) else []:
+            lost = ", ".join(
+                [describe(edge) for edge in violation.get("missing_edges") or []]
+                + [repr(line) for line in violation.get("dropped_statements") or []]
+            )
+            found.append(
+                {
+                    "kind": "conservation_violation",
+                    "path": str(violation.get("path", "")),
+                    "detail": f"{record.get('kind', 'run')} run {record.get('run_id')} refused a change that would drop {lost}",
+                }
+            )
+    return found
+
+
+def _report(meta: dict[str, Any]) -> str:
+    """The head line, then one line per finding (the first MAX_ANSWER_LINES; metadata has them all)."""
+    total = len(meta["findings"])
+    counts = ", ".join(f"{kind} {n}" for kind, n in meta["counts"].items() if n)
+    head = f"digest audit: {meta['nodes']} node(s), {total} finding(s)" + (
+        f" ({counts})" if counts else "; the digest is clean"
+    )
+    lines = [f"{f['kind']}: {f['path']} — {f['detail']}" for f in meta["findings"][:MAX_ANSWER_LINES]]
+    if total > MAX_ANSWER_LINES:
+        lines.append(f"… {total - MAX_ANSWER_LINES} more finding(s) in metadata.findings")
+    return "\n".join([head, *lines])

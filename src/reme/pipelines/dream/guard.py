@@ -1,0 +1,211 @@
+"""The tools of one integration run, guarded in code (docs/spec.md §12.3): what a misbehaving model cannot do.
+
+`UnitGuard.run_job` stands between the agent and reme's jobs:
+- writes go only to digest nodes (`digest/<bucket>/<slug>.md`; the path policy says the same);
+- one subject per unit: once one node is written, every write to another path is refused;
+- compare-and-set: `digest_edit` and `frontmatter_update` apply only to the version the agent last
+  read through `read` (an edit of a node it never read is refused); a conflict makes it read again;
+- E-1: the first refusal for lost links goes back to the agent, the second aborts the unit with
+  `ConservationViolation`; the same for a superseding update that drops the old statement (docs/spec.md §17.2).
+Relative dates in what it writes are resolved against the unit's newest evidence day (docs/spec.md §17.1).
+It records the subject's content before the first change, so a failed unit can be put back and the
+journal can keep a pre-image for revert.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+from reme.errors import Conflict, ReMeError
+from reme.pipelines.port import FileText, MemoryPort
+from reme.workspace import frontmatter, relative_dates
+from reme.workspace.digest import is_node, node_parts
+from reme.workspace.wikilinks import parse_body_links
+
+WRITE_JOBS = ("digest_write", "digest_edit", "frontmatter_update")
+MAX_VIOLATIONS = 2
+
+
+class UnitAborted(ReMeError):
+    """Raised from inside a tool to end the unit's run; `message` starts with the error kind."""
+
+
+@dataclass(frozen=True)
+class ToolReply:
+    """A job-like answer for a refused or guard-made call (what the agent runner shows the model)."""
+
+    success: bool
+    answer: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Subject:
+    """The one node this unit changed, and its content before the unit (None when it created it)."""
+
+    path: str
+    before: FileText | None
+
+
+@dataclass
+class UnitGuard:
+    port: MemoryPort
+    digest_dir: str
+    subject: Subject | None = None
+    read_versions: dict[str, FileText] = field(default_factory=dict)  # what the agent last saw
+    violations: list[dict[str, Any]] = field(default_factory=list)
+    refusals: list[str] = field(default_factory=list)
+    reference_day: date | None = None  # the evidence's day: relative dates written are resolved to it
+
+    async def run_job(self, job: str, **params: Any) -> Any:
+        if job in WRITE_JOBS:
+            return await self._write(job, params)
+        if job == "read":
+            return await self._read(params)
+        return await self.port.run_job(job, **params)
+
+    async def _read(self, params: dict[str, Any]) -> Any:
+        path = str(params.get("path", ""))
+        if not path.endswith(".md") and is_node(f"{path}.md", self.digest_dir):
+            path = f"{path}.md"
+        version = (
+            await self.port.load(path) if is_node(path, self.digest_dir) and self.port.exists(path) else None
+        )
+        response = await self.port.run_job("read", **params)
+        if version is not None and response.success:
+            self.read_versions[path] = (
+                version  # loaded before the read: a change in between is a conflict later
+            )
+        return response
+
+    def _refuse(self, message: str) -> ToolReply:
+        self.refusals.append(message)
+        return ToolReply(False, f"refused: {message}")
+
+    async def _write(self, job: str, params: dict[str, Any]) -> Any:
+        path = str(params.get("path", ""))
+        if not is_node(path, self.digest_dir):
+            return self._refuse(
+                f"{path!r} is not a digest node; dream writes only {self.digest_dir}/<bucket>/<slug>.md"
+            )
+        if self.subject is not None and self.subject.path != path:
+            return self._refuse(
+                f"this unit already changed {self.subject.path!r}; one subject per unit, so {path!r} "
+                "may not be written. Finish with your report"
+            )
+        added = str(params.get("content") or params.get("new") or "")
+        kept = set(_anchored_digest_links(str(params.get("old") or ""), self.digest_dir))
+        anchored = [link for link in _anchored_digest_links(added, self.digest_dir) if link not in kept]
+        if anchored:
+            return self._refuse(
+                f"link digest nodes by their full path without '#anchor' ({', '.join(anchored)}): a node is "
+                "one abstraction and its sections may change"
+            )
+        params = self._resolve_dates(job, params)
+        if job == "digest_write":
+            response = await self.port.run_job(job, **params)
+            if response.success:
+                await self._changed(path, before=None)
+            return response
+        seen = self.read_versions.get(path)
+        if seen is None:
+            return self._refuse(
+                f"read {path!r} with `read` first; an update is decided on the node's full text"
+            )
+        if job == "frontmatter_update":
+            return await self._front_matter(path, seen, params.get("metadata"))
+        response = await self.port.run_job(job, **{**params, "expected_sha256": seen.sha256})
+        meta = response.metadata or {}
+        if response.success:
+            await self._changed(path, before=seen)
+        elif meta.get("conflict"):
+            del self.read_versions[path]
+        elif meta.get("missing_edges") or meta.get("dropped_statements"):
+            lost = {key: meta[key] for key in ("missing_edges", "dropped_statements") if meta.get(key)}
+            self._violation(path, lost, response.answer)
+            return ToolReply(
+                False,
+                f"{response.answer}\nThis is your one retry: keep every link and statement listed above "
+                "in the new text.",
+                dict(meta),
+            )
+        return response
+
+    def _resolve_dates(self, job: str, params: dict[str, Any]) -> dict[str, Any]:
+        """The written text with relative dates resolved against the evidence's day (docs/spec.md §17.1).
+
+        In an edit, lines the node already had (in `old`) are left as they are: their dates were
+        said on another day."""
+        key = {"digest_write": "content", "digest_edit": "new"}.get(job)
+        day = self.reference_day
+        if day is None or key is None or not isinstance(params.get(key), str):
+            return params
+        if job == "digest_write":
+            return {**params, key: relative_dates.annotate(params[key], day)}
+        kept = set(str(params.get("old") or "").split("\n"))
+        written = params[key].split("\n")
+        resolved = relative_dates.annotate(params[key], day).split(
+            "\n"
+        )  # fences seen whole; lines stay lines
+        lines = [old if old in kept else new for old, new in zip(written, resolved, strict=True)]
+        return {**params, key: "\n".join(lines)}
+
+    def _violation(self, path: str, lost: dict[str, list[Any]], answer: str) -> None:
+        """Record a refused update that lost links (E-1) or superseded statements (docs/spec.md §17.2)."""
+        self.violations.append({"path": path, **lost})
+        if len(self.violations) >= MAX_VIOLATIONS:
+            what = "links" if "missing_edges" in lost else "a superseded statement"
+            raise UnitAborted(
+                f"ConservationViolation: a second edit of {path!r} would drop {what} ({answer})",
+                {"path": path, **lost},
+            )
+
+    async def _front_matter(self, path: str, seen: FileText, metadata: Any) -> ToolReply:
+        """Merge keys with compare-and-set; `name` (the file name) and linked values stay as they are."""
+        try:
+            changes = frontmatter.check_metadata(metadata or {})
+        except ValueError as exc:
+            return self._refuse(str(exc))
+        current = frontmatter.parse(seen.content).metadata
+        _, stem = node_parts(path, self.digest_dir)
+        for key, value in changes.items():
+            if key == "name" and value != stem:
+                return self._refuse(f"a node's name is its file name {stem!r}; it cannot be changed")
+            if "[[" in repr(value) or "[[" in repr(current.get(key)):
+                return self._refuse(f"front-matter key {key!r} holds links; links are edited in the body")
+        try:
+            saved = await self.port.save(
+                path, frontmatter.update(seen.content, changes), expected_sha256=seen.sha256
+            )
+        except Conflict:
+            del self.read_versions[path]
+            return ToolReply(
+                False, f"conflict: {path!r} changed since you read it; read it again", {"conflict": True}
+            )
+        except (ReMeError, ValueError) as exc:
+            return ToolReply(False, getattr(exc, "message", str(exc)))
+        await self._changed(path, before=seen, after=saved)
+        return ToolReply(True, f"updated the front matter of {path}", {"path": path})
+
+    async def _changed(self, path: str, *, before: FileText | None, after: FileText | None = None) -> None:
+        """Remember the subject (its first pre-image) and the version the agent now knows."""
+        if self.subject is None:
+            self.subject = Subject(path, before)
+        current = after or await self.port.load(path)
+        if current is not None:
+            self.read_versions[path] = current
+
+    def last_written(self) -> FileText | None:
+        """The subject as this unit left it."""
+        return self.read_versions.get(self.subject.path) if self.subject else None
+
+
+def _anchored_digest_links(text: str, digest_dir: str) -> list[str]:
+    """Links to digest nodes with an `#anchor` (one a node already had may stay)."""
+    return [
+        f"[[{link.target}#{link.anchor}]]"
+        for link in parse_body_links(text)
+        if link.anchor and link.target.startswith(f"{digest_dir}/")
+    ]

@@ -1,0 +1,227 @@
+"""auto_dream (docs/spec.md §12): extract → integrate → finish, under the workspace's exclusive dream lock.
+
+Only what was processed is checkpointed: files the model saw, minus the evidence of failed units
+(the next run retries them); files left out by the size bounds wait for the next run too. Nothing
+changed → no model is involved and nothing is written.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from reme.errors import LLMUnavailable, ReMeError
+from reme.pipelines.dream.extract import ExtractionFailed, extract
+from reme.pipelines.dream.integrate import Recall, UnitResult, integrate
+from reme.pipelines.dream.material import Bounds, pack
+from reme.pipelines.dream.scan import Scan, checkpoint, scan
+from reme.pipelines.journal.records import RunRecord, new_run_id, write_journal
+from reme.pipelines.port import MemoryPort
+from reme.workspace.dates import parse_date
+
+Progress = Callable[[str], Awaitable[None]]
+USAGE_KEYS = ("input_tokens", "output_tokens", "requests", "tool_calls")
+
+
+@dataclass(frozen=True)
+class DreamSettings:
+    buckets: Sequence[str]
+    buckets_page: str
+    bounds: Bounds = Bounds()
+    recall: Recall = Recall()
+
+
+@dataclass
+class DreamOutcome:
+    """A run that succeeded (failures raise `ReMeError` carrying the same complete metadata)."""
+
+    answer: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+async def _quiet(_line: str) -> None:
+    return None
+
+
+async def auto_dream(
+    port: MemoryPort,
+    settings: DreamSettings,
+    *,
+    date_text: str | None,
+    scan_days: int,
+    max_units: int,
+    hint: str,
+    add_usage: Callable[[dict[str, Any]], None],
+    progress: Progress = _quiet,
+    kind: str = "auto_dream",
+) -> DreamOutcome:
+    """One dream run; a second concurrent run raises `ReMeError` at once (the lock says who holds it)."""
+    last = parse_date(date_text) if date_text else port.today()
+    if scan_days < 1 or max_units < 1:
+        raise ValueError("scan_days and max_units must be 1 or more")
+    started = datetime.now(port.tz)
+    run_id = new_run_id(started)
+    async with port.exclusive("dream"):
+        found = await scan(port, last, scan_days)
+        meta: dict[str, Any] = {
+            "run_id": run_id,
+            "window": list(found.window),
+            "scanned": [entry.path for entry in found.files],
+            "changed": [entry.path for entry in found.changed],
+            "units": [],
+            "actions": [],
+            "failed_units": [],
+            "checkpointed": [],
+            "modified_paths": [],
+            "journal_path": None,
+            "usage": _usage({}, {}, []),
+        }
+        if not found.changed:
+            return DreamOutcome(
+                f"nothing changed in daily/ from {found.window[0]} to {found.window[1]}", meta
+            )
+        try:
+            port.model("memory")  # a missing model fails here, before anything is read or written
+        except LLMUnavailable as missing:
+            raise ReMeError(
+                f"{missing.message}; {len(found.changed)} changed file(s) left for the next run", meta
+            ) from None
+        record = RunRecord(run_id, kind, started.isoformat(timespec="seconds"), list(found.window))
+        return await _dream(port, settings, found, record, meta, max_units, hint, add_usage, progress)
+
+
+async def _dream(
+    port: MemoryPort,
+    settings: DreamSettings,
+    found: Scan,
+    record: RunRecord,
+    meta: dict[str, Any],
+    max_units: int,
+    hint: str,
+    add_usage: Callable[[dict[str, Any]], None],
+    progress: Progress,
+) -> DreamOutcome:
+    material = await pack(port, [entry.path for entry in found.changed], settings.bounds)
+    await progress(f"extracting from {len(material.shown)} changed file(s)")
+    try:
+        extracted = await extract(
+            port,
+            material,
+            buckets=settings.buckets,
+            buckets_page=settings.buckets_page,
+            max_units=max_units,
+            hint=hint,
+            add_usage=add_usage,
+        )
+    except ExtractionFailed as failure:
+        meta["usage"] = _usage(failure.metadata.get("usage", {}), {}, [])
+        record.error = failure.message
+        meta["journal_path"] = await _finish_journal(port, record)
+        raise ReMeError(failure.message, meta) from None
+    units = extracted.units
+    meta["units"] = [unit.model_dump() for unit in units]
+    meta["notes"] = extracted.notes + [
+        f"{path}: left for the next run (size bounds)" for path in material.left_out
+    ]
+    results: list[UnitResult] = []
+    for number, unit in enumerate(units, 1):
+        await progress(f"unit {number}/{len(units)} {unit.name!r}: integrating")
+        try:
+            result = await integrate(
+                port,
+                unit,
+                buckets=settings.buckets,
+                buckets_page=settings.buckets_page,
+                bounds=settings.bounds,
+                recall_settings=settings.recall,
+            )
+        except Exception as exc:  # one unit's surprise must not lose the others' record
+            result = UnitResult(
+                unit, {}, error=f"{type(exc).__name__}: {getattr(exc, 'message', None) or exc}"
+            )
+        add_usage(result.usage)
+        results.append(result)
+        done = result.action
+        line = f"{done['action']} {done['target_path']}" if done else f"FAILED {result.error}"
+        await progress(f"unit {number}/{len(units)} {unit.name!r}: {line}")
+    _collect(record, meta, results)
+    meta["usage"] = _usage(extracted.usage, _sum(r.usage for r in results), results)
+    if record.actions or record.failed_units:  # journal first: a revert must know what was written
+        meta["journal_path"] = await _finish_journal(port, record)
+    failed_paths = {path for result in results if result.error for path in result.unit.evidence_paths}
+    meta["checkpointed"] = checkpoint(port, found, set(material.shown) - failed_paths)
+    answer = summary(meta)
+    if record.failed_units:
+        raise ReMeError(answer, meta)
+    return DreamOutcome(answer, meta)
+
+
+def _collect(record: RunRecord, meta: dict[str, Any], results: list[UnitResult]) -> None:
+    record.units = list(meta["units"])
+    for result in results:
+        if result.action:
+            record.actions.append(result.action)
+        if result.error:
+            failure = {
+                "unit": result.unit.name,
+                "error": result.error,
+                "paths": list(result.unit.evidence_paths),
+            }
+            record.failed_units.append(failure)
+        if result.created:
+            record.created.append(result.created)
+            if result.created_sha256:
+                record.created_sha256[result.created] = result.created_sha256
+        if result.modified:
+            record.modified.append(result.modified)
+        record.violations.extend(result.violations)
+        record.refusals.extend({"unit": result.unit.name, "refusal": text} for text in result.refusals)
+    meta["actions"] = record.actions
+    meta["failed_units"] = record.failed_units
+    meta["modified_paths"] = sorted({*record.created, *(m.path for m in record.modified)})
+    meta["violations"] = record.violations
+    meta["refusals"] = record.refusals
+
+
+async def _finish_journal(port: MemoryPort, record: RunRecord) -> str:
+    now = datetime.now(port.tz)
+    record.finished_at = now.isoformat(timespec="seconds")
+    return await write_journal(port, record, now.date().isoformat(), now.strftime("%H:%M:%S"))
+
+
+def summary(meta: dict[str, Any]) -> str:
+    """Counts by action, one line per unit, then the failures."""
+    actions, failures = meta["actions"], meta["failed_units"]
+    counts = Counter(action["action"] for action in actions)
+    head = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())) or "no node changed"
+    lines = [f"dream {meta['run_id']}: {len(meta['units'])} unit(s); {head}; {len(failures)} failed"]
+    lines += [f"{a['action']} {a['target_path']} — {a['reason']}" for a in actions]
+    lines += [
+        f"FAILED {f['unit']}: {f['error']} (sources kept for the next run: {', '.join(f['paths'])})"
+        for f in failures
+    ]
+    return "\n".join(lines)
+
+
+def _sum(usages: Any) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for usage in usages:
+        for key, value in usage.items():
+            total[key] = total.get(key, 0) + int(value)
+    return total
+
+
+def _usage(
+    extract_usage: dict[str, Any], integrate_usage: dict[str, Any], results: list[UnitResult]
+) -> dict[str, Any]:
+    """Totals, then per phase and per unit."""
+    totals = _sum([extract_usage, integrate_usage])
+    return {
+        **{key: totals.get(key, 0) for key in USAGE_KEYS},
+        "extract": dict(extract_usage),
+        "integrate": dict(integrate_usage),
+        "units": [{"unit": r.unit.name, **r.usage} for r in results],
+    }

@@ -1,0 +1,92 @@
+"""A mem0 export (the JSON of `get_all`, or a list of its memories) as one note per memory.
+
+A memory `{id, memory, user_id?, agent_id?, run_id?, metadata?, categories?, hash?, created_at?,
+updated_at?}` becomes `<folder>/<owner>/<id>.md`, the owner being its user (else agent, else run,
+else `shared`). The note's path comes from the memory id, so a memory mem0 updated in place updates
+the same note on the next import.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import date
+from typing import Any
+
+from reme.pipelines.imports.writing import ImportBatch, ImportedNote, check_items, note_text
+from reme.pipelines.memory.card_names import short_hash, slugify
+from reme.workspace import frontmatter, relative_dates
+from reme.workspace.dates import is_date
+
+KIND = "mem0"
+OWNER_KEYS = ("user_id", "agent_id", "run_id")
+COPIED_KEYS = ("user_id", "agent_id", "run_id", "categories", "hash", "created_at", "updated_at")
+_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,100}")
+
+
+def memories_of(data: Any) -> list[Any]:
+    """The memories of an export: `{"results": [...]}` (mem0 1.x), `{"memories": [...]}` or a bare array."""
+    if isinstance(data, Mapping):
+        for key in ("results", "memories"):
+            if isinstance(data.get(key), list):
+                return list(data[key])
+        raise ValueError('a mem0 export is a JSON array of memories or an object with a "results" array')
+    if not isinstance(data, list):
+        raise ValueError('a mem0 export is a JSON array of memories or an object with a "results" array')
+    return data
+
+
+def _one_line(text: str, limit: int) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
+def mem0_batch(data: Any, *, folder: str, max_items: int, max_memory_chars: int) -> ImportBatch:
+    """One note per memory; memories without an id or text are skipped with a reason."""
+    memories = memories_of(data)
+    check_items(
+        memories,
+        limit=max_items,
+        what="memories",
+        recognised=lambda m: isinstance(m, Mapping) and ("memory" in m or "text" in m),
+        refusal='no item has a "memory" text: this is not a mem0 export',
+    )
+    batch = ImportBatch()
+    for shown, memory in batch.objects(memories, "memories", "memory"):
+        memory_id = memory.get("id")
+        text = memory.get("memory", memory.get("text"))
+        if memory_id in (None, "") or isinstance(memory_id, (dict, list, bool)):
+            batch.skip(shown, "no id")
+            continue
+        if not isinstance(text, str) or not text.strip():
+            batch.skip(f"{shown} {memory_id}", "no memory text")
+            continue
+        if len(text) > max_memory_chars:
+            batch.skip(
+                f"{shown} {memory_id}", f"{len(text)} characters, over max_memory_chars {max_memory_chars}"
+            )
+            continue
+        owner_value = next((str(memory[k]) for k in OWNER_KEYS if memory.get(k) not in (None, "")), "shared")
+        owner = slugify(owner_value) or short_hash(owner_value)
+        stem = str(memory_id) if _SAFE_ID.fullmatch(str(memory_id)) else short_hash(str(memory_id), 16)
+        front: dict[str, Any] = {
+            "name": _one_line(text, 80),
+            "description": _one_line(text, 200),
+            "memory_id": str(memory_id),
+        }
+        front.update({key: memory[key] for key in COPIED_KEYS if memory.get(key) not in (None, "", [])})
+        if isinstance(memory.get("metadata"), Mapping) and memory["metadata"]:
+            front["mem0_metadata"] = dict(memory["metadata"])
+        try:
+            frontmatter.check_metadata(front)
+        except frontmatter.FrontMatterError as exc:
+            batch.skip(f"{shown} {memory_id}", str(exc))
+            continue
+        body = text.strip() + "\n"
+        said = str(memory.get("created_at") or "")[:10]
+        if is_date(said):  # relative dates resolved against the day it was recorded (docs/spec.md §17.1)
+            body = relative_dates.annotate(body, date.fromisoformat(said))
+        batch.notes.append(
+            ImportedNote(f"{folder}/{owner}/{stem}.md", note_text(front, body), str(memory_id))
+        )
+    return batch

@@ -1,0 +1,389 @@
+"""Writing imported material into the workspace: plan everything first, then write, then report.
+
+Every importer (one module per format) turns its source into `ImportedNote`s (Markdown notes under
+the `imports/` folder), `ImportedFile`s (attachments, bytes) and `ImportedTranscript`s (session
+transcripts, merged by message id with the writer auto_memory uses). `write_import` checks all of
+them before the first write — a note in the way that this import did not write refuses the whole
+import — then writes only what changed, so a second import of the same source creates nothing.
+
+A note's provenance sits in its front matter: `source` (the format), `imported_from` (where it was
+read), `import_id` (the original id: a section, a memory id, a vault path) and `import_sha256` (the
+hash of the note as rendered from the source). A note whose `import_sha256` still matches is left
+alone, so edits a person made after the import survive a re-import of an unchanged source. Where
+each source item was written is kept in `metadata/` (`IMPORTED_NOTES`); when a note is no longer
+there (moved inside reme), the workspace's notes are searched for its provenance and a re-import
+updates it where it now lives instead of writing a second copy.
+Attachments carry no front matter: the hash of what an import wrote sits in `metadata/`, and an
+attachment whose bytes differ from it (changed by hand, or never imported) is never overwritten but
+reported as skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from reme.errors import ReMeError
+from reme.pipelines.capture.redaction import redact, redact_value
+from reme.pipelines.capture.transcript_merge import merge, parse_transcript
+from reme.pipelines.memory.auto_memory import check_session_id, choose_date, ensure_card, session_path
+from reme.pipelines.memory.distil import mark_pending
+from reme.pipelines.port import MemoryPort
+from reme.workspace import frontmatter
+from reme.workspace.fmsplit import split
+from reme.workspace.paths import check_relative, first_segment
+from reme.workspace.transcript import render_records
+
+IMPORTS_FOLDER = "imports"
+FILES_STATE = "imported_files"  # attachment path -> sha256 of the bytes an import wrote there
+IMPORTED_NOTES = "imported_notes"  # "<imported_from>\n<import_id>" -> the path the note was written to
+MAX_ATTACHMENT_BYTES = 50_000_000
+_PLAIN = re.compile(r"[A-Za-z0-9_/][\w./#@+~-]*")  # read back as the same string (checked anyway)
+ROLE_FOLDERS = ("metadata", "session", "daily", "digest", "resource", "journal")
+NO_MOVED_NOTES = ("metadata", "session", "journal")  # folders a moved imported note never lives in
+
+
+@dataclass(frozen=True)
+class ImportedNote:
+    """A Markdown note to write: its whole text (its own front matter included) and where it came from."""
+
+    path: str
+    text: str
+    import_id: str
+    name: str | None = None  # a `name` to give the note when its own front matter has none
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class ImportedFile:
+    """An attachment copied byte for byte."""
+
+    path: str
+    data: bytes
+    import_id: str
+
+
+@dataclass(frozen=True)
+class ImportedTranscript:
+    """Normalised transcript records of one conversation, saved as `session/dialog/<session_id>.jsonl`."""
+
+    session_id: str
+    records: list[dict[str, Any]]
+
+
+@dataclass
+class ImportBatch:
+    """Everything one import would write, plus the source items it leaves out and why."""
+
+    notes: list[ImportedNote] = field(default_factory=list)
+    files: list[ImportedFile] = field(default_factory=list)
+    transcripts: list[ImportedTranscript] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    links: dict[str, int] = field(default_factory=lambda: {"kept": 0, "rewritten": 0, "unresolved": 0})
+
+    def skip(self, item: str, reason: str) -> None:
+        self.skipped.append({"item": item, "reason": reason})
+
+    def objects(self, items: Sequence[Any], what: str, noun: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+        """(`what[i]`, item) for each JSON object among `items`; anything else is skipped as no `noun`."""
+        for index, item in enumerate(items):
+            if isinstance(item, Mapping):
+                yield f"{what}[{index}]", item
+            else:
+                self.skip(f"{what}[{index}]", f"not a {noun} object")
+
+
+@dataclass
+class ImportReport:
+    """What an import created, updated, left unchanged and skipped (paths; skipped items with a reason)."""
+
+    kind: str
+    source: str
+    dry_run: bool = False
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    links: dict[str, int] = field(default_factory=dict)  # kept / rewritten / unresolved wikilinks
+
+    def metadata(self) -> dict[str, Any]:
+        found = {
+            "kind": self.kind,
+            "source": self.source,
+            "dry_run": self.dry_run,
+            "created": self.created,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "skipped": self.skipped,
+        }
+        return {**found, "links": self.links} if self.links else found
+
+    def answer(self) -> str:
+        verb = "would import" if self.dry_run else "imported"
+        lines = [
+            f"{verb} {self.kind} from {self.source}: {len(self.created)} created, {len(self.updated)} updated, "
+            f"{len(self.unchanged)} unchanged, {len(self.skipped)} skipped"
+        ]
+        if self.links:
+            kept, rewritten, unresolved = (self.links[k] for k in ("kept", "rewritten", "unresolved"))
+            lines.append(
+                f"links: {kept + rewritten} resolved ({kept} kept as written, {rewritten} respelled "
+                f"to resolve in the workspace), {unresolved} unresolved (left as written)"
+            )
+        lines += [f"+ {path}" for path in self.created]
+        lines += [f"~ {path}" for path in self.updated]
+        lines += [f"- {entry['item']}: {entry['reason']}" for entry in self.skipped]
+        return "\n".join(lines)
+
+
+def provenance(kind: str, origin: str, import_id: str, existing: dict[str, Any]) -> dict[str, Any]:
+    """The provenance keys of a note; a `source` key the note already has (an Obsidian user's) is kept."""
+    keys: dict[str, Any] = {} if "source" in existing else {"source": kind}
+    keys.update({"imported_from": origin, "import_id": import_id})
+    return keys
+
+
+def stamped(note: ImportedNote, kind: str, origin: str) -> str:
+    """The note's text with its provenance merged into the front matter (its own keys keep their bytes)."""
+    document = frontmatter.parse(note.text)
+    named = {"name": note.name} if note.name and "name" not in document.metadata else {}
+    keys = {
+        **named,
+        **provenance(kind, origin, note.import_id, document.metadata),
+        "import_sha256": note.sha256,
+    }
+    return _appended(note.text, document, keys) or frontmatter.update(note.text, keys)
+
+
+def _scalar(value: str) -> str:
+    """A path, id or hash as a plain YAML scalar, anything else as a double-quoted (JSON) one."""
+    return value if _PLAIN.fullmatch(value) else json.dumps(value, ensure_ascii=False)
+
+
+def _appended(text: str, document: frontmatter.Document, keys: dict[str, str]) -> str | None:
+    """`text` with new string `keys` as the last front-matter lines — what `frontmatter.update` would
+    write, without its YAML emitter (the cost of an import of thousands of notes) — or None when
+    that is not certain: a key already there, CRLF lines, or a result that does not read back right."""
+    if document.error or any(key in document.metadata for key in keys) or "\r" in document.head:
+        return None
+    lines = "".join(f"{key}: {_scalar(value)}\n" for key, value in keys.items())
+    parts = split(text)
+    if parts.has_front_matter:
+        result = text[: parts.yaml_end] + lines + text[parts.yaml_end :]
+    else:
+        result = f"---\n{lines}---\n{text}"
+    check = frontmatter.parse(result)
+    return result if check.metadata == {**document.metadata, **keys} and check.body == document.body else None
+
+
+def _check_unique(batch: ImportBatch) -> None:
+    seen: set[str] = set()
+    for path in [n.path for n in batch.notes] + [f.path for f in batch.files]:
+        if path in seen:
+            raise ReMeError(f"the import maps two source items to {path}; rename one of them in the source")
+        seen.add(path)
+
+
+async def _classify_note(port: MemoryPort, note: ImportedNote) -> tuple[str, str | None]:
+    """('create' | 'update' | 'unchanged' | 'foreign', sha256 of the file on disk)."""
+    current = await port.load(note.path)
+    if current is None:
+        return "create", None
+    front = frontmatter.parse(current.content).metadata
+    if front.get("import_id") != note.import_id or "import_sha256" not in front:
+        return "foreign", current.sha256
+    return ("unchanged" if front.get("import_sha256") == note.sha256 else "update"), current.sha256
+
+
+async def _classify_file(port: MemoryPort, item: ImportedFile, written: dict[str, str]) -> str:
+    """'create', 'unchanged', 'update' (the file is as an earlier import wrote it) or 'foreign'."""
+    if not port.exists(item.path):
+        return "create"
+    try:
+        current = await port.read_bytes(item.path, max_bytes=max(len(item.data), MAX_ATTACHMENT_BYTES))
+    except ReMeError:
+        return "foreign"
+    if current == item.data:
+        return "unchanged"
+    return "update" if written.get(item.path) == hashlib.sha256(current).hexdigest() else "foreign"
+
+
+async def _classify_transcript(port: MemoryPort, item: ImportedTranscript) -> tuple[str, str, str | None]:
+    """(action, the merged transcript text, sha256 of the saved one) — merged as auto_memory merges."""
+    saved = await port.load(session_path(port, item.session_id))
+    text = saved.content if saved else ""
+    rendered = render_records(merge(parse_transcript(text, port.tz), item.records, port.tz))
+    if rendered == text:
+        return "unchanged", rendered, None
+    return ("create" if saved is None else "update"), rendered, saved.sha256 if saved else None
+
+
+@dataclass
+class _Plan:
+    """What an import will do: an action per path, the texts to save with the versions they replace."""
+
+    actions: list[tuple[str, str]] = field(default_factory=list)  # (create | update | unchanged, path)
+    texts: list[tuple[str, str, str | None]] = field(default_factory=list)  # (path, text, expected sha256)
+    files: list[ImportedFile] = field(default_factory=list)
+    foreign: list[str] = field(default_factory=list)
+
+    def add(self, action: str, path: str, text: str | None = None, version: str | None = None) -> None:
+        self.actions.append((action, path))
+        if text is not None and action != "unchanged":
+            self.texts.append((path, text, version))
+
+
+def _identity(origin: str, import_id: str) -> str:
+    return f"{origin}\n{import_id}"
+
+
+async def relocated(port: MemoryPort, origin: str, planned: Mapping[str, str]) -> dict[str, str]:
+    """Where the notes an earlier import of `origin` wrote live now, for those no longer at their
+    `planned` path (import id -> path): found by their `imported_from` and `import_id`."""
+    recorded = port.read_state(IMPORTED_NOTES)
+    missing = {
+        _identity(origin, import_id): import_id
+        for import_id, path in planned.items()
+        if _identity(origin, import_id) in recorded and not port.exists(path)
+    }
+    found: dict[str, str] = {}
+    if not missing:
+        return found
+    skipped = {port.folder(role) for role in NO_MOVED_NOTES}
+    for entry in await port.list_files("", extensions=(".md",), recursive=True):
+        if first_segment(entry.path) in skipped:
+            continue
+        current = await port.load(entry.path)
+        if current is None or "import_id" not in current.content:
+            continue
+        front = frontmatter.parse(current.content).metadata
+        import_id = missing.get(_identity(str(front.get("imported_from")), str(front.get("import_id"))))
+        if import_id is not None:
+            found.setdefault(import_id, entry.path)
+    return found
+
+
+async def _plan(port: MemoryPort, batch: ImportBatch, report: ImportReport, written: dict[str, str]) -> _Plan:
+    """Read what is on disk for every item and decide; nothing is written here."""
+    plan = _Plan()
+    for note in batch.notes:
+        port.check_path(note.path)
+        action, version = await _classify_note(port, note)
+        if action == "foreign":
+            plan.foreign.append(note.path)
+            continue
+        try:
+            plan.add(action, note.path, stamped(note, report.kind, report.source), version)
+        except frontmatter.FrontMatterError as exc:
+            report.skipped.append({"item": note.import_id, "reason": f"front matter cannot be kept: {exc}"})
+    for item in batch.files:
+        port.check_path(item.path)
+        action = await _classify_file(port, item, written)
+        if action == "foreign":  # changed by hand, or not ours: never overwritten
+            report.skipped.append(
+                {"item": item.import_id, "reason": f"{item.path} exists with other content"}
+            )
+            continue
+        plan.add(action, item.path)
+        if action != "unchanged":
+            plan.files.append(item)
+    for transcript in batch.transcripts:
+        check_session_id(transcript.session_id)
+        action, text, version = await _classify_transcript(port, transcript)
+        plan.add(action, session_path(port, transcript.session_id), text, version)
+    return plan
+
+
+async def write_import(
+    port: MemoryPort, batch: ImportBatch, *, kind: str, origin: str, dry_run: bool = False
+) -> ImportReport:
+    """Check every item, refuse the whole import when a note in the way is not this import's, then write."""
+    report = ImportReport(kind, origin, dry_run, skipped=list(batch.skipped))
+    if any(batch.links.values()):
+        report.links = dict(batch.links)
+    moved = await relocated(port, origin, {note.import_id: note.path for note in batch.notes})
+    if moved:
+        notes = [replace(note, path=moved.get(note.import_id, note.path)) for note in batch.notes]
+        batch = replace(batch, notes=notes)
+    _check_unique(batch)
+    written = port.read_state(FILES_STATE)
+    plan = await _plan(port, batch, report, written)
+    if plan.foreign:
+        shown = ", ".join(plan.foreign[:5]) + (
+            f" and {len(plan.foreign) - 5} more" if len(plan.foreign) > 5 else ""
+        )
+        raise ReMeError(
+            f"nothing imported: {shown} already exist(s) and were not written by this import "
+            "(another source, or the file was moved); move them away or import into another folder=",
+            {"conflicts": plan.foreign},
+        )
+    listed = {"create": report.created, "update": report.updated, "unchanged": report.unchanged}
+    for action, path in plan.actions:
+        listed[action].append(path)
+    if dry_run:
+        return report
+    for item in plan.files:
+        await port.save_bytes(item.path, item.data)
+        written[item.path] = hashlib.sha256(item.data).hexdigest()
+    if plan.files:
+        port.write_state(FILES_STATE, written)
+    # Compare-and-set against the versions read above: a transcript auto_memory merged meanwhile,
+    # or a note someone edited, stops the batch with a conflict instead of being overwritten.
+    await port.save_batch(plan.texts)
+    if batch.notes:
+        recorded = port.read_state(IMPORTED_NOTES)
+        recorded.update({_identity(origin, note.import_id): note.path for note in batch.notes})
+        port.write_state(IMPORTED_NOTES, recorded)
+    return report
+
+
+def note_text(metadata: dict[str, Any], body: str) -> str:
+    """A fresh note: front matter (name and description first) and the body, secrets redacted."""
+    return frontmatter.render_new(redact_value(metadata)) + redact(body)
+
+
+def check_items(
+    items: Sequence[Any], *, limit: int, what: str, recognised: Callable[[Any], bool], refusal: str
+) -> None:
+    """Refuse a source with more items than the cap, or none an importer of this format recognises."""
+    if len(items) > limit:
+        raise ValueError(
+            f"the source holds {len(items)} {what}, more than the limit of {limit}; raise max_items"
+        )
+    if items and not any(recognised(item) for item in items):
+        raise ValueError(refusal)
+
+
+def import_folder(port: MemoryPort, folder: str) -> str:
+    """The folder imported notes go to; never a folder with a role of its own (digest/, daily/, ...)."""
+    relative = check_relative(folder.strip().strip("/"))
+    port.check_path(relative)
+    taken = {port.folder(role) for role in ROLE_FOLDERS}
+    if first_segment(relative) in taken:
+        raise ReMeError(
+            f"folder {relative!r} is inside {first_segment(relative)}/, which reme's own pipelines own; "
+            f"import into {IMPORTS_FOLDER}/ or another folder"
+        )
+    return relative
+
+
+async def queue_distillation(port: MemoryPort, transcripts: Sequence[ImportedTranscript]) -> list[str]:
+    """Mark each conversation's card (created when missing) pending, so `auto_memory_pending` distils it."""
+    cards = []
+    for transcript in transcripts:
+        async with port.keyed_lock(f"session:{transcript.session_id}"):
+            saved = await port.load(session_path(port, transcript.session_id))
+            records = parse_transcript(saved.content if saved else "", port.tz)
+            day = choose_date(None, records, port).isoformat()
+            path, _front, _created = await ensure_card(port, transcript.session_id, day)
+            await mark_pending(port, path)
+            cards.append(path)
+        await port.refresh_day(day)
+    return cards

@@ -1,0 +1,259 @@
+"""auto_resource (docs/spec.md §11): one card `daily/<date>/<stem>.md` per resource file, kept in step with it.
+
+Added or modified resources are read (text formats, HTML, PDF text layer) and turned into a card by
+the memory agent; unchanged ones (same sha256, not pending) are skipped; deleted ones lose their
+card. The card carries `source_resource: '[[resource/...]]'`, a stable agent `session_id` (UUID5 of
+the resource path) and the `source_sha256` it was written from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+from reme.errors import LLMUnavailable, ReMeError
+from reme.llm.runner import AgentFailed
+from reme.pipelines.memory.card_names import short_hash
+from reme.pipelines.memory.cards import cards_of_day, daily_days
+from reme.pipelines.memory.distil import distil_card
+from reme.pipelines.memory.resource_text import SUPPORTED, Unreadable, extract
+from reme.pipelines.port import MemoryPort
+from reme.workspace.dates import is_date
+
+RESOURCE_NAMESPACE = uuid.UUID("6f1c1a52-8d7e-5b8e-9a43-2b1e0c7d5a10")
+
+
+@dataclass(frozen=True)
+class ResourceLimits:
+    max_bytes: int = 5_000_000
+    max_chars: int = 60_000
+
+
+@dataclass
+class ResourceReport:
+    """What happened to each path of a batch."""
+
+    processed: list[dict[str, str]] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    failed: list[dict[str, str]] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)
+    days: set[str] = field(default_factory=set)
+
+    def metadata(self) -> dict[str, Any]:
+        return {
+            "processed": self.processed,
+            "skipped": self.skipped,
+            "failed": self.failed,
+            "pending": self.pending,
+        }
+
+    def answer(self) -> str:
+        parts = [f"{len(self.processed)} processed", f"{len(self.skipped)} skipped"]
+        if self.pending:
+            parts.append(f"{len(self.pending)} pending")
+        if self.failed:
+            parts.append(
+                f"{len(self.failed)} failed: " + "; ".join(f"{f['path']}: {f['error']}" for f in self.failed)
+            )
+        return ", ".join(parts)
+
+
+def resource_session_id(path: str) -> str:
+    """Stable agent session id of a resource: UUID5 of its workspace-relative path."""
+    return str(uuid.uuid5(RESOURCE_NAMESPACE, path))
+
+
+def resource_day(port: MemoryPort, path: str) -> str:
+    """The date of the resource's dated folder (`resource/YYYY-MM-DD/...`), else today."""
+    parts = PurePosixPath(path).parts
+    return parts[1] if len(parts) > 2 and is_date(parts[1]) else port.today().isoformat()
+
+
+def check_resource_path(port: MemoryPort, path: Any) -> str:
+    """The path if the workspace's path gate accepts it and it lies under `resource/`."""
+    root = port.folder("resource")
+    if not isinstance(path, str) or not path.startswith(f"{root}/"):
+        raise ValueError(f"{path!r} is not a resource path (it must start with '{root}/')")
+    return port.check_path(path)
+
+
+def link_of(path: str) -> str:
+    return f"[[{path}]]"
+
+
+class ResourceCards:
+    """Finds the card of a resource by its `source_resource` link, for one batch.
+
+    Each day's cards are listed once per batch (a scan of N resources on one day would otherwise read
+    N x N front matters at every start); a hit is confirmed on disk, a miss is looked up afresh.
+    """
+
+    def __init__(self, port: MemoryPort) -> None:
+        self.port = port
+        self._by_day: dict[str, dict[str, str]] = {}
+
+    async def _listed(self, day: str, *, fresh: bool) -> dict[str, str]:
+        if fresh or day not in self._by_day:
+            cards = await cards_of_day(self.port, day)
+            self._by_day[day] = {
+                str(front["source_resource"]): path for path, front in cards if front.get("source_resource")
+            }
+        return self._by_day[day]
+
+    async def find(self, path: str, day: str) -> tuple[str, dict[str, Any]] | None:
+        """(card, its front matter) on the resource's day (loose files: any day, newest first), or None."""
+        link = link_of(path)
+        days = [day]
+        if len(PurePosixPath(path).parts) <= 2:
+            days += [other for other in reversed(await daily_days(self.port)) if other != day]
+        for fresh in (False, True):
+            for candidate in days:
+                card = (await self._listed(candidate, fresh=fresh)).get(link)
+                if card and self.port.exists(card):
+                    front = await self.port.front_matter(card)
+                    if front.get("source_resource") == link:
+                        return card, front
+        return None
+
+
+async def free_card_path(port: MemoryPort, path: str, day: str) -> str:
+    """`daily/<day>/<stem>.md`, or with a short stable suffix when another file has that name."""
+    stem = PurePosixPath(path).stem
+    base = f"{port.folder('daily')}/{day}/{stem}"
+    for candidate in (f"{base}.md", f"{base}-{short_hash(path)}.md"):
+        if not port.exists(candidate):
+            return candidate
+    raise ReMeError(f"no free card name for {path}: {base}.md and its suffixed form are taken")
+
+
+async def process_change(
+    port: MemoryPort,
+    cards: ResourceCards,
+    path: str,
+    limits: ResourceLimits,
+    report: ResourceReport,
+    add_usage: Callable[[dict[str, Any]], None],
+) -> None:
+    check_resource_path(port, path)
+    day = resource_day(port, path)
+    extension = PurePosixPath(path).suffix.lstrip(".").lower()
+    if extension not in SUPPORTED:
+        report.skipped.append({"path": path, "reason": f"unsupported format .{extension}"})
+        return
+    if not port.exists(path):
+        report.skipped.append({"path": path, "reason": "not a file (already deleted?)"})
+        return
+    try:
+        data = await port.read_bytes(path, max_bytes=limits.max_bytes)
+    except ReMeError as too_large:
+        report.skipped.append({"path": path, "reason": too_large.message})
+        return
+    try:
+        material = extract(data, extension)
+    except Unreadable as reason:
+        report.skipped.append({"path": path, "reason": str(reason)})
+        return
+    sha = hashlib.sha256(data).hexdigest()
+    found = await cards.find(path, day)
+    card = found[0] if found else None
+    if found and found[1].get("source_sha256") == sha and not found[1].get("pending"):
+        report.skipped.append({"path": path, "reason": f"unchanged since {card} was written"})
+        return
+    try:
+        port.model("memory")
+    except LLMUnavailable as missing:  # the resource itself is the kept input: the next scan retries it
+        report.pending.append(path)
+        report.failed.append({"path": path, "error": f"not processed: {missing}"})
+        return
+    session_id = resource_session_id(path)
+    keys = {"source_resource": link_of(path), "session_id": session_id, "source_sha256": sha}
+    action = "updated" if card else "created"
+    if card is None:
+        card = await free_card_path(port, path, day)
+        stub = {**keys, "pending": True}
+        await port.write(card, "", name=PurePosixPath(path).stem, metadata=stub)
+    report.days.add(card.split("/")[-2])
+    text = material.text
+    truncated = len(text) > limits.max_chars
+    variables = {
+        "resource_path": path,
+        "resource_kind": material.kind,
+        "resource_chars": len(text),
+        "truncated_note": f"; only the first {limits.max_chars} are shown" if truncated else "",
+        "material": text[: limits.max_chars],
+        "date": day,
+        "session_id": session_id,
+    }
+    try:
+        await distil_card(
+            port,
+            card_path=card,
+            prompt="auto_resource",
+            variables=variables,
+            front_matter=keys,
+            rename=False,
+            add_usage=add_usage,
+        )
+    except AgentFailed as failure:
+        if action == "created":  # no half-made card: the next scan starts afresh
+            await port.delete(card)
+            outcome = "not processed"
+        else:
+            outcome = f"card {card} left unchanged and pending"
+        report.pending.append(path)
+        report.failed.append({"path": path, "error": f"{outcome}: {failure.message}"})
+        return
+    report.processed.append({"path": path, "card": card, "action": action})
+
+
+async def process_deletion(port: MemoryPort, cards: ResourceCards, path: str, report: ResourceReport) -> None:
+    check_resource_path(port, path)
+    found = await cards.find(path, resource_day(port, path))
+    if found is None:
+        report.skipped.append({"path": path, "reason": "deleted resource had no card"})
+        return
+    card = found[0]
+    await port.delete(card)
+    report.days.add(card.split("/")[-2])
+    report.processed.append({"path": path, "card": card, "action": "deleted"})
+
+
+async def resources_needing_cards(port: MemoryPort) -> list[str]:
+    """Every supported resource file (a full scan; unchanged ones are skipped cheaply by sha256)."""
+    extensions = tuple(f".{extension}" for extension in SUPPORTED)
+    entries = await port.list_files(port.folder("resource"), extensions=extensions, recursive=True)
+    return [entry.path for entry in entries]
+
+
+async def auto_resource(
+    port: MemoryPort,
+    *,
+    paths: Sequence[str],
+    deleted: Sequence[str],
+    limits: ResourceLimits,
+    add_usage: Callable[[dict[str, Any]], None],
+) -> ResourceReport:
+    """Bring the cards of these resources up to date; with no paths at all, of every resource."""
+    for path in [*paths, *deleted]:
+        check_resource_path(port, path)  # refuse bad input before any write
+    report = ResourceReport()
+    cards = ResourceCards(port)
+    changed = list(paths) if paths or deleted else await resources_needing_cards(port)
+    for path in dict.fromkeys(deleted):
+        async with port.keyed_lock(f"resource:{path}"):
+            await process_deletion(port, cards, path, report)
+    for path in dict.fromkeys(changed):
+        try:
+            async with port.keyed_lock(f"resource:{path}"):
+                await process_change(port, cards, path, limits, report, add_usage)
+        except ReMeError as exc:
+            report.failed.append({"path": path, "error": exc.message})
+        except (OSError, ValueError) as exc:
+            report.failed.append({"path": path, "error": str(exc)})
+    for day in sorted(report.days):
+        await port.refresh_day(day)
+    return report

@@ -1,0 +1,112 @@
+"""One agent pass over one card, all or nothing.
+
+The card is snapshotted before the agent runs; if the run fails the card is put back exactly as it
+was and marked `pending: true`, so a later run picks it up and nothing is left half-written. On
+success the front matter gets the chosen `name`/`description` (plus the caller's keys), the pending
+mark is removed, and (unless told not to) the file is renamed after the name with inbound links retargeted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from reme.llm.prompts import render_prompt
+from reme.llm.runner import AgentFailed, run_agent
+from reme.llm.tools import PathPolicy
+from reme.pipelines.memory.card_names import short_hash, slugify
+from reme.pipelines.port import MemoryPort
+
+CARD_TOOLS = ("read", "write", "edit", "frontmatter_read", "frontmatter_update")
+
+
+class CardSummary(BaseModel):
+    """What the agent returns when the card is written."""
+
+    name: str = Field(min_length=1, max_length=200, description="short specific title; also the file name")
+    description: str = Field(min_length=1, max_length=500, description="one sentence: what the card holds")
+
+
+@dataclass
+class Distilled:
+    card_path: str
+    summary: CardSummary
+    usage: dict[str, int]
+
+
+async def mark_pending(port: MemoryPort, card_path: str) -> None:
+    await port.update_front_matter(card_path, {"pending": True})
+
+
+async def distil_card(
+    port: MemoryPort,
+    *,
+    card_path: str,
+    prompt: str,
+    variables: Mapping[str, Any],
+    front_matter: Mapping[str, Any],
+    read_paths: tuple[str, ...] = (),
+    rename: bool = True,
+    add_usage: Callable[[dict[str, Any]], None],
+) -> Distilled:
+    """Run the agent on `card_path`; restore and mark pending on failure (AgentFailed is re-raised)."""
+    handle = port.model("memory")
+    variables = {**variables, "card_path": card_path}
+    before = await port.load(card_path)
+    snapshot = before.content if before else ""
+    try:
+        result = await run_agent(
+            model=handle.build(variables),
+            settings=handle.settings,
+            run_job=port.run_job,
+            instructions=render_prompt(prompt, variables),
+            prompt=render_prompt(f"{prompt}_task", variables),
+            tools=port.agent_tools(CARD_TOOLS),
+            policy=PathPolicy(read=read_paths, write=(card_path,)),
+            output_type=CardSummary,
+        )
+    except AgentFailed as failure:
+        add_usage(failure.usage)
+        await restore(port, card_path, snapshot)
+        raise
+    add_usage(result.usage)
+    summary: CardSummary = result.output
+    front = await port.update_front_matter(
+        card_path, {"name": summary.name.strip(), "description": summary.description.strip(), **front_matter}
+    )
+    if "pending" in front:
+        await port.delete_front_matter(card_path, ["pending"])
+    if not rename:
+        return Distilled(card_path, summary, result.usage)
+    final_path = await rename_after(
+        port, card_path, summary.name, salt=str(front_matter.get("session_id", card_path))
+    )
+    return Distilled(final_path, summary, result.usage)
+
+
+async def restore(port: MemoryPort, card_path: str, snapshot: str) -> None:
+    """Put the card back as it was before the agent ran, then mark it pending."""
+    current = await port.load(card_path)
+    if (current.content if current else "") != snapshot:
+        await port.save(card_path, snapshot, expected_sha256=current.sha256 if current else None)
+    await mark_pending(port, card_path)
+
+
+async def rename_after(port: MemoryPort, card_path: str, title: str, *, salt: str) -> str:
+    """Move the card to `<slug of title>.md` in its folder (retargeting links); keep it on clashes."""
+    path = PurePosixPath(card_path)
+    stem = slugify(title)
+    if not stem or stem == path.stem:
+        return card_path
+    for candidate in (stem, f"{stem}-{short_hash(salt)}"):
+        if candidate == path.stem:
+            return card_path
+        target = str(path.with_name(f"{candidate}.md"))
+        if not port.exists(target):
+            await port.move(card_path, target)
+            return target
+    return card_path

@@ -1,0 +1,1 @@
+"""Proactive refresh and reading of the day's topics (docs/spec.md §13)."""

@@ -1,0 +1,118 @@
+"""`proactive_read` (docs/spec.md §13.2): the day's topics for an agent — no model call, no writes.
+
+`horizon_days` 1 reads `daily/<date>/interests.yaml` (version 1 or 2); a wider horizon reads the open
+topics of `daily/_proactive.yaml` with evidence in the last `horizon_days` days. Topics below
+`min_confidence` and resolved ones are left out, and so are their agenda entries. A missing file is
+an empty, successful read (`Skipped: ...`); an unreadable one a failure (`Error: ...`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date, timedelta
+from typing import Any
+
+from reme.errors import ReMeError
+from reme.pipelines.port import MemoryPort
+from reme.pipelines.proactive.files import parse_interests, parse_truth
+from reme.pipelines.proactive.store import truth_path
+from reme.pipelines.proactive.topics import DEFAULT_CONFIDENCE, normalise_title, topic_id
+
+_ID = re.compile(r"[0-9a-f]{12}")
+
+
+@dataclass(frozen=True)
+class ReadOutcome:
+    success: bool
+    answer: Any
+    metadata: dict[str, Any]
+
+
+def _confidence(raw: dict[str, Any]) -> float:
+    value = raw.get("confidence")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return DEFAULT_CONFIDENCE
+    return float(value)
+
+
+def _topic(raw: dict[str, Any]) -> dict[str, Any] | None:
+    """A topic as the file has it, with an `id` and a `confidence`; None without a usable title."""
+    title = raw.get("title")
+    if not isinstance(title, str) or not normalise_title(title):
+        return None
+    given = raw.get("id")
+    return {
+        **raw,
+        "id": given if isinstance(given, str) and _ID.fullmatch(given) else topic_id(title),
+        "confidence": _confidence(raw),
+    }
+
+
+async def _resolved_ids(port: MemoryPort) -> set[str]:
+    """Ids resolved in the truth source; none when it is missing or unreadable (the day file still reads)."""
+    loaded = await port.load(truth_path(port))
+    if loaded is None:
+        return set()
+    try:
+        return set(parse_truth(loaded.content, truth_path(port)).resolved)
+    except ValueError:
+        return set()
+
+
+async def read_proactive(
+    port: MemoryPort, *, day: date, include_content: bool, horizon_days: int, min_confidence: float
+) -> ReadOutcome:
+    daily = port.folder("daily")
+    wide = horizon_days > 1
+    path = truth_path(port) if wide else f"{daily}/{day.isoformat()}/interests.yaml"
+    base: dict[str, Any] = {
+        "date": day.isoformat(),
+        "path": path,
+        "topics": [],
+        "skipped": False,
+        "error": None,
+    }
+    try:
+        loaded = await port.load(path)
+    except ReMeError as exc:
+        return _failed(base, f"cannot read {path}: {exc.message}")
+    if loaded is None:
+        kind = "proactive truth source" if wide else "interests file"
+        message = f"Skipped: {kind} not found at {path}"
+        return ReadOutcome(True, message, {**base, "skipped": True, "summary": message})
+    agenda: list[dict[str, Any]] | None = None
+    try:
+        if wide:
+            start = (day - timedelta(days=horizon_days - 1)).isoformat()
+            truth = parse_truth(loaded.content, path)
+            raws = [
+                t.to_exposure()
+                for t in truth.topics.values()
+                if start <= t.last_evidence_at <= day.isoformat()
+            ]
+            resolved = set(truth.resolved)
+        else:
+            interests = parse_interests(loaded.content, path)
+            raws, agenda = interests.topics, interests.agenda
+            resolved = await _resolved_ids(port)
+    except ValueError as exc:
+        return _failed(base, str(exc))
+    topics = [
+        t
+        for t in (_topic(r) for r in raws)
+        if t and t["confidence"] >= min_confidence and t["id"] not in resolved
+    ]
+    kept = {t["id"] for t in topics}
+    summary = f"Read {len(topics)} proactive topic(s) from {path}"
+    answer: dict[str, Any] = {"date": base["date"], "path": path, "summary": summary, "topics": topics}
+    if agenda is not None:
+        answer["agenda"] = [a for a in agenda if a.get("topic_id") in kept]
+    if include_content:
+        answer["content"] = loaded.content
+    return ReadOutcome(True, answer, {**base, **answer})
+
+
+def _failed(base: dict[str, Any], error: str) -> ReadOutcome:
+    message = f"Error: {error}"
+    return ReadOutcome(False, message, {**base, "error": error, "summary": message})
