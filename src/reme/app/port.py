@@ -80,6 +80,19 @@ async def _as_job(job: str, run: Callable[[], T]) -> T:
         raise ReMeError(f"{job} failed: {exc or type(exc).__name__}") from None
 
 
+async def _refusing(run: Callable[[], T]) -> T:
+    """Run a workspace function in a thread; a user error as a `ReMeError` in its own words (typed
+    refusals such as `Conflict` and `ConservationViolation` go up as they are)."""
+    try:
+        return await asyncio.to_thread(run)
+    except ConflictError as exc:
+        raise Conflict(str(exc), {"conflict": True, **exc.current}) from None
+    except ReMeError:
+        raise
+    except _USER_ERRORS as exc:
+        raise ReMeError(str(exc) or type(exc).__name__) from None
+
+
 class WorkspacePort:
     """The file roles and run state over a `Workspace`; `limits` caps each job's text (its step settings)."""
 
@@ -276,8 +289,7 @@ class WorkspacePort:
         self, path: str, content: str, *, name: str | None = None, description: str | None = None
     ) -> FileText:
         limits = self._limits("digest_write")
-        await _as_job(
-            "digest_write",
+        await _refusing(
             lambda: digest_writing.digest_write(
                 self.workspace, self._links(), self._buckets(), path, content, name, description, None, limits
             ),
@@ -286,8 +298,10 @@ class WorkspacePort:
 
     async def edit_node(self, path: str, old: str, new: str, *, expected_sha256: str | None) -> FileText:
         limits = self._limits("digest_edit")
-        await asyncio.to_thread(  # its typed refusals (Conflict, E-1) go up as they are: the guard tells them apart
-            digest_writing.digest_edit, self.workspace, self._links(), path, old, new, expected_sha256, limits
+        await _refusing(
+            lambda: digest_writing.digest_edit(
+                self.workspace, self._links(), path, old, new, expected_sha256, limits
+            )
         )
         return await self._loaded(path)
 
