@@ -29,6 +29,7 @@ from reme.app.port import WorkspacePort, agent_tools_of
 from reme.app.registry import load_plugins
 from reme.errors import LLMUnavailable, ReMeError
 from reme.index import as_of as as_of_marks
+from reme.index.sources import default_scope
 from reme.jsontypes import JSONObject
 from reme.llm.settings import resolve_settings
 from reme.pipelines.port import (
@@ -70,6 +71,21 @@ def _config() -> tuple[dict[str, JobSpec], dict[str, object], tuple[Bucket, ...]
     return build_jobs(config["jobs"]), dict(llm), parse_buckets((config.get("digest") or {}).get("buckets"))
 
 
+class _IndexedLinks(ScanLinks):
+    """Links read from the files the index would hold (not `journal/`, `resource/`, `metadata/`), as
+    the application's index answers them."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        super().__init__(workspace)
+        self.scope = default_scope(workspace.dirs)
+
+    def inbound(self, path: str) -> list[dict[str, str]]:
+        return [link for link in super().inbound(path) if self.scope.admits(link["source_path"])]
+
+    def ending_with(self, suffix: str) -> list[str]:
+        return [path for path in super().ending_with(suffix) if self.scope.admits(path)]
+
+
 def _words(text: str) -> list[str]:
     return [word.lower() for word in _WORD.findall(text)]
 
@@ -89,7 +105,8 @@ class InMemoryPort(WorkspacePort):
     ) -> None:
         workspace = Workspace(root, dirs)
         workspace.ensure_layout()
-        links = ScanLinks(workspace)
+        links = _IndexedLinks(workspace)
+        self.scope = links.scope
         jobs, self._llm, default_buckets = _config()
         self.buckets = tuple(buckets) if buckets is not None else default_buckets
         write_buckets_page(workspace, self.buckets)
@@ -146,12 +163,12 @@ class InMemoryPort(WorkspacePort):
     # recall, from the files --------------------------------------------------------------------
 
     def _markdown(self, prefix: str) -> list[tuple[str, str]]:
-        """(path, text) of every Markdown file under `prefix`, sorted."""
+        """(path, text) of every Markdown file under `prefix` the index would hold, sorted."""
         base = self.root / prefix if prefix else self.root
         found = []
         for file in sorted(base.rglob("*.md")) if base.is_dir() else []:
             relative = file.relative_to(self.root).as_posix()
-            if not relative.startswith(self.folder("metadata") + "/"):
+            if self.scope.admits(relative):
                 found.append((relative, file.read_text(encoding="utf-8")))
         return found
 
