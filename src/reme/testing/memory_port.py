@@ -15,7 +15,9 @@ records on disk as before. Not imported by production code.
 from __future__ import annotations
 
 import asyncio
+import math
 import re
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import date, datetime
 from functools import cache
@@ -30,6 +32,7 @@ from reme.app.registry import load_plugins
 from reme.errors import LLMUnavailable, ReMeError
 from reme.index import as_of as as_of_marks
 from reme.index.sources import default_scope
+from reme.index.tokenizer import Tokenizer
 from reme.jsontypes import JSONObject
 from reme.llm.settings import resolve_settings
 from reme.pipelines.port import (
@@ -84,6 +87,32 @@ class _IndexedLinks(ScanLinks):
 
     def ending_with(self, suffix: str) -> list[str]:
         return [path for path in super().ending_with(suffix) if self.scope.admits(path)]
+
+
+@cache
+def _tokenizer() -> Tokenizer:
+    return Tokenizer()
+
+
+def _bm25(
+    query: list[str], documents: Mapping[str, list[str]], k1: float = 1.2, b: float = 0.75
+) -> dict[str, float]:
+    """BM25 scores (above 0) of the documents' token lists for the query's tokens."""
+    count = len(documents) or 1
+    average = sum(len(tokens) for tokens in documents.values()) / count or 1.0
+    frequency = Counter(term for tokens in documents.values() for term in set(tokens))
+    scores = {}
+    for path, tokens in documents.items():
+        counts = Counter(tokens)
+        score = 0.0
+        for term in query:
+            tf = counts.get(term, 0)
+            if tf:
+                idf = math.log(1 + (count - frequency[term] + 0.5) / (frequency[term] + 0.5))
+                score += idf * tf / (tf + k1 * (1 - b + b * len(tokens) / average))
+        if score > 0:
+            scores[path] = score
+    return scores
 
 
 def _words(text: str) -> list[str]:
@@ -175,22 +204,22 @@ class InMemoryPort(WorkspacePort):
     async def node_search(
         self, query: str, *, limit: int, keyword_only: bool = False, as_of: str | None = None
     ) -> list[NodeHit]:
-        """Digest nodes scored by how often the query's words occur in them (a keyword score)."""
-        wanted = set(_words(query))
-        if not wanted:
+        """Digest nodes by the BM25 score of their body (k1 1.2, b 0.75, the index's analyser), best first."""
+        if not query.strip():
             raise ReMeError("node_search failed: query is empty; give some words to search for")
         digest = self.folder("digest")
         day = parse_date(as_of) if as_of else self.today()
+        documents = {
+            path: frontmatter.parse(text) for path, text in self._markdown(digest) if is_node(path, digest)
+        }
+        scores = _bm25(
+            _tokenizer().tokenize(query), {p: _tokenizer().tokenize(d.body) for p, d in documents.items()}
+        )
         hits = []
-        for path, text in self._markdown(digest):
-            if not is_node(path, digest):
-                continue
-            words = _words(text)
-            score = float(sum(1 for word in words if word in wanted)) / (1 + len(words)) ** 0.5
-            if score > 0:
-                document = frontmatter.parse(text)
-                marks = as_of_marks.node_validity(document.body, day, explicit=as_of is not None)
-                hits.append(_node_hit(path, score, document.metadata, marks))
+        for path, score in scores.items():
+            document = documents[path]
+            marks = as_of_marks.node_validity(document.body, day, explicit=as_of is not None)
+            hits.append(_node_hit(path, score, document.metadata, marks))
         return sorted(hits, key=lambda hit: (-hit.score, hit.path))[:limit]
 
     async def search(
