@@ -56,7 +56,7 @@ from reme.workspace.writing import ConflictError
 
 if TYPE_CHECKING:
     from reme.app.application import Application
-    from reme.app.jobs import Response
+    from reme.app.jobs import JobSpec, Response
     from reme.llm.tools import ToolSpec
 
 log = logging.getLogger(__name__)
@@ -250,14 +250,14 @@ class WorkspacePort:
             ),
         )
 
-    async def front_matter(self, path: str) -> dict[str, Any]:
+    async def front_matter(self, path: str) -> JSONObject:
         found = await _as_job(
             "frontmatter_read",
             lambda: reading.frontmatter_read(self.workspace, path, self._limits("frontmatter_read")),
         )
         return dict(found.get("front_matter") or {})
 
-    async def update_front_matter(self, path: str, metadata: JSONObject) -> dict[str, Any]:
+    async def update_front_matter(self, path: str, metadata: JSONObject) -> JSONObject:
         updated = await _as_job(
             "frontmatter_update",
             lambda: writing.frontmatter_update(
@@ -449,7 +449,7 @@ def _step_limits(app: Application, job: str) -> Limits:
     return Limits()
 
 
-def agent_tools_of(jobs: Mapping[str, Any], names: Sequence[str]) -> list[ToolSpec]:
+def agent_tools_of(jobs: Mapping[str, JobSpec], names: Sequence[str]) -> list[ToolSpec]:
     """The agent tool specs of `names` from job declarations; `ReMeError` for a job agents may not call."""
     specs = []
     for name in names:
