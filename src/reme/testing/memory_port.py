@@ -27,7 +27,7 @@ from zoneinfo import ZoneInfo
 
 from reme.app.config import load_config
 from reme.app.jobs import JobSpec, ParameterError, Response, build_jobs, validate_params
-from reme.app.port import WorkspacePort, agent_tools_of
+from reme.app.port import WorkspacePort, agent_tools_of, node_hit
 from reme.app.registry import load_plugins
 from reme.errors import LLMUnavailable, ReMeError
 from reme.index import as_of as as_of_marks
@@ -43,7 +43,6 @@ from reme.pipelines.port import (
     Neighbourhood,
     NodeHit,
     PassageHit,
-    Statement,
 )
 from reme.workspace import daily, digest_writing, frontmatter, reading, writing
 from reme.workspace.buckets import Bucket, parse_buckets, write_buckets_page
@@ -219,7 +218,14 @@ class InMemoryPort(WorkspacePort):
         for path, score in scores.items():
             document = documents[path]
             marks = as_of_marks.node_validity(document.body, day, explicit=as_of is not None)
-            hits.append(_node_hit(path, score, document.metadata, marks))
+            meta = document.metadata
+            found = {
+                "path": path,
+                "score": score,
+                "name": meta.get("name"),
+                "description": meta.get("description"),
+            }
+            hits.append(node_hit({**found, **marks}))  # the same reading as AppPort's of the job's results
         return sorted(hits, key=lambda hit: (-hit.score, hit.path))[:limit]
 
     async def search(
@@ -292,26 +298,6 @@ class InMemoryPort(WorkspacePort):
 
 def _str(value: object) -> str | None:
     return value if isinstance(value, str) else None
-
-
-def _node_hit(path: str, score: float, meta: Mapping[str, object], marks: Mapping[str, object]) -> NodeHit:
-    def statements(key: str) -> tuple[Statement, ...]:
-        raw = marks.get(key)
-        entries = raw if isinstance(raw, list) else []
-        return tuple(
-            Statement(str(s["statement"]), str(s["valid_range"])) for s in entries if isinstance(s, dict)
-        )
-
-    left_out = marks.get("left_out")
-    return NodeHit(
-        path,
-        score,
-        _str(meta.get("name")),
-        _str(meta.get("description")),
-        statements("statements"),
-        statements("superseded"),
-        left_out if isinstance(left_out, int) else 0,
-    )
 
 
 # agent tools: the workspace functions their job steps call, answered as the steps answer ---------
