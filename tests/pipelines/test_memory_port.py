@@ -85,3 +85,32 @@ def test_a_run_record_round_trips_and_a_malformed_one_names_its_field() -> None:
     ]:
         refused, why = parse_record(data)
         assert refused is None and words in why, (data, why)
+
+
+async def test_every_agent_tool_of_the_pipelines_runs_in_process(tmp_path: Path) -> None:
+    port = InMemoryPort(tmp_path / "ws")
+    put(port.root, CARD, CARD_TEXT)
+    note = "notes/plan.md"
+    calls: list[tuple[str, dict[str, object]]] = [
+        ("write", {"path": note, "content": "# Plan\n\nShip weekly, see [[weekly-releases]].\n"}),
+        ("edit", {"path": note, "old": "Ship weekly", "new": "Ship on Fridays"}),
+        ("frontmatter_update", {"path": note, "metadata": {"status": "draft"}}),
+        ("frontmatter_read", {"path": note}),
+        ("read", {"path": note}),
+        ("load", {"path": note}),
+        ("list", {"path": "notes"}),
+        ("daily_list", {"date": "2026-06-20"}),
+        ("digest_write", {"path": NODE, "content": body(CARD), "description": "Cadence."}),
+        ("digest_edit", {"path": NODE, "old": "releases weekly", "new": "releases on Fridays"}),
+        ("node_search", {"query": "releases Fridays"}),
+        ("search", {"query": "Fridays"}),
+        ("traverse", {"path": note, "depth": 1}),
+    ]
+    for job, params in calls:
+        reply = await port.run_job(job, **params)
+        assert reply.success, (job, reply.answer)
+    assert "on Fridays" in (port.root / note).read_text(encoding="utf-8")
+    assert "status: draft" in (port.root / note).read_text(encoding="utf-8")
+    assert NODE in (await port.run_job("node_search", query="releases Fridays")).answer
+    assert note in (await port.run_job("search", query="Fridays")).metadata["results"]
+    assert NODE in (await port.run_job("traverse", path=note, depth=1)).answer  # the short link resolved
