@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import re
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import date, datetime
@@ -60,7 +59,6 @@ if TYPE_CHECKING:
     from reme.llm.tools import ToolSpec
 
 NO_SCRIPT = "components.llm.script (the scripted backend has no turns)"  # as the scripted backend says it
-_WORD = re.compile(r"\w+")
 ToolResult = tuple[str, JSONObject]  # the answer and metadata of a tool call
 
 
@@ -112,10 +110,6 @@ def _bm25(
         if score > 0:
             scores[path] = score
     return scores
-
-
-def _words(text: str) -> list[str]:
-    return [word.lower() for word in _WORD.findall(text)]
 
 
 class InMemoryPort(WorkspacePort):
@@ -231,28 +225,20 @@ class InMemoryPort(WorkspacePort):
     async def search(
         self, query: str, *, limit: int, path_prefix: str = "", as_of: str | None = None
     ) -> list[PassageHit]:
-        """One passage per Markdown file holding a query word (the whole body), best first."""
-        wanted = set(_words(query))
+        """One passage per Markdown file (its whole body) by BM25 score, best first."""
+        documents = {
+            path: frontmatter.parse(text)
+            for path, text in self._markdown(path_prefix.rstrip("/"))
+            if path.startswith(path_prefix)
+        }
+        tokens = {path: _tokenizer().tokenize(document.body) for path, document in documents.items()}
         hits = []
-        for path, text in self._markdown(path_prefix.rstrip("/")):
-            if not path.startswith(path_prefix):
-                continue
-            document = frontmatter.parse(text)
-            score = float(sum(1 for word in _words(document.body) if word in wanted))
-            if score > 0:
-                meta = document.metadata
-                end = len(text.splitlines())
-                hits.append(
-                    PassageHit(
-                        path,
-                        1,
-                        end,
-                        score,
-                        document.body,
-                        _str(meta.get("name")),
-                        _str(meta.get("description")),
-                    )
-                )
+        for path, score in _bm25(_tokenizer().tokenize(query), tokens).items():
+            document, meta = documents[path], documents[path].metadata
+            name, description = _str(meta.get("name")), _str(meta.get("description"))
+            start = len(document.head.splitlines()) + 1  # the body's lines in the file
+            end = start + max(len(document.body.splitlines()) - 1, 0)
+            hits.append(PassageHit(path, start, end, score, document.body, name, description))
         return sorted(hits, key=lambda hit: (-hit.score, hit.path))[:limit]
 
     async def traverse(self, paths: Sequence[str], *, depth: int, direction: str = "both") -> Neighbourhood:
