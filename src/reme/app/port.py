@@ -47,6 +47,7 @@ from reme.pipelines.port import (
 )
 from reme.workspace import confined_read, daily, digest_writing, moving, reading, writing
 from reme.workspace.atomic import atomic_write
+from reme.workspace.dates import check_date
 from reme.workspace.layout import Workspace
 from reme.workspace.links import LinkSource
 from reme.workspace.paths import UnsafePathError, check_segment, is_markdown
@@ -276,12 +277,18 @@ class WorkspacePort:
 
     async def create_card(self, day: str, name: str, session_id: str | None = None) -> tuple[str, bool]:
         made = await _as_job(
-            "daily_create", lambda: daily.create(self.workspace, self._links(), day, name, session_id)
+            "daily_create",
+            lambda: daily.create(
+                self.workspace, self._links(), check_date(day, self.today()), name, session_id
+            ),
         )
         return str(made["path"]), bool(made.get("created"))
 
     async def refresh_day(self, day: str) -> None:
-        await _as_job("daily_reindex", lambda: daily.reindex(self.workspace, self._links(), day))
+        await _as_job(
+            "daily_reindex",
+            lambda: daily.reindex(self.workspace, self._links(), check_date(day, self.today())),
+        )
 
     # digest --------------------------------------------------------------------------------------
 
