@@ -104,3 +104,16 @@ async def test_exclusive_refuses_a_second_holder_in_this_and_another_process(por
         other.join(30)
     async with port.exclusive("dream"):  # the other process has exited: the lock is free again
         pass
+
+
+async def test_the_file_jobs_caps_apply_to_the_port_too(workspace_dir):
+    """The port calls the workspace functions the jobs' steps call, with the caps of the jobs' config."""
+    steps = [{"backend": "save", "max_text_bytes": 16}]
+    async with ReMe(workspace_dir=workspace_dir, timezone="UTC", **{"jobs.save.steps": steps}) as app:
+        port = AppPort(app)
+        await port.save("notes/a.md", "short\n")
+        with pytest.raises(ReMeError, match="save failed"):
+            await port.save("notes/a.md", "far too long for the cap\n")
+        assert (workspace_dir / "notes/a.md").read_text() == "short\n"
+        refused = await app.run("save", path="notes/a.md", content="far too long for the cap\n")
+        assert not refused.success  # the job and the port refuse alike

@@ -9,20 +9,21 @@ run can retry it from a clean digest.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from reme.errors import ReMeError
 from reme.llm.prompts import render_prompt
-from reme.llm.runner import AgentFailed, run_agent
+from reme.llm.runner import AgentFailed, OnEvent, run_agent
 from reme.llm.tools import PathPolicy
 from reme.pipelines.dream.extract import Unit
 from reme.pipelines.dream.guard import Subject, UnitAborted, UnitGuard
 from reme.pipelines.dream.material import Bounds, pack
-from reme.pipelines.port import MemoryPort
+from reme.pipelines.journal.records import Action, Modified, Violation
+from reme.pipelines.port import DigestRun, Neighbourhood
 from reme.workspace import frontmatter
 from reme.workspace.dates import path_day
 from reme.workspace.digest import node_parts, source_links
@@ -55,51 +56,42 @@ class Recall:
 
 
 @dataclass
-class Modified:
-    path: str
-    sha256_before: str
-    content_before: str
-    sha256_after: str
-
-
-@dataclass
 class UnitResult:
     unit: Unit
     usage: dict[str, int]
-    action: dict[str, Any] | None = None  # {unit, action, target_path, reason}
+    action: Action | None = None
     error: str | None = None
     created: str | None = None
     created_sha256: str | None = None
     modified: Modified | None = None
-    violations: list[dict[str, Any]] = field(default_factory=list)
+    violations: list[Violation] = field(default_factory=list)
     refusals: list[str] = field(default_factory=list)
 
 
-async def recall(port: MemoryPort, unit: Unit, settings: Recall) -> str:
+async def recall(port: DigestRun, unit: Unit, settings: Recall) -> str:
     """Candidate nodes for the unit as bounded prompt lines: search hits, then their neighbourhood."""
     try:
         hits = await port.node_search(f"{unit.name}\n{unit.summary}"[:2000], limit=settings.limit)
     except ReMeError:
         hits = []  # an empty digest, or no index: the agent can still search itself
-    lines = [_line(hit) for hit in hits[: settings.limit]]
+    lines = [_line(hit.path, hit.name, hit.description) for hit in hits[: settings.limit]]
     if hits:
         try:
-            around = await port.traverse([hits[0]["path"]], depth=settings.depth, direction="both")
+            around = await port.traverse([hits[0].path], depth=settings.depth, direction="both")
         except ReMeError:
-            around = {"nodes": []}
-        known = {hit["path"] for hit in hits}
-        near = [n for n in around["nodes"] if n.get("exists") and n["path"] not in known]
+            around = Neighbourhood()
+        known = {hit.path for hit in hits}
         digest = port.folder("digest") + "/"
-        near = [n for n in near if str(n["path"]).startswith(digest)][: settings.max_nodes]
+        near = [n for n in around.nodes if n.exists and n.path not in known and n.path.startswith(digest)]
         if near:
-            lines.append(f"Linked around {hits[0]['path']}:")
-            lines.extend(_line(node) for node in near)
+            lines.append(f"Linked around {hits[0].path}:")
+            lines.extend(_line(node.path, node.name, node.description) for node in near[: settings.max_nodes])
     return "\n".join(lines) or "(no existing node matches; the digest may be empty)"
 
 
-def _line(node: dict[str, Any]) -> str:
-    description = " ".join(str(node.get("description") or "").split())[:300]
-    return f"- {node['path']} — {node.get('name') or ''}: {description}"
+def _line(path: str, name: str | None, description: str | None) -> str:
+    shown = " ".join((description or "").split())[:300]
+    return f"- {path} — {name or ''}: {shown}"
 
 
 def cites(text: str, evidence: Sequence[str]) -> bool:
@@ -141,7 +133,7 @@ def check_report(
     return None
 
 
-async def put_back(port: MemoryPort, guard: UnitGuard) -> str | None:
+async def put_back(port: DigestRun, guard: UnitGuard) -> str | None:
     """Undo the unit's change unless someone else changed the node since; a note when left alone."""
     subject, left = guard.subject, guard.last_written()
     if subject is None or left is None:
@@ -167,14 +159,14 @@ def _outcome(result: UnitResult, guard: UnitGuard, subject: Subject) -> None:
 
 
 async def integrate(
-    port: MemoryPort,
+    port: DigestRun,
     unit: Unit,
     *,
     buckets: Sequence[str],
     buckets_page: str,
     bounds: Bounds,
     recall_settings: Recall,
-    on_event: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
+    on_event: OnEvent | None = None,
 ) -> UnitResult:
     """Run the agent for one unit; never raises for a unit failure (the result carries the error)."""
     handle = port.model("memory")
