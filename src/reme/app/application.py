@@ -19,7 +19,7 @@ from reme.app.jobs import JobSpec, Response, build_jobs, execute
 from reme.app.registry import COMPONENTS, load_plugins
 from reme.app.scheduling import run_on_schedule, supervise
 from reme.app.timezones import resolve_timezone
-from reme.errors import Unavailable
+from reme.errors import Unavailable, bug_message, kind_of
 
 log = logging.getLogger(__name__)
 
@@ -71,10 +71,13 @@ class Application:
             try:
                 component = self._build_component(name)
                 await component.start()
-            except Exception as exc:
-                await self._close_components()  # a refused start leaves nothing running
+            except Exception as exc:  # whatever failed, a refused start leaves nothing running
+                await self._close_components()
                 if isinstance(exc, ConfigError):
                     raise
+                if kind_of(exc) == "bug":
+                    log.error("component %s failed to start (a bug)", name, exc_info=exc)
+                    raise ComponentError(f"component {name!r} failed to start: {bug_message(exc)}") from exc
                 raise ComponentError(f"component {name!r} failed to start: {exc}") from exc
             self.components[name] = component
         self._started = True
