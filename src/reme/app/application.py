@@ -19,7 +19,7 @@ from reme.app.jobs import JobSpec, Response, build_jobs, execute
 from reme.app.registry import COMPONENTS, load_plugins
 from reme.app.scheduling import run_on_schedule, supervise
 from reme.app.timezones import resolve_timezone
-from reme.errors import Unavailable, bug_message, kind_of
+from reme.errors import Unavailable, kind_of
 
 log = logging.getLogger(__name__)
 
@@ -75,9 +75,8 @@ class Application:
                 await self._close_components()
                 if isinstance(exc, ConfigError):
                     raise
-                if kind_of(exc) == "bug":
-                    log.error("component %s failed to start (a bug)", name, exc_info=exc)
-                    raise ComponentError(f"component {name!r} failed to start: {bug_message(exc)}") from exc
+                if kind_of(exc) == "bug":  # the message stays short (the CLI prints it); the log keeps the traceback
+                    log.error("component %s failed to start", name, exc_info=exc)
                 raise ComponentError(f"component {name!r} failed to start: {exc}") from exc
             self.components[name] = component
         self._started = True
