@@ -11,15 +11,19 @@ import dataclasses
 import importlib
 import inspect
 import pkgutil
+import typing
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from reme.app.config import ConfigError
+
 if TYPE_CHECKING:
     from reme.app.component import Component
 
 T = TypeVar("T")
+S = TypeVar("S")
 
 
 class Registry(Generic[T]):
@@ -93,6 +97,20 @@ def step_settings(fn: Step) -> tuple[str, ...]:
     named = tuple(p.name for p in parameters if p.kind in kinds)
     declared = getattr(fn, _SETTINGS_ATTR, None)
     return named + tuple(field.name for field in dataclasses.fields(declared)) if declared else named
+
+
+def settings_of(cls: Callable[..., S], step: str, settings: Mapping[str, object]) -> S:
+    """The settings dataclass a step declared (`register_step(settings=cls)`), built from its config
+    block; a value of the wrong type is a `ConfigError` naming the setting, not a crash mid-job."""
+    hints = typing.get_type_hints(cls) if isinstance(cls, type) else {}
+    for key, value in settings.items():
+        expected = hints.get(key)
+        if expected in (int, float, str, bool) and not (
+            isinstance(value, expected) and (expected is bool or not isinstance(value, bool))
+            or (expected is float and isinstance(value, int) and not isinstance(value, bool))
+        ):
+            raise ConfigError(f"step {step!r}: setting {key!r} must be a {expected.__name__}, got {value!r}")
+    return cls(**settings)
 
 
 def register_component(backend: str) -> Callable[[type[Component]], type[Component]]:

@@ -6,9 +6,9 @@ Imported only when the discovered service is an MCP one: the SDK is heavy for a 
 from __future__ import annotations
 
 from http import HTTPStatus
-from typing import Any
 
 from reme.errors import UserError
+from reme.jsontypes import JSONObject
 from reme.service import identity
 from reme.service.client import ServiceUnreachable
 from reme.service.service_info import MCP_PATHS, ServiceInfo
@@ -19,8 +19,8 @@ class WrongWorkspace(UserError, ValueError):
 
 
 async def call_tool(
-    info: ServiceInfo, job: str, params: dict[str, Any], token: str | None, workspace: str | None = None
-) -> dict[str, Any]:
+    info: ServiceInfo, job: str, params: dict[str, object], token: str | None, workspace: str | None = None
+) -> JSONObject:
     """Call `job` as a tool and return a Response dict; with `workspace`, only on that workspace's service."""
     import httpx2
     from mcp import Client

@@ -24,7 +24,7 @@ from reme.app.import_sources import (
 )
 from reme.app.jobs import JobContext
 from reme.app.port import AppPort
-from reme.app.registry import register_step
+from reme.app.registry import register_step, settings_of
 from reme.app.steps.session_imports import run_session_import, transcript_files
 from reme.errors import ReMeError
 from reme.pipelines.capture.redaction import redact
@@ -179,9 +179,9 @@ async def import_mem0(
 
 
 @register_step("import_obsidian", settings=FolderLimits)
-async def import_obsidian(ctx: JobContext, **settings: Any) -> None:
+async def import_obsidian(ctx: JobContext, **settings: object) -> None:
     vault = source_path(ctx.params["source"])
-    files, skipped = read_folder(vault, FolderLimits(**settings), workspace=Path(ctx.app.workspace_dir))
+    files, skipped = read_folder(vault, settings_of(FolderLimits, "import_obsidian", settings), workspace=Path(ctx.app.workspace_dir))
     name = _folder_name(ctx.params.get("name") or vault.resolve().name)
     port = AppPort(ctx.app)
     existing = [entry.path for entry in await port.list_files("", recursive=True)]
@@ -213,10 +213,10 @@ def _folder_name(name: str) -> str:
 
 
 @register_step("export_digest", settings=export.ExportLimits)
-async def export_digest(ctx: JobContext, **settings: Any) -> None:
+async def export_digest(ctx: JobContext, **settings: object) -> None:
     port = AppPort(ctx.app)
     texts = await export.digest_files(
-        port, bucket=ctx.params.get("bucket"), limits=export.ExportLimits(**settings)
+        port, bucket=ctx.params.get("bucket"), limits=settings_of(export.ExportLimits, "export_digest", settings)
     )
     nodes = [export.node_of(path, text) for path, text in texts.items()]
     exported_at = datetime.now(ctx.app.tz).isoformat(timespec="seconds")

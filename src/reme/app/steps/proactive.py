@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 from datetime import date
-from typing import Any
 
 from reme.app.jobs import JobContext
 from reme.app.port import AppPort
-from reme.app.registry import register_step
+from reme.app.registry import register_step, settings_of
 from reme.errors import ReMeError
 from reme.pipelines.proactive import refresh as chain
 from reme.pipelines.proactive.merge import TopicRules
@@ -41,9 +40,9 @@ async def _stage(ctx: JobContext, stage: Awaitable[None]) -> None:
 
 
 @register_step("proactive_extract_step", settings=chain.ExtractSettings)
-async def proactive_extract_step(ctx: JobContext, file_catalog: str = "proactive", **settings: Any) -> None:
+async def proactive_extract_step(ctx: JobContext, file_catalog: str = "proactive", **settings: object) -> None:
     day = _day(ctx)
-    options = chain.ExtractSettings(**settings)
+    options = settings_of(chain.ExtractSettings, "proactive_extract_step", settings)
     try:
         ctx.state[STATE] = await chain.prepare(AppPort(ctx.app), day, options, ctx.add_usage, file_catalog)
     except ReMeError as exc:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from reme import __version__
+from reme.app.component import Report
 from reme.app.config import redact
 from reme.app.jobs import JobContext, JobError
 from reme.app.local_jobs import is_local, local_command
@@ -109,7 +110,7 @@ def _parameter_lines(job: str, parameters: dict[str, Any]) -> list[str]:
 @register_step("health_check")
 async def health_check(ctx: JobContext) -> None:
     """Each component's health, asked live where a component can (`probe()`: the LLM endpoint)."""
-    report: dict[str, Any] = {}
+    report: dict[str, Report] = {}
     for name, component in ctx.app.components.items():
         try:
             await component.repair()
@@ -125,7 +126,7 @@ async def health_check(ctx: JobContext) -> None:
     ctx.response.answer = "\n".join(_health_line(name, entry) for name, entry in report.items()) or "ok"
 
 
-def _health_line(name: str, entry: dict[str, Any]) -> str:
+def _health_line(name: str, entry: Report) -> str:
     """`llm: error (cannot reach ...)`: the status, and its reason when it is not ok."""
     missing = entry.get("missing")
     reason = entry.get("reason") or entry.get("error") or entry.get("message")
