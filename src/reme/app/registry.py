@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 S = TypeVar("S")
+_WORDS: dict[object, str] = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
 
 
 class Registry(Generic[T]):
@@ -99,6 +100,20 @@ def step_settings(fn: Step) -> tuple[str, ...]:
     return named + tuple(field.name for field in dataclasses.fields(declared)) if declared else named
 
 
+def check_step_settings(fn: Step, step: str, settings: Mapping[str, object]) -> None:
+    """Build a step's declared settings dataclass once at config load, so a bad value fails start-up."""
+    declared = getattr(fn, _SETTINGS_ATTR, None)
+    if declared is None:
+        return
+    named = set(step_settings(fn)) - {field.name for field in dataclasses.fields(declared)}
+    try:
+        settings_of(declared, step, {k: v for k, v in settings.items() if k not in named})
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        raise ConfigError(f"step {step!r}: {exc}") from None
+
+
 def settings_of(cls: Callable[..., S], step: str, settings: Mapping[str, object]) -> S:
     """The settings dataclass a step declared (`register_step(settings=cls)`), built from its config
     block; a value of the wrong type is a `ConfigError` naming the setting, not a crash mid-job."""
@@ -109,7 +124,7 @@ def settings_of(cls: Callable[..., S], step: str, settings: Mapping[str, object]
             isinstance(value, expected) and (expected is bool or not isinstance(value, bool))
             or (expected is float and isinstance(value, int) and not isinstance(value, bool))
         ):
-            raise ConfigError(f"step {step!r}: setting {key!r} must be a {expected.__name__}, got {value!r}")
+            raise ConfigError(f"step {step!r}: setting {key!r} must be {_WORDS[expected]}, got {value!r}")
     return cls(**settings)
 
 
