@@ -93,3 +93,20 @@ async def test_a_step_setting_of_the_wrong_type_fails_at_start(tmp_path: Path) -
     overrides = {"jobs.write.steps": [{"backend": "write", "max_text_bytes": "lots"}]}
     with pytest.raises(ConfigError, match=r"jobs.write.steps\[0\]'?: setting 'max_text_bytes' must be an integer, got 'lots'"):
         await ReMe(workspace_dir=tmp_path / "ws", **overrides).start()
+
+
+async def test_help_lists_a_components_settings_from_its_table(tmp_path: Path) -> None:
+    async with ReMe(workspace_dir=tmp_path / "ws", timezone="UTC") as app:
+        shown = await app.run("help", component="workspace")
+        assert shown.success, shown.answer
+        assert shown.answer.splitlines()[0] == "components.workspace (backend local):"
+        assert f"  {WORKSPACE_SETTINGS.help().splitlines()[0]}" in shown.answer.splitlines()
+        assert [row["name"] for row in shown.metadata["settings"]] == ["lock_timeout", "dirs"]
+        assert shown.metadata["settings"][0] == {
+            "name": "lock_timeout",
+            "type": "a number of at least 0",
+            "default": 30.0,
+            "help": "seconds a writer waits for another writer of the same path",
+        }
+        unknown = await app.run("help", component="workspac")
+        assert not unknown.success and unknown.answer == "no component 'workspac' is configured; did you mean 'workspace'?"

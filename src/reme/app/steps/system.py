@@ -13,7 +13,7 @@ from reme.app.component import Report
 from reme.app.config import redact
 from reme.app.jobs import JobContext, JobError
 from reme.app.local_jobs import is_local, local_command
-from reme.app.registry import register_step
+from reme.app.registry import COMPONENTS, register_step
 from reme.app.spelling import did_you_mean
 from reme.errors import kind_of
 
@@ -28,6 +28,9 @@ def version(ctx: JobContext) -> None:
 
 @register_step("help")
 def help_(ctx: JobContext) -> None:
+    if ctx.params.get("component"):
+        _component_help(ctx, ctx.params["component"])
+        return
     name = ctx.params.get("job")
     jobs = list(ctx.app.jobs.values())
     if name:
@@ -61,6 +64,25 @@ def help_(ctx: JobContext) -> None:
             lines.append(f"    run it here with `{entry['local_command']}`")
         if name:
             lines += _parameter_lines(entry["name"], entry["parameters"])
+    ctx.response.answer = "\n".join(lines)
+
+
+def _component_help(ctx: JobContext, name: str) -> None:
+    """A component's settings from its class's table: one owner for defaults, checks and this help."""
+    blocks = ctx.app.config.get("components")
+    blocks = blocks if isinstance(blocks, dict) else {}
+    block = blocks.get(name)
+    backend = block.get("backend") if isinstance(block, dict) else None
+    if not isinstance(backend, str):
+        raise JobError(f"no component {name!r} is configured{did_you_mean(name, blocks)}")
+    table = COMPONENTS.get(backend).settings_table
+    if table is None:
+        ctx.response.answer = f"{name} (backend {backend}) declares no settings table: see components.{name} in the config"
+        ctx.response.metadata["settings"] = []
+        return
+    rows = [{"name": row.name, "type": row.expected, "default": row.default, "help": row.help} for row in table]
+    ctx.response.metadata["settings"] = rows
+    lines = [f"components.{name} (backend {backend}):", *(f"  {line}" for line in table.help().splitlines())]
     ctx.response.answer = "\n".join(lines)
 
 
