@@ -100,8 +100,11 @@ class Application:
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            with contextlib.suppress(asyncio.CancelledError):
+                try:
+                    await task
+                except Exception:  # a loop's own failures are answers (`job_runs`); this is a bug in the loop
+                    log.exception("background task %s failed", task.get_name())
         self._tasks.clear()
         await self._close_components()
         self._started = False
@@ -181,10 +184,8 @@ class Application:
         self.components.clear()
 
     def component(self, name: str) -> Component:
-        try:
-            return self.components[name]
-        except KeyError:
-            raise KeyError(f"component {name!r} is not configured or not started") from None
+        """A started component by name (for embedding code and tests); steps use `components.need`."""
+        return self.components.need(name, Component)
 
     # jobs ----------------------------------------------------------------------------------------
 
@@ -203,7 +204,7 @@ class Application:
         """Run a job by name; a stream job's chunks are collected into the answer."""
         spec = self._job(job)
         if spec is None:
-            return Response(False, f"unknown job {job!r}; run `reme help` to list the jobs", {})
+            return Response(False, f"unknown job {job!r}; run `reme help` to list the jobs", {}, "user")
         if spec.kind != "stream":
             return await execute(self, spec, params)
         chunks: list[Chunk] = []
