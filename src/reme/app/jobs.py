@@ -67,7 +67,7 @@ class Response:
         return {"success": self.success, "answer": self.answer, "metadata": self.metadata}
 
 
-JobError = ReMeError  # the name steps have always raised; one error type across the layers
+JobError = ReMeError  # the name steps have always raised: a user error (`reme.errors`)
 
 
 @dataclass(frozen=True)
