@@ -88,11 +88,13 @@ def test_the_packaged_config_restates_no_table_default() -> None:
         assert restated == [], f"components.{name} restates {restated}"
 
 
-async def test_a_step_setting_of_the_wrong_type_fails_at_start(tmp_path: Path) -> None:
-    """A step's declared settings dataclass is built at load: `max_text_bytes: lots` never reaches a job."""
+async def test_a_step_setting_of_the_wrong_type_is_a_config_error(tmp_path: Path) -> None:
+    """A step's declared settings dataclass is built through `settings_of`: `max_text_bytes: lots` is named."""
     overrides = {"jobs.write.steps": [{"backend": "write", "max_text_bytes": "lots"}]}
-    with pytest.raises(ConfigError, match=r"jobs.write.steps\[0\]'?: setting 'max_text_bytes' must be an integer, got 'lots'"):
-        await ReMe(workspace_dir=tmp_path / "ws", **overrides).start()
+    async with ReMe(workspace_dir=tmp_path / "ws", timezone="UTC", **overrides) as app:
+        wrote = await app.run("write", path="daily/x.md", content="x")
+        assert not wrote.success and wrote.error == "user"
+        assert "setting 'max_text_bytes' must be an integer, got 'lots'" in wrote.answer
 
 
 async def test_help_lists_a_components_settings_from_its_table(tmp_path: Path) -> None:

@@ -100,20 +100,6 @@ def step_settings(fn: Step) -> tuple[str, ...]:
     return named + tuple(field.name for field in dataclasses.fields(declared)) if declared else named
 
 
-def check_step_settings(fn: Step, step: str, settings: Mapping[str, object]) -> None:
-    """Build a step's declared settings dataclass once at config load, so a bad value fails start-up."""
-    declared = getattr(fn, _SETTINGS_ATTR, None)
-    if declared is None:
-        return
-    named = set(step_settings(fn)) - {field.name for field in dataclasses.fields(declared)}
-    try:
-        settings_of(declared, step, {k: v for k, v in settings.items() if k not in named})
-    except (TypeError, ValueError) as exc:
-        if isinstance(exc, ConfigError):
-            raise
-        raise ConfigError(f"step {step!r}: {exc}") from None
-
-
 def settings_of(cls: Callable[..., S], step: str, settings: Mapping[str, object]) -> S:
     """The settings dataclass a step declared (`register_step(settings=cls)`), built from its config
     block; a value of the wrong type is a `ConfigError` naming the setting, not a crash mid-job."""
