@@ -8,22 +8,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from datetime import date, datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
-from reme.app.component import Component
+from reme.app.component import Component, Components
 from reme.app.config import ConfigError, load_config
-from reme.app.jobs import JobSpec, Response, build_jobs, execute
+from reme.app.jobs import Chunk, JobSpec, Response, build_jobs, execute
 from reme.app.registry import COMPONENTS, load_plugins
 from reme.app.scheduling import run_on_schedule, supervise
 from reme.app.timezones import resolve_timezone
+from reme.errors import Unavailable, kind_of
 
 log = logging.getLogger(__name__)
 
 
-class ComponentError(RuntimeError):
+class ComponentError(Unavailable, RuntimeError):
     """A component could not be built or started."""
 
 
@@ -37,7 +38,7 @@ class Application:
         self.step_modules = step_modules
         self.workspace_dir = Path(config.get("workspace_dir") or ".reme").expanduser().resolve()
         self.tz: tzinfo = resolve_timezone(config.get("timezone"))
-        self.components: dict[str, Component] = {}
+        self.components = Components()
         self.jobs: dict[str, JobSpec] = {}
         self.job_runs: list[tuple[str, Response]] = []  # background/cron outcomes, newest last
         self._tasks: list[asyncio.Task[None]] = []
@@ -70,10 +71,12 @@ class Application:
             try:
                 component = self._build_component(name)
                 await component.start()
-            except Exception as exc:
-                await self._close_components()  # a refused start leaves nothing running
+            except Exception as exc:  # whatever failed, a refused start leaves nothing running
+                await self._close_components()
                 if isinstance(exc, ConfigError):
                     raise
+                if kind_of(exc) == "bug":  # the message stays short (the CLI prints it); the log keeps the traceback
+                    log.error("component %s failed to start", name, exc_info=exc)
                 raise ComponentError(f"component {name!r} failed to start: {exc}") from exc
             self.components[name] = component
         self._started = True
@@ -97,8 +100,11 @@ class Application:
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            with contextlib.suppress(asyncio.CancelledError):
+                try:
+                    await task
+                except Exception:  # a loop's own failures are answers (`job_runs`); this is a bug in the loop
+                    log.exception("background task %s failed", task.get_name())
         self._tasks.clear()
         await self._close_components()
         self._started = False
@@ -111,23 +117,27 @@ class Application:
 
     # components ----------------------------------------------------------------------------------
 
-    def _component_configs(self) -> dict[str, dict[str, Any]]:
+    def _component_configs(self) -> dict[str, dict[str, object]]:
+        """The enabled components' config blocks (checked to be mappings by `load_config`)."""
         configs = {}
         for name, raw in (self.config.get("components") or {}).items():
             if raw is None or raw.get("enabled", True) is False:
                 continue
-            if "backend" not in raw:
+            if not isinstance(raw.get("backend"), str):
                 raise ConfigError(f"config key 'components.{name}.backend' is missing")
-            configs[name] = raw
+            configs[str(name)] = raw
         return configs
 
-    def _requirements(self, name: str, raw: dict[str, Any], configured: Mapping[str, Any]) -> list[str]:
+    def _requirements(self, name: str, raw: Mapping[str, object], configured: Mapping[str, object]) -> list[str]:
         try:
-            cls = COMPONENTS.get(raw["backend"])
+            cls = COMPONENTS.get(str(raw["backend"]))
         except KeyError as exc:
             raise ConfigError(f"components.{name}.backend: {exc.args[0]}") from None
+        requires = raw.get("requires", [])
+        if not isinstance(requires, list) or not all(isinstance(other, str) for other in requires):
+            raise ConfigError(f"config key 'components.{name}.requires' must be a list of component names")
         used = [other for other in cls.uses(raw) if other in configured]
-        return [*cls.requires, *raw.get("requires", []), *used]
+        return [*cls.requires, *map(str, requires), *used]
 
     def _start_order(self) -> list[str]:
         """Topological order of the configured components by their `requires`."""
@@ -154,8 +164,12 @@ class Application:
 
     def _build_component(self, name: str) -> Component:
         raw = self._component_configs()[name]
-        settings = {k: v for k, v in raw.items() if k not in ("backend", "requires", "enabled")}
-        cls = COMPONENTS.get(raw["backend"])
+        given = {k: v for k, v in raw.items() if k not in ("backend", "requires", "enabled")}
+        cls = COMPONENTS.get(str(raw["backend"]))
+        settings: Mapping[str, object] = given
+        if cls.settings_table is not None:  # the table owns the defaults; the config shows the effective values
+            settings = cls.settings_table.resolve(f"components.{name}", given)
+            raw.update(settings)
         try:
             return cls(self, name, **settings)
         except TypeError as exc:
@@ -170,10 +184,8 @@ class Application:
         self.components.clear()
 
     def component(self, name: str) -> Component:
-        try:
-            return self.components[name]
-        except KeyError:
-            raise KeyError(f"component {name!r} is not configured or not started") from None
+        """A started component by name (for embedding code and tests); steps use `components.need`."""
+        return self.components.need(name, Component)
 
     # jobs ----------------------------------------------------------------------------------------
 
@@ -188,25 +200,25 @@ class Application:
             raise RuntimeError("the application is not started; use `async with` or `await app.start()`")
         return self.jobs.get(name)
 
-    async def run(self, job: str, /, **params: Any) -> Response:
+    async def run(self, job: str, /, **params: object) -> Response:
         """Run a job by name; a stream job's chunks are collected into the answer."""
         spec = self._job(job)
         if spec is None:
-            return Response(False, f"unknown job {job!r}; run `reme help` to list the jobs", {})
+            return Response(False, f"unknown job {job!r}; run `reme help` to list the jobs", {}, "user")
         if spec.kind != "stream":
             return await execute(self, spec, params)
-        chunks: list[Any] = []
+        chunks: list[Chunk] = []
 
-        async def collect(chunk: Any) -> None:
+        async def collect(chunk: Chunk) -> None:
             chunks.append(chunk)
 
         response = await execute(self, spec, params, emit=collect)
         if not response.answer:
-            response.answer = "".join(c.get("text", "") for c in chunks if isinstance(c, dict))
+            response.answer = "".join(str(chunk.get("text", "")) for chunk in chunks)
         response.metadata.setdefault("chunks", chunks)
         return response
 
-    async def stream(self, job: str, /, **params: Any) -> AsyncIterator[dict[str, Any]]:
+    async def stream(self, job: str, /, **params: object) -> AsyncGenerator[Chunk, None]:
         """Chunks of a stream job as they come, then an error chunk on failure, always a done marker."""
         spec = self._job(job)
         if spec is None or spec.kind != "stream":
@@ -214,18 +226,17 @@ class Application:
             yield {"type": "error", "message": message}
             yield {"type": "done", "success": False}
             return
-        queue: asyncio.Queue[Any] = asyncio.Queue()
-        finished = object()
+        queue: asyncio.Queue[Chunk | None] = asyncio.Queue()  # None: the job has finished
 
         async def produce() -> Response:
             try:
                 return await execute(self, spec, params, emit=queue.put)
             finally:
-                await queue.put(finished)
+                await queue.put(None)
 
         task = asyncio.create_task(produce())
         try:
-            while (chunk := await queue.get()) is not finished:
+            while (chunk := await queue.get()) is not None:
                 yield chunk
             response = await task
         finally:

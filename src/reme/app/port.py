@@ -56,8 +56,7 @@ from reme.workspace.transaction import Change, commit
 from reme.workspace.writing import ConflictError
 
 if TYPE_CHECKING:
-    from reme.app.application import Application
-    from reme.app.jobs import JobSpec, Response
+    from reme.app.jobs import JobHost, JobSpec, Response
     from reme.llm.tools import ToolSpec
 
 log = logging.getLogger(__name__)
@@ -358,9 +357,9 @@ class WorkspacePort:
 
 
 class AppPort(WorkspacePort):
-    """Every role over an `Application`: its workspace and link source, its index jobs, its llm component."""
+    """Every role over the application (`JobHost`): its workspace and link source, its index jobs, its llm component."""
 
-    def __init__(self, app: Application) -> None:
+    def __init__(self, app: JobHost) -> None:
         super().__init__(
             workspace_of(app),
             lambda: link_source(app),
@@ -446,11 +445,11 @@ class AppPort(WorkspacePort):
         return ModelHandle(settings, lambda variables: llm.model(role, dict(variables)))
 
 
-def _step_limits(app: Application, job: str) -> Limits:
+def _step_limits(app: JobHost, job: str) -> Limits:
     """The text caps a file job's step settings give (its config), so a pipeline's writes meet the same caps."""
     spec = app.jobs.get(job)
     for step in spec.steps if spec is not None else ():
-        fields = {k: v for k, v in step.settings.items() if k in Limits.__dataclass_fields__}
+        fields = {k: int(v) for k, v in step.settings.items() if k in Limits.__dataclass_fields__ and isinstance(v, int)}
         if fields:
             return Limits(**fields)
     return Limits()

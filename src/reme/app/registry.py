@@ -11,15 +11,20 @@ import dataclasses
 import importlib
 import inspect
 import pkgutil
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import typing
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+from reme.app.config import ConfigError
 
 if TYPE_CHECKING:
     from reme.app.component import Component
 
 T = TypeVar("T")
+S = TypeVar("S")
+_WORDS: dict[object, str] = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
 
 
 class Registry(Generic[T]):
@@ -63,21 +68,22 @@ class Registry(Generic[T]):
         return sorted(self._items)
 
 
-STEPS: Registry[Callable[..., Any]] = Registry("step")
+Step = Callable[..., Awaitable[None] | None]  # `fn(ctx, **settings)`, sync (run in a thread) or async
+STEPS: Registry[Step] = Registry("step")
 COMPONENTS: Registry[type[Component]] = Registry("component backend")
 _SETTINGS_ATTR = "__reme_step_settings__"
 
 
 def register_step(
     name: str, *, settings: type | None = None
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+) -> Callable[[Step], Step]:
     """Register `fn(ctx, **settings)` as the step backend `name`.
 
     The settings a step takes are its keyword parameters after `ctx`; a step that forwards
     `**settings` declares them with `settings=<dataclass>` (its fields are accepted keys too).
     """
 
-    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def decorate(fn: Step) -> Step:
         if settings is not None:
             setattr(fn, _SETTINGS_ATTR, settings)
         return STEPS.register(name)(fn)
@@ -85,13 +91,27 @@ def register_step(
     return decorate
 
 
-def step_settings(fn: Callable[..., Any]) -> tuple[str, ...]:
+def step_settings(fn: Step) -> tuple[str, ...]:
     """The setting names a step accepts; a `**settings` step without a declaration accepts none."""
     parameters = list(inspect.signature(fn).parameters.values())[1:]
     kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     named = tuple(p.name for p in parameters if p.kind in kinds)
     declared = getattr(fn, _SETTINGS_ATTR, None)
     return named + tuple(field.name for field in dataclasses.fields(declared)) if declared else named
+
+
+def settings_of(cls: Callable[..., S], step: str, settings: Mapping[str, object]) -> S:
+    """The settings dataclass a step declared (`register_step(settings=cls)`), built from its config
+    block; a value of the wrong type is a `ConfigError` naming the setting, not a crash mid-job."""
+    hints = typing.get_type_hints(cls) if isinstance(cls, type) else {}
+    for key, value in settings.items():
+        expected = hints.get(key)
+        if expected in (int, float, str, bool) and not (
+            isinstance(value, expected) and (expected is bool or not isinstance(value, bool))
+            or (expected is float and isinstance(value, int) and not isinstance(value, bool))
+        ):
+            raise ConfigError(f"step {step!r}: setting {key!r} must be {_WORDS[expected]}, got {value!r}")
+    return cls(**settings)
 
 
 def register_component(backend: str) -> Callable[[type[Component]], type[Component]]:

@@ -5,20 +5,18 @@ Step settings set the caps (`max_text_bytes`).
 
 from __future__ import annotations
 
-from typing import Any
-
 from reme.app.components.digest import buckets_of
 from reme.app.components.index import link_source
 from reme.app.components.workspace import workspace_of
 from reme.app.jobs import JobContext
-from reme.app.registry import register_step
+from reme.app.registry import register_step, settings_of
 from reme.workspace import digest_writing
 from reme.workspace.buckets import buckets_page
 from reme.workspace.textio import Limits
 
 
 @register_step("digest_write", settings=Limits)
-def digest_write(ctx: JobContext, **settings: Any) -> None:
+def digest_write(ctx: JobContext, **settings: object) -> None:
     p = ctx.params
     result = digest_writing.digest_write(
         workspace_of(ctx.app),
@@ -29,14 +27,14 @@ def digest_write(ctx: JobContext, **settings: Any) -> None:
         p.get("name"),
         p.get("description"),
         p.get("metadata"),
-        Limits(**settings),
+        settings_of(Limits, "digest_write", settings),
     )
     ctx.response.answer = f"Created {result['path']}"
     ctx.response.metadata.update(result)
 
 
 @register_step("digest_edit", settings=Limits)
-def digest_edit(ctx: JobContext, **settings: Any) -> None:
+def digest_edit(ctx: JobContext, **settings: object) -> None:
     p = ctx.params
     result = digest_writing.digest_edit(
         workspace_of(ctx.app),
@@ -45,7 +43,7 @@ def digest_edit(ctx: JobContext, **settings: Any) -> None:
         p["old"],
         p["new"],
         p.get("expected_sha256"),
-        Limits(**settings),
+        settings_of(Limits, "digest_edit", settings),
     )
     ctx.response.answer = f"Replaced {result['count']} occurrence(s) in {result['path']}"
     ctx.response.metadata.update(result)

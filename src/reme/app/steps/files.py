@@ -6,21 +6,21 @@ Step settings in the job config set the caps (`max_text_bytes`, `page_lines`, `p
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 import orjson
 
 from reme.app.components.index import IndexComponent, index_service, link_source
 from reme.app.components.workspace import workspace_of
 from reme.app.jobs import JobContext, JobError
-from reme.app.registry import register_step
+from reme.app.registry import register_step, settings_of
 from reme.workspace import moving, reading, writing
 from reme.workspace.textio import Limits
 from reme.workspace.writing import ConflictError
 
 
-def _limits(settings: dict[str, Any]) -> Limits:
-    return Limits(**settings)
+def _limits(settings: Mapping[str, object]) -> Limits:
+    return settings_of(Limits, "file jobs", settings)
 
 
 def _say_if_unindexed(ctx: JobContext, path: str) -> None:
@@ -35,7 +35,7 @@ def _say_if_unindexed(ctx: JobContext, path: str) -> None:
 
 
 @register_step("read", settings=Limits)
-def read(ctx: JobContext, **settings: Any) -> None:
+def read(ctx: JobContext, **settings: object) -> None:
     p = ctx.params
     result = reading.read(
         workspace_of(ctx.app), p["path"], p.get("start_line"), p.get("end_line"), _limits(settings)
@@ -45,14 +45,14 @@ def read(ctx: JobContext, **settings: Any) -> None:
 
 
 @register_step("read_image", settings=Limits)
-def read_image(ctx: JobContext, **settings: Any) -> None:
+def read_image(ctx: JobContext, **settings: object) -> None:
     result = reading.read_image(workspace_of(ctx.app), ctx.params["path"], _limits(settings))
     ctx.response.answer = result.pop("data")
     ctx.response.metadata.update(result)
 
 
 @register_step("write", settings=Limits)
-def write(ctx: JobContext, **settings: Any) -> None:
+def write(ctx: JobContext, **settings: object) -> None:
     p = ctx.params
     ws = workspace_of(ctx.app)
     result = writing.write(
@@ -70,7 +70,7 @@ def write(ctx: JobContext, **settings: Any) -> None:
     _say_if_unindexed(ctx, result["path"])
 
 
-def _write_answer(result: dict[str, Any]) -> str:
+def _write_answer(result: Mapping[str, object]) -> str:
     """Created, unchanged, or replaced with the old size and where the previous version is kept."""
     if result["created"]:
         return f"Created {result['path']}"
@@ -83,7 +83,7 @@ def _write_answer(result: dict[str, Any]) -> str:
 
 
 @register_step("edit", settings=Limits)
-def edit(ctx: JobContext, **settings: Any) -> None:
+def edit(ctx: JobContext, **settings: object) -> None:
     p = ctx.params
     result = writing.edit(
         workspace_of(ctx.app), link_source(ctx.app), p["path"], p["old"], p["new"], _limits(settings)
@@ -111,8 +111,8 @@ def move(ctx: JobContext) -> None:
         link_source(ctx.app),
         p["src"],
         p["dst"],
-        p.get("retarget", True),
-        p.get("overwrite", False),
+        p["retarget"],
+        p["overwrite"],
     )
     ctx.response.answer = (
         f"Moved {result['src']} to {result['dst']}; retargeted {result['retargeted_links']} link(s) "
@@ -126,10 +126,10 @@ def list_(ctx: JobContext) -> None:
     p = ctx.params
     result = reading.list_dir(
         workspace_of(ctx.app),
-        p.get("path", ""),
-        p.get("recursive", False),
+        p["path"],
+        p["recursive"],
         p.get("extensions"),
-        p.get("sort_by", "name"),
+        p["sort_by"],
         p.get("limit"),
     )
     lines = [entry["path"] + ("/" if entry["type"] == "dir" else "") for entry in result["entries"]]
@@ -140,21 +140,21 @@ def list_(ctx: JobContext) -> None:
 
 
 @register_step("stat", settings=Limits)
-def stat(ctx: JobContext, **settings: Any) -> None:
+def stat(ctx: JobContext, **settings: object) -> None:
     result = reading.stat(workspace_of(ctx.app), link_source(ctx.app), ctx.params["path"], _limits(settings))
     ctx.response.answer = orjson.dumps(result).decode()
     ctx.response.metadata.update(result)
 
 
 @register_step("frontmatter_read", settings=Limits)
-def frontmatter_read(ctx: JobContext, **settings: Any) -> None:
+def frontmatter_read(ctx: JobContext, **settings: object) -> None:
     result = reading.frontmatter_read(workspace_of(ctx.app), ctx.params["path"], _limits(settings))
     ctx.response.answer = result.get("error") or orjson.dumps(result["front_matter"]).decode()
     ctx.response.metadata.update(result)
 
 
 @register_step("frontmatter_update", settings=Limits)
-def frontmatter_update(ctx: JobContext, **settings: Any) -> None:
+def frontmatter_update(ctx: JobContext, **settings: object) -> None:
     p = ctx.params
     result = writing.frontmatter_update(
         workspace_of(ctx.app), link_source(ctx.app), p["path"], p["metadata"], _limits(settings)
@@ -164,7 +164,7 @@ def frontmatter_update(ctx: JobContext, **settings: Any) -> None:
 
 
 @register_step("frontmatter_delete", settings=Limits)
-def frontmatter_delete(ctx: JobContext, **settings: Any) -> None:
+def frontmatter_delete(ctx: JobContext, **settings: object) -> None:
     p = ctx.params
     result = writing.frontmatter_delete(
         workspace_of(ctx.app), link_source(ctx.app), p["path"], p["keys"], _limits(settings)
@@ -174,14 +174,14 @@ def frontmatter_delete(ctx: JobContext, **settings: Any) -> None:
 
 
 @register_step("load", settings=Limits)
-def load(ctx: JobContext, **settings: Any) -> None:
+def load(ctx: JobContext, **settings: object) -> None:
     result = reading.load(workspace_of(ctx.app), ctx.params["path"], _limits(settings))
     ctx.response.answer = result["content"]
     ctx.response.metadata.update(result)
 
 
 @register_step("save", settings=Limits)
-def save(ctx: JobContext, **settings: Any) -> None:
+def save(ctx: JobContext, **settings: object) -> None:
     p = ctx.params
     try:
         result = writing.save(

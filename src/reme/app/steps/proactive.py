@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 from datetime import date
-from typing import Any
 
 from reme.app.jobs import JobContext
 from reme.app.port import AppPort
-from reme.app.registry import register_step
+from reme.app.registry import register_step, settings_of
 from reme.errors import ReMeError
 from reme.pipelines.proactive import refresh as chain
 from reme.pipelines.proactive.merge import TopicRules
@@ -41,9 +40,9 @@ async def _stage(ctx: JobContext, stage: Awaitable[None]) -> None:
 
 
 @register_step("proactive_extract_step", settings=chain.ExtractSettings)
-async def proactive_extract_step(ctx: JobContext, file_catalog: str = "proactive", **settings: Any) -> None:
+async def proactive_extract_step(ctx: JobContext, file_catalog: str = "proactive", **settings: object) -> None:
     day = _day(ctx)
-    options = chain.ExtractSettings(**settings)
+    options = settings_of(chain.ExtractSettings, "proactive_extract_step", settings)
     try:
         ctx.state[STATE] = await chain.prepare(AppPort(ctx.app), day, options, ctx.add_usage, file_catalog)
     except ReMeError as exc:
@@ -99,9 +98,9 @@ async def proactive_step(ctx: JobContext) -> None:
     outcome = await read_proactive(
         AppPort(ctx.app),
         day=_day(ctx),
-        include_content=bool(params.get("include_content", True)),
-        horizon_days=int(params.get("horizon_days") or 1),
-        min_confidence=float(params.get("min_confidence", 0.4)),
+        include_content=params["include_content"],
+        horizon_days=params["horizon_days"],
+        min_confidence=float(params["min_confidence"]),
     )
     if not outcome.success:
         raise ReMeError(outcome.answer, outcome.metadata)
@@ -111,7 +110,7 @@ async def proactive_step(ctx: JobContext) -> None:
 
 @register_step("proactive_resolve")
 async def proactive_resolve_step(ctx: JobContext) -> None:
-    outcome = await resolve(AppPort(ctx.app), ctx.params["topic_id"], ctx.params.get("reason") or "")
+    outcome = await resolve(AppPort(ctx.app), ctx.params["topic_id"], ctx.params["reason"])
     ctx.response.answer = outcome.answer
     ctx.response.metadata.update(outcome.metadata)
 

@@ -6,15 +6,18 @@ import asyncio
 import logging
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from reme.app.jobs import JobContext
+from reme.app.jobs import JobContext, Response
 from reme.app.port import AppPort
 from reme.app.registry import register_step
 from reme.errors import ReMeError
 from reme.pipelines.memory.auto_resource import ResourceLimits, auto_resource, check_resource_path
 from reme.pipelines.memory.resource_text import SUPPORTED
 from reme.pipelines.port import MemoryPort
+
+if TYPE_CHECKING:
+    from watchfiles import Change
 
 log = logging.getLogger(__name__)
 
@@ -24,8 +27,8 @@ async def auto_resource_step(ctx: JobContext, max_bytes: int = 5_000_000, max_ch
     try:
         report = await auto_resource(
             AppPort(ctx.app),
-            paths=ctx.params.get("paths") or [],
-            deleted=ctx.params.get("deleted") or [],
+            paths=ctx.params["paths"],
+            deleted=ctx.params["deleted"],
             limits=ResourceLimits(int(max_bytes), int(max_chars)),
             add_usage=ctx.add_usage,
         )
@@ -58,7 +61,7 @@ async def resource_watch_step(
 
     one_at_a_time = asyncio.Lock()
 
-    async def run(**params: Any) -> None:
+    async def run(**params: object) -> None:
         async with one_at_a_time:
             _log_outcome(await app.run("auto_resource", **params))
 
@@ -85,7 +88,7 @@ def supported(path: Path) -> bool:
 
 
 def split_batch(
-    changes: Iterable[tuple[Any, str]], base: Path, root_name: str
+    changes: Iterable[tuple[Change, str]], base: Path, root_name: str
 ) -> tuple[list[str], list[str]]:
     """(added or modified, deleted) workspace paths of a watch batch; new folders are scanned."""
     from watchfiles import Change
@@ -120,7 +123,7 @@ def _acceptable(port: MemoryPort, path: str) -> bool:
     return True
 
 
-def _log_outcome(response: Any) -> None:
+def _log_outcome(response: Response) -> None:
     if response.success:
         log.info("auto_resource: %s", response.answer)
     else:

@@ -60,7 +60,7 @@ def _read(path: Path, max_file_bytes: int) -> SessionFile:
         raw = path.read_bytes()
     except OSError as exc:
         return SessionFile(shown, [], problem=f"unreadable: {exc.strerror or exc}")
-    entries: list[Any] = []
+    entries: list[object] = []
     unreadable = 0
     for line in raw.decode("utf-8", errors="replace").splitlines():
         if not line.strip():

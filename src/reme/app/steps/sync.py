@@ -20,6 +20,7 @@ from reme.app.jobs import JobContext
 from reme.app.registry import register_step
 from reme.errors import ReMeError
 from reme.workspace import githistory, gitsync
+from reme.workspace.gitrepo import Repo
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ def sync(ctx: JobContext) -> None:
     _answer(ctx, report)
 
 
-def _branch(repo: Any) -> str:
+def _branch(repo: Repo) -> str:
     if not repo.exists():
         raise ReMeError("the workspace is not a git repository yet; run sync_init remote=<url> first")
     name = repo.run("symbolic-ref", "--short", "-q", "HEAD", ok=(0, 1)).stdout.decode().strip()

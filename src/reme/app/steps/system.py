@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any
 
 from reme import __version__
+from reme.app.component import Report
 from reme.app.config import redact
 from reme.app.jobs import JobContext, JobError
 from reme.app.local_jobs import is_local, local_command
-from reme.app.registry import register_step
+from reme.app.registry import COMPONENTS, register_step
 from reme.app.spelling import did_you_mean
+from reme.errors import kind_of
+
+log = logging.getLogger(__name__)
 
 
 @register_step("version")
@@ -23,6 +28,9 @@ def version(ctx: JobContext) -> None:
 
 @register_step("help")
 def help_(ctx: JobContext) -> None:
+    if ctx.params.get("component"):
+        _component_help(ctx, ctx.params["component"])
+        return
     name = ctx.params.get("job")
     jobs = list(ctx.app.jobs.values())
     if name:
@@ -56,6 +64,25 @@ def help_(ctx: JobContext) -> None:
             lines.append(f"    run it here with `{entry['local_command']}`")
         if name:
             lines += _parameter_lines(entry["name"], entry["parameters"])
+    ctx.response.answer = "\n".join(lines)
+
+
+def _component_help(ctx: JobContext, name: str) -> None:
+    """A component's settings from its class's table: one owner for defaults, checks and this help."""
+    blocks = ctx.app.config.get("components")
+    blocks = blocks if isinstance(blocks, dict) else {}
+    block = blocks.get(name)
+    backend = block.get("backend") if isinstance(block, dict) else None
+    if not isinstance(backend, str):
+        raise JobError(f"no component {name!r} is configured{did_you_mean(name, blocks)}")
+    table = COMPONENTS.get(backend).settings_table
+    if table is None:
+        ctx.response.answer = f"{name} (backend {backend}) declares no settings table: see components.{name} in the config"
+        ctx.response.metadata["settings"] = []
+        return
+    rows = [{"name": row.name, "type": row.expected, "default": row.default, "help": row.help} for row in table]
+    ctx.response.metadata["settings"] = rows
+    lines = [f"components.{name} (backend {backend}):", *(f"  {line}" for line in table.help().splitlines())]
     ctx.response.answer = "\n".join(lines)
 
 
@@ -105,11 +132,14 @@ def _parameter_lines(job: str, parameters: dict[str, Any]) -> list[str]:
 @register_step("health_check")
 async def health_check(ctx: JobContext) -> None:
     """Each component's health, asked live where a component can (`probe()`: the LLM endpoint)."""
-    report: dict[str, Any] = {}
+    report: dict[str, Report] = {}
     for name, component in ctx.app.components.items():
         try:
+            await component.repair()
             report[name] = await component.probe()
-        except Exception as exc:
+        except Exception as exc:  # one broken component must not hide the others' health
+            if kind_of(exc) == "bug":
+                log.error("health of component %s failed (a bug)", name, exc_info=exc)
             report[name] = {"status": "error", "reason": f"{type(exc).__name__}: {exc}"}
     # "unconfigured" (e.g. no LLM credentials) is a legitimate state: only errors make the service unhealthy.
     healthy = all(entry.get("status") != "error" for entry in report.values())
@@ -118,7 +148,7 @@ async def health_check(ctx: JobContext) -> None:
     ctx.response.answer = "\n".join(_health_line(name, entry) for name, entry in report.items()) or "ok"
 
 
-def _health_line(name: str, entry: dict[str, Any]) -> str:
+def _health_line(name: str, entry: Report) -> str:
     """`llm: error (cannot reach ...)`: the status, and its reason when it is not ok."""
     missing = entry.get("missing")
     reason = entry.get("reason") or entry.get("error") or entry.get("message")
@@ -167,7 +197,7 @@ def status(ctx: JobContext) -> None:
 def app_config(ctx: JobContext) -> None:
     import yaml
 
-    config = redact(ctx.app.config)
-    config = {**{k: v for k, v in config.items() if k != "jobs"}, "jobs": config.get("jobs", {})}
+    redacted = {key: redact(value, key) for key, value in ctx.app.config.items()}
+    config = {**{k: v for k, v in redacted.items() if k != "jobs"}, "jobs": redacted.get("jobs", {})}
     ctx.response.metadata["config"] = config
     ctx.response.answer = yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
