@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -24,10 +24,14 @@ from reme.app.application import Application
 from reme.app.jobs import JobSpec, ParameterError, run_steps, validate_params
 from reme.app.local_jobs import is_local, local_command
 from reme.app.spelling import did_you_mean
+from reme.jsontypes import JSONObject, JSONValue
 from reme.service.identity import WorkspaceIdentity
 
+if TYPE_CHECKING:
+    from reme.service.studio.gate import StudioGate
+
 log = logging.getLogger(__name__)
-RESPONSE_SCHEMA: dict[str, Any] = {
+RESPONSE_SCHEMA: JSONObject = {
     "type": "object",
     "properties": {
         "success": {"type": "boolean"},
@@ -47,7 +51,7 @@ STREAM_DESCRIPTION = (
 )
 
 
-def json_response(data: dict[str, Any], status_code: int = 200) -> Response:
+def json_response(data: Mapping[str, object], status_code: int = 200) -> Response:
     """JSON that never fails to encode: values without a JSON form (paths, dates) become strings."""
     body = json.dumps(data, ensure_ascii=False, default=str)
     return Response(body, status_code=status_code, media_type="application/json")
@@ -74,7 +78,7 @@ async def read_body(request: Request) -> bytes | None:
     return bytes(body)
 
 
-async def _params_of(request: Request) -> dict[str, Any]:
+async def _params_of(request: Request) -> JSONObject:
     """The parameters a refused request sent, for the command that would run it; {} when unreadable."""
     try:
         params = await read_params(request)
@@ -83,7 +87,7 @@ async def _params_of(request: Request) -> dict[str, Any]:
     return params if isinstance(params, dict) else {}
 
 
-async def read_params(request: Request) -> dict[str, Any] | JSONResponse:
+async def read_params(request: Request) -> JSONObject | JSONResponse:
     """The JSON object in the body (empty body = no parameters), or a 400/413 saying what is wrong."""
     body = await read_body(request)
     if body is None:
@@ -92,7 +96,7 @@ async def read_params(request: Request) -> dict[str, Any] | JSONResponse:
         return {}
     too_deep = f"the JSON body is nested more than {MAX_JSON_DEPTH} levels deep; flatten it"
     try:
-        params = json.loads(body)
+        params: JSONValue = json.loads(body)
     except RecursionError:
         return failure(too_deep, 400)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -104,26 +108,26 @@ async def read_params(request: Request) -> dict[str, Any] | JSONResponse:
     return params
 
 
-def json_depth(value: Any) -> int:
+def json_depth(value: JSONValue) -> int:
     """How deeply arrays and objects nest in a parsed JSON value (counted without recursion)."""
     deepest = 0
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is None:
+        if not isinstance(item, dict | list):
             continue
+        children = item.values() if isinstance(item, dict) else item
         deepest = max(deepest, depth)
         if depth <= MAX_JSON_DEPTH:
             stack.extend((child, depth + 1) for child in children)
     return deepest
 
 
-def sse_line(chunk: Any) -> bytes:
+def sse_line(chunk: object) -> bytes:
     return b"data: " + json.dumps(chunk, ensure_ascii=False, default=str).encode() + b"\n\n"
 
 
-async def sse_events(app: Application, job: str, params: dict[str, Any]) -> AsyncIterator[bytes]:
+async def sse_events(app: Application, job: str, params: JSONObject) -> AsyncIterator[bytes]:
     """Chunks of a stream job as SSE; a crash mid-stream still ends with an error and a done chunk."""
     done_sent = False
     try:
@@ -137,8 +141,8 @@ async def sse_events(app: Application, job: str, params: dict[str, Any]) -> Asyn
         yield sse_line({"type": "done", "success": False})
 
 
-def _endpoint(app: Application, job: JobSpec) -> Any:
-    async def run_job(request: Request) -> Any:
+def _endpoint(app: Application, job: JobSpec) -> Callable[[Request], Awaitable[Response]]:
+    async def run_job(request: Request) -> Response:
         params = await read_params(request)
         if isinstance(params, JSONResponse):
             return params
@@ -161,13 +165,13 @@ def _endpoint(app: Application, job: JobSpec) -> Any:
     return run_job
 
 
-def _openapi_extra(job: JobSpec) -> dict[str, Any]:
+def _openapi_extra(job: JobSpec) -> JSONObject:
     return {"requestBody": {"required": False, "content": {"application/json": {"schema": job.parameters}}}}
 
 
-def _responses(job: JobSpec) -> dict[int | str, dict[str, Any]]:
-    refusal: dict[str, Any] = {"content": {"application/json": {"schema": RESPONSE_SCHEMA}}}
-    bad_body: dict[int | str, dict[str, Any]] = {400: {"description": "the body is not a JSON object", **refusal}}
+def _responses(job: JobSpec) -> dict[int | str, JSONObject]:
+    refusal: JSONObject = {"content": {"application/json": {"schema": RESPONSE_SCHEMA}}}
+    bad_body: dict[int | str, JSONObject] = {400: {"description": "the body is not a JSON object", **refusal}}
     if job.kind == "stream":
         return {200: {"description": STREAM_DESCRIPTION, "content": {"text/event-stream": {}}}, **bad_body}
     return {
@@ -177,7 +181,9 @@ def _responses(job: JobSpec) -> dict[int | str, dict[str, Any]]:
     }
 
 
-def build_http_app(app: Application, token: str | None = None, closing: threading.Event | None = None) -> Any:
+def build_http_app(
+    app: Application, token: str | None = None, closing: threading.Event | None = None
+) -> StudioGate:
     """The ASGI app serving every servable job of a started application, and Studio at /studio.
 
     Token-gated when a token is given (a Studio login turns it into a session cookie); `closing`,
