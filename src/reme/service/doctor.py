@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reme.jsontypes import JSONObject, JSONValue
+from reme.jsontypes import JSONObject
 from reme.service.client import dig
 
 if TYPE_CHECKING:
