@@ -293,17 +293,17 @@ def start(assigned: dict[str, str], as_json: bool, out: str | None = None) -> in
             service_settings(config)  # refuse an unsafe or unknown setting before the heavy imports
             from reme.service.runner import run_service
 
-            with _progress_drawn():
+            with progress_drawn():
                 asyncio.run(run_service(config))
             return 0
-        with _progress_drawn():
+        with progress_drawn():
             return asyncio.run(run_once(config, job, params, as_json, out))
     except (ConfigError, ServiceConfigError, ComponentError) as exc:
         print(f"reme: {exc}", file=sys.stderr)
         return 2
 
 
-def _progress_drawn() -> AbstractContextManager[object]:
+def progress_drawn() -> AbstractContextManager[object]:
     """Steps' progress (dream units, bars) drawn on stderr when it is a terminal, else dropped."""
     if not sys.stderr.isatty():
         return nullcontext()
