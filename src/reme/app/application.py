@@ -13,17 +13,18 @@ from datetime import date, datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
-from reme.app.component import Component
+from reme.app.component import Component, Components
 from reme.app.config import ConfigError, load_config
 from reme.app.jobs import JobSpec, Response, build_jobs, execute
 from reme.app.registry import COMPONENTS, load_plugins
 from reme.app.scheduling import run_on_schedule, supervise
 from reme.app.timezones import resolve_timezone
+from reme.errors import Unavailable
 
 log = logging.getLogger(__name__)
 
 
-class ComponentError(RuntimeError):
+class ComponentError(Unavailable, RuntimeError):
     """A component could not be built or started."""
 
 
@@ -37,7 +38,7 @@ class Application:
         self.step_modules = step_modules
         self.workspace_dir = Path(config.get("workspace_dir") or ".reme").expanduser().resolve()
         self.tz: tzinfo = resolve_timezone(config.get("timezone"))
-        self.components: dict[str, Component] = {}
+        self.components = Components()
         self.jobs: dict[str, JobSpec] = {}
         self.job_runs: list[tuple[str, Response]] = []  # background/cron outcomes, newest last
         self._tasks: list[asyncio.Task[None]] = []
@@ -156,6 +157,9 @@ class Application:
         raw = self._component_configs()[name]
         settings = {k: v for k, v in raw.items() if k not in ("backend", "requires", "enabled")}
         cls = COMPONENTS.get(raw["backend"])
+        if cls.settings_table is not None:  # the table owns the defaults; the config shows the effective values
+            settings = cls.settings_table.resolve(f"components.{name}", settings)
+            raw.update(settings)
         try:
             return cls(self, name, **settings)
         except TypeError as exc:

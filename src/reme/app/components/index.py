@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from reme.app.component import Component
-from reme.app.components.workspace import workspace_of
+from reme.app.components.workspace import WorkspaceComponent, workspace_of
 from reme.app.registry import register_component
 from reme.errors import ReMeError
 from reme.index.chunking import DEFAULT_CHUNK_CHARS
@@ -87,6 +87,8 @@ class IndexComponent(Component):
         )
         await asyncio.to_thread(service.open)
         self.service = service
+        # The workspace's repairs (moves a killed writer left) rewrite links with the index's graph from now on.
+        self.app.components.need("workspace", WorkspaceComponent).use_links(IndexLinks(service, ScanLinks(workspace)))
 
     def _embedder(self) -> Embedder | None:
         """The embedding component named by `vector` when it is configured and enabled, else None."""

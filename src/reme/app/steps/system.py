@@ -108,6 +108,7 @@ async def health_check(ctx: JobContext) -> None:
     report: dict[str, Any] = {}
     for name, component in ctx.app.components.items():
         try:
+            await component.repair()
             report[name] = await component.probe()
         except Exception as exc:
             report[name] = {"status": "error", "reason": f"{type(exc).__name__}: {exc}"}
