@@ -72,6 +72,14 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush must not fail again
         return 141
+    except Exception as exc:  # a bug (expected failures are answered where they happen): traceback, then say so
+        import traceback
+
+        from reme.errors import bug_message
+
+        traceback.print_exc()
+        print(f"reme: {bug_message(exc)}", file=sys.stderr)
+        return 1
 
 
 def _main(args: list[str]) -> int:

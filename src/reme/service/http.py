@@ -4,13 +4,14 @@ Routes and the OpenAPI document are generated from the job table, so each job's 
 documented by its own parameter schema. Status codes: 200 when the job ran (its `success` says how
 it went), 400 for a body that is not a JSON object, 422 for parameters the schema refuses, 404 for
 jobs that are unknown or not served, 401 without the access token. Every answer, errors included, has the Response shape
-`{success, answer, metadata}` so clients never need a second parser.
+`{success, answer, metadata}` so clients never need a second parser. A failed run names the kind of
+its failure in the `X-ReMe-Error` header (`user`, `unavailable`, `bug`: `service/failures.py`); what
+escapes a route answers 400, 503 or 500 by the same kinds, a bug with its traceback in the log.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING
@@ -25,12 +26,12 @@ from reme.app.jobs import JobSpec, ParameterError, run_steps, validate_params
 from reme.app.local_jobs import is_local, local_command
 from reme.app.spelling import did_you_mean
 from reme.jsontypes import JSONObject, JSONValue
+from reme.service.failures import ERROR_HEADER, STATUS, escaped
 from reme.service.identity import WorkspaceIdentity
 
 if TYPE_CHECKING:
     from reme.service.studio.gate import StudioGate
 
-log = logging.getLogger(__name__)
 RESPONSE_SCHEMA: JSONObject = {
     "type": "object",
     "properties": {
@@ -51,10 +52,12 @@ STREAM_DESCRIPTION = (
 )
 
 
-def json_response(data: Mapping[str, object], status_code: int = 200) -> Response:
+def json_response(
+    data: Mapping[str, object], status_code: int = 200, headers: Mapping[str, str] | None = None
+) -> Response:
     """JSON that never fails to encode: values without a JSON form (paths, dates) become strings."""
     body = json.dumps(data, ensure_ascii=False, default=str)
-    return Response(body, status_code=status_code, media_type="application/json")
+    return Response(body, status_code=status_code, media_type="application/json", headers=headers)
 
 
 def failure(message: str, status_code: int, **headers: str) -> JSONResponse:
@@ -134,9 +137,10 @@ async def sse_events(app: Application, job: str, params: JSONObject) -> AsyncIte
         async for chunk in app.stream(job, **params):
             done_sent = isinstance(chunk, dict) and chunk.get("type") == "done"
             yield sse_line(chunk)
-    except Exception as exc:
+    except Exception as exc:  # app.stream answers a job's own failure in chunks: this is its machinery's
+        _kind, message = escaped(exc, f"stream {job}")
         if not done_sent:
-            yield sse_line({"type": "error", "message": f"{type(exc).__name__}: {exc}"})
+            yield sse_line({"type": "error", "message": message})
     if not done_sent:
         yield sse_line({"type": "done", "success": False})
 
@@ -159,7 +163,8 @@ def _endpoint(app: Application, job: JobSpec) -> Callable[[Request], Awaitable[R
         response = await run_steps(app, job, checked)
         if not job.read_only:  # an answer that may have changed files names the workspace it changed
             response.metadata.setdefault("workspace", str(app.workspace_dir))
-        return json_response(response.to_dict())
+        kind = {ERROR_HEADER: response.error} if response.error and not response.success else None
+        return json_response(response.to_dict(), headers=kind)
 
     run_job.__name__ = f"job_{job.name}"
     return run_job
@@ -207,9 +212,9 @@ def build_http_app(
 
     @api.exception_handler(Exception)
     async def server_error(request: Request, exc: Exception) -> JSONResponse:
-        """Whatever escapes a route still answers with the Response shape (and is logged)."""
-        log.error("HTTP %s failed", request.url.path, exc_info=exc)
-        return failure(f"internal error: {type(exc).__name__}: {exc}", 500)
+        """Whatever escapes a route still answers with the Response shape, by its kind (a bug is logged)."""
+        kind, message = escaped(exc, f"HTTP {request.url.path}")
+        return failure(message, STATUS[kind], **{ERROR_HEADER: kind})
 
     @api.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -6,7 +6,8 @@ read-only tools, for a client that must not change the memory.
 
 Built on the SDK's low-level `Server` because reme's tools are declared as JSON Schemas in config,
 not as Python signatures. A tool result carries the answer as text and the whole Response as
-structured content, and `is_error` mirrors `success=false`.
+structured content, and `is_error` mirrors `success=false`; the result's `_meta` names the workspace
+that served it and, for a failure, its kind (`reme/error`: user, unavailable or bug; `service/failures.py`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from reme import __version__
 from reme.app.application import Application
 from reme.app.jobs import JobSpec, Response
 from reme.app.local_jobs import is_local, local_command
+from reme.service.failures import ERROR_META, escaped
 from reme.service.identity import WorkspaceIdentity
 from reme.service.security import BearerTokenGate, send_json
 
@@ -121,11 +123,17 @@ def build_mcp_server(app: Application) -> Server[object]:
                     f"unknown tool {params.name!r}: a local job, not served; run it here with `{command}`"
                 )
             return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
-        response = await app.run(params.name, **(params.arguments or {}))
+        try:
+            response = await app.run(params.name, **(params.arguments or {}))
+        except Exception as exc:  # the job runner answers a job's own failures: this is its machinery's
+            kind, message = escaped(exc, f"MCP tool {params.name}")
+            response = Response(False, message, {}, kind)
         if not tools[params.name].read_only:  # as over HTTP: a change names its workspace
             response.metadata.setdefault("workspace", str(app.workspace_dir))
         result = tool_result(response)
         result.meta = {WORKSPACE_META: str(app.workspace_dir)}  # names the workspace on stdio too
+        if response.error and not response.success:
+            result.meta[ERROR_META] = response.error
         return result
 
     def input_schema(name: str) -> Mapping[str, object] | None:
