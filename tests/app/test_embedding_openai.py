@@ -223,7 +223,7 @@ async def test_a_down_endpoint_costs_a_search_one_attempt_then_none(fake_server:
 
         fake_server.embedding_down = False
         index = app.component("index").service
-        index.vectors.query_cooldown_s = 0  # the pause is over
+        index.vectors.breaker.cooldown_s = 0  # the pause is over
         index.embed_pending()
         back = await app.run("search", query="steeps minutes")
         assert "vector_error" not in back.metadata and back.metadata["vectors_pending"] == 0
