@@ -102,23 +102,27 @@ class VectorIndex:
                 self.queue.remove(chunk_id)
             known = self.rows.row_of.keys() | self.queue.chunk_ids()
             keys: set[str] = set()
-            for row in self.catalog.chunks_by_id([c for c in ids if c not in known]).values():
-                text = embedding_text(row)
-                waiting = Waiting(embedding_key(text), text, row.path)
-                self.queue.add(row.chunk_id, waiting)
+            for chunk in self.catalog.chunks_by_id([c for c in ids if c not in known]).values():
+                text = embedding_text(chunk)
+                waiting = Waiting(embedding_key(text), text, chunk.path)
+                self.queue.add(chunk.chunk_id, waiting)
                 keys.add(waiting.key)
             if self._seen is None:
-                keys = set(self.queue.keys())
+                keys = set(self.queue.waiting_keys())
             elif seen[1] != self._seen[1]:  # another process wrote: adopt what it stored
                 elsewhere = cache.written_since(self._seen[1])
-                keys |= set(self.queue.keys()) if elsewhere is None else elsewhere & self.queue.keys()
+                keys |= (
+                    set(self.queue.waiting_keys())
+                    if elsewhere is None
+                    else elsewhere & self.queue.waiting_keys()
+                )
                 self.queue.failed = cache.failed()
             self._adopt(cache, keys)
             self._seen = seen
 
     def _adopt(self, cache: VectorCache, keys: Iterable[str]) -> None:
         """Give the queued chunks of these keys their row where their vector is cached (by any process)."""
-        wanted = [key for key in keys if key in self.queue.keys()]
+        wanted = [key for key in keys if key in self.queue.waiting_keys()]
         if wanted:
             self._place(cache.get(wanted))
 
@@ -242,7 +246,7 @@ class VectorIndex:
         simply embedded again."""
         self.refresh()
         with self._lock:
-            live = set(self.rows.key_of.values()) | set(self.queue.keys())
+            live = set(self.rows.key_of.values()) | set(self.queue.waiting_keys())
             cache = self.cache()
             if cache.count() - len(live) <= slack:
                 return 0

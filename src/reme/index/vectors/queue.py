@@ -41,7 +41,7 @@ class EmbeddingQueue:
     def chunk_ids(self) -> KeysView[str]:
         return self._waiting.keys()
 
-    def keys(self) -> KeysView[str]:
+    def waiting_keys(self) -> KeysView[str]:
         """The cache keys some waiting chunk needs."""
         return self._by_key.keys()
 
