@@ -242,7 +242,7 @@ def test_links_out_of_the_workspace_never_exist(app, index, tmp_path) -> None:
     index.sync_paths(["digest/a.md"])
     assert not index.graph.exists(str(outside)) and not index.graph.exists(escape)
     nodes, _ = index.graph.traverse(["digest/a.md"], 1, "forward")
-    assert [(n["path"], n["exists"]) for n in nodes] == [
+    assert [(n.path, n.exists) for n in nodes] == [
         ("digest/a.md", True),
         (str(outside), False),
         (escape, False),

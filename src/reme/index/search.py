@@ -18,6 +18,7 @@ from reme.errors import ReMeError
 from reme.index.diversify import diversify
 from reme.index.graph import LinkGraph
 from reme.index.keyword import KeywordIndex
+from reme.index.settings import DEFAULTS
 from reme.index.store import MetadataStore
 from reme.workspace.dates import path_day
 from reme.workspace.transcript import is_transcript_path
@@ -160,10 +161,10 @@ class Searcher:
         keyword: KeywordIndex,
         graph: LinkGraph,
         *,
-        candidate_multiplier: int = 3,
+        candidate_multiplier: int = DEFAULTS.candidate_multiplier,  # the settings table owns every default
         vector: VectorBranch | None = None,
-        vector_weight: float = 0.5,
-        fusion: str = "relative_score",
+        vector_weight: float = DEFAULTS.vector_weight,
+        fusion: str = DEFAULTS.fusion,
     ) -> None:
         self.store = store
         self.keyword = keyword
