@@ -156,6 +156,9 @@ class Application:
         raw = self._component_configs()[name]
         settings = {k: v for k, v in raw.items() if k not in ("backend", "requires", "enabled")}
         cls = COMPONENTS.get(raw["backend"])
+        if cls.settings_table is not None:  # the table owns the defaults; the config shows the effective values
+            settings = cls.settings_table.resolve(f"components.{name}", settings)
+            raw.update(settings)
         try:
             return cls(self, name, **settings)
         except TypeError as exc:

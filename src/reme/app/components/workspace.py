@@ -15,8 +15,9 @@ from typing import Any
 
 from reme.app.component import Component
 from reme.app.registry import register_component
+from reme.app.settings import Setting, SettingsTable
 from reme.workspace.atomic import sweep_stale_temps
-from reme.workspace.layout import CREATED_ON_WRITE, Workspace
+from reme.workspace.layout import CREATED_ON_WRITE, DEFAULT_DIRS, Workspace
 from reme.workspace.links import ScanLinks
 from reme.workspace.moving import recover_moves
 from reme.workspace.transaction import recover as recover_transactions
@@ -24,13 +25,23 @@ from reme.workspace.transaction import recover as recover_transactions
 log = logging.getLogger(__name__)
 
 
+SETTINGS = SettingsTable(
+    Setting("lock_timeout", float, 30.0, "seconds a writer waits for another writer of the same path", minimum=0),
+    Setting(
+        "dirs",
+        dict,
+        dict(DEFAULT_DIRS),
+        "role -> folder name inside the workspace (roles: " + ", ".join(DEFAULT_DIRS) + "); journal is created on first write",
+    ),
+)
+
+
 @register_component("local")
 class WorkspaceComponent(Component):
     kind = "workspace"
+    settings_table = SETTINGS
 
-    def __init__(
-        self, app: Any, name: str, dirs: dict[str, str] | None = None, lock_timeout: float = 30.0
-    ) -> None:
+    def __init__(self, app: Any, name: str, *, dirs: dict[str, str], lock_timeout: float) -> None:
         super().__init__(app, name, dirs=dirs, lock_timeout=lock_timeout)
         self.workspace = Workspace(app.workspace_dir, dirs, lock_timeout)
         self.recovered_moves: list[dict[str, Any]] = []
