@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
+from contextlib import contextmanager
 
 import pytest
 
-from reme.service.cli_progress import follow, index_progress
+from reme.app.progress import QUIET, reporter, reporting
+from reme.service.cli_progress import TerminalProgress, follow, index_progress
 
 
 class FakeRemote:
@@ -56,3 +59,42 @@ def test_follow_reraises_the_calls_error():
 
     with pytest.raises(OSError, match="connection reset"):
         follow(run, lambda: None, lambda *_: None, interval=0.001)
+
+
+class Recorder:
+    """A reporter that keeps what the steps reported."""
+
+    def __init__(self):
+        self.lines, self.counts = [], []
+
+    def say(self, topic, line):
+        self.lines.append((topic, line))
+
+    @contextmanager
+    def counting(self, label, total=None):
+        yield lambda done, total: self.counts.append((label, done, total))
+
+
+def test_steps_report_to_the_reporter_installed_around_them_and_nowhere_else():
+    def step():  # what a step does: ask for the reporter, never for a terminal
+        reporter().say("dream", "unit 1/1 'tea': integrating")
+        with reporter().counting("reindexing") as update:
+            update(3, 5)
+
+    step()  # nobody installed one: quiet, no error
+    recorder = Recorder()
+    with reporting(recorder):
+        asyncio.run(asyncio.to_thread(step))  # reaches the job's tasks and worker threads
+    step()
+    assert reporter() is QUIET
+    assert recorder.lines == [("dream", "unit 1/1 'tea': integrating")]
+    assert recorder.counts == [("reindexing", 3, 5)]
+
+
+def test_the_terminal_reporter_draws_on_stderr_only(capsys):
+    terminal = TerminalProgress()
+    terminal.say("dream", "unit 1/2 [tea]: integrating")
+    with terminal.counting("reindexing", total=2) as update:
+        update(1, 2)
+    out, err = capsys.readouterr()
+    assert out == "" and "dream unit 1/2 [tea]: integrating" in err

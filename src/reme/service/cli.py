@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from reme.app.values import parse_value
@@ -282,12 +283,24 @@ def start(assigned: dict[str, str], as_json: bool, out: str | None = None) -> in
             service_settings(config)  # refuse an unsafe or unknown setting before the heavy imports
             from reme.service.runner import run_service
 
-            asyncio.run(run_service(config))
+            with _progress_drawn():
+                asyncio.run(run_service(config))
             return 0
-        return asyncio.run(run_once(config, job, params, as_json, out))
+        with _progress_drawn():
+            return asyncio.run(run_once(config, job, params, as_json, out))
     except (ConfigError, ServiceConfigError, ComponentError) as exc:
         print(f"reme: {exc}", file=sys.stderr)
         return 2
+
+
+def _progress_drawn() -> AbstractContextManager[object]:
+    """Steps' progress (dream units, bars) drawn on stderr when it is a terminal, else dropped."""
+    if not sys.stderr.isatty():
+        return nullcontext()
+    from reme.app.progress import reporting
+    from reme.service.cli_progress import TerminalProgress
+
+    return reporting(TerminalProgress())
 
 
 async def run_once(

@@ -1,45 +1,100 @@
-"""A progress bar for `reme reindex` on a terminal, fed by the service's own progress.
+"""Progress drawn on a terminal: the only place reme draws it (docs/architecture.md).
 
-`reindex` is one request that answers when the rebuild is done; meanwhile the CLI asks `status`
-twice a second for the index's `progress` (`done`/`total` files) and draws it on stderr.
+Steps report through `reme.app.progress`; `TerminalProgress` is the reporter the CLI installs when
+stderr is a terminal: lines are printed dim-prefixed, counts drawn as transient rich bars, on stderr.
+
+`reme reindex` against a running service is one request that answers when the rebuild is done;
+meanwhile the CLI asks `status` twice a second for the index's `progress` (`done`/`total` files) and
+draws it on stderr (`with_bar`).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+from reme.app.progress import Count
+from reme.service.client import Reply, dig
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 POLL_S = 0.5
+T = TypeVar("T")
 
 
-def index_progress(remote: Any) -> tuple[int, int] | None:
+class Caller(Protocol):
+    """What asks a service for a job: `cli.Remote` (a test passes a double)."""
+
+    def call(self, job: str, params: dict[str, object]) -> Reply: ...
+
+
+class TerminalProgress:
+    """The progress reporter of a terminal: `dream unit 1/3 ...` lines and transient bars on stderr."""
+
+    def __init__(self) -> None:
+        self._console: Console | None = None
+
+    def _stderr(self) -> Console:
+        if self._console is None:  # rich only once something is drawn
+            from rich.console import Console
+
+            self._console = Console(stderr=True)
+        return self._console
+
+    def say(self, topic: str, line: str) -> None:
+        from rich.markup import escape
+
+        self._stderr().print(f"[dim]{escape(topic)}[/dim] {escape(line)}", highlight=False)
+
+    def counting(self, label: str, total: int | None = None) -> AbstractContextManager[Count]:
+        return self._bar(label, total)
+
+    @contextmanager
+    def _bar(self, label: str, total: int | None) -> Iterator[Count]:
+        from rich.progress import Progress
+
+        with Progress(console=self._stderr(), transient=True) as bar:
+            task = bar.add_task(label, total=total)
+
+            def update(done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total)
+
+            yield update
+
+
+def index_progress(remote: Caller) -> tuple[int, int] | None:
     """`(done, total)` of the service's running index catch-up, or None (none runs, or no answer)."""
     try:
         reply = remote.call("status", {})
-    except Exception:
+    except Exception:  # any failure only means no bar this time; the reindex call itself reports
         return None
-    metadata = (reply.response or {}).get("metadata") or {}
-    state = ((metadata.get("components") or {}).get("index") or {}).get("progress") or {}
-    if state.get("phase") and state.get("total"):
-        return int(state["done"]), int(state["total"])
+    state = dig(reply.response, "metadata", "components", "index", "progress")
+    if not isinstance(state, dict):
+        return None
+    done, total = state.get("done"), state.get("total")
+    if state.get("phase") and isinstance(total, int) and total and isinstance(done, int):
+        return done, total
     return None
 
 
 def follow(
-    run: Callable[[], Any],
+    run: Callable[[], T],
     poll: Callable[[], tuple[int, int] | None],
     on_progress: Callable[[int, int], None],
     interval: float = POLL_S,
-) -> Any:
+) -> T:
     """`run()` in a worker thread, calling `on_progress` with each new `poll()` until it returns."""
-    outcome: dict[str, Any] = {}
+    outcome: dict[str, T] = {}
+    failure: list[BaseException] = []
 
     def work() -> None:
         try:
             outcome["value"] = run()
         except BaseException as exc:  # re-raised in the caller's thread
-            outcome["error"] = exc
+            failure.append(exc)
 
     worker = threading.Thread(target=work, name="reme-reindex", daemon=True)
     worker.start()
@@ -50,12 +105,12 @@ def follow(
         if state is not None and state != last:
             on_progress(*state)
             last = state
-    if "error" in outcome:
-        raise outcome["error"]
+    if failure:
+        raise failure[0]
     return outcome["value"]
 
 
-def with_bar(remote: Any, run: Callable[[], Any]) -> Any:
+def with_bar(remote: Caller, run: Callable[[], T]) -> T:
     """`run()` (the reindex call) with a transient rich progress bar on stderr."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn

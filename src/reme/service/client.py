@@ -13,8 +13,8 @@ import os
 import socket
 from collections.abc import Iterator
 from io import BufferedReader
-from typing import Any
 
+from reme.jsontypes import JSONObject, JSONValue
 from reme.service import identity
 from reme.service.service_info import ServiceInfo
 
@@ -32,8 +32,8 @@ class Reply:
     def __init__(
         self,
         status: int,
-        response: dict[str, Any] | None = None,
-        chunks: Iterator[Any] | None = None,
+        response: JSONObject | None = None,
+        chunks: Iterator[JSONValue] | None = None,
         workspace: str | None = None,
     ) -> None:
         self.status = status
@@ -42,8 +42,17 @@ class Reply:
         self.workspace = workspace
 
 
+def dig(value: JSONValue, *keys: str) -> JSONValue:
+    """`value[k1][k2]...` through JSON objects; None where a key is missing or a value is no object."""
+    for key in keys:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
 def _request_bytes(
-    info: ServiceInfo, job: str, params: dict[str, Any], token: str | None, workspace: str | None
+    info: ServiceInfo, job: str, params: JSONObject, token: str | None, workspace: str | None
 ) -> bytes:
     body = json.dumps(params).encode("utf-8")
     host = f"[{info.host}]" if ":" in info.host else info.host
@@ -98,16 +107,22 @@ def _lines(pieces: Iterator[bytes]) -> Iterator[bytes]:
         yield pending
 
 
-def _sse_data(lines: Iterator[bytes]) -> Iterator[Any]:
+def _sse_data(lines: Iterator[bytes]) -> Iterator[JSONValue]:
     """The JSON value of every `data:` line of an event stream (reme sends one line per event)."""
     for raw in lines:
         line = raw.decode("utf-8").rstrip("\r")
         if line.startswith("data:"):
             payload = line[5:].strip()
             try:
-                yield json.loads(payload)
+                yield _json(payload)
             except ValueError:
                 yield payload
+
+
+def _json(text: str | bytes) -> JSONValue:
+    """Parsed JSON text (what `json.loads` returns is JSON by construction)."""
+    value: JSONValue = json.loads(text)
+    return value
 
 
 def client_token() -> str | None:
@@ -123,7 +138,7 @@ def client_token() -> str | None:
 def call_job(
     info: ServiceInfo,
     job: str,
-    params: dict[str, Any],
+    params: JSONObject,
     token: str | None = None,
     workspace: str | None = None,
     timeout: float | None = None,
@@ -156,7 +171,7 @@ def call_job(
         stream.close()
         sock.close()
     try:
-        data = json.loads(body)
+        data = _json(body)
     except ValueError:
         data = None
     if not isinstance(data, dict) or "success" not in data:
@@ -165,7 +180,7 @@ def call_job(
     return Reply(status, response=data, workspace=served)
 
 
-def _closing(chunks: Iterator[Any], stream: BufferedReader, sock: socket.socket) -> Iterator[Any]:
+def _closing(chunks: Iterator[JSONValue], stream: BufferedReader, sock: socket.socket) -> Iterator[JSONValue]:
     try:
         yield from chunks
     finally:

@@ -15,10 +15,13 @@ import sys
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from reme.jsontypes import JSONObject, JSONValue
+from reme.service.client import dig
 
 if TYPE_CHECKING:
-    from reme.index.service import IndexService
+    from reme.app.diagnostics import IndexState, ModeReport, RoleModel, RoundTrip
 
 DOCTOR_KEYS = ("config", "probe")
 
@@ -31,7 +34,7 @@ class Check:
     fix: str = ""
 
 
-def doctor(assigned: dict[str, Any], as_json: bool) -> int:
+def doctor(assigned: JSONObject, as_json: bool) -> int:
     """Run every check, print them, exit 1 when one failed."""
     import asyncio
 
@@ -58,7 +61,7 @@ def render(checks: list[Check]) -> str:
     return "\n".join(lines)
 
 
-async def run_checks(assigned: dict[str, Any]) -> list[Check]:
+async def run_checks(assigned: JSONObject) -> list[Check]:
     from reme.app.config import ConfigError, load_config
 
     options = {key: assigned.pop(key) for key in DOCTOR_KEYS if key in assigned}
@@ -80,7 +83,7 @@ async def run_checks(assigned: dict[str, Any]) -> list[Check]:
         checks.append(
             Check("index", "warn", "no workspace yet, so no index", f"reme start workspace_dir={workspace}")
         )
-    llm = (config.get("components") or {}).get("llm")
+    llm = dig(config, "components", "llm")
     if isinstance(llm, dict):
         modes_file = str(workspace / "metadata" / "llm_output_modes.json") if workspace.is_dir() else ""
         checks += await llm_checks(llm, probe=options.get("probe", True) is not False, modes_file=modes_file)
@@ -123,8 +126,8 @@ def install_checks() -> list[Check]:
 # workspace -------------------------------------------------------------------------------------
 
 
-def workspace_checks(workspace: Path, config: dict[str, Any]) -> list[Check]:
-    from reme.workspace.layout import CREATED_ON_WRITE, DEFAULT_DIRS
+def workspace_checks(workspace: Path, config: JSONObject) -> list[Check]:
+    from reme.app.diagnostics import workspace_layout
 
     if workspace.exists() and not workspace.is_dir():
         return [
@@ -139,13 +142,8 @@ def workspace_checks(workspace: Path, config: dict[str, Any]) -> list[Check]:
         ]
     if not workspace.is_dir():
         return [Check("workspace", "warn", f"{workspace} does not exist yet", "`reme start` creates it")]
-    configured = ((config.get("components") or {}).get("workspace") or {}).get("dirs") or {}
-    folders = {**DEFAULT_DIRS, **configured}
-    missing = sorted(
-        name
-        for role, name in folders.items()
-        if role not in CREATED_ON_WRITE and not (workspace / name).is_dir()
-    )
+    layout = workspace_layout(workspace, _dirs(config))
+    folders, missing = layout.folders, layout.missing
     if missing:
         return [
             Check("workspace", "ok", f"{workspace} is writable"),
@@ -158,6 +156,12 @@ def workspace_checks(workspace: Path, config: dict[str, Any]) -> list[Check]:
             f"{workspace} is writable, layout complete ({', '.join(sorted(folders.values()))})",
         )
     ]
+
+
+def _dirs(config: JSONObject) -> dict[str, str]:
+    """The configured workspace folder names (`components.workspace.dirs`), the config checked them."""
+    dirs = dig(config, "components", "workspace", "dirs")
+    return {role: str(name) for role, name in dirs.items()} if isinstance(dirs, dict) else {}
 
 
 def _writable(folder: Path) -> bool:
@@ -178,10 +182,11 @@ def capture_checks(workspace: Path) -> list[Check]:
     to retry or drop them), ones waiting too long, and sessions saved with records skipped."""
     import time
 
-    from reme.pipelines.capture.session import DAMAGED
+    from reme.app.diagnostics import damaged_skips
     from reme.service.hooks import CAPTURES, markers, read_failure
 
-    checks, stale = [], []
+    checks: list[Check] = []
+    stale: list[float] = []
     retry = f"retry with `reme hook drain workspace_dir={workspace}`"
     for path, _raw in markers(str(workspace)):
         session = Path(path).stem
@@ -209,10 +214,10 @@ def capture_checks(workspace: Path) -> list[Check]:
         checks.append(Check("agents", "warn", detail, fix))
     for sent in sorted((workspace / CAPTURES).glob("*.sent")):
         try:
-            counts = json.loads(sent.read_text(encoding="utf-8")).get("skipped") or {}
-        except (OSError, ValueError, AttributeError):
+            record: JSONValue = json.loads(sent.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
             continue
-        damaged = {k: v for k, v in counts.items() if k in DAMAGED and isinstance(v, int) and v}
+        damaged = damaged_skips(dig(record, "skipped"))
         if damaged:
             listed = ", ".join(f"{n} {reason}" for reason, n in sorted(damaged.items()))
             checks.append(
@@ -251,7 +256,9 @@ def service_checks(workspace: Path) -> list[Check]:
     if not answer.get("success"):
         return [Check("service", "fail", f"{where}: {answer.get('answer')}", start)]
     checks = [Check("service", "ok", f"{where} serves this workspace")]
-    index = ((answer.get("metadata") or {}).get("components") or {}).get("index") or {}
+    index = dig(answer, "metadata", "components", "index")
+    if not isinstance(index, dict):
+        return checks
     if index.get("ready") is False:
         detail = "the service's index is still catching up with the files (searches say so)"
         checks.append(
@@ -271,80 +278,62 @@ def service_checks(workspace: Path) -> list[Check]:
 # index (opened in this process) and LLM --------------------------------------------------------
 
 
-async def index_checks(config: dict[str, Any]) -> list[Check]:
-    from reme.app.application import Application
-    from reme.app.components.index import index_service
+async def index_checks(config: JSONObject) -> list[Check]:
+    from reme.app.diagnostics import index_state
 
     try:
-        async with Application(config) as app:
-            return index_state(index_service(app)) if "index" in app.components else []
-    except Exception as exc:
+        state = await index_state(config)
+    except Exception as exc:  # whatever keeps it from opening is the finding
         fix = "fix the setting named above, or `reme reindex`"
         return [Check("index", "fail", f"the index does not open: {exc}", fix)]
+    return [] if state is None else index_report(state)
 
 
-def index_state(index: IndexService) -> list[Check]:
-    added, changed, gone = index.drift()
-    stats = index.stats()
-    about = f"{stats['files']} files, {stats['chunks']} chunks, tokenizer {stats['tokenizer']}"
-    if index.health()["last_repair"].get("rebuild"):
+def index_report(state: IndexState) -> list[Check]:
+    about = f"{state.files} files, {state.chunks} chunks, tokenizer {state.tokenizer}"
+    if state.rebuild_due:
         return [Check("index", "warn", f"{about}: settings changed, a rebuild is due", "reme reindex")]
-    if added or changed or gone:
-        detail = f"{about}; behind the files: {added} new, {changed} changed, {gone} deleted"
+    if state.added or state.changed or state.gone:
+        detail = f"{about}; behind the files: {state.added} new, {state.changed} changed, {state.gone} deleted"
         return [Check("index", "warn", detail, "catches up at the next start or search (or `reme reindex`)")]
     return [Check("index", "ok", f"{about}; consistent with the files")]
 
 
-async def llm_checks(component: dict[str, Any], probe: bool, modes_file: str = "") -> list[Check]:
+async def llm_checks(component: JSONObject, probe: bool, modes_file: str = "") -> list[Check]:
     """Each role's model once (a memory model that is the chat model is not probed twice)."""
-    from dataclasses import replace
+    from reme.app.diagnostics import ModelSettingsError, role_models
 
-    from reme.llm.settings import resolve_settings
-
+    try:
+        models = role_models(component, modes_file)
+    except ModelSettingsError as exc:
+        return [Check("llm", "fail", str(exc), "fix that setting (docs/llm.md)")]
     checks: list[Check] = []
-    seen: list[Any] = []
-    for role in ("chat", "memory"):
-        try:
-            settings = replace(resolve_settings(component, role), modes_file=modes_file)
-        except ValueError as exc:
-            return [Check("llm", "fail", str(exc), "fix that setting (docs/llm.md)")]
-        same = (settings.backend, settings.base_url, settings.model, settings.api_key, settings.output_mode)
-        if same not in seen:  # the roles' own limits (max_tokens) do not make another model
-            seen.append(same)
-            checks += await model_checks(role, settings, probe)
+    for model in models:
+        checks += await model_checks(model, probe)
     return checks
 
 
-async def model_checks(role: str, settings: Any, probe: bool) -> list[Check]:
-    from reme.llm import output_modes
-    from reme.llm.probe import endpoint, probe_output_modes, probe_round_trip, unreachable
-    from reme.llm.providers import build_model
-
-    if settings.backend == "scripted":
+async def model_checks(model: RoleModel, probe: bool) -> list[Check]:
+    role = model.role
+    if model.scripted:
         return [Check("llm", "ok", f"{role}: the scripted test double")]
-    missing = settings.missing()
+    missing = model.missing()
     if missing:
         fix = "LLM jobs (auto_memory, auto_resource, chat) need it; see docs/llm.md"
         return [Check("llm", "warn", f"{role}: not configured, set {missing}", fix)]
-    name = f"{role} model {settings.model} ({settings.backend} at {endpoint(settings)})"
-    why = await unreachable(settings)
+    name = model.name()
+    why = await model.unreachable()
     if why:
         return [Check("llm", "fail", f"{name}: {why}", "start the server or fix LLM_BASE_URL / LLM_API_KEY")]
     checks = [Check("llm", "ok", f"{name} answers")]
     if probe:
-        output_modes.forget(settings)  # probe afresh; what works is remembered again below
-        async with build_model(settings) as model:
-            trip = await probe_round_trip(model, settings)
-            reports = await probe_output_modes(model, settings)
-        checks.append(round_trip_check(role, trip))
-        checks += mode_checks(role, settings.output_mode, reports)
-        works = [r.mode for r in reports if r.works]
-        if works and settings.output_mode not in works and "prompted" in works:
-            output_modes.remember(settings, "prompted", f"reme doctor: {settings.output_mode} failed")
+        found = await model.probe()
+        checks.append(round_trip_check(role, found.round_trip))
+        checks += mode_checks(role, model.output_mode, found.modes)
     return checks
 
 
-def round_trip_check(role: str, trip: Any) -> Check:
+def round_trip_check(role: str, trip: RoundTrip) -> Check:
     if trip.failed_step is None:
         return Check(
             "llm",
@@ -364,7 +353,7 @@ def round_trip_check(role: str, trip: Any) -> Check:
     return Check("llm", "fail", detail, fix)
 
 
-def mode_checks(role: str, configured: str, reports: list[Any]) -> list[Check]:
+def mode_checks(role: str, configured: str, reports: list[ModeReport]) -> list[Check]:
     works = [r.mode for r in reports if r.works]
     refused = {r.mode: r.error for r in reports if not r.works}
     summary = f"{role}: output modes that work: {', '.join(works) or 'none'}"

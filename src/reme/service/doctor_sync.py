@@ -7,12 +7,11 @@ prompts off: a missing or refused credential is a failure that names git's own f
 from __future__ import annotations
 
 import json
-import re
-import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
+from reme.jsontypes import JSONObject, JSONValue
+from reme.service.client import dig
 from reme.service.doctor import Check
 
 MIN_GIT = (2, 38)  # `merge-tree --write-tree`
@@ -20,17 +19,16 @@ REMOTE_TIMEOUT = 20.0
 STALE_SYNC_SECONDS = 86_400
 
 
-def sync_checks(workspace: Path, config: dict[str, Any]) -> list[Check]:
+def sync_checks(workspace: Path, config: JSONObject) -> list[Check]:
     """Nothing when the workspace does not sync; otherwise git, remote, credentials, last sync, conflicts."""
+    from reme.app.diagnostics import conflict_files, git_install, reach_remote
     from reme.errors import ReMeError
-    from reme.workspace.gitrepo import Repo, git_binary, redact_url
-    from reme.workspace.gitsync import CONFLICT, remote_url
 
-    configured = (config.get("sync") or {}).get("remote")
+    configured = dig(config, "sync", "remote")
     if not (workspace / ".git").is_dir() and not configured:
         return []
-    binary = git_binary()
-    if binary is None:
+    git = git_install()
+    if git is None:
         return [
             Check(
                 "sync",
@@ -39,10 +37,8 @@ def sync_checks(workspace: Path, config: dict[str, Any]) -> list[Check]:
                 "install git 2.38 or later",
             )
         ]
-    said = subprocess.run([binary, "--version"], capture_output=True, text=True, check=False).stdout.strip()
-    found = re.search(r"(\d+)\.(\d+)", said)
-    version = (int(found.group(1)), int(found.group(2))) if found else (0, 0)
-    if version < MIN_GIT:
+    said = git.said
+    if git.version < MIN_GIT:
         return [Check("sync", "fail", f"{said} is too old to sync (needs 2.38)", "install git 2.38 or later")]
     checks = [Check("sync", "ok", said)]
     if not (workspace / ".git").is_dir():
@@ -56,32 +52,24 @@ def sync_checks(workspace: Path, config: dict[str, Any]) -> list[Check]:
             ),
         ]
     try:
-        repo = Repo(workspace)
+        remote = reach_remote(workspace)
     except ReMeError as exc:
         return [*checks, Check("sync", "fail", exc.message, "install git")]
-    url = remote_url(repo)
-    if url is None:
+    if remote.url is None:
         return [*checks, Check("sync", "warn", "the repository has no remote", "reme sync_init remote=<url>")]
-    try:
-        reached = repo.run("ls-remote", "--heads", "origin", ok=range(256))
-        error = "" if reached.returncode == 0 else reached.stderr.decode("utf-8", "replace").strip()
-    except ReMeError as exc:
-        error = exc.message
-    if error:
+    if remote.error:
         checks.append(
             Check(
                 "sync",
                 "fail",
-                f"cannot reach {redact_url(url)}: {redact_url(error)[-300:]}",
+                f"cannot reach {remote.url}: {remote.error[-300:]}",
                 "check the URL, then git's credentials: your ssh agent (ssh -T) or credential helper (git credential)",
             )
         )
     else:
-        checks.append(Check("sync", "ok", f"{redact_url(url)} answers with these credentials"))
+        checks.append(Check("sync", "ok", f"{remote.url} answers with these credentials"))
     checks += _last_sync(workspace, config)
-    conflicts = [
-        p for p in workspace.rglob("*.conflict-*") if CONFLICT.search(p.name) and ".git" not in p.parts
-    ]
+    conflicts = conflict_files(workspace)
     if conflicts:
         checks.append(
             Check(
@@ -94,14 +82,15 @@ def sync_checks(workspace: Path, config: dict[str, Any]) -> list[Check]:
     return checks
 
 
-def _last_sync(workspace: Path, config: dict[str, Any]) -> list[Check]:
-    metadata = (
-        ((config.get("components") or {}).get("workspace") or {}).get("dirs", {}).get("metadata", "metadata")
-    )
+def _last_sync(workspace: Path, config: JSONObject) -> list[Check]:
+    metadata = dig(config, "components", "workspace", "dirs", "metadata") or "metadata"
     try:
-        last = json.loads((workspace / metadata / "sync.json").read_text())
+        last: JSONValue = json.loads((workspace / str(metadata) / "sync.json").read_text())
     except (OSError, ValueError):
         return [Check("sync", "warn", "no sync has run yet", "reme sync")]
+    if not isinstance(last, dict):
+        return [Check("sync", "warn", "no sync has run yet", "reme sync")]
+    merged = last.get("merged")
     at = datetime.fromisoformat(str(last.get("at")))
     age = (datetime.now(UTC) - at).total_seconds()
     if not last.get("success"):
@@ -120,5 +109,5 @@ def _last_sync(workspace: Path, config: dict[str, Any]) -> list[Check]:
             )
         ]
     return [
-        Check("sync", "ok", f"last sync {last.get('at')}: {len(last.get('merged') or [])} file(s) merged")
+        Check("sync", "ok", f"last sync {last.get('at')}: {len(merged) if isinstance(merged, list) else 0} file(s) merged")
     ]

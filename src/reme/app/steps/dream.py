@@ -1,35 +1,25 @@
 """Steps of `auto_dream` and `dream_cron`: thin adapters over `reme.pipelines.dream.run`.
 
-On a terminal (stderr a tty, as in a one-shot `reme start job=auto_dream`) each unit's progress is
-printed as it happens; the service and pipes stay quiet.
+Each unit's progress goes to `reme.app.progress.reporter()`: a one-shot `reme start job=auto_dream`
+on a terminal prints it as it happens; the service and pipes stay quiet.
 """
 
 from __future__ import annotations
 
-import sys
-
 from reme.app.components.digest import buckets_of
 from reme.app.jobs import JobContext
 from reme.app.port import AppPort
+from reme.app.progress import reporter
 from reme.app.registry import register_step
 from reme.pipelines.dream.integrate import Recall
 from reme.pipelines.dream.material import Bounds
-from reme.pipelines.dream.run import DreamSettings, Progress, auto_dream
+from reme.pipelines.dream.run import DreamSettings, auto_dream
 from reme.workspace.buckets import buckets_page
 
 
-def _progress() -> Progress | None:
-    if not sys.stderr.isatty():
-        return None
-    from rich.console import Console
-    from rich.markup import escape
-
-    console = Console(stderr=True)
-
-    async def show(line: str) -> None:
-        console.print(f"[dim]dream[/dim] {escape(line)}", highlight=False)
-
-    return show
+async def _progress(line: str) -> None:
+    """Each unit's progress to the reporter the service installed (drawn on a terminal, else dropped)."""
+    reporter().say("dream", line)
 
 
 @register_step("auto_dream")
@@ -50,7 +40,6 @@ async def auto_dream_step(
         recall=Recall(int(recall_limit), int(traverse_depth), int(max_recall_nodes)),
     )
     params = ctx.params
-    progress = _progress()
     outcome = await auto_dream(
         port,
         settings,
@@ -60,7 +49,7 @@ async def auto_dream_step(
         hint=params.get("hint") or "",
         add_usage=ctx.add_usage,
         kind=ctx.job.name,
-        **({"progress": progress} if progress else {}),
+        progress=_progress,
     )
     ctx.response.answer = outcome.answer
     ctx.response.metadata.update(outcome.metadata)

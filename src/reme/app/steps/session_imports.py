@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 from reme.app.import_sources import source_path
 from reme.app.jobs import JobContext
 from reme.app.port import AppPort
+from reme.app.progress import reporter
 from reme.app.registry import register_step
 from reme.errors import ReMeError
 from reme.pipelines.imports.sessions import SessionFile, import_sessions
@@ -82,18 +82,8 @@ async def run_session_import(
         "origin": str(entry),
         "max_message_chars": settings["max_message_chars"],
     }
-    if sys.stderr.isatty():
-        from rich.progress import Progress
-
-        with Progress(transient=True) as bar:
-            task = bar.add_task("importing sessions", total=len(files))
-
-            def update(done: int, total: int) -> None:
-                bar.update(task, completed=done, total=total)
-
-            report = await import_sessions(port, readers, progress=update, **common)
-    else:
-        report = await import_sessions(port, readers, **common)
+    with reporter().counting("importing sessions", total=len(files)) as update:
+        report = await import_sessions(port, readers, progress=update, **common)
     ctx.response.answer = report.answer()
     ctx.response.metadata.update(report.metadata())
 
