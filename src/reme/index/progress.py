@@ -11,13 +11,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 
 from reme.jsontypes import JSONObject
 
 Progress = Callable[[int, int], None]  # (done, total), as the indexer reports it
-StageProgress = Callable[[str, int, int], None]  # (stage, done, total): a long job of several stages
+Stages = Callable[[str], AbstractContextManager[Progress]]  # opens a counted stage by name; yields its update
 log = logging.getLogger(__name__)
 LOG_STEPS = 10
 

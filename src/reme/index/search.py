@@ -18,7 +18,6 @@ from reme.errors import ReMeError
 from reme.index.diversify import diversify
 from reme.index.graph import LinkGraph
 from reme.index.keyword import KeywordIndex
-from reme.index.settings import DEFAULTS
 from reme.index.store import MetadataStore
 from reme.workspace.dates import path_day
 from reme.workspace.transcript import is_transcript_path
@@ -161,10 +160,10 @@ class Searcher:
         keyword: KeywordIndex,
         graph: LinkGraph,
         *,
-        candidate_multiplier: int = DEFAULTS.candidate_multiplier,  # the settings table owns every default
+        candidate_multiplier: int,  # these three: `components.index.*`, defaults in its settings table
         vector: VectorBranch | None = None,
-        vector_weight: float = DEFAULTS.vector_weight,
-        fusion: str = DEFAULTS.fusion,
+        vector_weight: float,
+        fusion: str,
     ) -> None:
         self.store = store
         self.keyword = keyword

@@ -18,6 +18,7 @@ import shutil
 import sqlite3
 import threading
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,9 +28,8 @@ from reme.index.embedding import Embedder
 from reme.index.graph import Direction, Edge, GraphNode, LinkGraph
 from reme.index.guard import IndexGuard
 from reme.index.keyword import KeywordIndex, engine_folder
-from reme.index.progress import IndexProgress, Progress, ProgressState, StageProgress
+from reme.index.progress import IndexProgress, Progress, ProgressState, Stages
 from reme.index.search import Hit, Searcher, SearchFilters
-from reme.index.settings import IndexSettings
 from reme.index.sources import Scope
 from reme.index.store import MetadataStore
 from reme.index.sync import Indexer, SyncReport
@@ -95,10 +95,37 @@ class RebuildReport:
     vectors: RebuiltVectors | None
 
 
-def _stage(progress: StageProgress | None, stage: str) -> Progress | None:
-    if progress is None:
-        return None
-    return lambda done, total: progress(stage, done, total)
+@dataclass(frozen=True)
+class IndexSettings:
+    """The index's configuration: the values of `components.index.*` that the service uses (their
+    defaults, checks and help are the component's settings table, `reme.app.components.index`)."""
+
+    chunk_chars: int
+    watch: bool
+    debounce_ms: int
+    max_file_bytes: int
+    candidate_multiplier: int
+    vector_weight: float
+    vector_context: float
+    fusion: str
+
+
+@dataclass(frozen=True)
+class Overview:
+    """The index at a glance (for `reme doctor`): its size, its tokenizer, whether settings changed
+    since it was built (a rebuild is due), and how many files it is behind on."""
+
+    files: int
+    chunks: int
+    tokenizer: str
+    rebuild_due: bool
+    added: int
+    changed: int
+    gone: int
+
+
+def _stage(stages: Stages | None, label: str) -> AbstractContextManager[Progress | None]:
+    return nullcontext() if stages is None else stages(label)
 
 
 def _count(figures: JSONObject, key: str) -> int:
@@ -381,7 +408,9 @@ class IndexService:
         self, query: str, limit: int, folder: str, *, keyword_only: bool
     ) -> list[dict[str, JSONValue]]:
         """The best `limit` nodes under `folder` (path, score, name, description), in a worker thread."""
-        return await asyncio.to_thread(self.searcher.node_search, query, limit, folder, keyword_only=keyword_only)
+        return await asyncio.to_thread(
+            self.searcher.node_search, query, limit, folder, keyword_only=keyword_only
+        )
 
     async def traverse(
         self, seeds: Sequence[str], depth: int, direction: Direction, max_nodes: int
@@ -401,7 +430,9 @@ class IndexService:
                 raise RuntimeError(reason)
             waiting = self.vectors.pending()
         except Exception as exc:  # the model cannot load or the endpoint is down: keyword results stand
-            return Freshness(pending, True, vector_error=f"{type(exc).__name__}: {exc}", vector_error_reason=str(exc))
+            return Freshness(
+                pending, True, vector_error=f"{type(exc).__name__}: {exc}", vector_error_reason=str(exc)
+            )
         return Freshness(pending, True, vectors_pending=waiting)
 
     # figures -------------------------------------------------------------------------------------
@@ -441,6 +472,14 @@ class IndexService:
             **({"vectors": self.vector_figures()} if self.vectors is not None else {}),
         }
 
+    def overview(self) -> Overview:
+        added, changed, gone = self.drift()
+        counts = self._store().counts()
+        rebuild_due = bool(self.last_repair.get("rebuild"))
+        return Overview(
+            counts["files"], counts["chunks"], self.tokenizer.fingerprint, rebuild_due, added, changed, gone
+        )
+
     def vector_figures(self) -> JSONObject:
         """Vectors, pending and model; the failure instead when the model cannot be loaded or reached."""
         if self.vectors is None:
@@ -450,6 +489,11 @@ class IndexService:
         except Exception as exc:
             return {"enabled": True, "error": f"{type(exc).__name__}: {exc}"}
 
+    @property
+    def vectors_on(self) -> bool:
+        """Whether the vector branch is configured (an embedder is enabled)."""
+        return self.vectors is not None
+
     def embed_pending(self, progress: Progress | None = None) -> int:
         """Embed every chunk still without a vector (batch by batch; shutdown ends it after a batch)."""
         if self.vectors is None:
@@ -458,11 +502,13 @@ class IndexService:
 
     # rebuild and upkeep --------------------------------------------------------------------------
 
-    def rebuild(self, progress: StageProgress | None = None) -> RebuildReport:
+    def rebuild(self, stages: Stages | None = None) -> RebuildReport:
         """`reindex`, then embed what has no cached vector and drop vectors no chunk uses; progress
-        is reported per stage ("reindexing", "embedding")."""
-        report = self.reindex(_stage(progress, "reindexing"))
-        embedded = self.embed_pending(_stage(progress, "embedding"))
+        is counted per stage (`reindexing`, `embedding`) in what `stages` opens."""
+        with _stage(stages, "reindexing") as update:
+            report = self.reindex(update)
+        with _stage(stages, "embedding") as update:
+            embedded = self.embed_pending(update)
         counts = self._store().counts()
         vectors = None
         if self.vectors is not None:
@@ -488,7 +534,9 @@ class IndexService:
 
         loops = [asyncio.create_task(settle_and_catch_up(self.indexer, catch_up, timing))]
         if self.vectors is not None:
-            loops.append(asyncio.create_task(embed_in_background(self.vectors, self.indexer.stopping, timing)))
+            loops.append(
+                asyncio.create_task(embed_in_background(self.vectors, self.indexer.stopping, timing))
+            )
         try:
             await watch_paths(
                 self.root,

@@ -64,7 +64,9 @@ async def settle_and_catch_up(
         await catch_up()
 
 
-async def embed_in_background(vectors: VectorIndex, stopping: Callable[[], bool], timing: UpkeepTiming) -> None:
+async def embed_in_background(
+    vectors: VectorIndex, stopping: Callable[[], bool], timing: UpkeepTiming
+) -> None:
     """Embed new and changed chunks batch by batch in a worker thread (writes and keyword search go
     on meanwhile); poll when nothing is pending, back off while the model or endpoint fails. Each
     time it catches up, vectors of text no chunk has any more are dropped (past a slack)."""

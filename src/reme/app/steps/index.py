@@ -7,20 +7,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
+from dataclasses import asdict
 from datetime import date
-from functools import partial
 from typing import Any
 
 from reme.app.components.index import index_service
 from reme.app.components.workspace import workspace_of
 from reme.app.jobs import JobContext, JobError
+from reme.app.progress import reporter
 from reme.app.registry import register_step
 from reme.index import as_of as as_of_marks
 from reme.index.date_query import with_iso_dates
 from reme.index.search import SearchFilters, render_hits, render_nodes
 from reme.index.service import IndexService
-from reme.index.watch import watch_paths
+from reme.index.upkeep import UpkeepTiming
 from reme.workspace import frontmatter
 from reme.workspace.dates import check_date
 from reme.workspace.paths import UnsafePathError, check_relative
@@ -133,7 +133,9 @@ async def node_search(ctx: JobContext, folder: str | None = None, ready_wait_s: 
     index = await _ready_index(ctx, ready_wait_s)
     folder = folder or workspace_of(ctx.app).folder("digest")
     keyword_only = bool(ctx.params.get("keyword_only", False))
-    nodes = await index.node_search(with_iso_dates(query), ctx.params["limit"], folder, keyword_only=keyword_only)
+    nodes = await index.node_search(
+        with_iso_dates(query), ctx.params["limit"], folder, keyword_only=keyword_only
+    )
     as_of = _date(ctx, "as_of")
     nodes = await asyncio.to_thread(_node_validity, ctx, nodes, as_of)
     held = as_of_marks.render_node_validity(nodes)
@@ -193,7 +195,7 @@ async def traverse(ctx: JobContext, max_nodes: int = 1000, ready_wait_s: float =
 
 @register_step("reindex")
 def reindex(ctx: JobContext) -> None:
-    report = _index(ctx).rebuild(ctx_progress(ctx))
+    report = _index(ctx).rebuild(reporter().counting)  # drawn by the service when it watches
     ctx.response.metadata.update(
         {**report.sync.to_dict(), "files": report.files, "chunks": report.chunks, "links": report.links}
     )
