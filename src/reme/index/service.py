@@ -28,7 +28,8 @@ from reme.index.embedding import Embedder
 from reme.index.graph import Direction, Edge, GraphNode, LinkGraph
 from reme.index.guard import IndexGuard
 from reme.index.keyword import KeywordIndex, engine_folder
-from reme.index.progress import IndexProgress, Progress, ProgressState, Stages
+from reme.index.progress import IndexProgress, Progress, Stages
+from reme.index.results import Freshness, Overview, Readiness, RebuildReport, RebuiltVectors
 from reme.index.search import Hit, Searcher, SearchFilters
 from reme.index.sources import Scope
 from reme.index.store import MetadataStore
@@ -53,49 +54,6 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class Readiness:
-    """Whether the index has caught up with the files in this process, and how far it has got if not."""
-
-    ready: bool
-    progress: ProgressState
-
-    def annotate(self, answer: str) -> str:
-        """The answer, with a note first when the index is still catching up (results may be incomplete)."""
-        return answer if self.ready else f"{self.progress.note()}\n{answer}"
-
-
-@dataclass(frozen=True)
-class Freshness:
-    """What may keep results a moment behind: index writes in flight, chunks not embedded yet, or
-    the vector branch failing (`vector_error`, keyword results still stand)."""
-
-    pending_writes: int
-    vectors_on: bool
-    vectors_pending: int = 0
-    vector_error: str | None = None  # "Type: message", for metadata
-    vector_error_reason: str = ""  # the message alone, for the answer
-
-
-@dataclass(frozen=True)
-class RebuiltVectors:
-    embedded: int  # computed by this rebuild (the rest came from the cache)
-    total: int
-    pending: int
-    pruned: int
-
-
-@dataclass(frozen=True)
-class RebuildReport:
-    """What `rebuild` did: the files, the catalog's counts after it, and the vectors when on."""
-
-    sync: SyncReport
-    files: int
-    chunks: int
-    links: int
-    vectors: RebuiltVectors | None
-
-
-@dataclass(frozen=True)
 class IndexSettings:
     """The index's configuration: the values of `components.index.*` that the service uses (their
     defaults, checks and help are the component's settings table, `reme.app.components.index`)."""
@@ -108,20 +66,6 @@ class IndexSettings:
     vector_weight: float
     vector_context: float
     fusion: str
-
-
-@dataclass(frozen=True)
-class Overview:
-    """The index at a glance (for `reme doctor`): its size, its tokenizer, whether settings changed
-    since it was built (a rebuild is due), and how many files it is behind on."""
-
-    files: int
-    chunks: int
-    tokenizer: str
-    rebuild_due: bool
-    added: int
-    changed: int
-    gone: int
 
 
 def _stage(stages: Stages | None, label: str) -> AbstractContextManager[Progress | None]:
