@@ -6,7 +6,6 @@ Each step validates what JSON Schema cannot (dates, paths), then calls the index
 from __future__ import annotations
 
 import asyncio
-import logging
 from dataclasses import asdict
 from datetime import date
 from typing import Any
@@ -25,7 +24,6 @@ from reme.workspace import frontmatter
 from reme.workspace.dates import check_date
 from reme.workspace.paths import UnsafePathError, check_relative
 
-log = logging.getLogger(__name__)
 MAX_NODE_BYTES = 1_000_000  # a node read for its statements (`as_of`); bigger ones are shown as they are
 READY_WAIT_S = 2.0  # how long a search waits for a running catch-up before answering with a note
 
@@ -132,9 +130,8 @@ async def node_search(ctx: JobContext, folder: str | None = None, ready_wait_s: 
         raise JobError("query is empty; give some words to search for")
     index = await _ready_index(ctx, ready_wait_s)
     folder = folder or workspace_of(ctx.app).folder("digest")
-    keyword_only = bool(ctx.params.get("keyword_only", False))
     nodes = await index.node_search(
-        with_iso_dates(query), ctx.params["limit"], folder, keyword_only=keyword_only
+        with_iso_dates(query), ctx.params["limit"], folder, keyword_only=ctx.params["keyword_only"]
     )
     as_of = _date(ctx, "as_of")
     nodes = await asyncio.to_thread(_node_validity, ctx, nodes, as_of)
