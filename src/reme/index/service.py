@@ -262,13 +262,13 @@ class IndexService:
 
     # file jobs -----------------------------------------------------------------------------------
 
-    def sync_paths(self, paths: list[str] | str) -> JSONObject:
+    def sync_paths(self, paths: list[str] | str) -> SyncReport:
         """Bring these workspace-relative files or folders up to date (cheap when unchanged)."""
         if isinstance(paths, str):
             paths = [paths]
         checked = [check_relative(path) for path in paths]
         self.ensure_ready()
-        return self.indexer.sync_paths(checked).to_dict()
+        return self.indexer.sync_paths(checked)
 
     def inbound(self, path: str) -> list[dict[str, str]]:
         """Links `{source_path, target_path}` pointing at this file or into this folder.
