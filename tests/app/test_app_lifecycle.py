@@ -211,7 +211,7 @@ async def test_parameters_are_validated_before_any_step(tmp_path):
             assert message in response.answer
 
 
-async def test_step_errors_become_failed_responses(tmp_path):
+async def test_step_errors_become_failed_responses(tmp_path, caplog):
     async with make_app(tmp_path, JOBS) as app:
         user = await app.run("fail_user")
         assert (user.success, user.answer, user.metadata) == (
@@ -219,8 +219,12 @@ async def test_step_errors_become_failed_responses(tmp_path):
             "nothing to do: give text=...",
             {"hint": 1},
         )
+        assert user.error == "user" and not [r for r in caplog.records if r.exc_info]
         internal = await app.run("fail_internal")
-        assert not internal.success and internal.answer.startswith("ZeroDivisionError")
+        assert not internal.success and internal.error == "bug"
+        assert internal.answer.endswith("ZeroDivisionError: division by zero") and "a bug" in internal.answer
+        logged = [record for record in caplog.records if record.exc_info]  # a bug leaves its traceback
+        assert len(logged) == 1 and logged[0].exc_info[0] is ZeroDivisionError
         assert (await app.run("echo", text="still alive")).success
         assert not (await app.run("missing")).success
 
@@ -271,4 +275,5 @@ async def test_background_job_is_restarted_after_a_crash(tmp_path):
         await until(lambda: EVENTS.count("background-start") >= 3)
         crashes = [r for name, r in app.job_runs if name == "loop"]
     assert EVENTS.count("background-start") == 3
-    assert [r.answer for r in crashes] == ["RuntimeError: background crashed"] * 2
+    assert [r.answer.split(": ", 1)[-1] for r in crashes] == ["RuntimeError: background crashed"] * 2
+    assert [r.error for r in crashes] == ["bug"] * 2

@@ -13,17 +13,18 @@ from datetime import date, datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
-from reme.app.component import Component
+from reme.app.component import Component, Components
 from reme.app.config import ConfigError, load_config
 from reme.app.jobs import JobSpec, Response, build_jobs, execute
 from reme.app.registry import COMPONENTS, load_plugins
 from reme.app.scheduling import run_on_schedule, supervise
 from reme.app.timezones import resolve_timezone
+from reme.errors import Unavailable, kind_of
 
 log = logging.getLogger(__name__)
 
 
-class ComponentError(RuntimeError):
+class ComponentError(Unavailable, RuntimeError):
     """A component could not be built or started."""
 
 
@@ -37,7 +38,7 @@ class Application:
         self.step_modules = step_modules
         self.workspace_dir = Path(config.get("workspace_dir") or ".reme").expanduser().resolve()
         self.tz: tzinfo = resolve_timezone(config.get("timezone"))
-        self.components: dict[str, Component] = {}
+        self.components = Components()
         self.jobs: dict[str, JobSpec] = {}
         self.job_runs: list[tuple[str, Response]] = []  # background/cron outcomes, newest last
         self._tasks: list[asyncio.Task[None]] = []
@@ -70,10 +71,12 @@ class Application:
             try:
                 component = self._build_component(name)
                 await component.start()
-            except Exception as exc:
-                await self._close_components()  # a refused start leaves nothing running
+            except Exception as exc:  # whatever failed, a refused start leaves nothing running
+                await self._close_components()
                 if isinstance(exc, ConfigError):
                     raise
+                if kind_of(exc) == "bug":  # the message stays short (the CLI prints it); the log keeps the traceback
+                    log.error("component %s failed to start", name, exc_info=exc)
                 raise ComponentError(f"component {name!r} failed to start: {exc}") from exc
             self.components[name] = component
         self._started = True

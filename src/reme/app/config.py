@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from reme.app.values import parse_value
+from reme.errors import ReMeError, UserError
 from reme.workspace.buckets import parse_buckets
 
 PACKAGED_DIR = Path(str(resources.files("reme") / "config"))
@@ -40,7 +41,7 @@ _SECRET_KEY = re.compile(r"api_?key|secret|password|authorization|token$", re.IG
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """A configuration problem; the message names the offending key."""
 
 
@@ -210,7 +211,6 @@ def check_config(data: dict[str, Any]) -> None:
 
 def _check_sync(sync: dict[str, Any]) -> None:
     """`sync.remote` without a password in it, `sync.interval` a cron expression (docs/spec.md §18)."""
-    from reme.errors import ReMeError
     from reme.workspace.gitrepo import check_remote
 
     if sync.get("remote"):

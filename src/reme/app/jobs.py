@@ -10,23 +10,21 @@ from __future__ import annotations
 import copy
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, partial
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import anyio.to_thread
 
+from reme.app.component import Components, Host
 from reme.app.config import ConfigError
 from reme.app.registry import STEPS, step_settings
-from reme.errors import ReMeError
+from reme.errors import ErrorKind, ReMeError, UserError, bug_message, kind_of
 from reme.llm import budget as llm_budget
 from reme.llm.attempts import reported
 from reme.llm.tools import ToolSpec
 from reme.workspace.write_log import running
-
-if TYPE_CHECKING:
-    from reme.app.application import Application
 
 log = logging.getLogger(__name__)
 
@@ -46,23 +44,17 @@ _JOB_KEYS = {
 }
 ANNOTATION_KEYS = ("read_only", "destructive", "idempotent", "open_world")
 _AGENT_KEYS = {"writes", "paths", "hide"}
-# Exceptions whose message is already meant for the user: no type name, no traceback in the log.
-USER_ERRORS = (
-    ValueError,
-    FileNotFoundError,
-    FileExistsError,
-    PermissionError,
-    IsADirectoryError,
-    TimeoutError,
-    NotADirectoryError,
-)
 
 
 @dataclass
 class Response:
+    """A job's outcome. `error` sorts a failure into the error tree (`reme.errors`) for the service
+    (status codes, logs); it is not part of the answer a client receives (`to_dict`)."""
+
     success: bool = True
     answer: Any = ""
     metadata: dict[str, Any] = field(default_factory=dict)
+    error: ErrorKind | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"success": self.success, "answer": self.answer, "metadata": self.metadata}
@@ -112,15 +104,31 @@ class JobSpec:
         return self.enable_serve and self.kind in ("base", "stream")
 
 
+class JobHost(Host, Protocol):
+    """What a step sees of the application: a component `Host` that also runs jobs (`Application` is one)."""
+
+    @property
+    def jobs(self) -> Mapping[str, JobSpec]: ...
+
+    def served_jobs(self) -> list[JobSpec]: ...
+
+    async def run(self, job: str, /, **params: Any) -> Response: ...
+
+
 @dataclass
 class JobContext:
-    app: Application
+    app: JobHost
     job: JobSpec
     params: dict[str, Any]
     response: Response = field(default_factory=Response)
     state: dict[str, Any] = field(default_factory=dict)
     usage: dict[str, float] = field(default_factory=dict)
     _emit: Callable[[Any], Awaitable[None]] | None = None
+
+    @property
+    def components(self) -> Components:
+        """The components the application started, typed (`components.need(name, cls)`)."""
+        return self.app.components
 
     async def emit(self, chunk: Any) -> None:
         """Send one chunk to a stream client (ignored for non-stream runs)."""
@@ -260,7 +268,7 @@ def _normalise_schema(where: str, schema: dict[str, Any] | None) -> dict[str, An
     return schema
 
 
-class ParameterError(ValueError):
+class ParameterError(UserError, ValueError):
     """The request does not match the job's parameter schema."""
 
 
@@ -303,7 +311,7 @@ def _describe(job: JobSpec, error: Any) -> str:
 
 
 async def execute(
-    app: Application,
+    app: JobHost,
     job: JobSpec,
     params: dict[str, Any],
     emit: Callable[[Any], Awaitable[None]] | None = None,
@@ -312,12 +320,12 @@ async def execute(
     try:
         checked = validate_params(job, params)
     except ParameterError as exc:
-        return Response(False, str(exc), {})
+        return Response(False, exc.message, {}, "user")
     return await run_steps(app, job, checked, emit)
 
 
 async def run_steps(
-    app: Application,
+    app: JobHost,
     job: JobSpec,
     checked: dict[str, Any],
     emit: Callable[[Any], Awaitable[None]] | None = None,
@@ -333,15 +341,25 @@ async def run_steps(
                 else:
                     await anyio.to_thread.run_sync(partial(fn, ctx, **step.settings))
         response = ctx.response
-    except ReMeError as exc:
-        response = Response(False, exc.message, {**ctx.response.metadata, **exc.metadata})
-    except USER_ERRORS as exc:
-        response = Response(False, str(exc) or type(exc).__name__, dict(ctx.response.metadata))
-    except Exception as exc:  # a failing step must never crash the service
-        log.exception("job %s failed", job.name)
-        response = Response(False, f"{type(exc).__name__}: {exc}", dict(ctx.response.metadata))
+    except Exception as exc:  # a failing step must never crash the service: every failure becomes an answer
+        response = failed(job.name, exc, ctx.response.metadata)
     if ctx.usage:
         response.metadata.setdefault("usage", dict(ctx.usage))
     if isinstance(response.metadata.get("usage"), dict):
         response.metadata["usage"] = reported(response.metadata["usage"])
     return response
+
+
+def failed(job: str, exc: Exception, metadata: Mapping[str, Any]) -> Response:
+    """The answer for a job that raised `exc`, by its place in the error tree (docs/architecture.md).
+
+    A user error or an unavailable resource answers with its message, no traceback; a bug logs its
+    traceback and says it is a bug.
+    """
+    kind = kind_of(exc)
+    if isinstance(exc, ReMeError):
+        return Response(False, exc.message, {**metadata, **exc.metadata}, kind)
+    if kind != "bug":
+        return Response(False, str(exc) or type(exc).__name__, dict(metadata), kind)
+    log.error("job %s failed (a bug)", job, exc_info=exc)
+    return Response(False, bug_message(exc), dict(metadata), kind)

@@ -37,8 +37,7 @@ from reme.workspace.transaction import Change, commit
 from reme.workspace.writing import ConflictError
 
 if TYPE_CHECKING:
-    from reme.app.application import Application
-    from reme.app.jobs import Response
+    from reme.app.jobs import JobHost, Response
     from reme.llm.tools import ToolSpec
 
 log = logging.getLogger(__name__)
@@ -50,7 +49,7 @@ _LOCKS: WeakKeyDictionary[Any, dict[str, asyncio.Lock]] = WeakKeyDictionary()
 class AppPort:
     """`MemoryPort` over an `Application`: file jobs for files, `metadata/` for state, the llm component for models."""
 
-    def __init__(self, app: Application) -> None:
+    def __init__(self, app: JobHost) -> None:
         self.app = app
         self.tz = app.tz
         self.run_job = app.run

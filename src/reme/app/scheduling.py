@@ -10,17 +10,21 @@ from __future__ import annotations
 import asyncio
 import logging
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from reme.app.jobs import JobSpec, execute
+from reme.app.jobs import JobHost, JobSpec, Response, execute
 
-if TYPE_CHECKING:
-    from reme.app.application import Application
+
+class Scheduler(JobHost, Protocol):
+    """A job host that keeps the outcomes of the jobs it runs on its own (`Application`)."""
+
+    @property
+    def job_runs(self) -> list[tuple[str, Response]]: ...
 
 log = logging.getLogger(__name__)
 
 
-async def supervise(app: Application, job: JobSpec) -> None:
+async def supervise(app: Scheduler, job: JobSpec) -> None:
     """Run a background job; restart it with exponential back-off after each crash."""
     delay = job.restart_delay
     while True:
@@ -34,7 +38,7 @@ async def supervise(app: Application, job: JobSpec) -> None:
         delay = min(delay * 2, job.max_restart_delay)
 
 
-async def run_on_schedule(app: Application, job: JobSpec) -> None:
+async def run_on_schedule(app: Scheduler, job: JobSpec) -> None:
     """Fire a cron job at every time its expression yields, in the application timezone."""
     from croniter import croniter
 

@@ -5,11 +5,17 @@ Imported only when the discovered service is an MCP one: the SDK is heavy for a 
 
 from __future__ import annotations
 
+from http import HTTPStatus
 from typing import Any
 
+from reme.errors import UserError
 from reme.service import identity
 from reme.service.client import ServiceUnreachable
 from reme.service.service_info import MCP_PATHS, ServiceInfo
+
+
+class WrongWorkspace(UserError, ValueError):
+    """The service serves another workspace than the one asked for (it answered 409); nothing ran."""
 
 
 async def call_tool(
@@ -20,6 +26,7 @@ async def call_tool(
     from mcp import Client
     from mcp.client.sse import sse_client
     from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.exceptions import MCPError
 
     transport = info.transport or "streamable-http"
     if transport not in MCP_PATHS:
@@ -29,8 +36,13 @@ async def call_tool(
         headers[identity.HEADER] = identity.encode(workspace)
     url = f"{info.url}{info.path or MCP_PATHS[transport]}"
     timeout = httpx2.Timeout(30.0, read=None)
+    statuses: list[int] = []  # every HTTP status the service answered (a refusal is a 409)
+
+    async def seen(response: httpx2.Response) -> None:
+        statuses.append(response.status_code)
+
     try:
-        async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
+        async with httpx2.AsyncClient(headers=headers, timeout=timeout, event_hooks={"response": [seen]}) as http:
             connection = (
                 sse_client(url, headers=headers)
                 if transport == "sse"
@@ -38,12 +50,17 @@ async def call_tool(
             )
             async with Client(connection) as client:
                 result = await client.call_tool(job, params)
-    except Exception as exc:  # the SDK reports transport failures as (nested) exception groups
-        if "409" in _leaf(exc):
-            raise ValueError(
+    except Exception as exc:  # the SDK wraps transport failures in (nested) exception groups: sorted below
+        leaf = _leaf(exc)
+        if HTTPStatus.CONFLICT in statuses or _status(leaf) == HTTPStatus.CONFLICT:
+            raise WrongWorkspace(
                 f"the service at {url} serves another workspace than {workspace}; nothing was done"
             ) from None
-        raise ServiceUnreachable(f"no MCP service answered at {url} ({info.source}): {_leaf(exc)}") from None
+        if not isinstance(leaf, (OSError, httpx2.HTTPError, MCPError)):
+            raise  # not a transport failure: a bug, reported with its traceback
+        raise ServiceUnreachable(
+            f"no MCP service answered at {url} ({info.source}): {type(leaf).__name__}: {leaf}"
+        ) from None
     structured = result.structured_content
     if isinstance(structured, dict) and "success" in structured:
         return structured
@@ -51,8 +68,15 @@ async def call_tool(
     return {"success": not result.is_error, "answer": text, "metadata": {}}
 
 
-def _leaf(exc: BaseException) -> str:
+def _leaf(exc: BaseException) -> BaseException:
     """The first concrete error inside nested exception groups."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
-    return f"{type(exc).__name__}: {exc}"
+    return exc
+
+
+def _status(exc: BaseException) -> int | None:
+    """The HTTP status of a refused request (the sse transport raises it), else None."""
+    import httpx2
+
+    return exc.response.status_code if isinstance(exc, httpx2.HTTPStatusError) else None

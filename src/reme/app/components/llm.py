@@ -8,9 +8,9 @@ application from starting: the LLM jobs report them instead.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from reme.app.component import Component
+from reme.app.component import Component, Host, Report
 from reme.app.registry import register_component
 from reme.llm.providers import build_model
 from reme.llm.settings import ModelSettings, resolve_settings
@@ -23,7 +23,7 @@ class LLMComponent(Component):
     kind = "llm"
     backend: ClassVar[str] = "openai"
 
-    def __init__(self, app: Any, name: str, **settings: Any) -> None:
+    def __init__(self, app: Host, name: str, **settings: object) -> None:
         super().__init__(app, name, **settings)
         self._models: dict[str, Model] = {}
 
@@ -34,7 +34,7 @@ class LLMComponent(Component):
         """The setting to fill in before this role can call a model, or None."""
         return self.settings_for(role).missing()
 
-    def model(self, role: str = "chat", variables: Mapping[str, Any] | None = None) -> Model:
+    def model(self, role: str = "chat", variables: Mapping[str, object] | None = None) -> Model:
         """The model for a role; raise `LLMNotConfigured` naming the missing setting."""
         settings = self.settings_for(role)
         key = repr((settings.backend, settings.model, settings.base_url, settings.api_key))
@@ -48,7 +48,7 @@ class LLMComponent(Component):
                 pass
         self._models.clear()
 
-    def health(self) -> dict[str, Any]:
+    def health(self) -> Report:
         chat, memory = self.settings_for("chat"), self.settings_for("memory")
         missing = chat.missing()
         report = {
@@ -58,7 +58,7 @@ class LLMComponent(Component):
         }
         return report if missing is None else {**report, "reason": f"set {missing}"}
 
-    async def probe(self) -> dict[str, Any]:
+    async def probe(self) -> Report:
         """`health()` plus whether each configured endpoint answers (a few seconds at most)."""
         from reme.llm.probe import unreachable
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any
+from typing import TypedDict
 
-from reme.app.component import Component
+from reme.app.component import Component, Host, Report
 from reme.app.components.workspace import workspace_of
 from reme.app.registry import register_component
 from reme.errors import ReMeError
+from reme.jsontypes import JSONObject
 from reme.workspace.atomic import atomic_write
 from reme.workspace.gitrepo import Identity, Repo, redact_url
 from reme.workspace.gitsync import conflict_files, host_name, remote_url
@@ -22,18 +23,30 @@ from reme.workspace.gitsync import conflict_files, host_name, remote_url
 LAST_SYNC = "sync.json"
 
 
-def sync_settings(app: Any) -> dict[str, Any]:
+class SyncSettings(TypedDict):
+    remote: str | None
+    interval: str | None
+    author: str | None
+
+
+def sync_settings(app: Host) -> SyncSettings:
     """The `sync` block of the configuration (remote, interval, author), empty values as None."""
-    block = app.config.get("sync") or {}
-    return {key: block.get(key) or None for key in ("remote", "interval", "author")}
+    block = app.config.get("sync")
+    block = block if isinstance(block, dict) else {}
+
+    def text(key: str) -> str | None:
+        value = block.get(key)
+        return str(value) if value else None  # checked at load (`reme.app.config`): text when set
+
+    return {"remote": text("remote"), "interval": text("interval"), "author": text("author")}
 
 
-def repo_of(app: Any) -> Repo:
+def repo_of(app: Host) -> Repo:
     """The workspace's repository handle, committing as `sync.author` (or reme on this host)."""
     return Repo(app.workspace_dir, Identity.parse(sync_settings(app)["author"], host_name()))
 
 
-def last_sync(app: Any) -> dict[str, Any] | None:
+def last_sync(app: Host) -> JSONObject | None:
     ws = workspace_of(app)
     try:
         data = json.loads((ws.root / ws.folder("metadata") / LAST_SYNC).read_text())
@@ -42,7 +55,7 @@ def last_sync(app: Any) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def record_sync(app: Any, outcome: dict[str, Any]) -> None:
+def record_sync(app: Host, outcome: JSONObject) -> None:
     """Keep the last sync's outcome for health and doctor (derived state: under metadata/)."""
     ws = workspace_of(app)
     entry = {"at": datetime.now(UTC).isoformat(timespec="seconds"), **outcome}
@@ -54,7 +67,7 @@ class SyncComponent(Component):
     kind = "sync"
     requires = ("workspace",)
 
-    def health(self) -> dict[str, Any]:
+    def health(self) -> Report:
         try:
             repo = repo_of(self.app)
         except ReMeError as exc:
@@ -67,7 +80,7 @@ class SyncComponent(Component):
             }
         conflicts = conflict_files(workspace_of(self.app))
         url = remote_url(repo)
-        health: dict[str, Any] = {
+        health: dict[str, object] = {
             "status": "ok",
             "remote": redact_url(url) if url else None,
             "conflicts": conflicts,

@@ -13,12 +13,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from reme.app.component import Component
+from reme.app.component import Component, Host, Report
 from reme.app.registry import register_component
 from reme.app.settings import Setting, SettingsTable
 from reme.workspace.atomic import sweep_stale_temps
 from reme.workspace.layout import CREATED_ON_WRITE, DEFAULT_DIRS, Workspace
-from reme.workspace.links import ScanLinks
+from reme.workspace.links import LinkSource, ScanLinks
 from reme.workspace.moving import recover_moves
 from reme.workspace.transaction import recover as recover_transactions
 
@@ -41,11 +41,12 @@ class WorkspaceComponent(Component):
     kind = "workspace"
     settings_table = SETTINGS
 
-    def __init__(self, app: Any, name: str, *, dirs: dict[str, str], lock_timeout: float) -> None:
+    def __init__(self, app: Host, name: str, *, dirs: dict[str, str], lock_timeout: float) -> None:
         super().__init__(app, name, dirs=dirs, lock_timeout=lock_timeout)
         self.workspace = Workspace(app.workspace_dir, dirs, lock_timeout)
-        self.recovered_moves: list[dict[str, Any]] = []
+        self.recovered_moves: list[dict[str, Any]] = []  # the latest reports, for health
         self.recovered_transactions: list[dict[str, Any]] = []
+        self._links: LinkSource = ScanLinks(self.workspace)  # the index's graph once it runs (`use_links`)
 
     @property
     def root(self) -> Path:
@@ -66,30 +67,41 @@ class WorkspaceComponent(Component):
         with self.workspace.lock(*paths):
             yield
 
+    def use_links(self, links: LinkSource) -> None:
+        """The link source repairs rewrite links with: the index's graph once the index has started."""
+        self._links = links
+
     async def start(self) -> None:
         """Create the layout, then clean up after a crashed writer: half-done moves, temporary files."""
         self.workspace.ensure_layout()
         # The index starts after this component and reconciles with the files, so no sync is needed here.
-        self.recovered_moves = recover_moves(self.workspace, ScanLinks(self.workspace))
+        self.recovered_moves = recover_moves(self.workspace, self._links)
         self.recovered_transactions = recover_transactions(self.workspace)
         sweep_stale_temps(self.root)
 
-    def health(self) -> dict[str, Any]:
-        missing = [
+    async def repair(self) -> None:
+        """A one-shot process killed mid-move or mid-transaction while this one runs: finished now, not
+        only at the next start (the `health_check` job asks before reading `health()`)."""
+        missing = self._missing()
+        if missing:
+            return  # nothing safe to do in a broken layout; health says what is missing
+        recovered = recover_moves(self.workspace, self._links)
+        self.recovered_moves = (self.recovered_moves + recovered)[-20:]  # the latest reports
+        rolled_back = recover_transactions(self.workspace, self._links)
+        self.recovered_transactions = (self.recovered_transactions + rolled_back)[-20:]
+
+    def _missing(self) -> list[str]:
+        return [
             name
             for role, name in self.dirs.items()
             if role not in CREATED_ON_WRITE and not (self.root / name).is_dir()
         ]
+
+    def health(self) -> Report:
+        missing = self._missing()
         if missing:
             return {"status": "error", "root": str(self.root), "missing": missing}
-        # A one-shot process killed mid-move while this one runs: finished here, not only at the next start.
-        from reme.app.components.index import link_source  # the index component builds on this one
-
-        recovered = recover_moves(self.workspace, link_source(self.app))
-        self.recovered_moves = (self.recovered_moves + recovered)[-20:]  # the latest reports
-        rolled_back = recover_transactions(self.workspace, link_source(self.app))
-        self.recovered_transactions = (self.recovered_transactions + rolled_back)[-20:]
-        health: dict[str, Any] = {"status": "ok", "root": str(self.root)}
+        health: dict[str, object] = {"status": "ok", "root": str(self.root)}
         if self.recovered_moves:
             health["recovered_moves"] = self.recovered_moves
         if self.recovered_transactions:
@@ -114,9 +126,6 @@ class WorkspaceComponent(Component):
         return health
 
 
-def workspace_of(app: Any) -> Workspace:
-    """The configured workspace component's workspace, or the default layout over `app.workspace_dir`."""
-    component = app.components.get("workspace")
-    if isinstance(component, WorkspaceComponent):
-        return component.workspace
-    return Workspace(app.workspace_dir)
+def workspace_of(app: Host) -> Workspace:
+    """The configured workspace component's workspace; `Unavailable` naming the config key without one."""
+    return app.components.need("workspace", WorkspaceComponent).workspace

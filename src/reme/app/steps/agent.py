@@ -25,13 +25,13 @@ async def agent_session_append_step(ctx: JobContext, max_message_chars: int = 80
     outcome = await agent_session_append(
         AppPort(ctx.app),
         session_id=ctx.params["session_id"],
-        messages=ctx.params.get("messages") or [],
-        source=ctx.params.get("source") or "reme",
+        messages=ctx.params["messages"],
+        source=ctx.params["source"],
         max_message_chars=int(max_message_chars),
         skipped=ctx.params.get("skipped"),
     )
     _finish(ctx, outcome)
-    if len(ctx.params.get("messages") or []) >= LARGE_CAPTURE:
+    if len(ctx.params["messages"]) >= LARGE_CAPTURE:
         give_back_memory()
 
 

@@ -15,7 +15,7 @@ async def chat_step(ctx: JobContext) -> None:
         answer = await chat(
             AppPort(ctx.app),
             query=ctx.params["query"],
-            history=ctx.params.get("history") or [],
+            history=ctx.params["history"],
             emit=ctx.emit,
             add_usage=ctx.add_usage,
         )

@@ -111,8 +111,8 @@ def move(ctx: JobContext) -> None:
         link_source(ctx.app),
         p["src"],
         p["dst"],
-        p.get("retarget", True),
-        p.get("overwrite", False),
+        p["retarget"],
+        p["overwrite"],
     )
     ctx.response.answer = (
         f"Moved {result['src']} to {result['dst']}; retargeted {result['retargeted_links']} link(s) "
@@ -126,10 +126,10 @@ def list_(ctx: JobContext) -> None:
     p = ctx.params
     result = reading.list_dir(
         workspace_of(ctx.app),
-        p.get("path", ""),
-        p.get("recursive", False),
+        p["path"],
+        p["recursive"],
         p.get("extensions"),
-        p.get("sort_by", "name"),
+        p["sort_by"],
         p.get("limit"),
     )
     lines = [entry["path"] + ("/" if entry["type"] == "dir" else "") for entry in result["entries"]]

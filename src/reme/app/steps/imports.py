@@ -38,7 +38,6 @@ from reme.pipelines.imports.mem0 import mem0_batch
 from reme.pipelines.imports.obsidian import KIND as OBSIDIAN
 from reme.pipelines.imports.obsidian import obsidian_batch
 from reme.pipelines.imports.writing import (
-    IMPORTS_FOLDER,
     ImportBatch,
     ImportReport,
     import_folder,
@@ -73,13 +72,13 @@ async def _run_import(
     ctx: JobContext, kind: str, origin: Path, build: Callable[[AppPort, str], ImportBatch]
 ) -> tuple[AppPort, ImportBatch, ImportReport]:
     port = AppPort(ctx.app)
-    folder = import_folder(port, ctx.params.get("folder") or f"{IMPORTS_FOLDER}/{kind}")
+    folder = import_folder(port, ctx.params["folder"])
     try:
         batch = build(port, folder)
     except ValueError as exc:
         raise ReMeError(f"{origin}: {exc}; nothing was imported") from None
     report = await write_import(
-        port, batch, kind=kind, origin=str(origin), dry_run=bool(ctx.params.get("dry_run"))
+        port, batch, kind=kind, origin=str(origin), dry_run=ctx.params["dry_run"]
     )
     ctx.response.answer = report.answer()
     ctx.response.metadata.update(report.metadata())
@@ -160,7 +159,7 @@ async def import_chatgpt(
         )
 
     port, batch, report = await _run_import(ctx, CHATGPT, source, build)
-    if ctx.params.get("queue_distillation") and not ctx.params.get("dry_run"):
+    if ctx.params["queue_distillation"] and not ctx.params["dry_run"]:
         changed = set(report.created + report.updated)
         fresh = [t for t in batch.transcripts if session_path(port, t.session_id) in changed]
         ctx.response.metadata["pending_cards"] = await queue_distillation(port, fresh)
@@ -186,7 +185,7 @@ async def import_obsidian(ctx: JobContext, **settings: Any) -> None:
     name = _folder_name(ctx.params.get("name") or vault.resolve().name)
     port = AppPort(ctx.app)
     existing = [entry.path for entry in await port.list_files("", recursive=True)]
-    destination = f"{import_folder(port, ctx.params.get('folder') or f'{IMPORTS_FOLDER}/{OBSIDIAN}')}/{name}"
+    destination = f"{import_folder(port, ctx.params['folder'])}/{name}"
     planned = {f.relative: f"{destination}/{f.relative}" for f in files if is_markdown(f.relative)}
     moved = await relocated(port, str(vault), planned)
 
@@ -221,8 +220,8 @@ async def export_digest(ctx: JobContext, **settings: Any) -> None:
     )
     nodes = [export.node_of(path, text) for path, text in texts.items()]
     exported_at = datetime.now(ctx.app.tz).isoformat(timespec="seconds")
-    if ctx.params.get("format", "markdown") == "json":
+    if ctx.params["format"] == "json":
         ctx.response.answer = export.as_json(nodes, exported_at)
     else:
         ctx.response.answer = export.as_bundle(nodes, texts, exported_at)
-    ctx.response.metadata.update({"format": ctx.params.get("format", "markdown"), "paths": list(texts)})
+    ctx.response.metadata.update({"format": ctx.params["format"], "paths": list(texts)})

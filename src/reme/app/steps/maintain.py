@@ -31,7 +31,7 @@ async def digest_maintain_step(
         AppPort(ctx.app),
         settings,
         path=ctx.params.get("path"),
-        max_splits=int(ctx.params.get("max_splits") or 1),
+        max_splits=ctx.params["max_splits"],
         add_usage=ctx.add_usage,
     )
     ctx.response.answer = outcome.answer
@@ -41,7 +41,7 @@ async def digest_maintain_step(
 @register_step("dream_revert")
 async def dream_revert_step(ctx: JobContext) -> None:
     outcome = await dream_revert(
-        AppPort(ctx.app), run_id=ctx.params["run_id"], force=bool(ctx.params.get("force"))
+        AppPort(ctx.app), run_id=ctx.params["run_id"], force=ctx.params["force"]
     )
     ctx.response.answer = outcome.answer
     ctx.response.metadata.update(outcome.metadata)
@@ -77,6 +77,6 @@ async def journal_step(ctx: JobContext, max_diff_lines: int = 400) -> None:
     if params.get("run_id"):
         outcome = await run_detail(port, run_id=params["run_id"], max_diff_lines=int(max_diff_lines))
     else:
-        outcome = await changelog(port, limit=int(params.get("limit") or 10), kind=params.get("kind"))
+        outcome = await changelog(port, limit=params["limit"], kind=params.get("kind"))
     ctx.response.answer = outcome.answer
     ctx.response.metadata.update(outcome.metadata)

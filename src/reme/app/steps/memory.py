@@ -22,9 +22,9 @@ async def auto_memory_step(ctx: JobContext, max_message_chars: int = 8000) -> No
         outcome = await auto_memory(
             AppPort(ctx.app),
             session_id=params["session_id"],
-            messages=params.get("messages") or [],
+            messages=params["messages"],
             date_text=params.get("date"),
-            memory_hint=params.get("memory_hint") or "",
+            memory_hint=params["memory_hint"],
             max_message_chars=int(max_message_chars),
             add_usage=ctx.add_usage,
         )
@@ -37,7 +37,7 @@ async def auto_memory_step(ctx: JobContext, max_message_chars: int = 8000) -> No
 async def auto_memory_pending_step(ctx: JobContext) -> None:
     try:
         outcome = await auto_memory_pending(
-            AppPort(ctx.app), limit=int(ctx.params.get("limit") or 20), add_usage=ctx.add_usage
+            AppPort(ctx.app), limit=ctx.params["limit"], add_usage=ctx.add_usage
         )
     except ReMeError as failure:
         raise ReMeError(failure.message, {**failure.metadata, "usage": dict(ctx.usage)}) from None

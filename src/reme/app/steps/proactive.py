@@ -99,9 +99,9 @@ async def proactive_step(ctx: JobContext) -> None:
     outcome = await read_proactive(
         AppPort(ctx.app),
         day=_day(ctx),
-        include_content=bool(params.get("include_content", True)),
-        horizon_days=int(params.get("horizon_days") or 1),
-        min_confidence=float(params.get("min_confidence", 0.4)),
+        include_content=params["include_content"],
+        horizon_days=params["horizon_days"],
+        min_confidence=float(params["min_confidence"]),
     )
     if not outcome.success:
         raise ReMeError(outcome.answer, outcome.metadata)
@@ -111,7 +111,7 @@ async def proactive_step(ctx: JobContext) -> None:
 
 @register_step("proactive_resolve")
 async def proactive_resolve_step(ctx: JobContext) -> None:
-    outcome = await resolve(AppPort(ctx.app), ctx.params["topic_id"], ctx.params.get("reason") or "")
+    outcome = await resolve(AppPort(ctx.app), ctx.params["topic_id"], ctx.params["reason"])
     ctx.response.answer = outcome.answer
     ctx.response.metadata.update(outcome.metadata)
 

@@ -20,8 +20,8 @@ async def agent_memory_recall_step(ctx: JobContext) -> None:
             raise JobError(f"{exc}, e.g. 2026-06-01") from None
     found = await recall(
         AppPort(ctx.app),
-        query=params.get("query") or "",
-        cwd=params.get("cwd") or "",
+        query=params["query"],
+        cwd=params["cwd"],
         limit=int(params["limit"]),
         max_chars=int(params["max_chars"]),
         as_of=params.get("as_of") or None,

@@ -24,8 +24,8 @@ async def auto_resource_step(ctx: JobContext, max_bytes: int = 5_000_000, max_ch
     try:
         report = await auto_resource(
             AppPort(ctx.app),
-            paths=ctx.params.get("paths") or [],
-            deleted=ctx.params.get("deleted") or [],
+            paths=ctx.params["paths"],
+            deleted=ctx.params["deleted"],
             limits=ResourceLimits(int(max_bytes), int(max_chars)),
             add_usage=ctx.add_usage,
         )

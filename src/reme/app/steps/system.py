@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,9 @@ from reme.app.jobs import JobContext, JobError
 from reme.app.local_jobs import is_local, local_command
 from reme.app.registry import register_step
 from reme.app.spelling import did_you_mean
+from reme.errors import kind_of
+
+log = logging.getLogger(__name__)
 
 
 @register_step("version")
@@ -108,8 +112,11 @@ async def health_check(ctx: JobContext) -> None:
     report: dict[str, Any] = {}
     for name, component in ctx.app.components.items():
         try:
+            await component.repair()
             report[name] = await component.probe()
-        except Exception as exc:
+        except Exception as exc:  # one broken component must not hide the others' health
+            if kind_of(exc) == "bug":
+                log.error("health of component %s failed (a bug)", name, exc_info=exc)
             report[name] = {"status": "error", "reason": f"{type(exc).__name__}: {exc}"}
     # "unconfigured" (e.g. no LLM credentials) is a legitimate state: only errors make the service unhealthy.
     healthy = all(entry.get("status") != "error" for entry in report.values())
