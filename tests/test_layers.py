@@ -7,8 +7,9 @@ file access goes through `MemoryPort`.
 The thin-service rule (issue #20 item 5): a module under `reme.service` imports from reme only
 - `reme` itself (`__version__`), `reme.errors`, `reme.jsontypes` and `reme.service.*`;
 - the app's facade modules, `APP_FACADE`: the application and its config, jobs (specs, parameters,
-  responses), the local-job table, value parsing, spelling hints, `reme.app.diagnostics` (typed answers
-  for `reme doctor`) and `reme.app.progress` (the progress callbacks the service draws).
+  responses), the local-job table, value parsing, spelling hints, `reme.app.captures` (the agent
+  capture queue the hooks feed), `reme.app.diagnostics` (typed answers for `reme doctor`) and
+  `reme.app.progress` (the progress callbacks the service draws).
 Never `reme.app.components`, `reme.app.steps`, `reme.app.port` or any layer below the app: the service
 reaches them through jobs or a facade. `from reme.x import y` counts as importing `reme.x.y` when
 that is a module. And only the service draws: no module outside `reme.service` imports rich.
@@ -68,6 +69,7 @@ def _imports(tree: ast.AST, module: str) -> list[tuple[int, str]]:
 APP_FACADE = frozenset(
     {
         "reme.app.application",
+        "reme.app.captures",
         "reme.app.config",
         "reme.app.diagnostics",
         "reme.app.jobs",
@@ -82,6 +84,8 @@ SERVICE_MAY_IMPORT = frozenset({"reme", "reme.errors", "reme.jsontypes"}) | APP_
 NOT_THIN_YET: dict[str, frozenset[str]] = {
     # issue #20 item 5: the capture engineer moves hooks.py's session-id reading behind a job/facade
     "reme.service.hooks": frozenset({"reme.pipelines.capture.transcripts"}),
+    # issue #20 item 5: the capture engineer's branch reads capture state through reme.app.captures
+    "reme.service.doctor": frozenset({"reme.pipelines.capture.session"}),
 }
 DRAWS_YET: frozenset[str] = frozenset(
     {

@@ -21,6 +21,9 @@ from tests.pipelines.dream_support import (
     unit,
 )
 
+from reme.app.progress import QUIET, reporter
+from reme.service.cli import progress_drawn
+
 
 async def test_creates_a_sourced_node_checkpoints_and_journals(make_app: MakeApp) -> None:
     app = await make_app(**scripted([extract_run(unit()), integrate_run(create_turns())]))
@@ -58,9 +61,13 @@ async def test_progress_per_unit_on_a_terminal_only(
 ) -> None:
     app = await make_app(**scripted([extract_run(unit()), integrate_run(create_turns())]))
     put(app.workspace_dir, CARD, CARD_TEXT)
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    with progress_drawn():  # what `reme start job=...` wraps a job in; stderr piped: nobody draws
+        assert reporter() is QUIET
     terminal = Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
-    response = await app.run("auto_dream", date=DAY)
+    with progress_drawn():  # a terminal: the service's reporter draws what the steps report
+        response = await app.run("auto_dream", date=DAY)
     assert response.success, response.answer
     shown = terminal.getvalue()
     assert "extracting from 1 changed file(s)" in shown

@@ -317,3 +317,15 @@ def test_a_reinstall_refused_for_a_broken_file_keeps_the_earlier_install(home: P
     result = install("--read-only", home=home)
     assert result.returncode == 1 and "not valid JSON" in result.stderr
     assert snapshot(home) == {**installed, ".claude.json": b"{broken"}
+
+
+def test_a_damaged_install_record_is_refused_before_any_file_is_restored(home: Path) -> None:
+    assert install(home=home).returncode == 0
+    record = home / ".claude" / "reme-install.json"
+    manifest = json.loads(record.read_text())
+    manifest["files"].append({"path": 7})  # the last entry is unusable: the first ones must not go back
+    record.write_text(json.dumps(manifest))
+    before = snapshot(home)
+    result = install("--uninstall", home=home)
+    assert result.returncode == 1 and "is damaged (a file entry has no path" in result.stderr
+    assert snapshot(home) == before

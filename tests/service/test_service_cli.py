@@ -222,3 +222,15 @@ def test_unreachable_mcp_service_is_reported(tmp_path, run_reme, reme_env):
     assert result.returncode == 1
     assert f"no MCP service answered at http://127.0.0.1:{info['port']}/sse" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_bug_in_the_cli_shows_its_traceback_and_says_it_is_one(monkeypatch, capsys):
+    from reme.service import cli
+
+    def broken(*args, **kwargs):
+        return {}["port"]
+
+    monkeypatch.setattr(cli, "call", broken)
+    assert cli.main(["status"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "reme: internal error (a bug in reme; its traceback is in the log): KeyError" in err

@@ -49,6 +49,12 @@ def test_schema_violations_are_clean_failures(http_service, body, expected):
     assert expected in data["answer"]
 
 
+def test_a_failed_run_names_the_kind_of_its_failure(http_service):
+    refused = post(http_service, "/help", json={"job": "no_such_job"})
+    assert (refused.status_code, refused.headers["x-reme-error"]) == (200, "user")  # still a run: 200
+    assert "x-reme-error" not in post(http_service, "/version", json={}).headers
+
+
 def test_missing_required_parameter_is_refused(http_service):
     reply = post(http_service, "/list", json={})
     data = reply.json()

@@ -17,6 +17,7 @@ from reme.app.application import Application
 from reme.app.config import load_config
 from reme.app.jobs import JobContext
 from reme.app.registry import STEPS
+from reme.service.failures import ERROR_META
 from reme.service.mcp import WORKSPACE_META, build_mcp_server
 
 SERVED_TOOLS = {"app_config", "health_check", "help", "list", "status", "version"}
@@ -41,6 +42,7 @@ async def check_session(client: Client) -> None:
     refused = await client.call_tool("help", {"job": 7})
     assert refused.is_error is True
     assert "must be of type string" in refused.content[0].text
+    assert refused.meta[ERROR_META] == "user" and ERROR_META not in result.meta  # the kind of a failure
     unknown = await client.call_tool("private_version", {})
     assert unknown.is_error is True and "unknown tool 'private_version'" in unknown.content[0].text
 

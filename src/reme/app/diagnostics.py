@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from reme.jsontypes import JSONObject, JSONValue
+from reme.jsontypes import JSONObject
 from reme.llm.probe import ModeReport, RoundTrip
 from reme.llm.settings import ModelSettings
 
@@ -29,7 +29,6 @@ __all__ = [
     "RoleModel",
     "RoundTrip",
     "conflict_files",
-    "damaged_skips",
     "git_install",
     "index_state",
     "reach_remote",
@@ -57,19 +56,6 @@ def workspace_layout(workspace: Path, dirs: Mapping[str, str]) -> Layout:
         if role not in CREATED_ON_WRITE and not (workspace / name).is_dir()
     )
     return Layout(folders, missing)
-
-
-def damaged_skips(counts: JSONValue) -> dict[str, int]:
-    """From a saved capture's `skipped` counts, the records skipped because they were damaged."""
-    from reme.pipelines.capture.session import DAMAGED
-
-    if not isinstance(counts, dict):
-        return {}
-    return {
-        reason: n
-        for reason, n in counts.items()
-        if reason in DAMAGED and isinstance(n, int) and not isinstance(n, bool) and n
-    }
 
 
 # index -------------------------------------------------------------------------------------------

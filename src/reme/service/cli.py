@@ -11,10 +11,18 @@ import json
 import os
 import sys
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any
+from typing import TYPE_CHECKING
 
 from reme.app.values import parse_value
+from reme.jsontypes import JSONObject, JSONValue
 from reme.service.cli_values import job_params, split_words
+from reme.service.client import dig
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+    from reme.service.client import Reply
+    from reme.service.service_info import ServiceInfo
 
 USAGE = """\
 usage:
@@ -64,6 +72,14 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush must not fail again
         return 141
+    except Exception as exc:  # a bug (expected failures are answered where they happen): traceback, then say so
+        import traceback
+
+        from reme.errors import bug_message
+
+        traceback.print_exc()
+        print(f"reme: {bug_message(exc)}", file=sys.stderr)
+        return 1
 
 
 def _main(args: list[str]) -> int:
@@ -123,12 +139,12 @@ class Refused(Exception):
 class Remote:
     """One service, as found: calls a job over its transport, checking which workspace answers."""
 
-    def __init__(self, info: Any, token: str | None, workspace: str | None) -> None:
+    def __init__(self, info: ServiceInfo, token: str | None, workspace: str | None) -> None:
         self.info = info
         self.token = token
         self.workspace = workspace  # absolute; the service must serve exactly this folder
 
-    def call(self, job: str, params: dict[str, Any]) -> Any:
+    def call(self, job: str, params: JSONObject) -> Reply:
         """A client Reply; raises ServiceUnreachable, Refused, OSError or ValueError."""
         from reme.service.client import Reply, call_job
 
@@ -144,7 +160,7 @@ class Remote:
             self._check(reply)
         return reply
 
-    def _check(self, reply: Any) -> None:
+    def _check(self, reply: Reply) -> None:
         from reme.service.identity import same_workspace
 
         if reply.status == 409 and reply.response is not None:
@@ -156,13 +172,15 @@ class Remote:
                 f"Start a service for this workspace with `reme start workspace_dir={self.workspace}`"
             )
 
-    def parameters(self, job: str) -> dict[str, Any] | None:
+    def parameters(self, job: str) -> JSONObject | None:
         """The job's parameter schema from the service's `help`; None when the service has no help."""
         reply = self.call("help", {"job": job})
         response = reply.response or {}
         if response.get("success"):
-            entries = (response.get("metadata") or {}).get("jobs") or [{}]
-            return entries[0].get("parameters")
+            entries = dig(response, "metadata", "jobs")
+            first = entries[0] if isinstance(entries, list) and entries else None
+            parameters = dig(first, "parameters")
+            return parameters if isinstance(parameters, dict) else None
         answer = str(response.get("answer", ""))
         if answer.startswith(f"unknown job {job!r}"):
             raise Refused(answer)
@@ -195,7 +213,7 @@ def call(job: str, assigned: dict[str, str], bare: list[str], as_json: bool) -> 
 
     remote = Remote(info, client_token(), None if folder is None else resolve(folder))
     try:
-        params: dict[str, Any] = {}
+        params: JSONObject = {}
         if assigned or bare:
             params = job_params(assigned, bare, remote.parameters(job), job)
         if job == "reindex" and sys.stderr.isatty() and not as_json:
@@ -283,17 +301,17 @@ def start(assigned: dict[str, str], as_json: bool, out: str | None = None) -> in
             service_settings(config)  # refuse an unsafe or unknown setting before the heavy imports
             from reme.service.runner import run_service
 
-            with _progress_drawn():
+            with progress_drawn():
                 asyncio.run(run_service(config))
             return 0
-        with _progress_drawn():
+        with progress_drawn():
             return asyncio.run(run_once(config, job, params, as_json, out))
     except (ConfigError, ServiceConfigError, ComponentError) as exc:
         print(f"reme: {exc}", file=sys.stderr)
         return 2
 
 
-def _progress_drawn() -> AbstractContextManager[object]:
+def progress_drawn() -> AbstractContextManager[object]:
     """Steps' progress (dream units, bars) drawn on stderr when it is a terminal, else dropped."""
     if not sys.stderr.isatty():
         return nullcontext()
@@ -304,7 +322,7 @@ def _progress_drawn() -> AbstractContextManager[object]:
 
 
 async def run_once(
-    config: dict[str, Any], job: str, raw: dict[str, Any], as_json: bool, out: str | None = None
+    config: JSONObject, job: str, raw: Mapping[str, JSONValue], as_json: bool, out: str | None = None
 ) -> int:
     from reme.app.application import Application
 
@@ -362,11 +380,11 @@ def transfer(command: str, assigned: dict[str, str], bare: list[str], as_json: b
 # output ----------------------------------------------------------------------------------------
 
 
-def _dumps(value: Any) -> str:
+def _dumps(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2, default=str)
 
 
-def render(response: dict[str, Any], as_json: bool, job: str | None = None) -> int:
+def render(response: JSONObject, as_json: bool, job: str | None = None) -> int:
     """Print a Response (the answer, or all of it with --json); return the exit status."""
     success = bool(response.get("success"))
     if as_json:
@@ -392,13 +410,13 @@ def render(response: dict[str, Any], as_json: bool, job: str | None = None) -> i
     else:
         text = answer if isinstance(answer, str) else _dumps(answer)
         print(text if success else f"error: {text}", file=stream)
-    changed = (response.get("metadata") or {}).get("workspace")
+    changed = dig(response, "metadata", "workspace")
     if success and changed:  # a job that may change files names the workspace it acted on
         print(f"reme: workspace {changed}", file=sys.stderr)
     return 0 if success else 1
 
 
-def render_stream(chunks: Any, as_json: bool) -> int:
+def render_stream(chunks: Iterable[object], as_json: bool) -> int:
     """Print chunks as they arrive; the exit status comes from the final `done` chunk."""
     success = False
     for chunk in chunks:
@@ -406,7 +424,7 @@ def render_stream(chunks: Any, as_json: bool) -> int:
     return 0 if success else 1
 
 
-def show_chunk(chunk: Any, as_json: bool) -> bool:
+def show_chunk(chunk: object, as_json: bool) -> bool:
     """Print one chunk (text as text, agent tool calls as a note on stderr, other chunks as JSON
     lines); True only for a successful `done`."""
     if not isinstance(chunk, dict):

@@ -16,6 +16,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from reme.app.progress import Count
+from reme.jsontypes import JSONObject
 from reme.service.client import Reply, dig
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ T = TypeVar("T")
 class Caller(Protocol):
     """What asks a service for a job: `cli.Remote` (a test passes a double)."""
 
-    def call(self, job: str, params: dict[str, object]) -> Reply: ...
+    def call(self, job: str, params: JSONObject) -> Reply: ...
 
 
 class TerminalProgress:

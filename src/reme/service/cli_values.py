@@ -9,9 +9,10 @@ anyway) keep the generic typing of `reme.app.values`. Standard library only: the
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
 
 from reme.app.values import parse_value
+from reme.jsontypes import JSONObject, JSONValue
 
 _PYTHON_TYPES: dict[str, tuple[type, ...]] = {
     "integer": (int,),
@@ -36,19 +37,36 @@ def split_words(words: list[str]) -> tuple[dict[str, str], list[str]]:
     return assigned, bare
 
 
-def schema_types(schema: dict[str, Any]) -> set[str]:
+def schema_types(schema: JSONObject) -> set[str]:
     """The JSON types a (sub)schema accepts; empty when it does not say."""
     kinds = schema.get("type")
-    found = {kinds} if isinstance(kinds, str) else set(kinds or ())
+    found = {kinds} if isinstance(kinds, str) else set(_strings(kinds))
     for key in ("anyOf", "oneOf"):
-        for option in schema.get(key) or ():
+        for option in _items(schema.get(key)):
             if isinstance(option, dict):
                 found |= schema_types(option)
-    values = [*(schema.get("enum") or ()), *([schema["const"]] if "const" in schema else [])]
+    values = [*_items(schema.get("enum")), *([schema["const"]] if "const" in schema else [])]
     return found | {_json_type(value) for value in values}
 
 
-def _json_type(value: Any) -> str:
+def _items(value: JSONValue) -> list[JSONValue]:
+    return value if isinstance(value, list) else []
+
+
+def _strings(value: JSONValue) -> list[str]:
+    return [item for item in _items(value) if isinstance(item, str)]
+
+
+def _object(value: JSONValue) -> JSONObject:
+    return value if isinstance(value, dict) else {}
+
+
+def _schema(value: JSONValue) -> JSONObject | None:
+    """A parameter's schema; None where there is none (the generic typing applies)."""
+    return value if isinstance(value, dict) else None
+
+
+def _json_type(value: JSONValue) -> str:
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, int):
@@ -61,7 +79,7 @@ def _json_type(value: Any) -> str:
     return names.get(type(value), "string")
 
 
-def typed_value(text: Any, schema: dict[str, Any] | None) -> Any:
+def typed_value(text: JSONValue, schema: JSONObject | None) -> JSONValue:
     """`text` as the schema wants it: a string stays as typed; JSON only for the non-string types."""
     if not isinstance(text, str):  # already typed (an embedding caller of `run_once`)
         return text
@@ -74,7 +92,7 @@ def typed_value(text: Any, schema: dict[str, Any] | None) -> Any:
     if not wanted:
         return text
     try:
-        value = json.loads(text.strip())
+        value: JSONValue = json.loads(text.strip())
     except ValueError:
         return text  # the service names the type it wanted
     if isinstance(value, bool) and bool not in wanted:
@@ -83,24 +101,26 @@ def typed_value(text: Any, schema: dict[str, Any] | None) -> Any:
 
 
 def job_params(
-    assigned: dict[str, Any], bare: list[str], parameters: dict[str, Any] | None, job: str
-) -> dict[str, Any]:
+    assigned: Mapping[str, JSONValue], bare: list[str], parameters: JSONObject | None, job: str
+) -> JSONObject:
     """Typed parameters for `job`; bare words fill its first required parameter (or its only one,
     so `reme help search` works). ValueError says why not."""
-    properties = (parameters or {}).get("properties") or {}
-    params = {key: typed_value(value, properties.get(key)) for key, value in assigned.items()}
+    properties = _object((parameters or {}).get("properties"))
+    params: JSONObject = {
+        key: typed_value(value, _schema(properties.get(key))) for key, value in assigned.items()
+    }
     if not bare:
         return params
     if parameters is None:
         raise ValueError(f"expected key=value, got {bare[0]!r}")
-    required = parameters.get("required") or (list(properties) if len(properties) == 1 else [])
+    required = _strings(parameters.get("required")) or (list(properties) if len(properties) == 1 else [])
     if not required:
         names = ", ".join(f"{name}=" for name in properties) or "none"
         raise ValueError(f"{job} has no required parameter to take {bare[0]!r}; write key=value ({names})")
     first = required[0]
     if first in params:
         raise ValueError(f"{first} is given twice: as {first}= and as the bare word {bare[0]!r}")
-    schema = properties.get(first) or {}
+    schema = _object(properties.get(first))
     if len(bare) > 1 and "string" not in schema_types(schema):
         raise ValueError(f"{first} takes one value, got {len(bare)} bare words; quote it")
     params[first] = typed_value(" ".join(bare), schema)

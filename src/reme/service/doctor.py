@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reme.jsontypes import JSONObject, JSONValue
+from reme.jsontypes import JSONObject
 from reme.service.client import dig
 
 if TYPE_CHECKING:
@@ -182,11 +182,10 @@ def capture_checks(workspace: Path) -> list[Check]:
     to retry or drop them), ones waiting too long, and sessions saved with records skipped."""
     import time
 
-    from reme.app.diagnostics import damaged_skips
+    from reme.pipelines.capture.session import DAMAGED
     from reme.service.hooks import CAPTURES, markers, read_failure
 
-    checks: list[Check] = []
-    stale: list[float] = []
+    checks, stale = [], []
     retry = f"retry with `reme hook drain workspace_dir={workspace}`"
     for path, _raw in markers(str(workspace)):
         session = Path(path).stem
@@ -214,10 +213,10 @@ def capture_checks(workspace: Path) -> list[Check]:
         checks.append(Check("agents", "warn", detail, fix))
     for sent in sorted((workspace / CAPTURES).glob("*.sent")):
         try:
-            record: JSONValue = json.loads(sent.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            counts = json.loads(sent.read_text(encoding="utf-8")).get("skipped") or {}
+        except (OSError, ValueError, AttributeError):
             continue
-        damaged = damaged_skips(dig(record, "skipped"))
+        damaged = {k: v for k, v in counts.items() if k in DAMAGED and isinstance(v, int) and v}
         if damaged:
             listed = ", ".join(f"{n} {reason}" for reason, n in sorted(damaged.items()))
             checks.append(

@@ -4,16 +4,17 @@ Routes and the OpenAPI document are generated from the job table, so each job's 
 documented by its own parameter schema. Status codes: 200 when the job ran (its `success` says how
 it went), 400 for a body that is not a JSON object, 422 for parameters the schema refuses, 404 for
 jobs that are unknown or not served, 401 without the access token. Every answer, errors included, has the Response shape
-`{success, answer, metadata}` so clients never need a second parser.
+`{success, answer, metadata}` so clients never need a second parser. A failed run names the kind of
+its failure in the `X-ReMe-Error` header (`user`, `unavailable`, `bug`: `service/failures.py`); what
+escapes a route answers 400, 503 or 500 by the same kinds, a bug with its traceback in the log.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import threading
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -24,10 +25,14 @@ from reme.app.application import Application
 from reme.app.jobs import JobSpec, ParameterError, run_steps, validate_params
 from reme.app.local_jobs import is_local, local_command
 from reme.app.spelling import did_you_mean
+from reme.jsontypes import JSONObject, JSONValue
+from reme.service.failures import ERROR_HEADER, STATUS, escaped
 from reme.service.identity import WorkspaceIdentity
 
-log = logging.getLogger(__name__)
-RESPONSE_SCHEMA: dict[str, Any] = {
+if TYPE_CHECKING:
+    from reme.service.studio.gate import StudioGate
+
+RESPONSE_SCHEMA: JSONObject = {
     "type": "object",
     "properties": {
         "success": {"type": "boolean"},
@@ -47,10 +52,12 @@ STREAM_DESCRIPTION = (
 )
 
 
-def json_response(data: dict[str, Any], status_code: int = 200) -> Response:
+def json_response(
+    data: Mapping[str, object], status_code: int = 200, headers: Mapping[str, str] | None = None
+) -> Response:
     """JSON that never fails to encode: values without a JSON form (paths, dates) become strings."""
     body = json.dumps(data, ensure_ascii=False, default=str)
-    return Response(body, status_code=status_code, media_type="application/json")
+    return Response(body, status_code=status_code, media_type="application/json", headers=headers)
 
 
 def failure(message: str, status_code: int, **headers: str) -> JSONResponse:
@@ -74,7 +81,7 @@ async def read_body(request: Request) -> bytes | None:
     return bytes(body)
 
 
-async def _params_of(request: Request) -> dict[str, Any]:
+async def _params_of(request: Request) -> JSONObject:
     """The parameters a refused request sent, for the command that would run it; {} when unreadable."""
     try:
         params = await read_params(request)
@@ -83,7 +90,7 @@ async def _params_of(request: Request) -> dict[str, Any]:
     return params if isinstance(params, dict) else {}
 
 
-async def read_params(request: Request) -> dict[str, Any] | JSONResponse:
+async def read_params(request: Request) -> JSONObject | JSONResponse:
     """The JSON object in the body (empty body = no parameters), or a 400/413 saying what is wrong."""
     body = await read_body(request)
     if body is None:
@@ -92,7 +99,7 @@ async def read_params(request: Request) -> dict[str, Any] | JSONResponse:
         return {}
     too_deep = f"the JSON body is nested more than {MAX_JSON_DEPTH} levels deep; flatten it"
     try:
-        params = json.loads(body)
+        params: JSONValue = json.loads(body)
     except RecursionError:
         return failure(too_deep, 400)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -104,41 +111,42 @@ async def read_params(request: Request) -> dict[str, Any] | JSONResponse:
     return params
 
 
-def json_depth(value: Any) -> int:
+def json_depth(value: JSONValue) -> int:
     """How deeply arrays and objects nest in a parsed JSON value (counted without recursion)."""
     deepest = 0
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is None:
+        if not isinstance(item, dict | list):
             continue
+        children = item.values() if isinstance(item, dict) else item
         deepest = max(deepest, depth)
         if depth <= MAX_JSON_DEPTH:
             stack.extend((child, depth + 1) for child in children)
     return deepest
 
 
-def sse_line(chunk: Any) -> bytes:
+def sse_line(chunk: object) -> bytes:
     return b"data: " + json.dumps(chunk, ensure_ascii=False, default=str).encode() + b"\n\n"
 
 
-async def sse_events(app: Application, job: str, params: dict[str, Any]) -> AsyncIterator[bytes]:
+async def sse_events(app: Application, job: str, params: JSONObject) -> AsyncIterator[bytes]:
     """Chunks of a stream job as SSE; a crash mid-stream still ends with an error and a done chunk."""
     done_sent = False
     try:
         async for chunk in app.stream(job, **params):
             done_sent = isinstance(chunk, dict) and chunk.get("type") == "done"
             yield sse_line(chunk)
-    except Exception as exc:
+    except Exception as exc:  # app.stream answers a job's own failure in chunks: this is its machinery's
+        _kind, message = escaped(exc, f"stream {job}")
         if not done_sent:
-            yield sse_line({"type": "error", "message": f"{type(exc).__name__}: {exc}"})
+            yield sse_line({"type": "error", "message": message})
     if not done_sent:
         yield sse_line({"type": "done", "success": False})
 
 
-def _endpoint(app: Application, job: JobSpec) -> Any:
-    async def run_job(request: Request) -> Any:
+def _endpoint(app: Application, job: JobSpec) -> Callable[[Request], Awaitable[Response]]:
+    async def run_job(request: Request) -> Response:
         params = await read_params(request)
         if isinstance(params, JSONResponse):
             return params
@@ -155,19 +163,20 @@ def _endpoint(app: Application, job: JobSpec) -> Any:
         response = await run_steps(app, job, checked)
         if not job.read_only:  # an answer that may have changed files names the workspace it changed
             response.metadata.setdefault("workspace", str(app.workspace_dir))
-        return json_response(response.to_dict())
+        kind = {ERROR_HEADER: response.error} if response.error and not response.success else None
+        return json_response(response.to_dict(), headers=kind)
 
     run_job.__name__ = f"job_{job.name}"
     return run_job
 
 
-def _openapi_extra(job: JobSpec) -> dict[str, Any]:
+def _openapi_extra(job: JobSpec) -> JSONObject:
     return {"requestBody": {"required": False, "content": {"application/json": {"schema": job.parameters}}}}
 
 
-def _responses(job: JobSpec) -> dict[int | str, dict[str, Any]]:
-    refusal: dict[str, Any] = {"content": {"application/json": {"schema": RESPONSE_SCHEMA}}}
-    bad_body: dict[int | str, dict[str, Any]] = {400: {"description": "the body is not a JSON object", **refusal}}
+def _responses(job: JobSpec) -> dict[int | str, JSONObject]:
+    refusal: JSONObject = {"content": {"application/json": {"schema": RESPONSE_SCHEMA}}}
+    bad_body: dict[int | str, JSONObject] = {400: {"description": "the body is not a JSON object", **refusal}}
     if job.kind == "stream":
         return {200: {"description": STREAM_DESCRIPTION, "content": {"text/event-stream": {}}}, **bad_body}
     return {
@@ -177,7 +186,9 @@ def _responses(job: JobSpec) -> dict[int | str, dict[str, Any]]:
     }
 
 
-def build_http_app(app: Application, token: str | None = None, closing: threading.Event | None = None) -> Any:
+def build_http_app(
+    app: Application, token: str | None = None, closing: threading.Event | None = None
+) -> StudioGate:
     """The ASGI app serving every servable job of a started application, and Studio at /studio.
 
     Token-gated when a token is given (a Studio login turns it into a session cookie); `closing`,
@@ -201,9 +212,9 @@ def build_http_app(app: Application, token: str | None = None, closing: threadin
 
     @api.exception_handler(Exception)
     async def server_error(request: Request, exc: Exception) -> JSONResponse:
-        """Whatever escapes a route still answers with the Response shape (and is logged)."""
-        log.error("HTTP %s failed", request.url.path, exc_info=exc)
-        return failure(f"internal error: {type(exc).__name__}: {exc}", 500)
+        """Whatever escapes a route still answers with the Response shape, by its kind (a bug is logged)."""
+        kind, message = escaped(exc, f"HTTP {request.url.path}")
+        return failure(message, STATUS[kind], **{ERROR_HEADER: kind})
 
     @api.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

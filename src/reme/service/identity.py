@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 HEADER = "x-reme-workspace"
 
@@ -48,12 +51,12 @@ def same_workspace(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool
 class WorkspaceIdentity:
     """ASGI middleware: names the workspace on every answer; refuses requests meant for another one."""
 
-    def __init__(self, app: Any, workspace: str | os.PathLike[str]) -> None:
+    def __init__(self, app: ASGIApp, workspace: str | os.PathLike[str]) -> None:
         self.app = app
         self.workspace = resolve(workspace)
         self._header = (HEADER.encode(), encode(self.workspace).encode())
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -62,14 +65,14 @@ class WorkspaceIdentity:
             await self._refuse(send, wanted)
             return
 
-        async def named(message: dict[str, Any]) -> None:
+        async def named(message: Message) -> None:
             if message["type"] == "http.response.start":
                 message = {**message, "headers": [*message.get("headers", ()), self._header]}
             await send(message)
 
         await self.app(scope, receive, named)
 
-    async def _refuse(self, send: Any, wanted: str) -> None:
+    async def _refuse(self, send: Send, wanted: str) -> None:
         message = (
             f"this service serves workspace {self.workspace}, not {wanted}; nothing was done. "
             f"Start a service for it with `reme start workspace_dir={wanted}`"

@@ -29,8 +29,10 @@ import os
 import shlex
 import shutil
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from reme.jsontypes import JSONObject, JSONValue
 
 PLUGIN = Path(__file__).with_name("claude_code")
 SKILL_NAME = "reme-memory"
@@ -88,24 +90,24 @@ def reme_executable() -> str:
     return str(Path(found).absolute())
 
 
-def server_entry(reme: str, workspace: Path, read_only: bool) -> dict[str, Any]:
-    args = ["start", "service.backend=mcp", "service.transport=stdio", f"workspace_dir={workspace}"]
+def server_entry(reme: str, workspace: Path, read_only: bool) -> JSONObject:
+    args: list[JSONValue] = ["start", "service.backend=mcp", "service.transport=stdio", f"workspace_dir={workspace}"]
     if read_only:
         args.append("service.mcp_profile=read_only")
     return {"type": "stdio", "command": reme, "args": args, "env": {}}
 
 
-def hook_groups(reme: str, workspace: Path, prompt_recall: bool) -> dict[str, dict[str, Any]]:
+def hook_groups(reme: str, workspace: Path, prompt_recall: bool) -> dict[str, JSONObject]:
     """One matcher group per event, each running `reme hook <event> workspace_dir=<abs>`."""
     events = dict(HOOKS)
     if prompt_recall:
         events[PROMPT_HOOK[0]] = PROMPT_HOOK[1]
-    groups = {}
+    groups: dict[str, JSONObject] = {}
     for event, (matcher, timeout) in events.items():
         words = [reme, "hook", event, f"workspace_dir={workspace}"]
         if event == PROMPT_HOOK[0]:
             words.append("prompt_recall=true")
-        group: dict[str, Any] = {"matcher": matcher} if matcher else {}
+        group: JSONObject = {"matcher": matcher} if matcher else {}
         group["hooks"] = [{"type": "command", "command": shlex.join(words), "timeout": timeout}]
         groups[event] = group
     return groups
@@ -118,11 +120,11 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
-def _json_of(path: Path, raw: bytes | None) -> dict[str, Any]:
+def _json_of(path: Path, raw: bytes | None) -> JSONObject:
     if raw is None or not raw.strip():
         return {}
     try:
-        data = json.loads(raw)
+        data: JSONValue = json.loads(raw)
     except ValueError as exc:
         raise InstallError(f"{path} is not valid JSON ({exc}); fix it first, nothing was written") from None
     if not isinstance(data, dict):
@@ -130,7 +132,7 @@ def _json_of(path: Path, raw: bytes | None) -> dict[str, Any]:
     return data
 
 
-def _dump(data: dict[str, Any]) -> bytes:
+def _dump(data: JSONObject) -> bytes:
     return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
@@ -158,18 +160,18 @@ def _decode(text: str | None) -> bytes | None:
     return None if text is None else base64.b64decode(text)
 
 
-def _with_server(data: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
+def _with_server(data: JSONObject, entry: JSONObject) -> JSONObject:
     servers = data.get("mcpServers")
     if servers is not None and not isinstance(servers, dict):
         raise InstallError("mcpServers is not a JSON object; nothing was written")
     return {**data, "mcpServers": {**(servers or {}), SERVER: entry}}
 
 
-def _with_hooks(data: dict[str, Any], groups: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _with_hooks(data: JSONObject, groups: dict[str, JSONObject]) -> JSONObject:
     hooks = data.get("hooks")
     if hooks is not None and not isinstance(hooks, dict):
         raise InstallError("hooks is not a JSON object; nothing was written")
-    merged = dict(hooks or {})
+    merged: JSONObject = dict(hooks or {})
     for event, group in groups.items():
         existing = merged.get(event) or []
         if not isinstance(existing, list):
@@ -180,16 +182,17 @@ def _with_hooks(data: dict[str, Any], groups: dict[str, dict[str, Any]]) -> dict
 
 def plan(
     target: Target, reme: str, prompt_recall: bool, read_only: bool
-) -> list[tuple[Path, bytes, dict[str, Any]]]:
+) -> list[tuple[Path, bytes, JSONObject]]:
     """(file, new bytes, what reme adds there) for every file; raises InstallError before any write."""
     entry = server_entry(reme, target.workspace, read_only)
     groups = hook_groups(reme, target.workspace, prompt_recall)
     mcp = _with_server(_json_of(target.mcp, _read(target.mcp)), entry)
     settings = _with_hooks(_json_of(target.settings, _read(target.settings)), groups)
     skill = (PLUGIN / "skills" / SKILL_NAME / "SKILL.md").read_bytes()
+    hooks: JSONObject = {**groups}
     return [
         (target.mcp, _dump(mcp), {"mcpServers": {SERVER: entry}}),
-        (target.settings, _dump(settings), {"hooks": groups}),
+        (target.settings, _dump(settings), {"hooks": hooks}),
         (target.skill, skill, {}),
     ]
 
@@ -200,20 +203,18 @@ def install(target: Target, prompt_recall: bool, read_only: bool) -> list[str]:
     plan(target, reme, prompt_recall, read_only)  # refuse a broken file before undoing an earlier install
     lines = uninstall(target) if target.manifest.exists() else []
     steps = plan(target, reme, prompt_recall, read_only)
-    files = [
-        {"path": str(path), "before": _encode(_read(path)), "after_sha256": _sha(raw), "added": added}
-        for path, raw, added in steps
-    ]
-    created = _missing_dirs([target.manifest, *(path for path, _, _ in steps)])
-    manifest = {"version": 1, "files": files, "created_dirs": created}
+    files = [Recorded(path, _encode(_read(path)), _sha(raw), added) for path, raw, added in steps]
+    created: list[JSONValue] = [*_missing_dirs([target.manifest, *(path for path, _, _ in steps)])]
+    manifest: JSONObject = {"version": 1, "files": [entry.to_json() for entry in files], "created_dirs": created}
     _write(target.manifest, _dump(manifest))  # first: a crash mid-install can still be undone
     lines.append(f"wrote {target.manifest}: the install record (--uninstall puts every file back from it)")
     for (path, raw, added), entry in zip(steps, files, strict=True):
         _write(path, raw)
-        what = ", ".join(f"hooks.{e}" for e in added.get("hooks", {})) or (
+        added_hooks = added.get("hooks")
+        what = ", ".join(f"hooks.{e}" for e in (added_hooks if isinstance(added_hooks, dict) else {})) or (
             "mcpServers.reme (stdio)" if "mcpServers" in added else "the reme-memory skill"
         )
-        how = "new file" if entry["before"] is None else "changed; its other entries kept"
+        how = "new file" if entry.before is None else "changed; its other entries kept"
         lines.append(f"wrote {path}: {what} ({how})")
     lines.append(f"workspace: {target.workspace}")
     if target.project:
@@ -249,20 +250,21 @@ def gitignore_lines(target: Target, written: list[Path]) -> list[str]:
     ]
 
 
-def _without(data: dict[str, Any], added: dict[str, Any]) -> dict[str, Any]:
+def _without(data: JSONObject, added: JSONObject) -> JSONObject:
     """`data` minus the entries reme added (only where they are still exactly as written)."""
     out = dict(data)
     servers = out.get("mcpServers")
-    for name, entry in (added.get("mcpServers") or {}).items():
+    for name, entry in _object(added.get("mcpServers")).items():
         if isinstance(servers, dict) and servers.get(name) == entry:
             servers = {k: v for k, v in servers.items() if k != name}
             out["mcpServers"] = servers
             if not servers:
                 del out["mcpServers"]
     hooks = out.get("hooks")
-    for event, group in (added.get("hooks") or {}).items():
-        if isinstance(hooks, dict) and isinstance(hooks.get(event), list):
-            kept = [g for g in hooks[event] if g != group]
+    for event, group in _object(added.get("hooks")).items():
+        groups = hooks.get(event) if isinstance(hooks, dict) else None
+        if isinstance(hooks, dict) and isinstance(groups, list):
+            kept = [g for g in groups if g != group]
             hooks = {**hooks, event: kept} if kept else {k: v for k, v in hooks.items() if k != event}
             out["hooks"] = hooks
             if not hooks:
@@ -270,11 +272,46 @@ def _without(data: dict[str, Any], added: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _restore(entry: dict[str, Any]) -> str:
-    path = Path(entry["path"])
+def _object(value: JSONValue) -> JSONObject:
+    return value if isinstance(value, dict) else {}
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One file of the install record: its bytes before (base64, None: it did not exist), the hash of
+    what reme wrote, and the entries reme added to it (to remove just those once the user edited it)."""
+
+    path: Path
+    before: str | None
+    after_sha256: str | None
+    added: JSONObject
+
+    def to_json(self) -> JSONObject:
+        return {
+            "path": str(self.path),
+            "before": self.before,
+            "after_sha256": self.after_sha256,
+            "added": self.added,
+        }
+
+    @classmethod
+    def from_json(cls, value: JSONValue) -> Recorded:
+        """Raises ValueError naming what is wrong with a damaged entry."""
+        if not isinstance(value, dict):
+            raise ValueError(f"a file entry is {type(value).__name__}, not an object")
+        path, before, sha, added = (value.get(k) for k in ("path", "before", "after_sha256", "added"))
+        if not isinstance(path, str):
+            raise ValueError(f"a file entry has no path: {value!r}")
+        if not (isinstance(before, str | None) and isinstance(sha, str | None) and isinstance(added, dict)):
+            raise ValueError(f"the entry of {path} lacks before, after_sha256 or added")
+        return cls(Path(path), before, sha, added)
+
+
+def _restore(entry: Recorded) -> str:
+    path = entry.path
     now = _read(path)
-    before = _decode(entry["before"])
-    if _sha(now) == entry["after_sha256"] or now == before:
+    before = _decode(entry.before)
+    if _sha(now) == entry.after_sha256 or now == before:
         if before is None:
             if now is not None:
                 path.unlink()
@@ -284,13 +321,13 @@ def _restore(entry: dict[str, Any]) -> str:
         return f"restored {path}"
     if now is None:
         return f"{path} is gone already"
-    if not entry["added"]:
+    if not entry.added:
         return f"left {path}: edited since the install"
     try:
         data = _json_of(path, now)
     except InstallError as exc:
         return f"left {path}: {exc}"
-    _write(path, _dump(_without(data, entry["added"])))
+    _write(path, _dump(_without(data, entry.added)))
     return f"removed reme's entries from {path} (edited since the install, the rest kept)"
 
 
@@ -299,14 +336,19 @@ def uninstall(target: Target) -> list[str]:
     if raw is None:
         raise InstallError(f"no reme install recorded at {target.manifest}; nothing to remove")
     try:
-        manifest = json.loads(raw)
-        entries = list(manifest["files"])
+        manifest: JSONValue = json.loads(raw)
+        if not isinstance(manifest, dict):
+            raise TypeError("the record is no JSON object")
+        files, created = manifest["files"], manifest.get("created_dirs", [])
+        if not isinstance(files, list) or not isinstance(created, list):
+            raise TypeError("files and created_dirs must be lists")
+        entries = [Recorded.from_json(entry) for entry in files]
     except (ValueError, KeyError, TypeError) as exc:
         raise InstallError(f"{target.manifest} is damaged ({exc}); nothing was removed") from None
     lines = [_restore(entry) for entry in entries]
     target.manifest.unlink()
     lines.append(f"removed {target.manifest} (the install record)")
-    for folder in sorted(manifest.get("created_dirs", []), key=len, reverse=True):
+    for folder in sorted((str(name) for name in created), key=len, reverse=True):
         try:
             os.rmdir(folder)  # only when empty: nothing of anyone else's goes
         except OSError:

@@ -6,24 +6,28 @@ read-only tools, for a client that must not change the memory.
 
 Built on the SDK's low-level `Server` because reme's tools are declared as JSON Schemas in config,
 not as Python signatures. A tool result carries the answer as text and the whole Response as
-structured content, and `is_error` mirrors `success=false`.
+structured content, and `is_error` mirrors `success=false`; the result's `_meta` names the workspace
+that served it and, for a failure, its kind (`reme/error`: user, unavailable or bug; `service/failures.py`).
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
 
 import mcp_types as types
 from mcp.server import Server
+from mcp.server.context import ServerRequestContext
 from mcp.server.sse import SseServerTransport
 from starlette.applications import Starlette
 from starlette.routing import Mount, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from reme import __version__
 from reme.app.application import Application
 from reme.app.jobs import JobSpec, Response
 from reme.app.local_jobs import is_local, local_command
+from reme.service.failures import ERROR_META, escaped
 from reme.service.identity import WorkspaceIdentity
 from reme.service.security import BearerTokenGate, send_json
 
@@ -32,7 +36,8 @@ WORKSPACE_META = "reme/workspace"  # `_meta` key of every tool result: the works
 
 
 def mcp_profile(app: Application) -> str:
-    return str((app.config.get("service") or {}).get("mcp_profile") or "full")
+    service = app.config.get("service")
+    return str((service.get("mcp_profile") if isinstance(service, dict) else None) or "full")
 
 
 def tool_jobs(app: Application) -> dict[str, JobSpec]:
@@ -88,10 +93,12 @@ def tool_result(response: Response) -> types.CallToolResult:
     )
 
 
-def build_mcp_server(app: Application) -> Server[Any]:
+def build_mcp_server(app: Application) -> Server[object]:
     """An MCP server exposing the started application's jobs as tools."""
 
-    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    async def list_tools(
+        ctx: ServerRequestContext[object], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
         return types.ListToolsResult(
             tools=[
                 types.Tool(
@@ -104,7 +111,7 @@ def build_mcp_server(app: Application) -> Server[Any]:
             ]
         )
 
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(ctx: ServerRequestContext[object], params: types.CallToolRequestParams) -> types.CallToolResult:
         tools = tool_jobs(app)
         if params.name not in tools:
             message = f"unknown tool {params.name!r}; available: {', '.join(sorted(tools))}"
@@ -116,14 +123,20 @@ def build_mcp_server(app: Application) -> Server[Any]:
                     f"unknown tool {params.name!r}: a local job, not served; run it here with `{command}`"
                 )
             return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
-        response = await app.run(params.name, **(params.arguments or {}))
+        try:
+            response = await app.run(params.name, **(params.arguments or {}))
+        except Exception as exc:  # the job runner answers a job's own failures: this is its machinery's
+            kind, message = escaped(exc, f"MCP tool {params.name}")
+            response = Response(False, message, {}, kind)
         if not tools[params.name].read_only:  # as over HTTP: a change names its workspace
             response.metadata.setdefault("workspace", str(app.workspace_dir))
         result = tool_result(response)
         result.meta = {WORKSPACE_META: str(app.workspace_dir)}  # names the workspace on stdio too
+        if response.error and not response.success:
+            result.meta[ERROR_META] = response.error
         return result
 
-    def input_schema(name: str) -> dict[str, Any] | None:
+    def input_schema(name: str) -> Mapping[str, object] | None:
         job = tool_jobs(app).get(name)
         return job.parameters if job else None
 
@@ -137,13 +150,13 @@ def build_mcp_server(app: Application) -> Server[Any]:
     )
 
 
-def _sse_app(server: Server[Any], path: str) -> Starlette:
+def _sse_app(server: Server[object], path: str) -> Starlette:
     sse = SseServerTransport(SSE_MESSAGE_PATH)
 
     class SseEndpoint:
         """ASGI endpoint (a class, so Starlette passes the raw scope rather than a Request)."""
 
-        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
             async with sse.connect_sse(scope, receive, send) as (read_stream, write_stream):
                 await server.run(read_stream, write_stream, server.create_initialization_options())
 
@@ -159,7 +172,7 @@ class McpPathsOnly:
     """Answers a plain HTTP request (`POST /search`, the CLI told `port=`) with where MCP is served,
     instead of a bare 404: the caller is talking to an MCP service, not to the HTTP job API."""
 
-    def __init__(self, app: Any, paths: tuple[str, ...], transport: str) -> None:
+    def __init__(self, app: ASGIApp, paths: tuple[str, ...], transport: str) -> None:
         self.app = app
         self.paths = paths
         self.transport = transport
@@ -167,7 +180,7 @@ class McpPathsOnly:
     def _serves(self, path: str) -> bool:
         return any(path == p.rstrip("/") or path.startswith(p.rstrip("/") + "/") for p in self.paths)
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or self._serves(scope.get("path", "")):
             await self.app(scope, receive, send)
             return
@@ -179,7 +192,7 @@ class McpPathsOnly:
         await send_json(send, 404, message)
 
 
-def build_mcp_asgi_app(app: Application, transport: str, host: str, path: str, token: str | None) -> Any:
+def build_mcp_asgi_app(app: Application, transport: str, host: str, path: str, token: str | None) -> ASGIApp:
     """The ASGI app for the network transports (`sse`, `streamable-http`) at `path`.
 
     Browser-forged requests to a loopback service are refused by `LoopbackGuard` around it (the
@@ -187,7 +200,7 @@ def build_mcp_asgi_app(app: Application, transport: str, host: str, path: str, t
     """
     server = build_mcp_server(app)
     if transport == "sse":
-        asgi: Any = McpPathsOnly(_sse_app(server, path), (path, SSE_MESSAGE_PATH), transport)
+        asgi: ASGIApp = McpPathsOnly(_sse_app(server, path), (path, SSE_MESSAGE_PATH), transport)
     else:
         asgi = McpPathsOnly(
             server.streamable_http_app(streamable_http_path=path, host=host), (path,), transport

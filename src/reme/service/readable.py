@@ -12,28 +12,29 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from typing import Any
 
-Renderer = Callable[[Any, dict[str, Any]], str | None]
+from reme.jsontypes import JSONObject, JSONValue
+
+Renderer = Callable[[JSONValue, JSONObject], str | None]
 DATA_JOBS = frozenset({"export_digest", "read_image"})  # their answer is the data itself when piped
 
 
-def _value(value: Any) -> str:
+def _value(value: JSONValue) -> str:
     """A scalar as itself, anything else as compact JSON (one line)."""
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _fields(mapping: dict[str, Any], indent: str = "") -> list[str]:
+def _fields(mapping: JSONObject, indent: str = "") -> list[str]:
     """`key: value` lines; nested objects indented under their key, lists of scalars on one line."""
     lines = []
     for key, value in mapping.items():
         if isinstance(value, dict) and value:
             lines += [f"{indent}{key}:", *_fields(value, indent + "  ")]
-        elif isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
+        elif isinstance(value, list) and value and len(_objects(value)) == len(value):
             lines.append(f"{indent}{key}:")
-            for item in value:
+            for item in _objects(value):
                 inner = _fields(item, indent + "    ")
                 lines += [f"{indent}  - {inner[0].strip()}", *inner[1:]] if inner else [f"{indent}  - {{}}"]
         else:
@@ -41,13 +42,18 @@ def _fields(mapping: dict[str, Any], indent: str = "") -> list[str]:
     return lines
 
 
-def _when(mtime: Any) -> str:
+def _objects(value: JSONValue) -> list[JSONObject]:
+    """The objects of a list (an answer's agenda items, topics); nothing from a non-list."""
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def _when(mtime: JSONValue) -> str:
     if not isinstance(mtime, (int, float)):
         return "?"
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(mtime))
 
 
-def _stat(answer: Any, meta: dict[str, Any]) -> str | None:
+def _stat(answer: JSONValue, meta: JSONObject) -> str | None:
     """`path — file, 56 bytes, modified ...; 1 outlink(s), 0 inlink(s)`, then the front matter."""
     if "type" not in meta:
         return None
@@ -55,29 +61,29 @@ def _stat(answer: Any, meta: dict[str, Any]) -> str | None:
         f"{meta.get('path')} — {meta['type']}, {meta.get('size')} bytes, modified {_when(meta.get('mtime'))}; "
         f"{meta.get('outlink_count', 0)} outlink(s), {meta.get('inlink_count', 0)} inlink(s)"
     )
-    front = meta.get("front_matter") or {}
-    return "\n".join([head, *(["front matter:", *_fields(front, "  ")] if front else [])])
+    front = meta.get("front_matter")
+    return "\n".join([head, *(["front matter:", *_fields(front, "  ")] if isinstance(front, dict) and front else [])])
 
 
-def _front_matter(answer: Any, meta: dict[str, Any]) -> str | None:
+def _front_matter(answer: JSONValue, meta: JSONObject) -> str | None:
     front = meta.get("front_matter")
     if not isinstance(front, dict):
         return None
     return "\n".join(_fields(front)) if front else f"{meta.get('path')} has no front matter"
 
 
-def _read_image(answer: Any, meta: dict[str, Any]) -> str:
+def _read_image(answer: JSONValue, meta: JSONObject) -> str:
     return (
         f"{meta.get('path')}: {meta.get('mime_type')}, {meta.get('size')} bytes (--json prints it as base64)"
     )
 
 
-def _proactive_read(answer: Any, meta: dict[str, Any]) -> str | None:
+def _proactive_read(answer: JSONValue, meta: JSONObject) -> str | None:
     """The day's agenda first (what to raise, how, in order), then the topics it comes from."""
     if not isinstance(answer, dict):
         return None
     lines = [str(answer.get("summary", ""))]
-    agenda = answer.get("agenda") or []
+    agenda = _objects(answer.get("agenda"))
     if agenda:
         lines += ["", "Agenda:"]
         for n, item in enumerate(agenda, 1):
@@ -88,9 +94,11 @@ def _proactive_read(answer: Any, meta: dict[str, Any]) -> str | None:
                 if item.get(key):
                     lines.append(f"   {label}: {item[key]}")
             for key in ("preconditions", "linked_memory"):
-                if item.get(key):
-                    lines.append(f"   {key.replace('_', ' ')}: {', '.join(map(str, item[key]))}")
-    topics = answer.get("topics") or []
+                listed = item.get(key)
+                if listed:
+                    values = listed if isinstance(listed, list) else [listed]
+                    lines.append(f"   {key.replace('_', ' ')}: {', '.join(map(str, values))}")
+    topics = _objects(answer.get("topics"))
     if topics:
         lines += ["", "Topics:"]
         for topic in topics:
@@ -113,7 +121,7 @@ RENDERERS: dict[str, Renderer] = {
 }
 
 
-def readable(job: str | None, response: dict[str, Any], terminal: bool) -> str | None:
+def readable(job: str | None, response: JSONObject, terminal: bool) -> str | None:
     """The text a person reads for this successful Response, or None to print its answer as it is.
 
     Every object answer gets text: the job's own rendering, else its fields as `key: value` lines.
@@ -121,7 +129,8 @@ def readable(job: str | None, response: dict[str, Any], terminal: bool) -> str |
     name = job or ""
     if name in DATA_JOBS and not terminal:
         return None
-    answer, meta = response.get("answer"), response.get("metadata") or {}
+    answer, meta = response.get("answer"), response.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
     renderer = RENDERERS.get(name)
     text = renderer(answer, meta) if renderer is not None else None
     if text is None and isinstance(answer, dict) and name != "export_digest":

@@ -17,13 +17,13 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
 import uvicorn
 
 from reme.app.application import Application
+from reme.jsontypes import JSONObject
 from reme.service.lifecycle import already_running, describe, port_holder
-from reme.service.security import LoopbackGuard, ServiceConfigError, is_loopback
+from reme.service.security import Asgi, LoopbackGuard, ServiceConfigError, is_loopback
 from reme.service.service_info import MCP_PATHS, ServiceInfo, remove_service_file, write_service_file
 from reme.service.settings import service_settings
 
@@ -103,7 +103,7 @@ def connectable_host(host: str) -> str:
 
 
 async def serve_asgi(
-    asgi: Any,
+    asgi: Asgi,
     sock: socket.socket,
     workspace_dir: Path,
     info: ServiceInfo,
@@ -147,11 +147,11 @@ async def _exit_on(stop: asyncio.Event, server: _Server) -> None:
     server.should_exit = True
 
 
-async def run_service(config: dict[str, Any], stop: asyncio.Event | None = None) -> None:
+async def run_service(config: JSONObject, stop: asyncio.Event | None = None) -> None:
     """Start the application and serve it with the configured backend until a signal or `stop`."""
     settings = service_settings(config)
     if not settings.uses_stdio:
-        workspace_dir = Path(config.get("workspace_dir") or ".reme").expanduser().resolve()
+        workspace_dir = Path(str(config.get("workspace_dir") or ".reme")).expanduser().resolve()
         refuse_second_service(workspace_dir, settings.port)
     sock = None if settings.uses_stdio else bind_socket(settings.host, settings.port)
     app = Application(config)
@@ -164,6 +164,7 @@ async def run_service(config: dict[str, Any], stop: asyncio.Event | None = None)
         await app.start(background=True)
         closing = threading.Event()  # set on a stop signal: Studio's event streams end
         info = ServiceInfo(host=settings.host, port=settings.port, backend=settings.backend)
+        asgi: Asgi
         if settings.backend == "http":
             from reme.service.http import build_http_app
 

@@ -10,17 +10,23 @@ import ipaddress
 import json
 import os
 import secrets
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from starlette.types import Receive, Scope, Send
 
 ENV_TOKEN = "REME_API_TOKEN"
+# An ASGI application, called with (scope, receive, send). Looser than starlette's `ASGIApp` so that an
+# app typing its scope as a plain dict (Studio's gate) can be wrapped too.
+Asgi = Callable[..., Awaitable[None]]
 
 
 class ServiceConfigError(ValueError):
     """The service configuration is unsafe or incomplete; the message says what to set."""
 
 
-def resolve_token(service_config: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> str | None:
+def resolve_token(service_config: Mapping[str, object], environ: Mapping[str, str] | None = None) -> str | None:
     """`service.auth_token`, else `REME_API_TOKEN`, else None (empty values count as unset)."""
     env = os.environ if environ is None else environ
     token = service_config.get("auth_token") or env.get(ENV_TOKEN) or None
@@ -51,17 +57,17 @@ class BearerTokenGate:
     Pure ASGI (not BaseHTTPMiddleware) so that streamed responses (SSE, MCP) pass through untouched.
     """
 
-    def __init__(self, app: Any, token: str) -> None:
+    def __init__(self, app: Asgi, token: str) -> None:
         self.app = app
         self._expected = f"Bearer {token}".encode()
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and not self._authorized(scope):
             await _send_unauthorized(send)
             return
         await self.app(scope, receive, send)
 
-    def _authorized(self, scope: dict[str, Any]) -> bool:
+    def _authorized(self, scope: Scope) -> bool:
         for name, value in scope.get("headers", ()):
             if name == b"authorization":
                 return secrets.compare_digest(value, self._expected)
@@ -71,17 +77,17 @@ class BearerTokenGate:
 class LoopbackGuard:
     """Pure ASGI middleware for loopback services: refuse requests that a web page could forge.
 
-    Any page open in the user's browser can POST to 127.0.0.1 (a "simple" request needs no CORS
+    Every page open in the user's browser can POST to 127.0.0.1 (a "simple" request needs no CORS
     preflight) or reach it through DNS rebinding. Both show as a foreign `Origin` or `Host` header,
     which the CLI, SDK clients and scripts on this machine never send, so those get a 403. Only
     needed without a token: a page cannot add the `Authorization` header, so with a token (e.g.
     behind a local reverse proxy that keeps its own Host header) the token gate suffices.
     """
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Asgi) -> None:
         self.app = app
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             headers = dict(scope.get("headers", ()))
             host = headers.get(b"host", b"").decode("latin-1")
@@ -107,7 +113,7 @@ def _hostname(authority: str) -> str:
     return authority.rpartition(":")[0] if authority.count(":") == 1 else authority
 
 
-async def _send_unauthorized(send: Any) -> None:
+async def _send_unauthorized(send: Send) -> None:
     await send_json(
         send,
         401,
@@ -117,7 +123,7 @@ async def _send_unauthorized(send: Any) -> None:
 
 
 async def send_json(
-    send: Any, status: int, message: str, headers: list[tuple[bytes, bytes]] | None = None
+    send: Send, status: int, message: str, headers: list[tuple[bytes, bytes]] | None = None
 ) -> None:
     body = json.dumps({"success": False, "answer": message, "metadata": {}}).encode()
     await send(

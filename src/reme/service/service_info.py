@@ -14,7 +14,9 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import NamedTuple
+
+from reme.jsontypes import JSONValue
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 2333
@@ -43,7 +45,7 @@ class ServiceInfo(NamedTuple):
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
 
-    def to_file_dict(self) -> dict[str, Any]:
+    def to_file_dict(self) -> dict[str, str | int]:
         return {k: v for k, v in self._asdict().items() if k != "source" and v is not None}
 
 
@@ -62,18 +64,20 @@ def write_service_file(workspace_dir: str | os.PathLike[str], info: ServiceInfo)
     return path
 
 
-def _read_json(path: str) -> Any:
+def _read_json(path: str) -> JSONValue:
     with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
+        value: JSONValue = json.load(handle)
+    return value
 
 
 def remove_service_file(workspace_dir: str | os.PathLike[str], pid: int) -> None:
     """Remove the service file if it is still ours (another service may have replaced it)."""
     path = service_file(workspace_dir)
     try:
-        if _read_json(path).get("pid") == pid:
+        recorded = _read_json(path)
+        if isinstance(recorded, dict) and recorded.get("pid") == pid:
             os.unlink(path)
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError):
         pass
 
 
@@ -88,23 +92,29 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def _from_mapping(data: Any, source: str) -> ServiceInfo:
-    if not isinstance(data, dict) or not isinstance(data.get("port"), int | str):
+def _from_mapping(data: JSONValue, source: str) -> ServiceInfo:
+    raw = data.get("port") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or not isinstance(raw, int | str):
         raise ValueError(f"{source}: expected a JSON object with at least 'port'")
     try:
-        port = int(data["port"])
+        port = int(raw)
     except ValueError:
-        raise ValueError(f"{source}: port {data['port']!r} is not a number") from None
+        raise ValueError(f"{source}: port {raw!r} is not a number") from None
+    pid = data.get("pid")
     return ServiceInfo(
         host=str(data.get("host") or DEFAULT_HOST),
         port=port,
         backend=str(data.get("backend") or "http"),
-        transport=data.get("transport"),
-        path=data.get("path"),
-        pid=data.get("pid"),
-        workspace_dir=data.get("workspace_dir") if isinstance(data.get("workspace_dir"), str) else None,
+        transport=_text(data.get("transport")),
+        path=_text(data.get("path")),
+        pid=pid if isinstance(pid, int) and not isinstance(pid, bool) else None,
+        workspace_dir=_text(data.get("workspace_dir")),
         source=source,
     )
+
+
+def _text(value: JSONValue) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 class NoService(Exception):

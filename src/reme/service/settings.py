@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
+from reme.jsontypes import JSONObject, JSONValue
 from reme.service.security import ServiceConfigError, check_bind, resolve_token
 
 BACKENDS = ("http", "mcp")
@@ -24,9 +25,11 @@ class ServiceSettings(NamedTuple):
         return self.backend == "mcp" and self.transport == "stdio"
 
 
-def service_settings(config: dict[str, Any]) -> ServiceSettings:
+def service_settings(config: JSONObject) -> ServiceSettings:
     """Settings from `service.*`, refusing unknown backends/transports and unsafe binds."""
     service = config.get("service") or {}
+    if not isinstance(service, dict):
+        raise ServiceConfigError(f"service must be a mapping of settings (service.backend, ...), got {service!r}")
     backend = service.get("backend") or "http"
     transport = service.get("transport") or "stdio"
     profile = service.get("mcp_profile") or "full"
@@ -40,14 +43,24 @@ def service_settings(config: dict[str, Any]) -> ServiceSettings:
         raise ServiceConfigError(
             f"service.transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}"
         )
+    path = service.get("path")
     settings = ServiceSettings(
-        backend=backend,
-        transport=transport,
+        backend=str(backend),
+        transport=str(transport),
         host=str(service.get("host") or "127.0.0.1"),
-        port=int(service.get("port", 2333)),
+        port=_port(service.get("port", 2333)),
         token=resolve_token(service),
-        path=service.get("path") or None,
+        path=str(path) if path else None,
     )
     if not settings.uses_stdio:
         check_bind(settings.host, settings.token)
     return settings
+
+
+def _port(value: JSONValue) -> int:
+    if isinstance(value, int | float | str) and not isinstance(value, bool):
+        try:
+            return int(value)
+        except ValueError:
+            pass
+    raise ServiceConfigError(f"service.port must be a port number, got {value!r}")
