@@ -8,14 +8,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from datetime import date, datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
 from reme.app.component import Component, Components
 from reme.app.config import ConfigError, load_config
-from reme.app.jobs import JobSpec, Response, build_jobs, execute
+from reme.app.jobs import Chunk, JobSpec, Response, build_jobs, execute
 from reme.app.registry import COMPONENTS, load_plugins
 from reme.app.scheduling import run_on_schedule, supervise
 from reme.app.timezones import resolve_timezone
@@ -114,23 +114,27 @@ class Application:
 
     # components ----------------------------------------------------------------------------------
 
-    def _component_configs(self) -> dict[str, dict[str, Any]]:
+    def _component_configs(self) -> dict[str, dict[str, object]]:
+        """The enabled components' config blocks (checked to be mappings by `load_config`)."""
         configs = {}
         for name, raw in (self.config.get("components") or {}).items():
             if raw is None or raw.get("enabled", True) is False:
                 continue
-            if "backend" not in raw:
+            if not isinstance(raw.get("backend"), str):
                 raise ConfigError(f"config key 'components.{name}.backend' is missing")
-            configs[name] = raw
+            configs[str(name)] = raw
         return configs
 
-    def _requirements(self, name: str, raw: dict[str, Any], configured: Mapping[str, Any]) -> list[str]:
+    def _requirements(self, name: str, raw: Mapping[str, object], configured: Mapping[str, object]) -> list[str]:
         try:
-            cls = COMPONENTS.get(raw["backend"])
+            cls = COMPONENTS.get(str(raw["backend"]))
         except KeyError as exc:
             raise ConfigError(f"components.{name}.backend: {exc.args[0]}") from None
+        requires = raw.get("requires", [])
+        if not isinstance(requires, list) or not all(isinstance(other, str) for other in requires):
+            raise ConfigError(f"config key 'components.{name}.requires' must be a list of component names")
         used = [other for other in cls.uses(raw) if other in configured]
-        return [*cls.requires, *raw.get("requires", []), *used]
+        return [*cls.requires, *map(str, requires), *used]
 
     def _start_order(self) -> list[str]:
         """Topological order of the configured components by their `requires`."""
@@ -157,10 +161,11 @@ class Application:
 
     def _build_component(self, name: str) -> Component:
         raw = self._component_configs()[name]
-        settings = {k: v for k, v in raw.items() if k not in ("backend", "requires", "enabled")}
-        cls = COMPONENTS.get(raw["backend"])
+        given = {k: v for k, v in raw.items() if k not in ("backend", "requires", "enabled")}
+        cls = COMPONENTS.get(str(raw["backend"]))
+        settings: Mapping[str, object] = given
         if cls.settings_table is not None:  # the table owns the defaults; the config shows the effective values
-            settings = cls.settings_table.resolve(f"components.{name}", settings)
+            settings = cls.settings_table.resolve(f"components.{name}", given)
             raw.update(settings)
         try:
             return cls(self, name, **settings)
@@ -194,25 +199,25 @@ class Application:
             raise RuntimeError("the application is not started; use `async with` or `await app.start()`")
         return self.jobs.get(name)
 
-    async def run(self, job: str, /, **params: Any) -> Response:
+    async def run(self, job: str, /, **params: object) -> Response:
         """Run a job by name; a stream job's chunks are collected into the answer."""
         spec = self._job(job)
         if spec is None:
             return Response(False, f"unknown job {job!r}; run `reme help` to list the jobs", {})
         if spec.kind != "stream":
             return await execute(self, spec, params)
-        chunks: list[Any] = []
+        chunks: list[Chunk] = []
 
-        async def collect(chunk: Any) -> None:
+        async def collect(chunk: Chunk) -> None:
             chunks.append(chunk)
 
         response = await execute(self, spec, params, emit=collect)
         if not response.answer:
-            response.answer = "".join(c.get("text", "") for c in chunks if isinstance(c, dict))
+            response.answer = "".join(str(chunk.get("text", "")) for chunk in chunks)
         response.metadata.setdefault("chunks", chunks)
         return response
 
-    async def stream(self, job: str, /, **params: Any) -> AsyncIterator[dict[str, Any]]:
+    async def stream(self, job: str, /, **params: object) -> AsyncGenerator[Chunk, None]:
         """Chunks of a stream job as they come, then an error chunk on failure, always a done marker."""
         spec = self._job(job)
         if spec is None or spec.kind != "stream":
@@ -220,18 +225,17 @@ class Application:
             yield {"type": "error", "message": message}
             yield {"type": "done", "success": False}
             return
-        queue: asyncio.Queue[Any] = asyncio.Queue()
-        finished = object()
+        queue: asyncio.Queue[Chunk | None] = asyncio.Queue()  # None: the job has finished
 
         async def produce() -> Response:
             try:
                 return await execute(self, spec, params, emit=queue.put)
             finally:
-                await queue.put(finished)
+                await queue.put(None)
 
         task = asyncio.create_task(produce())
         try:
-            while (chunk := await queue.get()) is not finished:
+            while (chunk := await queue.get()) is not None:
                 yield chunk
             response = await task
         finally:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import os
 import re
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ import yaml
 
 from reme.app.values import parse_value
 from reme.errors import ReMeError, UserError
+from reme.jsontypes import JSONObject, JSONValue
 from reme.workspace.buckets import parse_buckets
 
 PACKAGED_DIR = Path(str(resources.files("reme") / "config"))
@@ -57,9 +59,9 @@ def find_config_file(name_or_path: str | Path) -> Path:
     raise ConfigError(f"config {str(name_or_path)!r} is neither a file nor a packaged config ({known})")
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
+def _read_yaml(path: Path) -> JSONObject:
     try:
-        data = yaml.load(
+        data: object = yaml.load(
             path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         )
     except yaml.YAMLError as exc:
@@ -71,14 +73,17 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def _load_with_imports(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+def _load_with_imports(path: Path, seen: tuple[Path, ...] = ()) -> JSONObject:
     path = path.resolve()
     if path in seen:
         raise ConfigError(f"{path}: import cycle")
     data = _read_yaml(path)
-    merged: dict[str, Any] = {}
-    for item in data.pop("imports", None) or []:
-        for target in _import_targets(path, item):
+    merged: JSONObject = {}
+    imports = data.pop("imports", None) or []
+    if not isinstance(imports, list):
+        raise ConfigError(f"{path}: imports must be a list of file names")
+    for item in imports:
+        for target in _import_targets(path, str(item)):
             merged = deep_merge(merged, _load_with_imports(target, (*seen, path)))
     return deep_merge(merged, data)
 
@@ -97,18 +102,19 @@ def _import_targets(importer: Path, item: str) -> list[Path]:
     raise ConfigError(f"{importer}: imports: file {item!r} not found")
 
 
-def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+def deep_merge(base: JSONObject, over: Mapping[str, JSONValue]) -> JSONObject:
     """Merge `over` into a copy of `base`: dicts recursively, everything else replaced."""
     result = copy.deepcopy(base)
     for key, value in over.items():
-        if isinstance(value, dict) and isinstance(result.get(key), dict):
-            result[key] = deep_merge(result[key], value)
+        below = result.get(key)
+        if isinstance(value, dict) and isinstance(below, dict):
+            result[key] = deep_merge(below, value)
         else:
             result[key] = copy.deepcopy(value)
     return result
 
 
-def set_dotted(config: dict[str, Any], dotted: str, value: Any) -> None:
+def set_dotted(config: JSONObject, dotted: str, value: JSONValue) -> None:
     """Set `a.b.c` in nested dicts, creating missing levels."""
     parts = dotted.split(".")
     node = config
@@ -122,7 +128,7 @@ def set_dotted(config: dict[str, Any], dotted: str, value: Any) -> None:
     node[parts[-1]] = value
 
 
-def expand_env(value: Any) -> Any:
+def expand_env(value: JSONValue) -> JSONValue:
     """Expand `${VAR}` and `${VAR:-default}` in every string.
 
     A whole-string placeholder becomes a number or boolean (`${PORT:-2333}`), unless its default is a
@@ -147,32 +153,40 @@ def expand_env(value: Any) -> Any:
     return typed if _is_scalar(typed) else expanded
 
 
-def _is_scalar(value: Any) -> bool:
+def _is_scalar(value: object) -> bool:
     return isinstance(value, (int, float, bool))
 
 
 def load_config(
-    config: str | Path | None = None, overrides: dict[str, Any] | None = None, *, load_env_file: bool = True
+    config: str | Path | None = None,
+    overrides: Mapping[str, JSONValue] | None = None,
+    *,
+    load_env_file: bool = True,
 ) -> dict[str, Any]:
-    """The effective configuration: file (+ imports), `.env`, overrides, env expansion, checks."""
+    """The effective configuration: file (+ imports), `.env`, overrides, env expansion, checks.
+
+    Its shape is checked (`check_config`); callers read it as plain JSON, narrowing what they use.
+    """
     if load_env_file:
         from dotenv import load_dotenv
 
         load_dotenv(Path.cwd() / ".env", override=False)
     data = _load_with_imports(find_config_file(config or "default"))
     for key, value in (overrides or {}).items():
+        below = data.get(key)
         if "." in key:
             set_dotted(data, key, copy.deepcopy(value))
-        elif isinstance(value, dict) and isinstance(data.get(key), dict):
-            data[key] = deep_merge(data[key], value)
+        elif isinstance(value, dict) and isinstance(below, dict):
+            data[key] = deep_merge(below, value)
         else:
             data[key] = copy.deepcopy(value)
-    data = expand_env(data)
-    check_config(data)
-    return data
+    expanded = expand_env(data)
+    assert isinstance(expanded, dict)  # expanding keeps a mapping a mapping
+    check_config(expanded)
+    return expanded
 
 
-def check_config(data: dict[str, Any]) -> None:
+def check_config(data: JSONObject) -> None:
     """Refuse unknown top-level and service keys, and badly shaped sections, naming the key."""
     for key in data:
         if key not in TOP_LEVEL_KEYS:
@@ -204,12 +218,12 @@ def check_config(data: dict[str, Any]) -> None:
     digest = _section(data, "digest", DIGEST_KEYS)
     if "buckets" in digest:
         try:
-            digest["buckets"] = [bucket.to_dict() for bucket in parse_buckets(digest["buckets"])]
+            digest["buckets"] = [dict(bucket.to_dict()) for bucket in parse_buckets(digest["buckets"])]
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
 
 
-def _check_sync(sync: dict[str, Any]) -> None:
+def _check_sync(sync: JSONObject) -> None:
     """`sync.remote` without a password in it, `sync.interval` a cron expression (docs/spec.md §18)."""
     from reme.workspace.gitrepo import check_remote
 
@@ -226,7 +240,7 @@ def _check_sync(sync: dict[str, Any]) -> None:
             raise ConfigError(f"config key 'sync.interval' must be a cron expression, got {interval!r}")
 
 
-def _section(data: dict[str, Any], key: str, known: set[str]) -> dict[str, Any]:
+def _section(data: JSONObject, key: str, known: set[str]) -> JSONObject:
     """An optional mapping section whose keys are all known; the error names the bad key."""
     section = data.get(key) or {}
     if not isinstance(section, dict):
@@ -237,7 +251,7 @@ def _section(data: dict[str, Any], key: str, known: set[str]) -> dict[str, Any]:
     return section
 
 
-def redact(value: Any, key: str = "") -> Any:
+def redact(value: JSONValue, key: str = "") -> JSONValue:
     """A copy with secret-looking values (keys, tokens, passwords) replaced by `***`."""
     if isinstance(value, dict):
         return {k: redact(v, str(k)) for k, v in value.items()}

@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Coroutine, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from reme.app.application import Application
 from reme.app.config import load_config
-from reme.app.jobs import Response
+from reme.app.jobs import Chunk, Response
 from reme.errors import ReMeError
+
+T = TypeVar("T")
 
 
 class ReMe(Application):
@@ -58,7 +60,7 @@ class ReMeSync:
                 f"ReMeSync is {state}: use `with ReMeSync(...) as app:` or call `app.start()` first"
             )
 
-    def _call(self, coro: Any) -> Any:
+    def _call(self, coro: Coroutine[object, object, T]) -> T:
         try:
             self._require_running()
         except ReMeError:
@@ -78,15 +80,15 @@ class ReMeSync:
             raise
         return self
 
-    def run(self, job: str, /, **params: Any) -> Response:
+    def run(self, job: str, /, **params: object) -> Response:
         return self._call(self._app.run(job, **params))
 
-    def stream(self, job: str, /, **params: Any) -> Iterator[dict[str, Any]]:
+    def stream(self, job: str, /, **params: object) -> Iterator[Chunk]:
         """Chunks of a stream job as they come (`{"type": "text", ...}`), ending with a `done` chunk."""
         self._require_running()
         return self._chunks(self._app.stream(job, **params))
 
-    def _chunks(self, chunks: AsyncIterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    def _chunks(self, chunks: AsyncGenerator[Chunk, None]) -> Iterator[Chunk]:
         finished = False
         try:
             while True:
@@ -97,7 +99,7 @@ class ReMeSync:
                     return
         finally:
             if not finished and self._thread.is_alive():  # the caller stopped early: end the job too
-                self._call(chunks.aclose())  # type: ignore[attr-defined]
+                self._call(chunks.aclose())
 
     def close(self) -> None:
         if self._loop.is_closed():
@@ -115,5 +117,5 @@ class ReMeSync:
         self.close()
 
 
-async def _next(chunks: AsyncIterator[dict[str, Any]]) -> dict[str, Any]:
+async def _next(chunks: AsyncIterator[Chunk]) -> Chunk:
     return await anext(chunks)  # a coroutine, as run_coroutine_threadsafe wants

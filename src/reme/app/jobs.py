@@ -13,7 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, partial
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio.to_thread
 
@@ -21,12 +21,19 @@ from reme.app.component import Components, Host
 from reme.app.config import ConfigError
 from reme.app.registry import STEPS, step_settings
 from reme.errors import ErrorKind, ReMeError, UserError, bug_message, kind_of
+from reme.jsontypes import JSONObject
 from reme.llm import budget as llm_budget
 from reme.llm.attempts import reported
 from reme.llm.tools import ToolSpec
 from reme.workspace.write_log import running
 
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
+    from jsonschema.protocols import Validator
+
 log = logging.getLogger(__name__)
+Chunk = JSONObject  # one piece of a stream job's answer ({"type": "text", "text": ...}, ...)
+Emit = Callable[[Chunk], Awaitable[None]]
 
 JOB_KINDS = ("base", "stream", "background", "cron")
 _JOB_KEYS = {
@@ -66,7 +73,7 @@ JobError = ReMeError  # the name steps have always raised; one error type across
 @dataclass(frozen=True)
 class StepSpec:
     backend: str
-    settings: dict[str, Any]
+    settings: dict[str, object]
 
 
 @dataclass(frozen=True)
@@ -92,7 +99,7 @@ class JobSpec:
         return self.agent is not None and not self.agent.writes
 
     @cached_property
-    def validator(self) -> Any:
+    def validator(self) -> Validator:
         """The compiled JSON-Schema validator of the parameters, built once per job."""
         from jsonschema import Draft202012Validator
 
@@ -112,7 +119,7 @@ class JobHost(Host, Protocol):
 
     def served_jobs(self) -> list[JobSpec]: ...
 
-    async def run(self, job: str, /, **params: Any) -> Response: ...
+    async def run(self, job: str, /, **params: object) -> Response: ...
 
 
 @dataclass
@@ -123,29 +130,31 @@ class JobContext:
     response: Response = field(default_factory=Response)
     state: dict[str, Any] = field(default_factory=dict)
     usage: dict[str, float] = field(default_factory=dict)
-    _emit: Callable[[Any], Awaitable[None]] | None = None
+    _emit: Emit | None = None
 
     @property
     def components(self) -> Components:
         """The components the application started, typed (`components.need(name, cls)`)."""
         return self.app.components
 
-    async def emit(self, chunk: Any) -> None:
+    async def emit(self, chunk: Chunk) -> None:
         """Send one chunk to a stream client (ignored for non-stream runs)."""
         if self._emit is not None:
             await self._emit(chunk)
 
-    def add_usage(self, usage: dict[str, Any]) -> None:
+    def add_usage(self, usage: Mapping[str, object]) -> None:
         """Sum token usage (and request counts) over every LLM call of this run."""
         for key, value in usage.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 self.usage[key] = self.usage.get(key, 0) + value
 
 
-def build_jobs(raw_jobs: dict[str, Any]) -> dict[str, JobSpec]:
+def build_jobs(raw_jobs: Mapping[str, object]) -> dict[str, JobSpec]:
     """Every configured job except those switched off with `jobs.<name>.enabled: false`."""
     jobs = {}
     for name, raw in raw_jobs.items():
+        if raw is not None and not isinstance(raw, dict):
+            raise ConfigError(f"config key 'jobs.{name}' must be a mapping")
         enabled = (raw or {}).get("enabled", True)
         if not isinstance(enabled, bool):
             raise ConfigError(f"jobs.{name}.enabled: expected true or false, got {enabled!r}")
@@ -154,7 +163,7 @@ def build_jobs(raw_jobs: dict[str, Any]) -> dict[str, JobSpec]:
     return jobs
 
 
-def build_job(name: str, raw: dict[str, Any] | None) -> JobSpec:
+def build_job(name: str, raw: Mapping[str, object] | None) -> JobSpec:
     """Check one job's config block; the error names the bad key."""
     raw = raw or {}
     where = f"jobs.{name}"
@@ -162,34 +171,36 @@ def build_job(name: str, raw: dict[str, Any] | None) -> JobSpec:
         if key not in _JOB_KEYS:
             raise ConfigError(f"unknown config key '{where}.{key}' (known: {', '.join(sorted(_JOB_KEYS))})")
     kind = raw.get("kind", "base")
-    if kind not in JOB_KINDS:
+    if not isinstance(kind, str) or kind not in JOB_KINDS:
         raise ConfigError(f"{where}.kind: {kind!r} is not one of {', '.join(JOB_KINDS)}")
     steps_raw = raw.get("steps")
     if not isinstance(steps_raw, list) or not steps_raw:
         raise ConfigError(f"{where}.steps: a job needs a non-empty list of steps")
     steps = []
     for i, step in enumerate(steps_raw):
-        if not isinstance(step, dict) or "backend" not in step:
+        backend = step.get("backend") if isinstance(step, dict) else None
+        if not isinstance(step, dict) or not isinstance(backend, str):
             raise ConfigError(f"{where}.steps[{i}]: each step needs a 'backend'")
-        if step["backend"] not in STEPS:
+        if backend not in STEPS:
             raise ConfigError(
-                f"{where}.steps[{i}].backend: unknown step {step['backend']!r} (known: {', '.join(STEPS.names())})"
+                f"{where}.steps[{i}].backend: unknown step {backend!r} (known: {', '.join(STEPS.names())})"
             )
-        settings = {k: v for k, v in step.items() if k != "backend"}
-        accepted = step_settings(STEPS.get(step["backend"]))
+        settings = {str(k): v for k, v in step.items() if k != "backend"}
+        accepted = step_settings(STEPS.get(backend))
         for key in settings:
             if key not in accepted:
                 raise ConfigError(
-                    f"unknown config key '{where}.steps[{i}].{key}': step {step['backend']!r} takes "
+                    f"unknown config key '{where}.steps[{i}].{key}': step {backend!r} takes "
                     f"{', '.join(accepted) or 'no settings'}"
                 )
-        steps.append(StepSpec(step["backend"], settings))
-    cron = raw.get("cron")
+        steps.append(StepSpec(backend, settings))
+    raw_cron = raw.get("cron")
+    cron = raw_cron if isinstance(raw_cron, str) else None
     if kind == "cron":
         from croniter import croniter
 
-        if not isinstance(cron, str) or not croniter.is_valid(cron):
-            raise ConfigError(f"{where}.cron: {cron!r} is not a valid cron expression")
+        if cron is None or not croniter.is_valid(cron):
+            raise ConfigError(f"{where}.cron: {raw_cron!r} is not a valid cron expression")
     parameters = _normalise_schema(where, raw.get("parameters"))
     description = str(raw.get("description", "")).strip()
     agent = _agent_tool(where, name, description, parameters, raw.get("agent"))
@@ -201,14 +212,21 @@ def build_job(name: str, raw: dict[str, Any] | None) -> JobSpec:
         steps=tuple(steps),
         enable_serve=bool(raw.get("enable_serve", True)),
         cron=cron,
-        restart_delay=float(raw.get("restart_delay", 1.0)),
-        max_restart_delay=float(raw.get("max_restart_delay", 60.0)),
+        restart_delay=_seconds(where, "restart_delay", raw.get("restart_delay", 1.0)),
+        max_restart_delay=_seconds(where, "max_restart_delay", raw.get("max_restart_delay", 60.0)),
         agent=agent,
         annotations=_annotations(where, raw.get("annotations")),
     )
 
 
-def _annotations(where: str, raw: Any) -> dict[str, bool]:
+def _seconds(where: str, key: str, value: object) -> float:
+    """A delay in seconds from the job's block; the error names the key."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ConfigError(f"{where}.{key} must be a number of seconds, got {value!r}")
+    return float(value)
+
+
+def _annotations(where: str, raw: object) -> dict[str, bool]:
     """`annotations: {read_only, destructive, idempotent, open_world}`, each a boolean."""
     if raw is None:
         return {}
@@ -220,11 +238,11 @@ def _annotations(where: str, raw: Any) -> dict[str, bool]:
             raise ConfigError(f"unknown config key '{where}.annotations.{key}' (known: {known})")
         if not isinstance(value, bool):
             raise ConfigError(f"{where}.annotations.{key} must be true or false, got {value!r}")
-    return dict(raw)
+    return {str(key): bool(value) for key, value in raw.items()}
 
 
 def _agent_tool(
-    where: str, name: str, description: str, parameters: dict[str, Any], raw: Any
+    where: str, name: str, description: str, parameters: dict[str, Any], raw: object
 ) -> ToolSpec | None:
     """The job's `agent:` block (`writes`, `paths`, `hide`) as a tool spec; names must be parameters."""
     if raw is None:
@@ -245,12 +263,13 @@ def _agent_tool(
     )
 
 
-def _normalise_schema(where: str, schema: dict[str, Any] | None) -> dict[str, Any]:
+def _normalise_schema(where: str, raw: object) -> dict[str, Any]:
+    """The job's parameter schema, an object whose unknown properties are refused unless it says otherwise."""
     from jsonschema import Draft202012Validator, SchemaError
 
-    schema = copy.deepcopy(schema) if schema else {}
-    if not isinstance(schema, dict):
+    if raw and not isinstance(raw, dict):
         raise ConfigError(f"{where}.parameters must be a JSON Schema mapping")
+    schema: dict[str, Any] = copy.deepcopy(raw) if isinstance(raw, dict) else {}
     schema.setdefault("type", "object")
     schema.setdefault("properties", {})
     schema.setdefault("additionalProperties", False)
@@ -272,7 +291,7 @@ class ParameterError(UserError, ValueError):
     """The request does not match the job's parameter schema."""
 
 
-def validate_params(job: JobSpec, params: dict[str, Any]) -> dict[str, Any]:
+def validate_params(job: JobSpec, params: Mapping[str, object]) -> dict[str, Any]:
     """Params checked against the schema, with schema defaults filled in; raise ParameterError."""
     if not isinstance(params, dict):
         raise ParameterError(f"parameters of job {job.name!r} must be a JSON object")
@@ -286,7 +305,7 @@ def validate_params(job: JobSpec, params: dict[str, Any]) -> dict[str, Any]:
     return filled
 
 
-def _describe(job: JobSpec, error: Any) -> str:
+def _describe(job: JobSpec, error: ValidationError) -> str:
     properties = job.parameters.get("properties", {})
     where = ".".join(str(p) for p in error.absolute_path)
     if error.validator == "additionalProperties" and not where:
@@ -313,8 +332,8 @@ def _describe(job: JobSpec, error: Any) -> str:
 async def execute(
     app: JobHost,
     job: JobSpec,
-    params: dict[str, Any],
-    emit: Callable[[Any], Awaitable[None]] | None = None,
+    params: Mapping[str, object],
+    emit: Emit | None = None,
 ) -> Response:
     """Validate, then run the job's steps in order; always return a Response."""
     try:
@@ -328,7 +347,7 @@ async def run_steps(
     app: JobHost,
     job: JobSpec,
     checked: dict[str, Any],
-    emit: Callable[[Any], Awaitable[None]] | None = None,
+    emit: Emit | None = None,
 ) -> Response:
     """Run the steps on parameters `validate_params` already accepted; always return a Response."""
     ctx = JobContext(app=app, job=job, params=checked, _emit=emit)
@@ -350,7 +369,7 @@ async def run_steps(
     return response
 
 
-def failed(job: str, exc: Exception, metadata: Mapping[str, Any]) -> Response:
+def failed(job: str, exc: Exception, metadata: Mapping[str, object]) -> Response:
     """The answer for a job that raised `exc`, by its place in the error tree (docs/architecture.md).
 
     A user error or an unavailable resource answers with its message, no traceback; a bug logs its

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from reme.app.jobs import JobSpec
 
@@ -23,13 +23,13 @@ def is_local(job: JobSpec) -> bool:
     return not job.enable_serve and job.kind in ("base", "stream")
 
 
-def _word(name: str, value: Any) -> str:
+def _word(name: str, value: object) -> str:
     """`name=value` for a shell: strings as they are, anything else as JSON (how the CLI types it)."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return shlex.quote(f"{name}={text}") if len(text) <= MAX_ECHOED_CHARS else f"{name}=..."
 
 
-def local_command(job: JobSpec, workspace_dir: Path, params: dict[str, Any] | None = None) -> str:
+def local_command(job: JobSpec, workspace_dir: Path, params: Mapping[str, object] | None = None) -> str:
     """`reme import obsidian SOURCE workspace_dir=...` for an import, else `reme start job=NAME ...`:
     the parameters given, then every required one still missing as `name=...`."""
     given = dict(params or {})

@@ -11,10 +11,10 @@ import dataclasses
 import importlib
 import inspect
 import pkgutil
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 if TYPE_CHECKING:
     from reme.app.component import Component
@@ -63,21 +63,22 @@ class Registry(Generic[T]):
         return sorted(self._items)
 
 
-STEPS: Registry[Callable[..., Any]] = Registry("step")
+Step = Callable[..., Awaitable[None] | None]  # `fn(ctx, **settings)`, sync (run in a thread) or async
+STEPS: Registry[Step] = Registry("step")
 COMPONENTS: Registry[type[Component]] = Registry("component backend")
 _SETTINGS_ATTR = "__reme_step_settings__"
 
 
 def register_step(
     name: str, *, settings: type | None = None
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+) -> Callable[[Step], Step]:
     """Register `fn(ctx, **settings)` as the step backend `name`.
 
     The settings a step takes are its keyword parameters after `ctx`; a step that forwards
     `**settings` declares them with `settings=<dataclass>` (its fields are accepted keys too).
     """
 
-    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def decorate(fn: Step) -> Step:
         if settings is not None:
             setattr(fn, _SETTINGS_ATTR, settings)
         return STEPS.register(name)(fn)
@@ -85,7 +86,7 @@ def register_step(
     return decorate
 
 
-def step_settings(fn: Callable[..., Any]) -> tuple[str, ...]:
+def step_settings(fn: Step) -> tuple[str, ...]:
     """The setting names a step accepts; a `**settings` step without a declaration accepts none."""
     parameters = list(inspect.signature(fn).parameters.values())[1:]
     kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)

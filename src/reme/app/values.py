@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+
+from reme.jsontypes import JSONValue
 
 _NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 
 
-def parse_value(text: str) -> Any:
+def parse_value(text: str) -> JSONValue:
     """JSON for arrays/objects, numbers and booleans; anything else (`null` included) stays a string.
 
     A number written with a leading zero (`007`) is an identifier, not a number, so it stays a string.
@@ -30,9 +31,9 @@ def parse_value(text: str) -> Any:
     return text
 
 
-def parse_assignments(args: list[str]) -> dict[str, Any]:
+def parse_assignments(args: list[str]) -> dict[str, JSONValue]:
     """Turn `["a=1", "b.c=x"]` into `{"a": 1, "b.c": "x"}`; raise ValueError on a bare word."""
-    result: dict[str, Any] = {}
+    result: dict[str, JSONValue] = {}
     for arg in args:
         key, sep, value = arg.partition("=")
         if not sep or not key:

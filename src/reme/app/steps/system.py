@@ -174,7 +174,7 @@ def status(ctx: JobContext) -> None:
 def app_config(ctx: JobContext) -> None:
     import yaml
 
-    config = redact(ctx.app.config)
-    config = {**{k: v for k, v in config.items() if k != "jobs"}, "jobs": config.get("jobs", {})}
+    redacted = {key: redact(value, key) for key, value in ctx.app.config.items()}
+    config = {**{k: v for k, v in redacted.items() if k != "jobs"}, "jobs": redacted.get("jobs", {})}
     ctx.response.metadata["config"] = config
     ctx.response.answer = yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
