@@ -5,6 +5,7 @@ settings table (defaults, checks, help) that the packaged YAML does not restate.
 from __future__ import annotations
 
 import re
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,9 +15,11 @@ import yaml
 
 import reme
 from reme import ReMe
-from reme.app.components.index import INDEX_SETTINGS
+from reme.app.components.index import INDEX_SETTINGS, IndexLinks
 from reme.app.config import ConfigError
 from reme.app.progress import Count, reporting
+from reme.index.keyword import EngineUnavailable
+from reme.workspace.links import ScanLinks
 
 SRC = Path(reme.__file__).parent
 PARTS = "vectors|indexer|progress|searcher|graph|keyword|store|guard|scope"
@@ -113,3 +116,45 @@ async def test_a_bad_index_setting_is_a_config_error_naming_it(
     with pytest.raises(ConfigError, match=re.escape(message)):
         async with ReMe(workspace_dir=tmp_path / "ws", timezone="UTC", **{f"components.index.{key}": value}):
             pass
+
+
+class Failing:
+    """An index service whose link answers all fail with `error`."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def inbound(self, path: str) -> list[dict[str, str]]:
+        raise self.error
+
+    def ending_with(self, suffix: str) -> list[str]:
+        raise self.error
+
+    def sync_paths(self, paths: list[str]) -> None:
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    "error",
+    [sqlite3.OperationalError("database is locked"), OSError("disk full"), EngineUnavailable("locked")],
+)
+async def test_links_fall_back_to_a_scan_when_the_index_cannot_answer(app: ReMe, error: Exception) -> None:
+    (app.workspace_dir / "digest").mkdir(parents=True, exist_ok=True)
+    (app.workspace_dir / "digest/a.md").write_text("see [[b]]\n")
+    (app.workspace_dir / "digest/b.md").write_text("b\n")
+    scan = ScanLinks(app.component("workspace").workspace)
+    links = IndexLinks(Failing(error), scan)
+    assert links.inbound("digest/b.md") == scan.inbound("digest/b.md") != []
+    assert links.ending_with("b.md") == scan.ending_with("b.md") == ["digest/b.md"]
+    links.sync_paths(["digest/a.md"])  # logged; the file is written, the index catches up later
+
+
+async def test_a_bug_in_the_index_is_not_hidden_behind_the_scan(app: ReMe) -> None:
+    links = IndexLinks(Failing(KeyError("bug")), ScanLinks(app.component("workspace").workspace))
+    for call in (
+        lambda: links.inbound("digest/b.md"),
+        lambda: links.ending_with("b.md"),
+        lambda: links.sync_paths(["x.md"]),
+    ):
+        with pytest.raises(KeyError):
+            call()

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from reme.errors import Unavailable
 from reme.index.chunking import CHUNKER_VERSION, DEFAULT_CONTEXT_CHARS
 from reme.index.embedding import Embedder
 from reme.index.graph import Direction, Edge, GraphNode, LinkGraph
@@ -50,6 +51,9 @@ if TYPE_CHECKING:
     from reme.index.vectors import VectorIndex
 
 DB_NAME = "index.sqlite3"
+CANNOT_ANSWER: tuple[type[Exception], ...] = (sqlite3.Error, OSError, Unavailable)
+"""What the index raises when it cannot answer now (catalog locked or damaged, disk, engine locked,
+closed): a caller with another way to answer (a scan of the files) uses it; anything else is a bug."""
 log = logging.getLogger(__name__)
 
 
@@ -214,7 +218,7 @@ class IndexService:
 
     def _store(self) -> MetadataStore:
         if self.store is None:
-            raise RuntimeError("the index is not open")
+            raise Unavailable("the index is not open")
         return self.store
 
     # readiness -----------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from reme.errors import ReMeError
 from reme.index.chunking import DEFAULT_CHUNK_CHARS
 from reme.index.embedding import Embedder, is_embedder
 from reme.index.search import FUSIONS
-from reme.index.service import IndexService, IndexSettings
+from reme.index.service import CANNOT_ANSWER, IndexService, IndexSettings
 from reme.index.sources import configured_scope
 from reme.index.sync import MAX_FILE_BYTES
 from reme.index.tokenizer import Tokenizer
@@ -174,7 +174,9 @@ class IndexComponent(Component):
         await asyncio.to_thread(service.open)
         self.service = service
         # The workspace's repairs (moves a killed writer left) rewrite links with the index's graph from now on.
-        self.app.components.need("workspace", WorkspaceComponent).use_links(IndexLinks(service, ScanLinks(workspace)))
+        self.app.components.need("workspace", WorkspaceComponent).use_links(
+            IndexLinks(service, ScanLinks(workspace))
+        )
 
     def _embedder(self) -> Embedder | None:
         """The embedding component named by `vector` when it is configured and enabled, else None."""
@@ -217,7 +219,7 @@ class IndexLinks:
         """The graph's answer; a scan of the files when the index cannot give one (moves stay correct)."""
         try:
             entries = self.service.inbound(path)
-        except Exception:
+        except CANNOT_ANSWER:
             log.warning("index inbound(%r) failed; scanning the workspace instead", path, exc_info=True)
             return self.fallback.inbound(path)
         return [
@@ -233,15 +235,16 @@ class IndexLinks:
         """The index's catalogued files ending like a short link; the scan's answer if it fails."""
         try:
             return self.service.ending_with(suffix)
-        except Exception:
+        except CANNOT_ANSWER:
             log.warning("index ending_with(%r) failed; scanning the workspace instead", suffix, exc_info=True)
             return self.fallback.ending_with(suffix)
 
     def sync_paths(self, paths: list[str]) -> None:
-        """Best effort: the file is already written, so an index failure is logged, not raised."""
+        """Best effort: the file is already written, so an index that cannot take it now is logged, not
+        raised (it catches up at its next sync); a bug in the index propagates."""
         try:
             self.service.sync_paths(list(paths))
-        except Exception:
+        except CANNOT_ANSWER:
             log.warning("index sync of %s failed; it will catch up on its next sync", paths, exc_info=True)
 
 
