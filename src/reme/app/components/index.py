@@ -10,9 +10,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from typing import Any
 
-from reme.app.component import Component
+from reme.app.component import Component, Host
 from reme.app.components.workspace import WorkspaceComponent, workspace_of
 from reme.app.registry import register_component
 from reme.app.settings import Setting, SettingsTable
@@ -120,7 +119,7 @@ class IndexComponent(Component):
 
     def __init__(
         self,
-        app: Any,
+        app: Host,
         name: str,
         *,
         chunk_chars: int,
@@ -154,7 +153,7 @@ class IndexComponent(Component):
         self.service: IndexService | None = None
 
     @classmethod
-    def uses(cls, settings: Mapping[str, Any]) -> tuple[str, ...]:
+    def uses(cls, settings: Mapping[str, object]) -> tuple[str, ...]:
         """The embedding component named by `vector` starts first when it is enabled."""
         vector = settings.get("vector")
         return (vector,) if isinstance(vector, str) and vector else ()
@@ -248,7 +247,7 @@ class IndexLinks:
             log.warning("index sync of %s failed; it will catch up on its next sync", paths, exc_info=True)
 
 
-def link_source(app: Any) -> LinkSource:
+def link_source(app: Host) -> LinkSource:
     """The index's link graph when an `index` component runs, else a scan of the workspace."""
     scan = ScanLinks(workspace_of(app))
     component = app.components.get("index")
@@ -257,7 +256,7 @@ def link_source(app: Any) -> LinkSource:
     return scan
 
 
-def index_service(app: Any, name: str = "index") -> IndexService:
+def index_service(app: Host, name: str = "index") -> IndexService:
     """The started index service of the application; a ReMeError saying how to configure one otherwise."""
     component = app.components.get(name)
     if not isinstance(component, IndexComponent) or component.service is None:

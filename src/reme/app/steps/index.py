@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 from dataclasses import asdict
 from datetime import date
-from typing import Any
 
 from reme.app.components.index import index_service
 from reme.app.components.workspace import workspace_of
@@ -20,6 +19,7 @@ from reme.index.date_query import with_iso_dates
 from reme.index.search import SearchFilters, render_hits, render_nodes
 from reme.index.service import IndexService
 from reme.index.upkeep import UpkeepTiming
+from reme.jsontypes import JSONObject
 from reme.workspace import frontmatter
 from reme.workspace.dates import check_date
 from reme.workspace.paths import UnsafePathError, check_relative
@@ -148,14 +148,14 @@ def _when(as_of: date | None) -> str:
     return f"valid on {as_of.isoformat()}" if as_of else "now (superseded ones marked)"
 
 
-def _node_validity(ctx: JobContext, nodes: list[dict[str, Any]], as_of: date | None) -> list[dict[str, Any]]:
+def _node_validity(ctx: JobContext, nodes: list[JSONObject], as_of: date | None) -> list[JSONObject]:
     """Each node's statements on the day (docs/spec.md §17.3), read from its file; unchanged without validity."""
     ws = workspace_of(ctx.app)
     day = as_of or ctx.app.today()
     out = []
     for node in nodes:
         try:
-            file = ws.absolute(node["path"])
+            file = ws.absolute(str(node["path"]))
             if file.stat().st_size > MAX_NODE_BYTES:
                 raise ValueError("too big to summarise")
             text = file.read_text(encoding="utf-8")
