@@ -87,11 +87,7 @@ NOT_THIN_YET: dict[str, frozenset[str]] = {
     # issue #20 item 5: the capture engineer's branch reads capture state through reme.app.captures
     "reme.service.doctor": frozenset({"reme.pipelines.capture.session"}),
 }
-DRAWS_YET: frozenset[str] = frozenset(
-    {
-        "reme.app.steps.index",  # issue #20 item 5: the index engineer moves its bars to reme.app.progress
-    }
-)
+DRAWS_YET: frozenset[str] = frozenset()  # steps.index reports through reme.app.progress now (index branch)
 
 
 def _target(name: str, imported: list[str]) -> list[str]:

@@ -223,7 +223,7 @@ async def test_a_down_endpoint_costs_a_search_one_attempt_then_none(fake_server:
 
         fake_server.embedding_down = False
         index = app.component("index").service
-        index.vectors.query_cooldown_s = 0  # the pause is over
+        index.vectors.breaker.cooldown_s = 0  # the pause is over
         index.embed_pending()
         back = await app.run("search", query="steeps minutes")
         assert "vector_error" not in back.metadata and back.metadata["vectors_pending"] == 0
@@ -288,14 +288,15 @@ async def test_another_endpoint_with_a_same_named_model_re_embeds(tmp_path: Path
 async def test_the_background_loop_gets_past_a_rejected_text(fake_server: FakeOpenAI, tmp_path: Path) -> None:
     import asyncio
 
-    from reme.app.steps.index import _embed_in_background
+    from reme.index.upkeep import UpkeepTiming, embed_in_background
 
     root = poisoned_workspace(tmp_path / "ws", 9, "POISON", fake_server)
     async with ReMe(workspace_dir=root, timezone="UTC", **openai_overrides(fake_server)) as app:
         index = app.component("index").service
         index.ensure_ready()
         chunks = index.store.counts()["chunks"]
-        loop = asyncio.create_task(_embed_in_background(index, 0.01, 30.0))
+        timing = UpkeepTiming(settle_s=0.5, catch_up_s=1.0, embed_idle_s=0.01, embed_retry_s=30.0)
+        loop = asyncio.create_task(embed_in_background(index.vectors, index.indexer.stopping, timing))
         try:
             for _ in range(500):  # well under the 30 s retry the old loop was stuck in
                 figures = index.vector_figures()

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from reme.app.components.index import INDEX_SETTINGS
 from reme.index.search import Searcher, SearchFilters, fuse, reciprocal_rank_fusion, relative_score_fusion
 
 
@@ -116,13 +117,15 @@ async def test_vector_branch_is_fused_with_keywords(app) -> None:
     assert [hit.path for hit in keyword_only] == ["digest/a.md"]
 
     vectors = TrigramVectors(index.store)
-    rrf = Searcher(index.store, index.keyword, index.graph, vector=vectors, vector_weight=0.7, fusion="rrf")
+    branches = {"candidate_multiplier": 3, "vector": vectors, "vector_weight": 0.7}
+    rrf = Searcher(index.store, index.keyword, index.graph, fusion="rrf", **branches)
     hits = await rrf.search("kiwifruit", limit=5)
     assert [hit.path for hit in hits] == ["digest/a.md", "digest/b.md"]  # b found by the vector branch only
     assert hits[0].score == pytest.approx(0.3 / 61 + 0.7 / 61)
     assert hits[1].score == pytest.approx(0.7 / 62)
 
-    hybrid = Searcher(index.store, index.keyword, index.graph, vector=vectors, vector_weight=0.7)
+    default = INDEX_SETTINGS.defaults()["fusion"]
+    hybrid = Searcher(index.store, index.keyword, index.graph, fusion=default, **branches)
     assert hybrid.fusion == "relative_score"  # the default
     hits = await hybrid.search("kiwifruit", limit=5)
     assert [hit.path for hit in hits] == ["digest/a.md", "digest/b.md"]
@@ -139,9 +142,9 @@ async def test_vector_branch_is_fused_with_keywords(app) -> None:
 
 async def test_unknown_fusion_is_refused_at_start(tmp_path: Path) -> None:
     from reme import ReMe
-    from reme.app.application import ComponentError
+    from reme.app.config import ConfigError
 
-    with pytest.raises(ComponentError, match="fusion must be one of relative_score, rrf, not 'rank'"):
+    with pytest.raises(ConfigError, match="fusion must be one of relative_score, rrf, got 'rank'"):
         async with ReMe(workspace_dir=tmp_path / "ws", timezone="UTC", **{"components.index.fusion": "rank"}):
             pass
 
@@ -150,9 +153,9 @@ async def test_unknown_fusion_is_refused_at_start(tmp_path: Path) -> None:
 async def test_vector_weight_outside_zero_to_one_is_refused(tmp_path: Path, weight: float) -> None:
     """A weight above 1 would turn the keyword ranking's votes negative: refuse it at start."""
     from reme import ReMe
-    from reme.app.application import ComponentError
+    from reme.app.config import ConfigError
 
-    with pytest.raises(ComponentError, match="vector_weight must be between 0 and 1"):
+    with pytest.raises(ConfigError, match="vector_weight must be between 0 and 1"):
         async with ReMe(
             workspace_dir=tmp_path / "ws", timezone="UTC", **{"components.index.vector_weight": weight}
         ):

@@ -41,7 +41,7 @@ def test_edge_is_pending_until_target_appears_and_again_after_delete(app, index)
     assert [link.source for link in index.graph.inlinks("digest/wiki/b.md")] == ["daily/2026-06-01/a.md"]
 
     os.remove(root / "digest/wiki/b.md")
-    assert index.sync_paths(["digest/wiki/b.md"])["deleted"] == 1
+    assert len(index.sync_paths(["digest/wiki/b.md"]).deleted) == 1
     assert pending(index) == {("daily/2026-06-01/a.md", "digest/wiki/b.md")}
     # the source's edges survive the target's deletion (it is the source's text that holds them)
     assert [link.target for link in index.graph.outlinks("daily/2026-06-01/a.md")] == [
@@ -124,8 +124,8 @@ def test_sync_paths_is_a_cheap_no_op_when_unchanged_and_handles_folders(app, ind
     index.sync_paths(["digest/_buckets.md"])
     write(root, "digest/t/a.md", "alpha\n")
     write(root, "digest/t/b.md", "beta\n")
-    assert index.sync_paths(["digest/t"])["indexed"] == 2
-    assert index.sync_paths(["digest/t/a.md", "digest/t/b.md"]) == {
+    assert len(index.sync_paths(["digest/t"]).indexed) == 2
+    assert index.sync_paths(["digest/t/a.md", "digest/t/b.md"]).to_dict() == {
         "indexed": 0,
         "deleted": 0,
         "unchanged": 2,
@@ -133,7 +133,7 @@ def test_sync_paths_is_a_cheap_no_op_when_unchanged_and_handles_folders(app, ind
     for name in ("a.md", "b.md"):
         os.remove(root / "digest/t" / name)
     os.rmdir(root / "digest/t")
-    assert index.sync_paths(["digest/t"])["deleted"] == 2  # a deleted folder: its catalogued files go
+    assert len(index.sync_paths(["digest/t"]).deleted) == 2  # a deleted folder: its catalogued files go
     assert index.stats()["files"] == 0
 
 
@@ -227,8 +227,8 @@ def test_sync_paths_never_follows_a_symlink(app, index, tmp_path) -> None:
     (app.workspace_dir / "daily").mkdir(exist_ok=True)
     (app.workspace_dir / "daily/link").symlink_to(outside, target_is_directory=True)
     index.ensure_ready()
-    assert index.sync_paths(["daily/link"])["indexed"] == 0
-    assert index.sync_paths(["daily/link/secret.md"])["indexed"] == 0
+    assert len(index.sync_paths(["daily/link"]).indexed) == 0
+    assert len(index.sync_paths(["daily/link/secret.md"]).indexed) == 0
     assert index.keyword.search("zebra", 5) == [] and index.store.file("daily/link/secret.md") is None
 
 
@@ -242,7 +242,7 @@ def test_links_out_of_the_workspace_never_exist(app, index, tmp_path) -> None:
     index.sync_paths(["digest/a.md"])
     assert not index.graph.exists(str(outside)) and not index.graph.exists(escape)
     nodes, _ = index.graph.traverse(["digest/a.md"], 1, "forward")
-    assert [(n["path"], n["exists"]) for n in nodes] == [
+    assert [(n.path, n.exists) for n in nodes] == [
         ("digest/a.md", True),
         (str(outside), False),
         (escape, False),

@@ -343,7 +343,9 @@ async def test_another_process_s_writes_are_adopted_by_the_keys_it_wrote(
         index = app.component("index").service
         index.ensure_ready()
         chunks = index.store.counts()["chunks"]
-        reader = VectorIndex(index.metadata_dir, index.store, embedder(), batch_size=4)
+        reader = VectorIndex(
+            index.metadata_dir, index.store, embedder(), batch_size=4, context=index.vectors.context
+        )
         assert reader.pending() == chunks == index.vectors.pending()  # both loaded (a full look-up each)
         asked: list[int] = []
         original = VectorCache.get

@@ -16,9 +16,10 @@ np = pytest.importorskip("numpy", reason="vectors need numpy (pip install 'reme[
 from tests.embedders import hashed_words_backend, vector_overrides  # noqa: E402
 
 from reme import ReMe  # noqa: E402
-from reme.index import vectors as vectors_module  # noqa: E402
 from reme.index.search import SearchFilters  # noqa: E402
 from reme.index.vectors import VectorIndex  # noqa: E402
+from reme.index.vectors import mix as mix_module  # noqa: E402
+from reme.index.vectors.mix import NeighbourMix  # noqa: E402
 
 WORDS = [f"w{n}{'xyz'[n % 3]}" for n in range(24)]  # made-up words: every section differs
 QUERIES = ("w0x w1y", "w4y w5z w6x", "w17z w18x w19y", "w12x w23z w2z")
@@ -51,7 +52,7 @@ def vector_app(workspace: Path, **extra: Any) -> ReMe:
 
 def reference_mix(vectors: VectorIndex) -> tuple[Any, Any, Any]:
     """The mix from first principles, row for row: the catalog's file order and the matrix."""
-    rows, used, matrix = vectors._rows, vectors._used, vectors._matrix
+    rows, used, matrix = vectors.rows.row_of, vectors.rows.used, vectors.rows.matrix
     prev = np.full(used, -1, dtype=np.int64)
     nxt = np.full(used, -1, dtype=np.int64)
     inverse = np.zeros(used, dtype=np.float32)
@@ -73,15 +74,16 @@ def reference_mix(vectors: VectorIndex) -> tuple[Any, Any, Any]:
 
 def by_chunk(vectors: VectorIndex) -> dict[str, tuple[str | None, str | None, float]]:
     """chunk id -> (previous chunk id, next chunk id, inverse norm): comparable across row layouts."""
-    prev, nxt, inverse = vectors._mix_rows()
-    ids = vectors._row_ids
+    assert vectors.mix is not None
+    prev, nxt, inverse = vectors.mix.current()
+    ids = vectors.rows.chunk_at
     return {
         chunk_id: (
             ids[prev[row]] if prev[row] >= 0 else None,
             ids[nxt[row]] if nxt[row] >= 0 else None,
             float(inverse[row]),
         )
-        for chunk_id, row in vectors._rows.items()
+        for chunk_id, row in vectors.rows.row_of.items()
     }
 
 
@@ -89,11 +91,12 @@ def assert_mix_is_full(service: Any) -> None:
     """The incremental mix (taken by a search) equals the full one and a fresh index's; so do the results."""
     vectors = service.vectors
     vectors.search(QUERIES[0], 5, SearchFilters())  # follows the catalog, re-mixes what changed
-    prev, nxt, inverse = (array.copy() for array in vectors._mix_rows())
+    assert vectors.mix is not None
+    prev, nxt, inverse = (array.copy() for array in vectors.mix.current())
     want_prev, want_next, want_inverse = reference_mix(vectors)
     assert np.array_equal(prev, want_prev) and np.array_equal(nxt, want_next)
     assert np.allclose(inverse, want_inverse, rtol=1e-5, atol=1e-7)
-    assert not inverse[~vectors._alive[: vectors._used]].any()  # free rows hold no stale inverse
+    assert not inverse[~vectors.rows.alive[: vectors.rows.used]].any()  # free rows hold no stale inverse
 
     fresh = VectorIndex(service.metadata_dir, service.store, service.embedder, context=vectors.context)
     try:
@@ -106,22 +109,23 @@ def assert_mix_is_full(service: Any) -> None:
         for query in QUERIES:
             got = dict(vectors.search(query, 1000, SearchFilters()))
             expected = dict(fresh.search(query, 1000, SearchFilters()))
-            assert got.keys() == expected.keys() and len(got) == len(vectors._rows)
+            assert got.keys() == expected.keys() and len(got) == len(vectors.rows)
             assert got == pytest.approx(expected, abs=1e-6)
     finally:
         fresh.close()
 
 
-def count_calls(monkeypatch: pytest.MonkeyPatch, vectors: VectorIndex, name: str) -> list[int]:
-    """Spy on `vectors.<name>`: one entry per call (the number of rows for `_mix_some`)."""
+def count_calls(monkeypatch: pytest.MonkeyPatch, mix: NeighbourMix | None, name: str) -> list[int]:
+    """Spy on `mix.<name>`: one entry per call (the number of rows for `mix_some`)."""
+    assert mix is not None
     calls: list[int] = []
-    method = getattr(vectors, name)
+    method = getattr(mix, name)
 
     def spy(*args: Any) -> Any:
         calls.append(len(args[0]) if args else 0)
         return method(*args)
 
-    monkeypatch.setattr(vectors, name, spy)
+    monkeypatch.setattr(mix, name, spy)
     return calls
 
 
@@ -141,17 +145,17 @@ def sync(service: Any, *paths: str) -> None:
 async def test_the_incremental_mix_equals_a_full_one_after_every_change(
     workspace_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(vectors_module, "REMIX_FULL_FRACTION", float("inf"))  # never fall back
+    monkeypatch.setattr(mix_module, "REMIX_FULL_FRACTION", float("inf"))  # never fall back
     write(workspace_dir, {f"digest/n{n}.md": note(n) for n in range(4)})
     async with vector_app(workspace_dir) as app:
         service = app.component("index").service
         service.ensure_ready()
         vectors = service.vectors
-        full = count_calls(monkeypatch, vectors, "_mix_all")
-        some = count_calls(monkeypatch, vectors, "_mix_some")
+        full = count_calls(monkeypatch, vectors.mix, "mix_all")
+        some = count_calls(monkeypatch, vectors.mix, "mix_some")
         assert_mix_is_full(service)  # nothing embedded yet: the one full computation, over no rows
         assert full == [0]
-        capacity = vectors._matrix.shape[0]
+        capacity = vectors.rows.capacity
 
         for _ in range(3):  # embed some chunks
             assert vectors.embed_batch() == 4
@@ -172,7 +176,7 @@ async def test_the_incremental_mix_equals_a_full_one_after_every_change(
         (workspace_dir / "digest/n2.md").unlink()  # delete a file: its rows are freed
         sync(service, "digest/n2.md")
         assert_mix_is_full(service)
-        assert vectors._free
+        assert vectors.rows.free
 
         shutil.move(workspace_dir / "digest/n3.md", workspace_dir / "digest/moved.md")  # rows reused
         sync(service, "digest/n3.md", "digest/moved.md")
@@ -184,17 +188,18 @@ async def test_the_incremental_mix_equals_a_full_one_after_every_change(
         sync(service, *(f"digest/m{n}.md" for n in range(6)))
         while vectors.embed_batch():  # embed the rest, checking after every batch
             assert_mix_is_full(service)
-        assert vectors.pending() == 0 and not vectors._free
+        assert vectors.pending() == 0 and not vectors.rows.free
         assert_mix_is_full(service)
 
         assert full == [0]  # every later change re-mixed only the rows it touched
-        assert some and max(some[1:]) < len(vectors._rows)
-        assert vectors._matrix.shape[0] > capacity  # the mix arrays grew with the matrix
+        assert some and max(some[1:]) < len(vectors.rows)
+        assert vectors.rows.capacity > capacity  # the mix arrays grew with the matrix
+        assert vectors.mix is not None
         assert (
-            vectors._prev.shape[0]
-            == vectors._next.shape[0]
-            == vectors._inverse.shape[0]
-            == vectors._matrix.shape[0]
+            vectors.mix.prev.shape[0]
+            == vectors.mix.next.shape[0]
+            == vectors.mix.inverse.shape[0]
+            == vectors.rows.matrix.shape[0]
         )
 
 
@@ -204,8 +209,8 @@ async def test_a_search_after_one_batch_re_mixes_only_the_rows_it_touched(
     write(workspace_dir, {f"digest/n{n}.md": note(n) for n in range(12)})
     async with vector_app(workspace_dir) as app:
         service, vectors = embedded_and_mixed(app)
-        full = count_calls(monkeypatch, vectors, "_mix_all")
-        some = count_calls(monkeypatch, vectors, "_mix_some")
+        full = count_calls(monkeypatch, vectors.mix, "mix_all")
+        some = count_calls(monkeypatch, vectors.mix, "mix_some")
 
         write(workspace_dir, {"digest/new.md": note(40, 6)})
         sync(service, "digest/new.md")
@@ -227,7 +232,7 @@ async def test_a_large_change_re_mixes_every_row(
     write(workspace_dir, {f"digest/n{n}.md": note(n) for n in range(8)})
     async with vector_app(workspace_dir) as app:
         service, vectors = embedded_and_mixed(app)
-        full = count_calls(monkeypatch, vectors, "_mix_all")
+        full = count_calls(monkeypatch, vectors.mix, "mix_all")
         (workspace_dir / "digest/n0.md").unlink()  # a whole file gone: nobody else's links change
         sync(service, "digest/n0.md")
         vectors.search("w0x", 5, SearchFilters())
@@ -250,12 +255,15 @@ async def test_vector_context_zero_never_computes_a_mix(
         service = app.component("index").service
         service.ensure_ready()
         vectors = service.vectors
-        calls = [count_calls(monkeypatch, vectors, name) for name in ("_mix_rows", "_mix_all", "_mix_some")]
+        assert vectors.mix is None  # no neighbour links kept, no mix arrays
+        calls: list[str] = []
+        for name in ("follow", "placed", "current", "mix_all", "mix_some", "mixed"):
+            monkeypatch.setattr(NeighbourMix, name, lambda *_, name=name: calls.append(name))
         service.embed_pending()
         assert vectors.search("w0x w1y", 5, SearchFilters())
         write(workspace_dir, {"digest/n1.md": note(7)})
         sync(service, "digest/n1.md")
         service.embed_pending()
         assert vectors.search("w0x w1y", 5, SearchFilters())
-        assert calls == [[], [], []]
-        assert vectors._remix is None and not vectors._neighbours
+        assert calls == []
+        assert vectors.mix is None

@@ -83,12 +83,9 @@ async def index_state(config: JSONObject) -> IndexState | None:
     async with Application(config) as app:
         if "index" not in app.components:
             return None
-        index = index_service(app)
-        added, changed, gone = index.drift()
-        stats = index.stats()
-        rebuild = bool(index.health()["last_repair"].get("rebuild"))
+        seen = index_service(app).overview()
         return IndexState(
-            int(stats["files"]), int(stats["chunks"]), str(stats["tokenizer"]), rebuild, added, changed, gone
+            seen.files, seen.chunks, seen.tokenizer, seen.rebuild_due, seen.added, seen.changed, seen.gone
         )
 
 

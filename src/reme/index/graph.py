@@ -11,11 +11,12 @@ follows the files.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from reme.index.store import LinkRow, MetadataStore
+from reme.index.wal import Row
 from reme.workspace.paths import UnsafePathError, check_relative, within
 from reme.workspace.resolving import ends_with, resolve, spellings
 
@@ -40,6 +41,16 @@ class Edge:
     def leads_to(self) -> str:
         """The node this edge reaches: the resolved file, or the target as written while pending."""
         return self.resolved or self.target
+
+
+@dataclass(frozen=True)
+class GraphNode:
+    """A file reached by a traversal: its frontmatter name/description when catalogued, and whether it exists."""
+
+    path: str
+    name: str | None
+    description: str | None
+    exists: bool
 
 
 class LinkGraph:
@@ -93,7 +104,7 @@ class LinkGraph:
         return found
 
     def _links_to(self, targets: list[str]) -> list[LinkRow]:
-        rows: list[tuple[Any, ...]] = []
+        rows: list[Row] = []
         for start in range(0, len(targets), 500):
             batch = targets[start : start + 500]
             rows += self.store.query(
@@ -143,7 +154,7 @@ class LinkGraph:
 
     def traverse(
         self, seeds: Iterable[str], depth: int, direction: Direction, max_nodes: int = 1000
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    ) -> tuple[list[GraphNode], list[Edge]]:
         """Breadth-first from `seeds` up to `depth` hops: nodes with name/description/exists, and edges."""
         order: list[str] = list(dict.fromkeys(seeds))
         seen = set(order)
@@ -164,13 +175,12 @@ class LinkGraph:
                 break
         rows = self.store.files(order)
         nodes = [
-            {
-                "path": path,
-                "name": rows[path].name if path in rows else None,
-                "description": rows[path].description if path in rows else None,
-                "exists": path in rows or self.exists(path),
-            }
+            GraphNode(
+                path,
+                rows[path].name if path in rows else None,
+                rows[path].description if path in rows else None,
+                path in rows or self.exists(path),
+            )
             for path in order
         ]
-        kept = [asdict(edge) for edge in edges if edge.source in seen and edge.leads_to in seen]
-        return nodes, kept
+        return nodes, [edge for edge in edges if edge.source in seen and edge.leads_to in seen]

@@ -30,6 +30,7 @@ from typing import Protocol
 
 import tantivy
 
+from reme.errors import Unavailable
 from reme.workspace.dates import path_day
 
 K1 = 1.2  # tantivy's fixed BM25 parameters, the Lucene defaults
@@ -40,6 +41,11 @@ _WRITER_WAIT_S = 30.0
 MAX_QUERY_TERMS = 256  # distinct terms per query: bounds the clauses (and memory) of one search
 SCHEMA_VERSION = 2  # bump when the engine's fields change: the folder name changes with it
 TITLE_BOOST = 3.0  # a query term in a note's title field (name, title heading, path words) vs its body
+
+
+class EngineUnavailable(Unavailable):
+    """The keyword engine cannot take a write now (another writer holds its lock past the wait, a
+    commit failed); nothing of the write is kept, and the next sync or reconcile tries again."""
 
 
 class TokenizerLike(Protocol):
@@ -153,8 +159,12 @@ class KeywordIndex:
                     self._writer = self._index.writer(self._writer_heap, 1)
                     break
                 except ValueError as exc:  # LockBusy: another process is writing
-                    if "lock" not in str(exc).lower() or time.monotonic() > deadline:
+                    if "lock" not in str(exc).lower():
                         raise
+                    if time.monotonic() > deadline:
+                        raise EngineUnavailable(
+                            f"the keyword engine stays locked by another writer: {exc}"
+                        ) from exc
                     time.sleep(0.02)
         return self._writer
 
@@ -204,8 +214,10 @@ class KeywordIndex:
                 return
             try:
                 writer.commit()
-            except BaseException:
+            except BaseException as exc:
                 writer.rollback()
+                if isinstance(exc, ValueError):  # tantivy's error: the write failed (disk, files gone)
+                    raise EngineUnavailable(f"the keyword engine could not commit: {exc}") from exc
                 raise
             finally:
                 writer.wait_merging_threads()

@@ -11,12 +11,33 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Any
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+
+from reme.jsontypes import JSONObject
 
 Progress = Callable[[int, int], None]  # (done, total), as the indexer reports it
+Stages = Callable[[str], AbstractContextManager[Progress]]  # opens a counted stage by name; yields its update
 log = logging.getLogger(__name__)
 LOG_STEPS = 10
+
+
+@dataclass(frozen=True)
+class ProgressState:
+    """Where the running catch-up stands: `phase` None when none runs; `total` None while counting."""
+
+    phase: str | None
+    done: int
+    total: int | None
+
+    def to_dict(self) -> JSONObject:
+        return {"phase": self.phase, "done": self.done, "total": self.total}
+
+    def note(self) -> str:
+        """A readable line for an answer given while the index is not ready."""
+        counted = f"{self.done:,}/{self.total:,} files" if self.total else "counting the files"
+        doing = "rebuilt" if self.phase == "rebuild" else "brought up to date with the files"
+        return f"Note: the index is still being {doing} ({counted}); results may be incomplete."
 
 
 class IndexProgress:
@@ -64,13 +85,6 @@ class IndexProgress:
         """Wait up to `timeout` seconds for the running catch-up to end; True when none runs now."""
         return self._finished.wait(timeout) if self.phase else True
 
-    def to_dict(self) -> dict[str, Any]:
+    def state(self) -> ProgressState:
         with self._lock:
-            return {"phase": self.phase, "done": self.done, "total": self.total}
-
-    def note(self) -> str:
-        """A readable line for an answer given while the index is not ready."""
-        state = self.to_dict()
-        counted = f"{state['done']:,}/{state['total']:,} files" if state["total"] else "counting the files"
-        doing = "rebuilt" if state["phase"] == "rebuild" else "brought up to date with the files"
-        return f"Note: the index is still being {doing} ({counted}); results may be incomplete."
+            return ProgressState(self.phase, self.done, self.total)

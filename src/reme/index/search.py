@@ -160,10 +160,10 @@ class Searcher:
         keyword: KeywordIndex,
         graph: LinkGraph,
         *,
-        candidate_multiplier: int = 3,
+        candidate_multiplier: int,  # these three: `components.index.*`, defaults in its settings table
         vector: VectorBranch | None = None,
-        vector_weight: float = 0.5,
-        fusion: str = "relative_score",
+        vector_weight: float,
+        fusion: str,
     ) -> None:
         self.store = store
         self.keyword = keyword

@@ -1,65 +1,84 @@
-"""`IndexService`: the index of one workspace — catalog (SQLite), keyword engine (tantivy), link graph, search.
+"""`IndexService`: the index of one workspace — catalog (SQLite), keyword engine (tantivy), link graph,
+vectors — and the one way the rest of reme reaches it.
 
 It owns recovery (finish interrupted writes at open, rebuild when catalog and engine disagree or the
-layout changed), readiness (one reconcile with the disk per process, done by the update loop or the
-first search), figures and health. File jobs call `sync_paths` after changing files and `inbound`
-before moving or deleting; search jobs use `searcher` and `graph`.
+layout changed), readiness (one reconcile with the disk per process, done by the upkeep or the
+first search), its background upkeep (`keep_up`), figures and health. Callers use its intent
+methods: file jobs `sync_paths` after changing files and `inbound` before moving or deleting;
+search jobs `ready_for_reading`, `search`, `node_search`, `traverse` and `freshness`; `reindex`
+`rebuild`. Results are typed (`Hit`, `GraphNode`, `Readiness`, `Freshness`, `RebuildReport`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import shutil
 import sqlite3
 import threading
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from reme.index.chunking import CHUNKER_VERSION, DEFAULT_CHUNK_CHARS, DEFAULT_CONTEXT_CHARS
+from reme.errors import Unavailable
+from reme.index.chunking import CHUNKER_VERSION, DEFAULT_CONTEXT_CHARS
 from reme.index.embedding import Embedder
-from reme.index.graph import LinkGraph
+from reme.index.graph import Direction, Edge, GraphNode, LinkGraph
 from reme.index.guard import IndexGuard
 from reme.index.keyword import KeywordIndex, engine_folder
-from reme.index.progress import IndexProgress
-from reme.index.search import Searcher, check_fusion
+from reme.index.progress import IndexProgress, Progress, Stages
+from reme.index.results import Freshness, Overview, Readiness, RebuildReport, RebuiltVectors
+from reme.index.search import Hit, Searcher, SearchFilters
 from reme.index.sources import Scope
 from reme.index.store import MetadataStore
-from reme.index.sync import MAX_FILE_BYTES, Indexer, Progress, SyncReport
+from reme.index.sync import Indexer, SyncReport
 from reme.index.tokenizer import Tokenizer
+from reme.index.upkeep import (
+    UpkeepReport,
+    UpkeepTiming,
+    embed_in_background,
+    settle_and_catch_up,
+    sync_changes,
+)
+from reme.index.watch import watch_paths
+from reme.jsontypes import JSONObject, JSONValue
 from reme.workspace.paths import check_relative
 
 if TYPE_CHECKING:
     from reme.index.vectors import VectorIndex
 
 DB_NAME = "index.sqlite3"
+CANNOT_ANSWER: tuple[type[Exception], ...] = (sqlite3.Error, OSError, Unavailable)
+"""What the index raises when it cannot answer now (catalog locked or damaged, disk, engine locked,
+closed): a caller with another way to answer (a scan of the files) uses it; anything else is a bug."""
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class IndexSettings:
-    """The index's configuration (`components.index.*`), checked when it is built."""
+    """The index's configuration: the values of `components.index.*` that the service uses (their
+    defaults, checks and help are the component's settings table, `reme.app.components.index`)."""
 
-    chunk_chars: int = DEFAULT_CHUNK_CHARS
-    watch: bool = True
-    debounce_ms: int = 200
-    max_file_bytes: int = MAX_FILE_BYTES
-    candidate_multiplier: int = 3
-    vector_weight: float = 0.5
-    vector_context: float = 0.3
-    fusion: str = "relative_score"
+    chunk_chars: int
+    watch: bool
+    debounce_ms: int
+    max_file_bytes: int
+    candidate_multiplier: int
+    vector_weight: float
+    vector_context: float
+    fusion: str
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.chunk_chars, int) or self.chunk_chars < 100:
-            raise ValueError("chunk_chars must be an integer of at least 100")
-        if not isinstance(self.candidate_multiplier, int) or self.candidate_multiplier < 1:
-            raise ValueError("candidate_multiplier must be a positive integer")
-        if not 0.0 <= float(self.vector_weight) <= 1.0:
-            raise ValueError("vector_weight must be between 0 and 1 (the keyword ranking weighs 1 - it)")
-        check_fusion(self.fusion)
-        if not float(self.vector_context) >= 0.0:
-            raise ValueError("vector_context must be at least 0 (0 ranks each chunk by its own vector)")
+
+def _stage(stages: Stages | None, label: str) -> AbstractContextManager[Progress | None]:
+    return nullcontext() if stages is None else stages(label)
+
+
+def _count(figures: JSONObject, key: str) -> int:
+    value = figures.get(key)
+    return value if isinstance(value, int) else 0
 
 
 class IndexService:
@@ -85,7 +104,7 @@ class IndexService:
         self.embedder = embedder
         self.embed_batch_size = embed_batch_size
         self.vectors: VectorIndex | None = None  # the vector branch, when an embedder is configured
-        self.last_repair: dict[str, Any] = {}
+        self.last_repair: JSONObject = {}
         self._ready = False
         self._ready_lock = threading.Lock()
         self._needs_rebuild = False
@@ -174,7 +193,7 @@ class IndexService:
         with self.indexer.writing():
             layout_changed = store.get_meta("layout") != self._layout()
             try:
-                report = self.indexer.repair().to_dict()
+                report: JSONObject = self.indexer.repair().to_dict()
             except Exception as exc:  # the rebuild below re-derives everything from the files
                 log.warning("index repair failed; rebuilding", exc_info=True)
                 report = {"error": f"{type(exc).__name__}: {exc}"}
@@ -199,7 +218,7 @@ class IndexService:
 
     def _store(self) -> MetadataStore:
         if self.store is None:
-            raise RuntimeError("the index is not open")
+            raise Unavailable("the index is not open")
         return self.store
 
     # readiness -----------------------------------------------------------------------------------
@@ -247,13 +266,13 @@ class IndexService:
 
     # file jobs -----------------------------------------------------------------------------------
 
-    def sync_paths(self, paths: list[str] | str) -> dict[str, Any]:
+    def sync_paths(self, paths: list[str] | str) -> SyncReport:
         """Bring these workspace-relative files or folders up to date (cheap when unchanged)."""
         if isinstance(paths, str):
             paths = [paths]
         checked = [check_relative(path) for path in paths]
         self.ensure_ready()
-        return self.indexer.sync_paths(checked).to_dict()
+        return self.indexer.sync_paths(checked)
 
     def inbound(self, path: str) -> list[dict[str, str]]:
         """Links `{source_path, target_path}` pointing at this file or into this folder.
@@ -288,18 +307,90 @@ class IndexService:
         changed = sum(path in known and known[path] != stamp for path, stamp in disk.items())
         return added, changed, sum(path not in disk for path in known)
 
-    def catch_up(self) -> dict[str, Any] | None:
+    def catch_up(self) -> JSONObject | None:
         """Finish index writes another process left interrupted (cheap when nothing changed)."""
         return self.guard.catch_up()
 
+    # reading -------------------------------------------------------------------------------------
+
+    def readiness(self) -> Readiness:
+        """Where the catch-up with the files stands now."""
+        return Readiness(self._ready, self.progress.state())
+
+    async def ready_for_reading(self, wait_s: float) -> Readiness:
+        """Before a search: catch up with the files if that is done within `wait_s` (never waiting on
+        another thread's catch-up longer), and finish index writes another process left
+        interrupted. Blocking work runs in worker threads: the catalog's lock may be held by a batch."""
+        if not self._ready:
+            await asyncio.to_thread(self.ensure_ready, wait=False)  # returns at once while another catches up
+        if not self._ready and wait_s > 0:
+            await asyncio.to_thread(self.progress.wait, wait_s)
+        await asyncio.to_thread(self.catch_up)
+        return self.readiness()
+
+    async def search(
+        self,
+        query: str,
+        *,
+        limit: int,
+        min_score: float,
+        filters: SearchFilters,
+        expand_links: bool,
+        max_links_per_direction: int,
+        fold_files: bool,
+        generated_folder: str | None,
+    ) -> list[Hit]:
+        """The best passages for `query` (docs/spec.md §5.3); see `Searcher.search`."""
+        return await self.searcher.search(
+            query,
+            limit=limit,
+            min_score=min_score,
+            filters=filters,
+            expand_links=expand_links,
+            max_links_per_direction=max_links_per_direction,
+            fold_files=fold_files,
+            generated_folder=generated_folder,
+        )
+
+    async def node_search(
+        self, query: str, limit: int, folder: str, *, keyword_only: bool
+    ) -> list[dict[str, JSONValue]]:
+        """The best `limit` nodes under `folder` (path, score, name, description), in a worker thread."""
+        return await asyncio.to_thread(
+            self.searcher.node_search, query, limit, folder, keyword_only=keyword_only
+        )
+
+    async def traverse(
+        self, seeds: Sequence[str], depth: int, direction: Direction, max_nodes: int
+    ) -> tuple[list[GraphNode], list[Edge]]:
+        """The link graph around `seeds` up to `depth` hops (nodes and edges), in a worker thread."""
+        return await asyncio.to_thread(self.graph.traverse, seeds, depth, direction, max_nodes)
+
+    def freshness(self) -> Freshness:
+        """Index writes in flight (this process's or another's) and, with vectors on, chunks still
+        waiting for their embedding or why the vector branch is unavailable."""
+        pending = self.pending_writes()
+        if self.vectors is None:
+            return Freshness(pending, vectors_on=False)
+        try:
+            reason = self.vectors.unavailable()  # a query just failed: no second wait on the endpoint
+            if reason is not None:
+                raise RuntimeError(reason)
+            waiting = self.vectors.pending()
+        except Exception as exc:  # the model cannot load or the endpoint is down: keyword results stand
+            return Freshness(
+                pending, True, vector_error=f"{type(exc).__name__}: {exc}", vector_error_reason=str(exc)
+            )
+        return Freshness(pending, True, vectors_pending=waiting)
+
     # figures -------------------------------------------------------------------------------------
 
-    def health(self) -> dict[str, Any]:
+    def health(self) -> JSONObject:
         if self.store is None:
             return {"status": "error", "message": "not started"}
         self.guard.catch_up()
         problems = self.guard.problems()
-        health = {
+        health: JSONObject = {
             "status": "degraded" if problems else "ok",
             "ready": self._ready,
             "pending_writes": len(self.store.intents()),
@@ -313,7 +404,7 @@ class IndexService:
                 health["status"] = "degraded"
         return {**health, "reason": "; ".join(problems)} if problems else health
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> JSONObject:
         store = self._store()
         counts = store.counts()
         engine_bytes = sum(f.stat().st_size for f in self.keyword.path.rglob("*") if f.is_file())
@@ -325,11 +416,19 @@ class IndexService:
             "keyword_bytes": engine_bytes,
             "tokenizer": self.tokenizer.fingerprint,
             "ready": self._ready,
-            "progress": self.progress.to_dict(),
+            "progress": self.progress.state().to_dict(),
             **({"vectors": self.vector_figures()} if self.vectors is not None else {}),
         }
 
-    def vector_figures(self) -> dict[str, Any]:
+    def overview(self) -> Overview:
+        added, changed, gone = self.drift()
+        counts = self._store().counts()
+        rebuild_due = bool(self.last_repair.get("rebuild"))
+        return Overview(
+            counts["files"], counts["chunks"], self.tokenizer.fingerprint, rebuild_due, added, changed, gone
+        )
+
+    def vector_figures(self) -> JSONObject:
         """Vectors, pending and model; the failure instead when the model cannot be loaded or reached."""
         if self.vectors is None:
             return {"enabled": False}
@@ -338,8 +437,63 @@ class IndexService:
         except Exception as exc:
             return {"enabled": True, "error": f"{type(exc).__name__}: {exc}"}
 
+    @property
+    def vectors_on(self) -> bool:
+        """Whether the vector branch is configured (an embedder is enabled)."""
+        return self.vectors is not None
+
     def embed_pending(self, progress: Progress | None = None) -> int:
         """Embed every chunk still without a vector (batch by batch; shutdown ends it after a batch)."""
         if self.vectors is None:
             return 0
         return self.vectors.embed_all(progress, self.indexer.stopping)
+
+    # rebuild and upkeep --------------------------------------------------------------------------
+
+    def rebuild(self, stages: Stages | None = None) -> RebuildReport:
+        """`reindex`, then embed what has no cached vector and drop vectors no chunk uses; progress
+        is counted per stage (`reindexing`, `embedding`) in what `stages` opens."""
+        with _stage(stages, "reindexing") as update:
+            report = self.reindex(update)
+        with _stage(stages, "embedding") as update:
+            embedded = self.embed_pending(update)
+        counts = self._store().counts()
+        vectors = None
+        if self.vectors is not None:
+            figures = self.vector_figures()
+            pruned = self.vectors.prune(slack=0) if not report.stopped else 0  # text no chunk has any more
+            vectors = RebuiltVectors(
+                embedded, _count(figures, "vectors"), _count(figures, "vectors_pending"), pruned
+            )
+        return RebuildReport(report, counts["files"], counts["chunks"], counts["links"], vectors)
+
+    async def keep_up(self, timing: UpkeepTiming) -> UpkeepReport:
+        """The index's background work (the `index_update_loop` job): reconcile, then watch the
+        indexed folders and sync each burst of changes, reconcile once more when the watcher runs,
+        finish other processes' interrupted writes every `catch_up_s`, and embed new chunks. Runs
+        until cancelled; with watching off (`components.index.watch`) it embeds what is pending
+        and returns."""
+        await asyncio.to_thread(self.ensure_ready)
+        if not self.settings.watch:
+            return UpkeepReport(watched=False, embedded=await asyncio.to_thread(self.embed_pending))
+
+        async def catch_up() -> None:
+            await asyncio.to_thread(self.catch_up)
+
+        loops = [asyncio.create_task(settle_and_catch_up(self.indexer, catch_up, timing))]
+        if self.vectors is not None:
+            loops.append(
+                asyncio.create_task(embed_in_background(self.vectors, self.indexer.stopping, timing))
+            )
+        try:
+            await watch_paths(
+                self.root,
+                self.scope.watched_folders(),
+                lambda paths: sync_changes(self.indexer, paths),
+                debounce_ms=self.settings.debounce_ms,
+                ignore=self.scope.ignores,
+            )
+        finally:
+            for loop in loops:
+                loop.cancel()
+        return UpkeepReport(watched=True)

@@ -224,6 +224,12 @@ class MetadataStore(WalDatabase):
                 found[cid] = ChunkRow(cid, path, start, end, json.loads(heading), text)
         return found
 
+    def chunk_order(self) -> list[tuple[str, str]]:
+        """Every chunk's `(chunk_id, path)` in file order (by path, then position in the file)."""
+        return [
+            (row[0], row[1]) for row in self.query("SELECT chunk_id, path FROM chunks ORDER BY path, seq")
+        ]
+
     def keyword_doc_total(self) -> int:
         return int(self.query("SELECT COALESCE(SUM(keyword_docs), 0) FROM files")[0][0])
 

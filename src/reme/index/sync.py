@@ -13,7 +13,7 @@ import logging
 import os
 import stat
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -24,6 +24,7 @@ from filelock import FileLock, Timeout
 from reme.index.chunking import Chunk, chunk_windows
 from reme.index.keyword import KeywordIndex
 from reme.index.memory import release_memory
+from reme.index.progress import Progress
 from reme.index.sources import MARKDOWN_EXTENSIONS, Scope, Source
 from reme.index.store import ChunkRow, FileRecord, FileRow, LinkRow, MetadataStore
 from reme.index.titles import title_text
@@ -43,8 +44,6 @@ MAX_FILE_BYTES = DEFAULT_MAX_TEXT_BYTES  # a file `write` accepts is a file the 
 BATCH_FILES = 200  # files per engine commit during bulk work: bounds memory and lost work on a crash
 BATCH_BYTES = 32 * 1024 * 1024  # and file bytes per commit: the catalog rows of a batch wait in memory
 LARGE_FILE_BYTES = 1024 * 1024  # after syncing a file this big, freed memory is handed back
-
-Progress = Callable[[int, int], None]  # (done, total)
 
 
 @dataclass

@@ -11,7 +11,10 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
+
+Row: TypeAlias = tuple[Any, ...]  # a SQLite row as stored: the query that reads it knows its columns' types
+Params: TypeAlias = Sequence[str | int | float | bytes | None]  # values bound to a statement's `?`
 
 
 class WalDatabase:
@@ -43,7 +46,7 @@ class WalDatabase:
                 raise
             self._db.execute("COMMIT")
 
-    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    def query(self, sql: str, params: Params = ()) -> list[Row]:
         with self._lock:
             return self._db.execute(sql, params).fetchall()
 
