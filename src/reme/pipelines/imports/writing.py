@@ -30,13 +30,13 @@ from typing import Any
 from reme.errors import ReMeError
 from reme.pipelines.capture.redaction import redact, redact_value
 from reme.pipelines.capture.transcript_merge import merge, parse_transcript
-from reme.pipelines.memory.auto_memory import check_session_id, choose_date, ensure_card, session_path
+from reme.pipelines.memory.auto_memory import choose_date, ensure_card, session_path
 from reme.pipelines.memory.distil import mark_pending
 from reme.pipelines.port import MemoryPort
 from reme.workspace import frontmatter
 from reme.workspace.fmsplit import split
 from reme.workspace.paths import check_relative, first_segment
-from reme.workspace.transcript import render_records
+from reme.workspace.transcript import check_session_id, render_records
 
 IMPORTS_FOLDER = "imports"
 FILES_STATE = "imported_files"  # attachment path -> sha256 of the bytes an import wrote there

@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TypeAlias
 
 from pydantic import BaseModel, Field
 
+from reme.jsontypes import JSONValue
 from reme.llm.prompts import render_prompt
 from reme.llm.runner import AgentFailed, run_agent
 from reme.llm.tools import PathPolicy
@@ -22,6 +23,8 @@ from reme.pipelines.memory.card_names import short_hash, slugify
 from reme.pipelines.port import MemoryPort
 
 CARD_TOOLS = ("read", "write", "edit", "frontmatter_read", "frontmatter_update")
+# Where a pipeline reports the tokens a model run used (the job adds them up for its response).
+AddUsage: TypeAlias = Callable[[dict[str, int]], None]
 
 
 class CardSummary(BaseModel):
@@ -47,11 +50,11 @@ async def distil_card(
     *,
     card_path: str,
     prompt: str,
-    variables: Mapping[str, Any],
-    front_matter: Mapping[str, Any],
+    variables: Mapping[str, str | int],
+    front_matter: Mapping[str, JSONValue],
     read_paths: tuple[str, ...] = (),
     rename: bool = True,
-    add_usage: Callable[[dict[str, Any]], None],
+    add_usage: AddUsage,
 ) -> Distilled:
     """Run the agent on `card_path`; restore and mark pending on failure (AgentFailed is re-raised)."""
     handle = port.model("memory")

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
-
 from reme.errors import ReMeError
+from reme.jsontypes import JSONObject, JSONValue
 from reme.pipelines.port import MemoryPort
 from reme.pipelines.proactive.files import Interests, Tombstone, parse_interests, rebuild_truth
 from reme.pipelines.proactive.store import hold, load_truth, truth_path
@@ -22,7 +21,7 @@ MAX_REASON_CHARS = 500
 @dataclass(frozen=True)
 class Outcome:
     answer: str
-    metadata: dict[str, Any]
+    metadata: JSONObject
 
 
 async def resolve(port: MemoryPort, topic_id: str, reason: str = "") -> Outcome:
@@ -59,7 +58,7 @@ async def rebuild(port: MemoryPort) -> Outcome:
     """Rebuild the truth source from every `daily/<date>/interests.yaml`, in date order."""
     daily = port.folder("daily")
     sources: list[tuple[str, Interests]] = []
-    skipped: list[dict[str, str]] = []
+    skipped: list[JSONValue] = []
     for entry in await port.list_files(daily, extensions=("yaml",), recursive=True):
         day = path_date(entry.path)
         if not day or entry.path != f"{daily}/{day}/interests.yaml":
@@ -82,14 +81,14 @@ async def rebuild(port: MemoryPort) -> Outcome:
         f"{len(truth.topics)} open topic(s), {len(truth.resolved)} resolved"
     )
     if skipped:
-        answer += "\nSkipped (unreadable): " + ", ".join(s["path"] for s in skipped)
+        answer += "\nSkipped (unreadable): " + ", ".join(str(s["path"]) for s in skipped if isinstance(s, dict))
     return Outcome(
         answer,
         {
             "path": path,
             "sources": [f"{daily}/{day}/interests.yaml" for day, _ in sources],
-            "topics": sorted(truth.topics),
-            "resolved": sorted(truth.resolved),
+            "topics": [*sorted(truth.topics)],
+            "resolved": [*sorted(truth.resolved)],
             "skipped": skipped,
         },
     )
