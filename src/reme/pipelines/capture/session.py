@@ -16,8 +16,8 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime, timedelta
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 from reme.errors import LLMUnavailable, ReMeError
 from reme.jsontypes import JSONObject, JSONValue
@@ -96,7 +96,9 @@ class Queued:
         """The entry as written, or None for one that is not (a damaged queue file loses no work)."""
         if not isinstance(entry, dict):
             return None
-        appended_at, source, failures, error = (entry.get(k) for k in ("appended_at", "source", "failures", "error"))
+        appended_at, source, failures, error = (
+            entry.get(k) for k in ("appended_at", "source", "failures", "error")
+        )
         return cls(
             appended_at=str(appended_at or ""),
             source=str(source or ""),
@@ -115,7 +117,11 @@ class Queued:
 
 def _queue(port: MemoryPort) -> dict[str, Queued]:
     queued = port.read_state(QUEUE_STATE).get("sessions")
-    entries = ((session_id, Queued.load(entry)) for session_id, entry in (queued or {}).items()) if isinstance(queued, dict) else ()
+    entries = (
+        ((session_id, Queued.load(entry)) for session_id, entry in (queued or {}).items())
+        if isinstance(queued, dict)
+        else ()
+    )
     return {session_id: entry for session_id, entry in entries if entry is not None}
 
 
@@ -227,9 +233,7 @@ def skipped_note(skipped: Mapping[str, int]) -> str:
     return f"; {sum(damaged.values())} record(s) skipped: {listed}"
 
 
-async def agent_session_flush(
-    port: MemoryPort, *, session_id: str, add_usage: AddUsage
-) -> MemoryOutcome:
+async def agent_session_flush(port: MemoryPort, *, session_id: str, add_usage: AddUsage) -> MemoryOutcome:
     """Distil the session's pending cards now (auto_memory's distiller), then take it off the queue."""
     check_session_id(session_id)
     if not port.exists(session_path(port, session_id)):

@@ -7,13 +7,13 @@ session or by `auto_memory_pending`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
 from reme.errors import Conflict, LLMUnavailable, ReMeError
-from reme.llm.runner import AgentFailed
 from reme.jsontypes import JSONObject, JSONValue
+from reme.llm.runner import AgentFailed
 from reme.pipelines.capture.messages import READ_CHARS, Message, local_date, normalise_messages
 from reme.pipelines.capture.redaction import redact, redact_record
 from reme.pipelines.capture.transcript_merge import merge, parse_transcript
@@ -169,7 +169,9 @@ async def auto_memory(
     check_session_id(session_id)
     explicit = parse_date(date_text) if date_text else None
     # redacted before the cut (a secret cut in half would survive) and before the first write
-    incoming = [redact_record(r, max_message_chars) for r in normalise_messages(messages, port.tz, READ_CHARS)]
+    incoming = [
+        redact_record(r, max_message_chars) for r in normalise_messages(messages, port.tz, READ_CHARS)
+    ]
     async with port.keyed_lock(f"session:{session_id}"):
         return await _remember(port, session_id, incoming, explicit, redact(memory_hint), add_usage)
 
@@ -272,9 +274,7 @@ async def _distil_pending(
     return await distil_session(port, session_id, day, path, records, "", add_usage)
 
 
-async def auto_memory_pending(
-    port: MemoryPort, *, limit: int, add_usage: AddUsage
-) -> MemoryOutcome:
+async def auto_memory_pending(port: MemoryPort, *, limit: int, add_usage: AddUsage) -> MemoryOutcome:
     """Distil every pending session card (oldest day first), at most `limit` of them."""
     port.model("memory")
     distilled: list[str] = []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import date, datetime, tzinfo
+
 from reme.pipelines.capture.messages import Message
 from reme.workspace import relative_dates
 

@@ -85,9 +85,7 @@ class AgendaReply(BaseModel):
 class ModelCalls:
     """Counts and bounds the model calls of one run; usage goes to `add_usage` even when a call fails."""
 
-    def __init__(
-        self, port: MemoryPort, *, timeout: float, add_usage: AddUsage
-    ) -> None:
+    def __init__(self, port: MemoryPort, *, timeout: float, add_usage: AddUsage) -> None:
         self.port = port
         self.timeout = timeout
         self.add_usage = add_usage

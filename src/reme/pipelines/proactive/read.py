@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import date, timedelta
+
 from reme.errors import ReMeError
 from reme.jsontypes import JSONObject, JSONValue
 from reme.pipelines.port import MemoryPort
@@ -55,7 +56,9 @@ def _topic(raw: JSONObject) -> _Read | None:
     if not isinstance(title, str) or not normalise_title(title):
         return None
     given = raw.get("id")
-    return _Read(given if isinstance(given, str) and _ID.fullmatch(given) else topic_id(title), _confidence(raw), raw)
+    return _Read(
+        given if isinstance(given, str) and _ID.fullmatch(given) else topic_id(title), _confidence(raw), raw
+    )
 
 
 async def _resolved_ids(port: MemoryPort) -> set[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+
 from reme.errors import ReMeError
 from reme.jsontypes import JSONObject, JSONValue
 from reme.pipelines.port import MemoryPort
@@ -81,7 +82,9 @@ async def rebuild(port: MemoryPort) -> Outcome:
         f"{len(truth.topics)} open topic(s), {len(truth.resolved)} resolved"
     )
     if skipped:
-        answer += "\nSkipped (unreadable): " + ", ".join(str(s["path"]) for s in skipped if isinstance(s, dict))
+        answer += "\nSkipped (unreadable): " + ", ".join(
+            str(s["path"]) for s in skipped if isinstance(s, dict)
+        )
     return Outcome(
         answer,
         {
