@@ -17,6 +17,7 @@ from reme.errors import ReMeError
 from reme.jsontypes import JSONObject
 from reme.pipelines.dream.integrate import Modified
 from reme.pipelines.journal.records import RunRecord, append_day_log, new_run_id, record_path, record_text
+from reme.pipelines.outcome import Outcome
 from reme.pipelines.port import MemoryPort
 from reme.workspace import frontmatter, relative_dates
 from reme.workspace.dates import is_date, path_day
@@ -25,12 +26,6 @@ from reme.workspace.transaction import Change
 
 KIND = "annotate"
 RECORDED_ROLES = ("session", "journal", "metadata")
-
-
-@dataclass
-class AnnotateOutcome:
-    answer: str
-    metadata: JSONObject = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -127,7 +122,7 @@ def _reference(path: str, text: str, given: date | None) -> date | None:
 
 async def annotate_dates(
     port: MemoryPort, *, path: str, day: date | None, dry_run: bool, max_files: int
-) -> AnnotateOutcome:
+) -> Outcome:
     files = await _files(port, path, max_files)
     started = datetime.now(port.tz)
     record = RunRecord(new_run_id(started), KIND, started.isoformat(timespec="seconds"), [])
@@ -164,4 +159,4 @@ async def annotate_dates(
             run.journal_path = await append_day_log(
                 port, record, now.date().isoformat(), now.strftime("%H:%M:%S")
             )
-    return AnnotateOutcome(run.summary(), run.metadata())
+    return Outcome(run.summary(), run.metadata())

@@ -9,8 +9,8 @@ from reme.jsontypes import JSONObject
 from reme.llm.prompts import render_prompt
 from reme.llm.runner import AgentFailed, OnEvent, run_agent
 from reme.llm.tools import PathPolicy
-from reme.pipelines.capture.messages import content_text
-from reme.pipelines.memory.distil import AddUsage
+from reme.pipelines.capture.messages import message_text
+from reme.pipelines.outcome import AddUsage
 from reme.pipelines.port import MemoryPort
 
 CHAT_TOOLS = ("search", "read", "list", "frontmatter_read", "daily_list")
@@ -32,7 +32,7 @@ def render_question(query: str, history: Sequence[Mapping[str, object]]) -> str:
     turns = []
     for index, turn in enumerate(history):
         try:
-            text = content_text(turn)
+            text = message_text(turn)
         except ValueError as exc:
             raise ValueError(f"history[{index}]: {exc}") from None
         if text:

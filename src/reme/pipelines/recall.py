@@ -11,13 +11,13 @@ The whole block, tags included, is at most `max_chars` characters.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 from reme.errors import ReMeError
 from reme.jsontypes import JSONObject
 from reme.pipelines.memory.cards import cards_of_day, daily_days
+from reme.pipelines.outcome import Outcome
 from reme.pipelines.port import MemoryPort
 from reme.pipelines.proactive.read import read_proactive
 
@@ -32,14 +32,6 @@ SNIPPET_CHARS = 240
 RECENT_DAYS = 3
 _TAG = re.compile(r"<(/?)(\s*reme-context)", re.I)
 _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+|[^\W\d_]+")
-
-
-@dataclass
-class Recall:
-    """The `<reme-context>` block and the response metadata saying what went into it."""
-
-    answer: str
-    metadata: JSONObject = field(default_factory=dict)
 
 
 _COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.S)  # HTML comments: reme's own block markers, never content
@@ -164,7 +156,7 @@ def _bounded(sections: list[tuple[str, list[str]]], max_chars: int) -> tuple[str
 
 async def recall(
     port: MemoryPort, *, query: str, cwd: str, limit: int, max_chars: int, as_of: str | None = None
-) -> Recall:
+) -> Outcome:
     """The `<reme-context>` block for a session; an empty answer when there is nothing to recall.
 
     `as_of` (YYYY-MM-DD): what was true on that day; without it the current state, superseded
@@ -190,6 +182,6 @@ async def recall(
         **({"as_of": as_of} if as_of else {}),
     }
     if not sections:
-        return Recall("", {**metadata, "chars": 0, "truncated": False})
+        return Outcome("", {**metadata, "chars": 0, "truncated": False})
     text, cut = _bounded(sections, max_chars)
-    return Recall(text, {**metadata, "chars": len(text), "truncated": cut})
+    return Outcome(text, {**metadata, "chars": len(text), "truncated": cut})

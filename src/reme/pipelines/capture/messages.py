@@ -1,6 +1,6 @@
 """Normalise chat messages from OpenAI / Anthropic / plain clients into transcript records.
 
-A record is `{id, role, name, content, created_at, metadata?}` with `content` a plain string:
+A *message* is what a client sends, in any of those shapes; a *record* (`TranscriptRecord`) is `{id, role, name, content, created_at, metadata?}` with `content` a plain string:
 text blocks are kept, tool calls become a short note, tool results and reasoning are dropped, images
 and other binary blocks become a placeholder, base64 payloads never survive, oversize text is cut.
 """
@@ -26,8 +26,8 @@ _BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{400,}={0,2}")
 BASE64_NOTE = "[base64 data removed]"
 
 
-class Message(TypedDict):
-    """A transcript record as reme writes it (`reme.workspace.transcript`); a saved one may hold more keys."""
+class TranscriptRecord(TypedDict):
+    """A message as reme saves it (`reme.workspace.transcript`, docs/spec.md §4); a saved one may hold more keys."""
 
     id: str
     role: str
@@ -79,7 +79,7 @@ def _block_text(block: object) -> str:
     return f"[{kind}]"
 
 
-def content_text(message: Mapping[str, object]) -> str:
+def message_text(message: Mapping[str, object]) -> str:
     """The readable text of a message's content plus notes for its OpenAI-style tool calls."""
     content = message.get("content")
     if content is None:
@@ -149,10 +149,10 @@ def truncate(text: str, max_chars: int) -> str:
 
 def normalise_messages(
     raw: Sequence[object], tz: tzinfo, max_chars: int = 8000, skip: Callable[[str], None] | None = None
-) -> list[Message]:
+) -> list[TranscriptRecord]:
     """Transcript records for `raw`; raise ValueError naming the first bad message, or, given
     `skip`, leave each bad message out and tell `skip` why (a transcript keeps its other turns)."""
-    records: list[Message] = []
+    records: list[TranscriptRecord] = []
     seen: dict[tuple[str, str | None, str], int] = {}
     for index, message in enumerate(raw):
         where = f"messages[{index}]"
@@ -164,7 +164,7 @@ def normalise_messages(
                 raise ValueError(f"{where}.role must be a non-empty string")
             try:
                 moment = message_time(message, tz)
-                text = content_text(message)
+                text = message_text(message)
             except (ValueError, TypeError, OverflowError) as exc:
                 raise ValueError(f"{where}: {exc}") from None
         except ValueError:
@@ -184,7 +184,7 @@ def normalise_messages(
             seen[key] = seen.get(key, 0) + 1
             record_id = _stable_id(role, moment, text, seen[key])
         name = message.get("name")
-        record = Message(
+        record = TranscriptRecord(
             id=record_id,
             role=role,
             name=name if isinstance(name, str) or name is None else str(name),

@@ -20,7 +20,7 @@ from reme.workspace import frontmatter
 from reme.workspace.secret_rules import Rule, RuleSet, load_rules, shannon
 
 if TYPE_CHECKING:
-    from reme.pipelines.capture.messages import Message
+    from reme.pipelines.capture.messages import TranscriptRecord
 
 REDACTED = "[REDACTED:{kind}]"
 _MARK = "[REDACTED:"
@@ -321,7 +321,7 @@ def redact_note(text: str) -> str:
     return head + redact(document.body)
 
 
-def redact_record(record: Message, max_chars: int) -> Message:
+def redact_record(record: TranscriptRecord, max_chars: int) -> TranscriptRecord:
     """A normalised transcript record with its text redacted and cut to `max_chars` (`redact_cut`)
     and its metadata redacted."""
     out = record.copy()

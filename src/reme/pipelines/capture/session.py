@@ -21,18 +21,18 @@ from datetime import UTC, datetime, timedelta
 
 from reme.errors import LLMUnavailable, ReMeError
 from reme.jsontypes import JSONObject, JSONValue
-from reme.pipelines.capture.messages import READ_CHARS, Message, local_date, normalise_messages
+from reme.pipelines.capture.messages import READ_CHARS, TranscriptRecord, local_date, normalise_messages
 from reme.pipelines.capture.redaction import redact_record
 from reme.pipelines.capture.transcript_merge import parse_transcript
 from reme.pipelines.capture.transcripts import read_source
 from reme.pipelines.memory.auto_memory import (
-    MemoryOutcome,
     auto_memory,
     ensure_card,
     save_transcript,
     session_path,
 )
-from reme.pipelines.memory.distil import AddUsage, mark_pending
+from reme.pipelines.memory.distil import mark_pending
+from reme.pipelines.outcome import AddUsage, Outcome
 from reme.pipelines.port import MemoryPort
 from reme.pipelines.recall import OPEN
 from reme.workspace.transcript import check_session_id
@@ -69,7 +69,7 @@ def strip_context(text: str) -> str:
     return "".join(kept).strip()
 
 
-def clean_records(records: Sequence[Message], max_chars: int) -> list[Message]:
+def clean_records(records: Sequence[TranscriptRecord], max_chars: int) -> list[TranscriptRecord]:
     """Records with recalled context cut out, secrets redacted and text truncated; empty ones dropped."""
     cleaned = []
     for record in records:
@@ -161,7 +161,7 @@ async def agent_session_append(
     source: str,
     max_message_chars: int,
     skipped: Mapping[str, int] | None = None,
-) -> MemoryOutcome:
+) -> Outcome:
     """Save the new turns of a session and queue it for distillation; the same turns twice change nothing.
 
     A record of a transcript that cannot be used (not an object, an unknown shape, a bad time) is
@@ -191,7 +191,7 @@ async def agent_session_append(
         }
         note = skipped_note(reading.skipped)
         if not changed:
-            return MemoryOutcome(
+            return Outcome(
                 f"nothing new: {session_path(port, session_id)} has these messages{note}", metadata
             )
         # turns a resumed session copied from another one are kept (the dialog reads whole) but are
@@ -199,7 +199,7 @@ async def agent_session_append(
         fresh = [r for r in added if r.get("metadata", {}).get("session_id") in (None, session_id)]
         metadata["carried_over"] = len(added) - len(fresh)
         if not fresh:
-            return MemoryOutcome(
+            return Outcome(
                 f"{len(added)} message(s) carried over from an earlier session saved to "
                 f"{session_path(port, session_id)}; nothing new to distil{note}",
                 metadata,
@@ -212,7 +212,7 @@ async def agent_session_append(
             note_paths.append(card)
         _enqueue(port, session_id, source)
         metadata["queued"] = True
-    return MemoryOutcome(
+    return Outcome(
         f"{len(added)} new message(s) saved to {session_path(port, session_id)}; "
         f"distillation queued ({', '.join(map(str, note_paths))} pending){note}",
         metadata,
@@ -233,7 +233,7 @@ def skipped_note(skipped: Mapping[str, int]) -> str:
     return f"; {sum(damaged.values())} record(s) skipped: {listed}"
 
 
-async def agent_session_flush(port: MemoryPort, *, session_id: str, add_usage: AddUsage) -> MemoryOutcome:
+async def agent_session_flush(port: MemoryPort, *, session_id: str, add_usage: AddUsage) -> Outcome:
     """Distil the session's pending cards now (auto_memory's distiller), then take it off the queue."""
     check_session_id(session_id)
     if not port.exists(session_path(port, session_id)):
@@ -256,9 +256,7 @@ async def agent_session_flush(port: MemoryPort, *, session_id: str, add_usage: A
     return outcome
 
 
-async def distil_queue(
-    port: MemoryPort, *, idle_seconds: float, limit: int, add_usage: AddUsage
-) -> MemoryOutcome:
+async def distil_queue(port: MemoryPort, *, idle_seconds: float, limit: int, add_usage: AddUsage) -> Outcome:
     """Flush the queued sessions idle for `idle_seconds`, oldest first; without a model nothing moves.
 
     A session whose distillation failed `MAX_FAILURES` times is left alone until it grows again, so
@@ -268,9 +266,7 @@ async def distil_queue(
     try:
         port.model("memory")
     except LLMUnavailable as missing:
-        return MemoryOutcome(
-            f"{len(sessions)} session(s) wait, their cards pending: {missing}", {"distilled": []}
-        )
+        return Outcome(f"{len(sessions)} session(s) wait, their cards pending: {missing}", {"distilled": []})
     cutoff = datetime.now(UTC) - timedelta(seconds=idle_seconds)
     due = sorted(
         (entry.appended_at, session_id)
@@ -289,7 +285,7 @@ async def distil_queue(
         else:
             distilled.append(session_id)
     answer = f"distilled {len(distilled)} queued session(s)" + (f", {len(failed)} failed" if failed else "")
-    return MemoryOutcome(answer, {"distilled": distilled, "failed": failed})
+    return Outcome(answer, {"distilled": distilled, "failed": failed})
 
 
 def _parse(stamp: str) -> datetime:

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, tzinfo
 from typing import cast
 
-from reme.pipelines.capture.messages import Message, content_text, message_time
+from reme.pipelines.capture.messages import TranscriptRecord, message_text, message_time
 from reme.workspace.transcript import parse_records
 
 
@@ -29,8 +29,8 @@ def _aware_time(record: Mapping[str, object], tz: tzinfo) -> str | None:
     return moment.isoformat() if moment else None
 
 
-def message_of(record: Mapping[str, object], tz: tzinfo, where: str = "transcript record") -> Message:
-    """A saved record as a `Message` (string content, aware time); keys reme does not know are kept.
+def record_of(record: Mapping[str, object], tz: tzinfo, where: str = "transcript record") -> TranscriptRecord:
+    """A saved record as a `TranscriptRecord` (string content, aware time); keys reme does not know are kept.
 
     A ValueError names what is wrong: an id that is not text or a number, a role that is not text."""
     record_id = record.get("id")
@@ -44,24 +44,24 @@ def message_of(record: Mapping[str, object], tz: tzinfo, where: str = "transcrip
         "id": str(record_id),
         "role": role,
         "name": name if isinstance(name, str) else None,
-        "content": content if isinstance(content, str) else content_text(record),
+        "content": content if isinstance(content, str) else message_text(record),
         "created_at": _aware_time(record, tz),
     }
     merged = {**record, **fields}
     if "metadata" in merged and not isinstance(metadata, dict):
         del merged["metadata"]
-    return cast(Message, merged)  # validated above; other keys ride along to be written back
+    return cast(TranscriptRecord, merged)  # validated above; other keys ride along to be written back
 
 
-def parse_transcript(text: str, tz: tzinfo) -> list[Message]:
+def parse_transcript(text: str, tz: tzinfo) -> list[TranscriptRecord]:
     """Records of a saved transcript with string content and aware times (ReMe 0.4 blocks read as text)."""
     return [
-        message_of(record, tz, f"transcript line {number}")
+        record_of(record, tz, f"transcript line {number}")
         for number, record in enumerate(parse_records(text), 1)
     ]
 
 
-def _sort_times(records: Sequence[Message]) -> list[datetime | None]:
+def _sort_times(records: Sequence[TranscriptRecord]) -> list[datetime | None]:
     """Each record's time; records without one take the time of the record before them."""
     times: list[datetime | None] = []
     last: datetime | None = None
@@ -73,9 +73,11 @@ def _sort_times(records: Sequence[Message]) -> list[datetime | None]:
     return times
 
 
-def merge(existing: Sequence[Message], incoming: Sequence[Message], tz: tzinfo) -> list[Message]:
+def merge(
+    existing: Sequence[TranscriptRecord], incoming: Sequence[TranscriptRecord], tz: tzinfo
+) -> list[TranscriptRecord]:
     """Union by message id (an incoming record replaces a stored one), stably sorted by time."""
-    by_id: dict[str, Message] = {r["id"]: r for r in existing}
+    by_id: dict[str, TranscriptRecord] = {r["id"]: r for r in existing}
     order = [r["id"] for r in existing]
     for record in incoming:
         stored = by_id.get(record["id"])
@@ -83,7 +85,7 @@ def merge(existing: Sequence[Message], incoming: Sequence[Message], tz: tzinfo) 
             order.append(record["id"])
             by_id[record["id"]] = record
         else:
-            by_id[record["id"]] = cast(Message, {**stored, **record})
+            by_id[record["id"]] = cast(TranscriptRecord, {**stored, **record})
     records = [by_id[i] for i in order]
     times = _sort_times(records)
     floor = datetime.min.replace(tzinfo=tz)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TypeAlias
 
 from reme.jsontypes import JSONObject, JSONValue
-from reme.pipelines.capture.messages import content_text, strip_base64
+from reme.pipelines.capture.messages import message_text, strip_base64
 from reme.pipelines.capture.redaction import SECRET_SPAN, redact
 
 TOOL_RESULT_CHARS = 400
@@ -53,7 +53,7 @@ def _trimmed(text: str, limit: int = TOOL_RESULT_CHARS) -> str:
 def tool_result_note(content: object, *, error: bool = False) -> str:
     """`[tool result …: <start of the output>]`: enough to know what came back, never the whole output."""
     if isinstance(content, list):
-        text = content_text({"content": [b for b in content if isinstance(b, Mapping | str)]})
+        text = message_text({"content": [b for b in content if isinstance(b, Mapping | str)]})
     else:
         text = "" if content is None else str(content)
     label = f"tool result{' (error)' if error else ''}"
@@ -75,7 +75,7 @@ def _claude_user_text(content: object) -> tuple[str, bool]:
             results += 1
             parts.append(tool_result_note(block.get("content"), error=bool(block.get("is_error"))))
         else:
-            parts.append(content_text({"content": [block]}))
+            parts.append(message_text({"content": [block]}))
     return "\n".join(p for p in parts if p), results == len(content) and results > 0
 
 
@@ -106,7 +106,7 @@ def _claude_entry(entry: Entry, session_id: str | None, out: Reading) -> None:
     if kind == "user":
         text, only_results = _claude_user_text(message.get("content"))
     else:
-        text, only_results = content_text(message), False
+        text, only_results = message_text(message), False
     if not text.strip():
         out.skip("empty")
         return
@@ -210,7 +210,7 @@ def _codex_line(line: Entry, out: Reading) -> None:
         if role not in ("user", "assistant"):
             out.skip(f"{role}_message")
             return
-        text = content_text(item)
+        text = message_text(item)
         if role == "user" and text.lstrip().startswith(_CODEX_PREAMBLES):
             out.skip("preamble")
             return
@@ -220,7 +220,7 @@ def _codex_line(line: Entry, out: Reading) -> None:
             out.skip("empty")
     elif kind in ("function_call", "custom_tool_call", "local_shell_call"):
         name = item.get("name") or ("shell" if kind == "local_shell_call" else "tool")
-        note = content_text({"content": [{"type": "tool_use", "name": name, "input": _arguments(item)}]})
+        note = message_text({"content": [{"type": "tool_use", "name": name, "input": _arguments(item)}]})
         out.messages.append({"role": "assistant", "content": note, "created_at": when})
     elif kind in ("function_call_output", "custom_tool_call_output"):
         note = tool_result_note(_output_text(item.get("output")))

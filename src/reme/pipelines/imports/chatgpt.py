@@ -5,20 +5,20 @@ regenerations are branches. The conversation as the user last saw it is the path
 `current_node` up to the root, so only that branch is imported (a conversation without a usable
 `current_node` follows the last child from the root). System messages, hidden context (custom
 instructions), tool output and reasoning are left out; the assistant's code-interpreter calls become
-tool-call notes. Message ids are the export's own, so a re-import merges instead of duplicating.
+tool-call notes. TranscriptRecord ids are the export's own, so a re-import merges instead of duplicating.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from datetime import date, tzinfo
 
 from reme.jsontypes import JSONObject, JSONValue
-from reme.pipelines.capture.messages import Message, normalise_messages
+from reme.pipelines.capture.messages import TranscriptRecord, normalise_messages
 from reme.pipelines.capture.redaction import redact
 from reme.pipelines.capture.session import clean_records
 from reme.pipelines.imports.writing import (
+    SAFE_ID,
     ImportBatch,
     ImportedNote,
     ImportedTranscript,
@@ -33,7 +33,6 @@ from reme.workspace.transcript import transcript_path
 KIND = "chatgpt"
 MAX_TITLE = 200
 HIDDEN_TYPES = ("user_editable_context", "model_editable_context", "thoughts", "reasoning_recap")
-_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,100}")
 
 
 def conversations_of(data: JSONValue) -> list[JSONValue]:
@@ -150,7 +149,7 @@ def message_of(node: Mapping[str, object]) -> dict[str, object] | None:
 
 def _conversation_id(conversation: Mapping[str, object]) -> str:
     given = str(conversation.get("conversation_id") or conversation.get("id") or "")
-    if _SAFE_ID.fullmatch(given):
+    if SAFE_ID.fullmatch(given):
         return given
     return short_hash(f"{conversation.get('title')}\x1f{conversation.get('create_time')}\x1f{given}", 16)
 
@@ -198,7 +197,7 @@ def _conversation_note(
     conversation_id: str,
     session_id: str,
     title: str,
-    records: list[Message],
+    records: list[TranscriptRecord],
     folder: str,
     session_folder: str,
 ) -> ImportedNote:

@@ -8,12 +8,11 @@ the same note on the next import.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from datetime import date
 
 from reme.jsontypes import JSONObject, JSONValue
-from reme.pipelines.imports.writing import ImportBatch, ImportedNote, check_items, note_text
+from reme.pipelines.imports.writing import SAFE_ID, ImportBatch, ImportedNote, check_items, note_text
 from reme.pipelines.memory.card_names import short_hash, slugify
 from reme.workspace import frontmatter, relative_dates
 from reme.workspace.dates import is_date
@@ -21,7 +20,6 @@ from reme.workspace.dates import is_date
 KIND = "mem0"
 OWNER_KEYS = ("user_id", "agent_id", "run_id")
 COPIED_KEYS = ("user_id", "agent_id", "run_id", "categories", "hash", "created_at", "updated_at")
-_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,100}")
 
 
 def memories_of(data: JSONValue) -> list[JSONValue]:
@@ -69,7 +67,7 @@ def mem0_batch(data: JSONValue, *, folder: str, max_items: int, max_memory_chars
             continue
         owner_value = next((str(memory[k]) for k in OWNER_KEYS if memory.get(k) not in (None, "")), "shared")
         owner = slugify(owner_value) or short_hash(owner_value)
-        stem = str(memory_id) if _SAFE_ID.fullmatch(str(memory_id)) else short_hash(str(memory_id), 16)
+        stem = str(memory_id) if SAFE_ID.fullmatch(str(memory_id)) else short_hash(str(memory_id), 16)
         front: JSONObject = {
             "name": _one_line(text, 80),
             "description": _one_line(text, 200),

@@ -22,7 +22,7 @@ from reme.pipelines.port import MemoryPort
 
 BATCH_ENTRIES = 5000  # entries per append: a long transcript is saved in parts (appends merge by id)
 _ROLLOUT = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$")
-SOURCES = {"claude_code": "Claude Code", "codex": "Codex"}
+SOURCE_NAMES = {"claude_code": "Claude Code", "codex": "Codex"}
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class SessionsReport:
         tallies = self.projects.values()
         sessions, new = sum(t.sessions for t in tallies), sum(t.new for t in tallies)
         lines = [
-            f"imported {SOURCES[self.source]} sessions from {self.origin}: {sessions} session(s) in "
+            f"imported {SOURCE_NAMES[self.source]} sessions from {self.origin}: {sessions} session(s) in "
             f"{len(self.projects)} project(s), {new} with new messages, {sessions - new} unchanged; "
             f"{sum(t.messages for t in tallies)} message(s) added, {len(self.queued)} session(s) queued "
             f"for distillation, {len(self.skipped)} skipped"

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 
 from reme.errors import ReMeError
 from reme.jsontypes import JSONObject, JSONValue
-from reme.pipelines.capture.messages import Message
+from reme.pipelines.capture.messages import TranscriptRecord
 from reme.pipelines.capture.redaction import redact, redact_object
 from reme.pipelines.capture.transcript_merge import merge, parse_transcript
 from reme.pipelines.memory.auto_memory import choose_date, ensure_card, session_path
@@ -43,6 +43,7 @@ IMPORTS_FOLDER = "imports"
 FILES_STATE = "imported_files"  # attachment path -> sha256 of the bytes an import wrote there
 IMPORTED_NOTES = "imported_notes"  # "<imported_from>\n<import_id>" -> the path the note was written to
 MAX_ATTACHMENT_BYTES = 50_000_000
+SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,100}")  # an id from a source usable as a file name
 _PLAIN = re.compile(r"[A-Za-z0-9_/][\w./#@+~-]*")  # read back as the same string (checked anyway)
 ROLE_FOLDERS = ("metadata", "session", "daily", "digest", "resource", "journal")
 NO_MOVED_NOTES = ("metadata", "session", "journal")  # folders a moved imported note never lives in
@@ -76,7 +77,7 @@ class ImportedTranscript:
     """Normalised transcript records of one conversation, saved as `session/dialog/<session_id>.jsonl`."""
 
     session_id: str
-    records: list[Message]
+    records: list[TranscriptRecord]
 
 
 @dataclass

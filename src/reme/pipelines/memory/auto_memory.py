@@ -8,19 +8,19 @@ session or by `auto_memory_pending`.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
 from datetime import date, datetime
 
 from reme.errors import Conflict, LLMUnavailable, ReMeError
 from reme.jsontypes import JSONObject, JSONValue
 from reme.llm.runner import AgentFailed
-from reme.pipelines.capture.messages import READ_CHARS, Message, local_date, normalise_messages
+from reme.pipelines.capture.messages import READ_CHARS, TranscriptRecord, local_date, normalise_messages
 from reme.pipelines.capture.redaction import redact, redact_record
 from reme.pipelines.capture.transcript_merge import merge, parse_transcript
 from reme.pipelines.memory.card_dates import render_for_prompt
 from reme.pipelines.memory.card_names import short_hash
 from reme.pipelines.memory.cards import cards_of_day, daily_days, find_card
-from reme.pipelines.memory.distil import AddUsage, distil_card, mark_pending
+from reme.pipelines.memory.distil import distil_card, mark_pending
+from reme.pipelines.outcome import AddUsage, Outcome
 from reme.pipelines.port import MemoryPort
 from reme.workspace import relative_dates
 from reme.workspace.dates import parse_date
@@ -29,21 +29,13 @@ from reme.workspace.transcript import check_session_id, render_records, transcri
 SAVE_ATTEMPTS = 3
 
 
-@dataclass
-class MemoryOutcome:
-    """A memory job's answer and its response metadata (docs/spec.md §10)."""
-
-    answer: str
-    metadata: JSONObject = field(default_factory=dict)
-
-
 def session_path(port: MemoryPort, session_id: str) -> str:
     return transcript_path(port.folder("session"), session_id)
 
 
 async def save_transcript(
-    port: MemoryPort, session_id: str, records: Sequence[Message]
-) -> tuple[list[Message], bool]:
+    port: MemoryPort, session_id: str, records: Sequence[TranscriptRecord]
+) -> tuple[list[TranscriptRecord], bool]:
     """Merge `records` into the saved transcript; (all records, whether the file changed)."""
     path = session_path(port, session_id)
     for attempt in range(SAVE_ATTEMPTS):
@@ -62,7 +54,7 @@ async def save_transcript(
     raise AssertionError("unreachable")
 
 
-def choose_date(explicit: date | None, records: Sequence[Message], port: MemoryPort) -> date:
+def choose_date(explicit: date | None, records: Sequence[TranscriptRecord], port: MemoryPort) -> date:
     """Explicit date, else the latest message time in the app timezone, else today."""
     if explicit:
         return explicit
@@ -70,7 +62,9 @@ def choose_date(explicit: date | None, records: Sequence[Message], port: MemoryP
     return max(times).astimezone(port.tz).date() if times else port.today()
 
 
-def records_of_day(records: Sequence[Message], day: date, port: MemoryPort) -> list[Message]:
+def records_of_day(
+    records: Sequence[TranscriptRecord], day: date, port: MemoryPort
+) -> list[TranscriptRecord]:
     """The messages dated `day` plus undated ones; all messages when none is dated that day."""
     if not any(local_date(r.get("created_at"), port.tz) == day for r in records):
         return list(records)
@@ -101,7 +95,7 @@ async def distil_session(
     session_id: str,
     day: str,
     card_path: str,
-    records: Sequence[Message],
+    records: Sequence[TranscriptRecord],
     memory_hint: str,
     add_usage: AddUsage,
 ) -> str:
@@ -141,7 +135,7 @@ async def pin_relative_dates(port: MemoryPort, card_path: str, day: date) -> Non
 
 
 async def pending_cards_of_session(
-    port: MemoryPort, session_id: str, records: Sequence[Message], skip: str
+    port: MemoryPort, session_id: str, records: Sequence[TranscriptRecord], skip: str
 ) -> list[tuple[str, str]]:
     """(day, card) of pending cards of this session on the days its messages span, except `skip`."""
     days = sorted(
@@ -164,7 +158,7 @@ async def auto_memory(
     memory_hint: str,
     max_message_chars: int,
     add_usage: AddUsage,
-) -> MemoryOutcome:
+) -> Outcome:
     # Validate everything before the first write.
     check_session_id(session_id)
     explicit = parse_date(date_text) if date_text else None
@@ -179,11 +173,11 @@ async def auto_memory(
 async def _remember(
     port: MemoryPort,
     session_id: str,
-    incoming: list[Message],
+    incoming: list[TranscriptRecord],
     explicit: date | None,
     memory_hint: str,
     add_usage: AddUsage,
-) -> MemoryOutcome:
+) -> Outcome:
     records, changed = await save_transcript(port, session_id, incoming)
     if not records:
         raise ValueError("messages has no message with text content, and the session has no saved transcript")
@@ -198,7 +192,7 @@ async def _remember(
     # Checked before the model: a repeat needs none, and must not mark a distilled card pending.
     if not (changed or created or front.get("pending") or memory_hint):
         metadata["pending"] = False
-        return MemoryOutcome(
+        return Outcome(
             f"nothing new: {session_path(port, session_id)} and {card_path} are up to date", metadata
         )
     try:
@@ -223,7 +217,7 @@ async def _remember(
     metadata["pending"] = False
     await port.refresh_day(day)
     also = f" (also distilled pending {', '.join(done)})" if done else ""
-    return MemoryOutcome(
+    return Outcome(
         f"{len(incoming)} message(s) saved to {session_path(port, session_id)}; card {metadata['note_path']} updated{also}",
         metadata,
     )
@@ -234,7 +228,7 @@ async def _distil_or_fail(
     session_id: str,
     day: str,
     card_path: str,
-    records: Sequence[Message],
+    records: Sequence[TranscriptRecord],
     memory_hint: str,
     add_usage: AddUsage,
     metadata: JSONObject,
@@ -274,7 +268,7 @@ async def _distil_pending(
     return await distil_session(port, session_id, day, path, records, "", add_usage)
 
 
-async def auto_memory_pending(port: MemoryPort, *, limit: int, add_usage: AddUsage) -> MemoryOutcome:
+async def auto_memory_pending(port: MemoryPort, *, limit: int, add_usage: AddUsage) -> Outcome:
     """Distil every pending session card (oldest day first), at most `limit` of them."""
     port.model("memory")
     distilled: list[str] = []
@@ -293,4 +287,4 @@ async def auto_memory_pending(port: MemoryPort, *, limit: int, add_usage: AddUsa
             distilled.append(final)
         await port.refresh_day(day)
     answer = f"distilled {len(distilled)} pending card(s)" + (f", {len(failed)} failed" if failed else "")
-    return MemoryOutcome(answer, {"distilled": [*distilled], "failed": failed})
+    return Outcome(answer, {"distilled": [*distilled], "failed": failed})

@@ -19,8 +19,9 @@ from reme.jsontypes import JSONObject
 from reme.llm.runner import AgentFailed
 from reme.pipelines.memory.card_names import short_hash
 from reme.pipelines.memory.cards import cards_of_day, daily_days
-from reme.pipelines.memory.distil import AddUsage, distil_card
+from reme.pipelines.memory.distil import distil_card
 from reme.pipelines.memory.resource_text import SUPPORTED, Unreadable, extract
+from reme.pipelines.outcome import AddUsage
 from reme.pipelines.port import MemoryPort
 from reme.workspace.dates import is_date
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import date, datetime, tzinfo
 
-from reme.pipelines.capture.messages import Message
+from reme.pipelines.capture.messages import TranscriptRecord
 from reme.workspace import relative_dates
 
 
-def render_for_prompt(records: Sequence[Message], tz: tzinfo, fallback_day: date) -> str:
+def render_for_prompt(records: Sequence[TranscriptRecord], tz: tzinfo, fallback_day: date) -> str:
     """One line block per message: `[role (name) @ YYYY-MM-DD HH:MM Weekday] text`, dates pinned."""
     blocks = []
     for record in records:

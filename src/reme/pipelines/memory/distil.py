@@ -8,10 +8,9 @@ mark is removed, and (unless told not to) the file is renamed after the name wit
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import TypeAlias
 
 from pydantic import BaseModel, Field
 
@@ -20,11 +19,10 @@ from reme.llm.prompts import render_prompt
 from reme.llm.runner import AgentFailed, run_agent
 from reme.llm.tools import PathPolicy
 from reme.pipelines.memory.card_names import short_hash, slugify
+from reme.pipelines.outcome import AddUsage
 from reme.pipelines.port import MemoryPort
 
 CARD_TOOLS = ("read", "write", "edit", "frontmatter_read", "frontmatter_update")
-# Where a pipeline reports the tokens a model run used (the job adds them up for its response).
-AddUsage: TypeAlias = Callable[[dict[str, int]], None]
 
 
 class CardSummary(BaseModel):

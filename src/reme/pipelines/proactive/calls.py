@@ -18,7 +18,7 @@ from reme.errors import ReMeError
 from reme.llm.prompts import render_prompt
 from reme.llm.runner import AgentFailed, run_agent
 from reme.llm.tools import PathPolicy
-from reme.pipelines.memory.distil import AddUsage
+from reme.pipelines.outcome import AddUsage
 from reme.pipelines.port import MemoryPort
 
 MAX_CALLS = 4

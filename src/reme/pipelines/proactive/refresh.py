@@ -16,7 +16,7 @@ from datetime import date, datetime
 from reme.errors import ReMeError
 from reme.jsontypes import JSONObject
 from reme.pipelines.memory.daily_changes import checkpoint
-from reme.pipelines.memory.distil import AddUsage
+from reme.pipelines.outcome import AddUsage
 from reme.pipelines.port import FileText, MemoryPort
 from reme.pipelines.proactive.calls import AgendaReply, ExtractReply, ModelCalls, PlanItem, PlanReply
 from reme.pipelines.proactive.files import RESOLVED, Tombstone, TruthSource, render_interests

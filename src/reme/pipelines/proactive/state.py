@@ -6,23 +6,17 @@ malformed truth source (leaving it as it is), rebuild is the way to replace one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 
 from reme.errors import ReMeError
-from reme.jsontypes import JSONObject, JSONValue
+from reme.jsontypes import JSONValue
+from reme.pipelines.outcome import Outcome
 from reme.pipelines.port import MemoryPort
 from reme.pipelines.proactive.files import Interests, Tombstone, parse_interests, rebuild_truth
 from reme.pipelines.proactive.store import hold, load_truth, truth_path
 from reme.pipelines.proactive.topics import path_date
 
 MAX_REASON_CHARS = 500
-
-
-@dataclass(frozen=True)
-class Outcome:
-    answer: str
-    metadata: JSONObject
 
 
 async def resolve(port: MemoryPort, topic_id: str, reason: str = "") -> Outcome:
