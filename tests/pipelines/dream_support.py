@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from reme.errors import ReMeError
+from reme.pipelines.dream.run import DreamSettings, auto_dream
+from reme.testing.memory_port import InMemoryPort
+from reme.workspace.buckets import buckets_page
 
 DAY = "2026-06-20"
 CARD = f"daily/{DAY}/release.md"
@@ -75,3 +81,44 @@ def journal_runs(ws: Path) -> list[dict[str, Any]]:
         if folder.is_dir()
         else []
     )
+
+
+@dataclass
+class Outcome:
+    """A pipeline run as its job would answer: success, answer and metadata (a failure's too)."""
+
+    success: bool
+    answer: str
+    metadata: dict[str, Any]
+
+
+def port_of(ws: Path, script: list[dict[str, Any]] | None = None, **settings: Any) -> InMemoryPort:
+    """An in-memory port over `ws` playing `script` (no application is started)."""
+    return InMemoryPort(ws, script=script or [], **settings)
+
+
+def dream_settings(port: InMemoryPort) -> DreamSettings:
+    """The settings the auto_dream step gives by default, for the port's buckets."""
+    return DreamSettings(
+        buckets=[bucket.name for bucket in port.buckets],
+        buckets_page=buckets_page(port.buckets, port.folder("digest")),
+    )
+
+
+async def dream(
+    port: InMemoryPort, date: str | None = DAY, *, scan_days: int = 2, max_units: int = 5, hint: str = ""
+) -> Outcome:
+    """One auto_dream run on the port, with the step's defaults."""
+    try:
+        done = await auto_dream(
+            port,
+            dream_settings(port),
+            date_text=date,
+            scan_days=scan_days,
+            max_units=max_units,
+            hint=hint,
+            add_usage=lambda _usage: None,
+        )
+    except ReMeError as exc:
+        return Outcome(False, exc.message, exc.metadata)
+    return Outcome(True, done.answer, done.metadata)

@@ -1,8 +1,11 @@
-"""`AppPort`: the application seen through `reme.pipelines.port.MemoryPort`.
+"""The pipeline ports (`reme.pipelines.port`) over the workspace and over a running application.
 
-File operations run as reme's own jobs, so pipelines get the same path checks, locks and index updates
-as every other client; a failed job becomes a `ReMeError` with the job's message. Pipeline state lives
-under `metadata/` (derived, rebuildable) and is written atomically.
+`WorkspacePort` implements the file roles (`Notes`, `Bulk`, `Cards`, `Digest`) and `RunState` with
+the very workspace functions the file jobs' steps call (`reme.workspace.{reading,writing,moving,
+daily,digest_writing,transaction}`), so a pipeline's writes get the same path checks, locks, caps
+and link updates as any other client's; an error keeps the job's wording (`"<job> failed: ..."`).
+`AppPort` adds what needs the application: recall through the index jobs, models, agent tools.
+Pipeline state lives under `metadata/` (derived, rebuildable) and is written atomically.
 """
 
 from __future__ import annotations
@@ -13,12 +16,12 @@ import logging
 import os
 import stat
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import replace
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, tzinfo
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from weakref import WeakKeyDictionary
 
 from filelock import FileLock, Timeout
@@ -28,11 +31,26 @@ from reme.app.components.index import link_source
 from reme.app.components.llm import LLMComponent
 from reme.app.components.workspace import workspace_of
 from reme.errors import Conflict, LLMUnavailable, ReMeError
-from reme.pipelines.port import Embeddings, FileEntry, FileText, ModelHandle
-from reme.workspace import confined_read, digest_writing, writing
+from reme.jsontypes import JSONObject, JSONValue
+from reme.pipelines.port import (
+    Committed,
+    Embeddings,
+    FileEntry,
+    FileText,
+    GraphEdge,
+    GraphNode,
+    ModelHandle,
+    Neighbourhood,
+    NodeHit,
+    PassageHit,
+    Statement,
+)
+from reme.workspace import confined_read, daily, digest_writing, moving, reading, writing
 from reme.workspace.atomic import atomic_write
+from reme.workspace.layout import Workspace
 from reme.workspace.links import LinkSource
 from reme.workspace.paths import UnsafePathError, check_segment, is_markdown
+from reme.workspace.textio import Limits
 from reme.workspace.transaction import Change, commit
 from reme.workspace.writing import ConflictError
 
@@ -44,20 +62,48 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 SYNC_BATCH = 200  # paths per index update of a batch save
 OUTPUT_MODES_STATE = "llm_output_modes"  # metadata/<this>.json: the output mode each endpoint and model takes
-_LOCKS: WeakKeyDictionary[Any, dict[str, asyncio.Lock]] = WeakKeyDictionary()
+_LOCKS: WeakKeyDictionary[object, dict[str, asyncio.Lock]] = WeakKeyDictionary()
+T = TypeVar("T")
+# What a failing file job answers with (`reme.app.jobs.USER_ERRORS`): the same errors, the same words here.
+_USER_ERRORS = (ValueError, FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError)
 
 
-class AppPort:
-    """`MemoryPort` over an `Application`: file jobs for files, `metadata/` for state, the llm component for models."""
+async def _as_job(job: str, run: Callable[[], T]) -> T:
+    """Run a workspace function in a thread; its failure as the `job` would report it (`ReMeError`)."""
+    try:
+        return await asyncio.to_thread(run)
+    except ConflictError as exc:
+        raise Conflict(f"{job} failed: {exc}", {"conflict": True, **exc.current}) from None
+    except ReMeError as exc:
+        raise type(exc)(f"{job} failed: {exc.message}", exc.metadata) from None
+    except _USER_ERRORS as exc:
+        raise ReMeError(f"{job} failed: {exc or type(exc).__name__}") from None
 
-    def __init__(self, app: Application) -> None:
-        self.app = app
-        self.tz = app.tz
-        self.run_job = app.run
-        self.workspace = workspace_of(app)
+
+class WorkspacePort:
+    """The file roles and run state over a `Workspace`; `limits` caps each job's text (its step settings)."""
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        links: Callable[[], LinkSource],
+        *,
+        tz: tzinfo,
+        today: Callable[[], date],
+        buckets: Callable[[], list[str]],
+        limits: Callable[[str], Limits] = lambda _job: Limits(),
+        lock_owner: object = None,
+    ) -> None:
+        self.workspace = workspace
+        self._links = links
+        self.tz = tz
+        self._today = today
+        self._buckets = buckets
+        self._limits = limits
+        self._lock_owner = lock_owner if lock_owner is not None else self
 
     def today(self) -> date:
-        return self.app.today()
+        return self._today()
 
     def folder(self, role: str) -> str:
         return self.workspace.folder(role)
@@ -69,27 +115,71 @@ class AppPort:
         self.workspace.resolve(path)
         return path
 
-    async def _call(self, job: str, **params: Any) -> Response:
-        response = await self.app.run(job, **params)
-        if not response.success:
-            error = Conflict if response.metadata.get("conflict") else ReMeError
-            raise error(f"{job} failed: {response.answer}", dict(response.metadata))
-        return response
-
-    # files ---------------------------------------------------------------------------------------
+    # notes ---------------------------------------------------------------------------------------
 
     async def load(self, path: str) -> FileText | None:
         if not self.exists(path):
             return None
-        meta = (await self._call("load", path=path)).metadata
-        return FileText(path, str(meta.get("content") or ""), str(meta["sha256"]), float(meta["mtime"]))
+        found = await _as_job("load", lambda: reading.load(self.workspace, path, self._limits("load")))
+        return FileText(path, str(found["content"]), str(found["sha256"]), float(found["mtime"]))
 
     async def save(self, path: str, content: str, *, expected_sha256: str | None = None) -> FileText:
-        params: dict[str, Any] = {"path": path, "content": content}
-        if expected_sha256:
-            params["expected_sha256"] = expected_sha256
-        meta = (await self._call("save", **params)).metadata
-        return FileText(path, content, str(meta["sha256"]), float(meta["mtime"]))
+        saved = await _as_job(
+            "save",
+            lambda: writing.save(
+                self.workspace,
+                self._links(),
+                path,
+                content,
+                None,
+                expected_sha256 or None,
+                self._limits("save"),
+            ),
+        )
+        return FileText(path, content, str(saved["sha256"]), float(saved["mtime"]))
+
+    async def delete(self, path: str) -> None:
+        await _as_job("delete", lambda: moving.delete(self.workspace, self._links(), path))
+
+    async def move(self, src: str, dst: str) -> None:
+        await _as_job("move", lambda: moving.move(self.workspace, self._links(), src, dst))
+
+    async def commit(self, changes: Sequence[Change]) -> list[Committed]:
+        links = self._links()
+        done = await asyncio.to_thread(commit, self.workspace, links, list(changes))
+        out = []
+        for entry in done:
+            path, sha = str(entry["path"]), entry["sha256"]
+            inbound = [] if sha else await asyncio.to_thread(links.inbound, path)
+            out.append(Committed(path, sha, tuple(link["source_path"] for link in inbound)))
+        return out
+
+    async def list_files(
+        self, folder: str, *, extensions: tuple[str, ...] = (), recursive: bool = False
+    ) -> list[FileEntry]:
+        if not (self.workspace.root / folder).is_dir():
+            return []
+        listed = await _as_job(
+            "list", lambda: reading.list_dir(self.workspace, folder, recursive, list(extensions) or None)
+        )
+        files = [
+            FileEntry(str(e["path"]), int(e["size"]), float(e["mtime"]))
+            for e in listed["entries"]
+            if e.get("type") == "file"
+        ]
+        return sorted(files, key=lambda entry: entry.path)
+
+    async def list_dirs(self, folder: str) -> list[str]:
+        relative = self.workspace.relative_for(folder, allow_root=True)
+        try:  # through confined descriptors, as `list`: a folder swapped for a link lists nothing
+            children = confined_read.entries(self.workspace.root, relative)
+        except (OSError, UnsafePathError):
+            return []
+        return sorted(
+            name for name, info, _link in children if stat.S_ISDIR(info.st_mode) and not name.startswith(".")
+        )
+
+    # bulk ----------------------------------------------------------------------------------------
 
     async def read_bytes(self, path: str, *, max_bytes: int) -> bytes:
         relative = self.workspace.relative_for(path)
@@ -99,7 +189,7 @@ class AppPort:
             raise ReMeError(f"too large: {exc.size} bytes > max_bytes {max_bytes}") from None
 
     async def save_batch(self, files: Sequence[tuple[str, str, str | None]]) -> None:
-        links = link_source(self.app)
+        links = self._links()
         written: list[str] = []
 
         def put() -> None:
@@ -130,56 +220,88 @@ class AppPort:
 
         await asyncio.to_thread(put)
 
-    async def write(self, path: str, content: str, *, name: str, metadata: dict[str, Any]) -> None:
-        await self._call("write", path=path, content=content, name=name, metadata=metadata)
+    # cards ---------------------------------------------------------------------------------------
 
-    async def delete(self, path: str) -> None:
-        await self._call("delete", path=path)
-
-    async def commit(self, changes: Sequence[Change]) -> list[dict[str, Any]]:
-        links = link_source(self.app)
-        done = await asyncio.to_thread(commit, self.workspace, links, list(changes))
-        for entry in done:
-            entry["inbound"] = (
-                [] if entry["sha256"] else await asyncio.to_thread(links.inbound, entry["path"])
-            )
-        return done
-
-    async def move(self, src: str, dst: str) -> None:
-        await self._call("move", src=src, dst=dst)
-
-    async def list_files(
-        self, folder: str, *, extensions: tuple[str, ...] = (), recursive: bool = False
-    ) -> list[FileEntry]:
-        if not (self.workspace.root / folder).is_dir():
-            return []
-        params: dict[str, Any] = {"path": folder, "recursive": recursive}
-        if extensions:
-            params["extensions"] = list(extensions)
-        entries = (await self._call("list", **params)).metadata.get("entries", [])
-        files = [
-            FileEntry(str(e["path"]), int(e["size"]), float(e["mtime"]))
-            for e in entries
-            if e.get("type") == "file"
-        ]
-        return sorted(files, key=lambda entry: entry.path)
-
-    async def list_dirs(self, folder: str) -> list[str]:
-        relative = self.workspace.relative_for(folder, allow_root=True)
-        try:  # through confined descriptors, as `list`: a folder swapped for a link lists nothing
-            children = confined_read.entries(self.workspace.root, relative)
-        except (OSError, UnsafePathError):
-            return []
-        return sorted(
-            name for name, info, _link in children if stat.S_ISDIR(info.st_mode) and not name.startswith(".")
+    async def write(self, path: str, content: str, *, name: str, metadata: Mapping[str, object]) -> None:
+        await _as_job(
+            "write",
+            lambda: writing.write(
+                self.workspace,
+                self._links(),
+                path,
+                content,
+                name,
+                None,
+                dict(metadata),
+                self._limits("write"),
+            ),
         )
 
-    # digest drafts -------------------------------------------------------------------------------
+    async def front_matter(self, path: str) -> dict[str, Any]:
+        found = await _as_job(
+            "frontmatter_read",
+            lambda: reading.frontmatter_read(self.workspace, path, self._limits("frontmatter_read")),
+        )
+        return dict(found.get("front_matter") or {})
+
+    async def update_front_matter(self, path: str, metadata: JSONObject) -> dict[str, Any]:
+        updated = await _as_job(
+            "frontmatter_update",
+            lambda: writing.frontmatter_update(
+                self.workspace, self._links(), path, metadata, self._limits("frontmatter_update")
+            ),
+        )
+        return dict(updated.get("front_matter") or {})
+
+    async def delete_front_matter(self, path: str, keys: list[str]) -> None:
+        await _as_job(
+            "frontmatter_delete",
+            lambda: writing.frontmatter_delete(
+                self.workspace, self._links(), path, keys, self._limits("frontmatter_delete")
+            ),
+        )
+
+    async def create_card(self, day: str, name: str, session_id: str | None = None) -> tuple[str, bool]:
+        made = await _as_job(
+            "daily_create", lambda: daily.create(self.workspace, self._links(), day, name, session_id)
+        )
+        return str(made["path"]), bool(made.get("created"))
+
+    async def refresh_day(self, day: str) -> None:
+        await _as_job("daily_reindex", lambda: daily.reindex(self.workspace, self._links(), day))
+
+    # digest --------------------------------------------------------------------------------------
+
+    async def write_node(
+        self, path: str, content: str, *, name: str | None = None, description: str | None = None
+    ) -> FileText:
+        limits = self._limits("digest_write")
+        await _as_job(
+            "digest_write",
+            lambda: digest_writing.digest_write(
+                self.workspace, self._links(), self._buckets(), path, content, name, description, None, limits
+            ),
+        )
+        return await self._loaded(path)
+
+    async def edit_node(self, path: str, old: str, new: str, *, expected_sha256: str | None) -> FileText:
+        limits = self._limits("digest_edit")
+        await asyncio.to_thread(  # its typed refusals (Conflict, E-1) go up as they are: the guard tells them apart
+            digest_writing.digest_edit, self.workspace, self._links(), path, old, new, expected_sha256, limits
+        )
+        return await self._loaded(path)
+
+    async def _loaded(self, path: str) -> FileText:
+        found = await self.load(self.workspace.check(path))
+        if found is None:
+            raise ReMeError(f"{path} is gone right after it was written")
+        return found
 
     async def draft_node(self, path: str, content: str, *, description: str | None, name: str | None) -> str:
-        buckets = [bucket.name for bucket in buckets_of(self.app)]
         try:
-            _, text = digest_writing.draft_node(self.workspace, buckets, path, content, name, description)
+            _, text = digest_writing.draft_node(
+                self.workspace, self._buckets(), path, content, name, description
+            )
         except ValueError as exc:
             raise ReMeError(str(getattr(exc, "message", None) or exc)) from None
         return text
@@ -192,55 +314,77 @@ class AppPort:
             raise ReMeError(str(getattr(exc, "message", None) or exc)) from None
         return edited
 
-    # front matter --------------------------------------------------------------------------------
+    # run state -----------------------------------------------------------------------------------
 
-    async def front_matter(self, path: str) -> dict[str, Any]:
-        return dict((await self._call("frontmatter_read", path=path)).metadata.get("front_matter") or {})
+    def keyed_lock(self, key: str) -> asyncio.Lock:
+        return _LOCKS.setdefault(self._lock_owner, {}).setdefault(key, asyncio.Lock())
 
-    async def update_front_matter(self, path: str, metadata: dict[str, Any]) -> dict[str, Any]:
-        response = await self._call("frontmatter_update", path=path, metadata=metadata)
-        return dict(response.metadata.get("front_matter") or {})
+    def exclusive(self, name: str, kind: str | None = None) -> AbstractAsyncContextManager[None]:
+        return _exclusive(self.workspace.locks.lock_dir, check_segment(name, "lock name"), kind or name)
 
-    async def delete_front_matter(self, path: str, keys: list[str]) -> None:
-        await self._call("frontmatter_delete", path=path, keys=keys)
+    def _state_path(self, name: str) -> Path:
+        return self.workspace.root / self.folder("metadata") / f"{check_segment(name, 'state name')}.json"
 
-    # daily notes ---------------------------------------------------------------------------------
+    def read_state(self, name: str) -> dict[str, Any]:
+        try:
+            data = json.loads(self._state_path(name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
 
-    async def create_card(self, day: str, name: str, session_id: str | None = None) -> tuple[str, bool]:
-        params: dict[str, Any] = {"date": day, "name": name}
-        if session_id is not None:
-            params["session_id"] = session_id
-        meta = (await self._call("daily_create", **params)).metadata
-        return str(meta["path"]), bool(meta.get("created"))
+    def write_state(self, name: str, data: JSONObject) -> None:
+        atomic_write(self._state_path(name), json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True))
 
-    async def refresh_day(self, day: str) -> None:
-        await self._call("daily_reindex", date=day)
+
+class AppPort(WorkspacePort):
+    """Every role over an `Application`: its workspace and link source, its index jobs, its llm component."""
+
+    def __init__(self, app: Application) -> None:
+        super().__init__(
+            workspace_of(app),
+            lambda: link_source(app),
+            tz=app.tz,
+            today=app.today,
+            buckets=lambda: [bucket.name for bucket in buckets_of(app)],
+            limits=lambda job: _step_limits(app, job),
+            lock_owner=app,
+        )
+        self.app = app
+        self.run_job = app.run
 
     # recall --------------------------------------------------------------------------------------
 
+    async def _index(self, job: str, **params: object) -> Response:
+        response = await self.app.run(job, **params)
+        if not response.success:
+            raise ReMeError(f"{job} failed: {response.answer}", dict(response.metadata))
+        return response
+
     async def node_search(
         self, query: str, *, limit: int, keyword_only: bool = False, as_of: str | None = None
-    ) -> list[dict[str, Any]]:
-        params: dict[str, Any] = {"query": query, "limit": limit}
+    ) -> list[NodeHit]:
+        params: dict[str, object] = {"query": query, "limit": limit}
         if keyword_only:
             params["keyword_only"] = True
         if as_of:
             params["as_of"] = as_of
-        return list((await self._call("node_search", **params)).metadata.get("results") or [])
+        found = (await self._index("node_search", **params)).metadata.get("results") or []
+        return [node_hit(hit) for hit in found]
 
     async def search(
         self, query: str, *, limit: int, path_prefix: str = "", as_of: str | None = None
-    ) -> list[dict[str, Any]]:
-        params: dict[str, Any] = {"query": query, "limit": limit, "expand_links": False}
+    ) -> list[PassageHit]:
+        params: dict[str, object] = {"query": query, "limit": limit, "expand_links": False}
         if path_prefix:
             params["path_prefix"] = path_prefix
         if as_of:
             params["as_of"] = as_of
-        return list((await self._call("search", **params)).metadata.get("results") or [])
+        found = (await self._index("search", **params)).metadata.get("results") or []
+        return [passage_hit(hit) for hit in found]
 
-    async def traverse(self, paths: Sequence[str], *, depth: int, direction: str = "both") -> dict[str, Any]:
-        meta = (await self._call("traverse", path=list(paths), depth=depth, direction=direction)).metadata
-        return {"nodes": list(meta.get("nodes") or []), "edges": list(meta.get("edges") or [])}
+    async def traverse(self, paths: Sequence[str], *, depth: int, direction: str = "both") -> Neighbourhood:
+        meta = (await self._index("traverse", path=list(paths), depth=depth, direction=direction)).metadata
+        return neighbourhood(meta.get("nodes") or [], meta.get("edges") or [])
 
     async def embed(self, texts: Sequence[str]) -> Embeddings | None:
         component = self.app.components.get("index")
@@ -261,41 +405,10 @@ class AppPort:
             )
             return None
 
-    # state and concurrency -----------------------------------------------------------------------
-
-    def keyed_lock(self, key: str) -> asyncio.Lock:
-        return _LOCKS.setdefault(self.app, {}).setdefault(key, asyncio.Lock())
-
-    def exclusive(self, name: str, kind: str | None = None) -> AbstractAsyncContextManager[None]:
-        return _exclusive(self.workspace.locks.lock_dir, check_segment(name, "lock name"), kind or name)
-
-    def _state_path(self, name: str) -> Path:
-        return self.workspace.root / self.folder("metadata") / f"{check_segment(name, 'state name')}.json"
-
-    def read_state(self, name: str) -> dict[str, Any]:
-        try:
-            data = json.loads(self._state_path(name).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
-
-    def write_state(self, name: str, data: dict[str, Any]) -> None:
-        atomic_write(self._state_path(name), json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True))
-
-    # agents --------------------------------------------------------------------------------------
+    # models --------------------------------------------------------------------------------------
 
     def agent_tools(self, jobs: Sequence[str]) -> list[ToolSpec]:
-        specs = []
-        for name in jobs:
-            job = self.app.jobs.get(name)
-            if job is None or job.agent is None:
-                raise ReMeError(
-                    f"job {name!r} is not usable as an agent tool (no `agent:` block in its config)"
-                )
-            specs.append(job.agent)
-        return specs
-
-    # models --------------------------------------------------------------------------------------
+        return agent_tools_of(self.app.jobs, jobs)
 
     def model(self, role: str) -> ModelHandle:
         llm = self.app.components.get("llm")
@@ -309,7 +422,93 @@ class AppPort:
         if missing:
             raise LLMUnavailable(f"no LLM configured: set {missing} (see docs/llm.md)")
         settings = replace(settings, modes_file=str(self._state_path(OUTPUT_MODES_STATE)))
-        return ModelHandle(settings, lambda variables: llm.model(role, variables))
+        return ModelHandle(settings, lambda variables: llm.model(role, dict(variables)))
+
+
+def _step_limits(app: Application, job: str) -> Limits:
+    """The text caps a file job's step settings give (its config), so a pipeline's writes meet the same caps."""
+    spec = app.jobs.get(job)
+    for step in spec.steps if spec is not None else ():
+        fields = {k: v for k, v in step.settings.items() if k in Limits.__dataclass_fields__}
+        if fields:
+            return Limits(**fields)
+    return Limits()
+
+
+def agent_tools_of(jobs: Mapping[str, Any], names: Sequence[str]) -> list[ToolSpec]:
+    """The agent tool specs of `names` from job declarations; `ReMeError` for a job agents may not call."""
+    specs = []
+    for name in names:
+        job = jobs.get(name)
+        if job is None or job.agent is None:
+            raise ReMeError(f"job {name!r} is not usable as an agent tool (no `agent:` block in its config)")
+        specs.append(job.agent)
+    return specs
+
+
+def _text(value: JSONValue) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _statements(raw: JSONValue) -> tuple[Statement, ...]:
+    entries = raw if isinstance(raw, list) else []
+    return tuple(
+        Statement(str(s.get("statement", "")), str(s.get("valid_range", "")))
+        for s in entries
+        if isinstance(s, dict)
+    )
+
+
+def node_hit(raw: JSONObject) -> NodeHit:
+    """A `node_search` result as the port's typed value."""
+    left_out = raw.get("left_out")
+    return NodeHit(
+        path=str(raw["path"]),
+        score=float(raw.get("score") or 0.0),  # type: ignore[arg-type]
+        name=_text(raw.get("name")),
+        description=_text(raw.get("description")),
+        statements=_statements(raw.get("statements")),
+        superseded=_statements(raw.get("superseded")),
+        left_out=left_out if isinstance(left_out, int) else 0,
+    )
+
+
+def passage_hit(raw: JSONObject) -> PassageHit:
+    """A `search` result as the port's typed value."""
+    return PassageHit(
+        path=str(raw["path"]),
+        start_line=int(raw.get("start_line") or 0),  # type: ignore[arg-type]
+        end_line=int(raw.get("end_line") or 0),  # type: ignore[arg-type]
+        score=float(raw.get("score") or 0.0),  # type: ignore[arg-type]
+        text=str(raw.get("text") or ""),
+        name=_text(raw.get("name")),
+        description=_text(raw.get("description")),
+        valid=raw.get("valid") is not False,
+        valid_range=_text(raw.get("valid_range")),
+        reason=_text(raw.get("reason")),
+    )
+
+
+def neighbourhood(nodes: list[JSONObject], edges: list[JSONObject]) -> Neighbourhood:
+    """A `traverse` result as the port's typed value."""
+    return Neighbourhood(
+        tuple(
+            GraphNode(
+                str(n["path"]), _text(n.get("name")), _text(n.get("description")), bool(n.get("exists"))
+            )
+            for n in nodes
+        ),
+        tuple(
+            GraphEdge(
+                str(e["source"]),
+                str(e["target"]),
+                _text(e.get("resolved")),
+                _text(e.get("predicate")),
+                _text(e.get("anchor")),
+            )
+            for e in edges
+        ),
+    )
 
 
 class _DeferredSync:

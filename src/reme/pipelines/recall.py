@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from typing import Any
 
 from reme.errors import ReMeError
 from reme.jsontypes import JSONObject
 from reme.pipelines.memory.cards import cards_of_day, daily_days
 from reme.pipelines.outcome import Outcome
-from reme.pipelines.port import MemoryPort
+from reme.pipelines.port import MemoryPort, NodeHit, PassageHit
 from reme.pipelines.proactive.read import read_proactive
 
 OPEN = '<reme-context source="reme" kind="recalled-memory" trust="untrusted-data">'
@@ -83,38 +82,35 @@ async def _agenda(port: MemoryPort) -> list[str]:
     return []
 
 
-def _statements(node: dict[str, Any]) -> str:
+def _statements(node: NodeHit) -> str:
     """A node's statements with validity (docs/spec.md §17.3): what holds first, superseded ones marked."""
-    shown = [f"holds: {s['statement']} (valid {s['valid_range']})" for s in node.get("statements") or []]
-    shown += [
-        f"superseded, no longer true: {s['statement']} (valid {s['valid_range']})"
-        for s in node.get("superseded") or []
-    ]
-    if node.get("left_out"):
-        shown.append(f"({node['left_out']} statement(s) not valid then, left out)")
+    shown = [f"holds: {s.statement} (valid {s.valid_range})" for s in node.statements]
+    shown += [f"superseded, no longer true: {s.statement} (valid {s.valid_range})" for s in node.superseded]
+    if node.left_out:
+        shown.append(f"({node.left_out} statement(s) not valid then, left out)")
     return "".join(f"\n  {_line(text)}" for text in shown)
 
 
 async def _digest(port: MemoryPort, query: str, limit: int, as_of: str | None) -> list[str]:
     nodes = await port.node_search(query, limit=limit, as_of=as_of)
-    return [_item(n["path"], n.get("name"), n.get("description")) + _statements(n) for n in nodes]
+    return [_item(n.path, n.name, n.description) + _statements(n) for n in nodes]
 
 
-def _validity(hit: dict[str, Any]) -> str:
-    if hit.get("valid", True):
+def _validity(hit: PassageHit) -> str:
+    if hit.valid:
         return ""
-    return f" ({hit.get('reason', 'not valid')}: valid {hit.get('valid_range', '?')})"
+    return f" ({hit.reason or 'not valid'}: valid {hit.valid_range or '?'})"
 
 
 async def _daily(port: MemoryPort, query: str, limit: int, as_of: str | None) -> tuple[list[str], set[str]]:
     """Daily passages for the query, one per note, with a snippet; not-valid ones last and marked."""
     lines, seen = [], set()
     for hit in await port.search(query, limit=limit * 3, path_prefix=f"{port.folder('daily')}/", as_of=as_of):
-        if hit["path"] in seen:
+        if hit.path in seen:
             continue
-        seen.add(hit["path"])
-        snippet = " ".join(_COMMENT.sub(" ", str(hit.get("text") or "")).split())[:SNIPPET_CHARS]
-        head = _item(hit["path"], hit.get("name"), hit.get("description")) + _validity(hit)
+        seen.add(hit.path)
+        snippet = " ".join(_COMMENT.sub(" ", hit.text).split())[:SNIPPET_CHARS]
+        head = _item(hit.path, hit.name, hit.description) + _validity(hit)
         lines.append(head + (f"\n  > {_line(snippet)}" if snippet else ""))
         if len(lines) >= limit:
             break

@@ -122,12 +122,12 @@ async def _links(port: MemoryPort, path: str, names: set[str], digest: str) -> l
         return []  # no index: links are not audited
     found: list[dict[str, Any]] = []
     linked = False  # sources are audited as missing_source
-    for edge in graph["edges"]:
-        if edge["source"] == path and not edge.get("resolved") and edge.get("predicate") != SOURCE_PREDICATE:
-            shown = describe({"target": edge["target"], "predicate": edge.get("predicate")})
+    for edge in graph.edges:
+        if edge.source == path and not edge.resolved and edge.predicate != SOURCE_PREDICATE:
+            shown = describe({"target": edge.target, "predicate": edge.predicate})
             found.append({"kind": "dead_link", "path": path, "detail": f"{shown} names no file"})
-        outbound = edge["source"] == path and edge.get("resolved") in names and edge["resolved"] != path
-        inbound = edge.get("resolved") == path and edge["source"] in names and edge["source"] != path
+        outbound = edge.source == path and edge.resolved in names and edge.resolved != path
+        inbound = edge.resolved == path and edge.source in names and edge.source != path
         linked = linked or outbound or inbound
     if not linked:
         found.append({"kind": "orphan", "path": path, "detail": "no digest node links it and it links none"})
@@ -161,13 +161,13 @@ async def _near_duplicates(
             hits = await port.node_search(query, limit=settings.neighbours + 1, keyword_only=True)
         except ReMeError:
             return []  # no index: near-duplicates are not audited
-        own = next((float(hit["score"]) for hit in hits if hit["path"] == node.path), 0.0)
+        own = next((hit.score for hit in hits if hit.path == node.path), 0.0)
         if own <= 0:
             continue
         for hit in hits:
-            ratio = float(hit["score"]) / own
-            if hit["path"] != node.path and ratio >= settings.near_duplicate:
-                pair = (min(node.path, hit["path"]), max(node.path, hit["path"]))
+            ratio = hit.score / own
+            if hit.path != node.path and ratio >= settings.near_duplicate:
+                pair = (min(node.path, hit.path), max(node.path, hit.path))
                 seen[pair] = max(seen.get(pair, 0.0), min(ratio, 1.0))
     return [
         {

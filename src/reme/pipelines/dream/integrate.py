@@ -22,7 +22,7 @@ from reme.llm.tools import PathPolicy
 from reme.pipelines.dream.extract import Unit
 from reme.pipelines.dream.guard import Subject, UnitAborted, UnitGuard
 from reme.pipelines.dream.material import Bounds, pack
-from reme.pipelines.port import MemoryPort
+from reme.pipelines.port import DigestRun, MemoryPort, Neighbourhood
 from reme.workspace import frontmatter
 from reme.workspace.dates import path_day
 from reme.workspace.digest import node_parts, source_links
@@ -75,31 +75,30 @@ class UnitResult:
     refusals: list[str] = field(default_factory=list)
 
 
-async def recall(port: MemoryPort, unit: Unit, settings: Recall) -> str:
+async def recall(port: DigestRun, unit: Unit, settings: Recall) -> str:
     """Candidate nodes for the unit as bounded prompt lines: search hits, then their neighbourhood."""
     try:
         hits = await port.node_search(f"{unit.name}\n{unit.summary}"[:2000], limit=settings.limit)
     except ReMeError:
         hits = []  # an empty digest, or no index: the agent can still search itself
-    lines = [_line(hit) for hit in hits[: settings.limit]]
+    lines = [_line(hit.path, hit.name, hit.description) for hit in hits[: settings.limit]]
     if hits:
         try:
-            around = await port.traverse([hits[0]["path"]], depth=settings.depth, direction="both")
+            around = await port.traverse([hits[0].path], depth=settings.depth, direction="both")
         except ReMeError:
-            around = {"nodes": []}
-        known = {hit["path"] for hit in hits}
-        near = [n for n in around["nodes"] if n.get("exists") and n["path"] not in known]
+            around = Neighbourhood()
+        known = {hit.path for hit in hits}
         digest = port.folder("digest") + "/"
-        near = [n for n in near if str(n["path"]).startswith(digest)][: settings.max_nodes]
+        near = [n for n in around.nodes if n.exists and n.path not in known and n.path.startswith(digest)]
         if near:
-            lines.append(f"Linked around {hits[0]['path']}:")
-            lines.extend(_line(node) for node in near)
+            lines.append(f"Linked around {hits[0].path}:")
+            lines.extend(_line(node.path, node.name, node.description) for node in near[: settings.max_nodes])
     return "\n".join(lines) or "(no existing node matches; the digest may be empty)"
 
 
-def _line(node: dict[str, Any]) -> str:
-    description = " ".join(str(node.get("description") or "").split())[:300]
-    return f"- {node['path']} — {node.get('name') or ''}: {description}"
+def _line(path: str, name: str | None, description: str | None) -> str:
+    shown = " ".join((description or "").split())[:300]
+    return f"- {path} — {name or ''}: {shown}"
 
 
 def cites(text: str, evidence: Sequence[str]) -> bool:

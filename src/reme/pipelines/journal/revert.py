@@ -99,9 +99,7 @@ async def dream_revert(port: MemoryPort, *, run_id: str, force: bool) -> RevertO
                 [*changes, Change(record_path(port, revert.run_id), record_text(revert), None)]
             )
             meta["inbound"] = [
-                {"path": entry["path"], "source_path": link["source_path"]}
-                for entry in done
-                for link in entry.get("inbound") or []
+                {"path": entry.path, "source_path": source} for entry in done for source in entry.inbound
             ]
             meta["revert_run_id"] = revert.run_id
             now = datetime.now(port.tz)
