@@ -1,6 +1,7 @@
 """Pipeline jobs run by their real steps on the in-memory port: no application is started.
 
-A test of pipeline logic asks for `make_port_app` where it used `make_app`: `await app.run(job, ...)`
+A test of pipeline logic asks for `make_port_app` where it used `make_app` (the module imports
+`port_app_fixture`, which registers it): `await app.run(job, ...)`
 still validates the parameters against the job's schema (defaults filled), runs the job's steps (the
 thin adapters that add usage and turn errors into `success=false`) and answers a `Response`; only the
 port the steps build (`AppPort(ctx.app)`) is a `reme.testing.memory_port.InMemoryPort` over
@@ -55,8 +56,8 @@ class PortApp:
 MakePortApp = Callable[..., PortApp]
 
 
-@pytest.fixture
-def make_port_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[MakePortApp]:
+@pytest.fixture(name="make_port_app")
+def port_app_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[MakePortApp]:
     """`make_port_app(tz, today=..., **scripted(...))`: a `PortApp` over `tmp_path/ws`."""
     for name in STEP_MODULES:
         module = importlib.import_module(f"reme.app.steps.{name}")

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from tests.pipelines.conftest import MakeApp, scripted
-from tests.pipelines.port_jobs import MakePortApp, PortApp, make_port_app  # noqa: F401  (a fixture)
+from tests.pipelines.port_jobs import MakePortApp, PortApp, port_app_fixture  # noqa: F401  (the fixture)
 from tests.pipelines.proactive_helpers import found, load_yaml, plan_for, reply, snapshot, write_note
 
 from reme.pipelines.proactive.topics import topic_id
