@@ -22,7 +22,17 @@ from reme.app.jobs import JobSpec, Response, execute
 from reme.testing.memory_port import InMemoryPort
 
 # the step modules that build a port from `ctx.app`
-STEP_MODULES = ("agent", "chat", "imports", "memory", "proactive", "recall", "resource", "session_imports")
+STEP_MODULES = (
+    "agent",
+    "chat",
+    "imports",
+    "memory",
+    "proactive",
+    "recall",
+    "resource",
+    "session_imports",
+    "time",
+)
 SCRIPT = "components.llm.script"
 
 
@@ -43,6 +53,12 @@ class PortApp:
 
     def today(self) -> date:
         return self.port.today()
+
+    def component(self, name: str) -> InMemoryPort:
+        """Only `component("llm")`, whose `script` the tests set: the port holds the scripted turns."""
+        if name != "llm":
+            raise KeyError(f"the in-memory port has no component {name!r}; this test needs make_app")
+        return self.port
 
     def set_script(self, *turns: dict[str, object]) -> None:
         """The scripted model's turns from now on (a started app's `component("llm").script`)."""

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.pipelines.conftest import MakeApp, scripted
+from tests.pipelines.conftest import scripted
 from tests.pipelines.imports_support import DATA, front, run_ok, transcript
+from tests.pipelines.port_jobs import MakePortApp, port_app_fixture  # noqa: F401  (the fixture)
 from tests.pipelines.test_auto_memory import card_script
 
 from reme import ReMe
@@ -120,8 +121,10 @@ def test_assistant_calls_to_tools_become_tool_call_notes() -> None:
     )
 
 
-async def test_queued_conversations_are_distilled_later_by_auto_memory_pending(make_app: MakeApp) -> None:
-    app = await make_app(**scripted(card_script("- learned from ChatGPT\n", "From $session_id")))
+async def test_queued_conversations_are_distilled_later_by_auto_memory_pending(
+    make_port_app: MakePortApp,
+) -> None:
+    app = make_port_app(**scripted(card_script("- learned from ChatGPT\n", "From $session_id")))
     meta = await run_ok(
         app, "import_chatgpt", source=str(DATA / "conversations.json"), queue_distillation=True
     )
