@@ -293,6 +293,32 @@ async def test_bad_messages_and_session_ids_are_refused_before_writing(make_port
     )
 
 
+async def test_a_malformed_saved_transcript_is_a_clear_error_and_stays_as_it_is(
+    make_port_app: MakePortApp,
+) -> None:
+    app = make_port_app(**scripted(card_script("- x\n", "X")))
+    saved = app.workspace_dir / "session/dialog/s.jsonl"
+    saved.parent.mkdir(parents=True, exist_ok=True)
+    for line, said in (
+        ('{"id": "a", "role": 5, "content": "hi"}\n', "transcript line 1 'a': role must be text"),
+        ('{"id": ["a"], "role": "user", "content": "hi"}\n', "transcript line 1 has no usable id"),
+    ):
+        saved.write_text(line, encoding="utf-8")
+        response = await app.run("auto_memory", session_id="s", messages=TRIP)
+        assert not response.success and said in response.answer, response.answer
+        assert saved.read_text(encoding="utf-8") == line
+    assert not (app.workspace_dir / "daily").exists() or not any((app.workspace_dir / "daily").rglob("*.md"))
+
+
+def test_hooks_and_jobs_share_one_session_id_rule() -> None:
+    from reme.workspace.transcript import check_session_id, is_session_id
+
+    for good in ("s", "abc-123.jsonl-part", "日本語", "_underscore", "a" * 128):
+        assert is_session_id(good) and check_session_id(good) == good
+    for bad in ("", "../escape", "a..b", "trailing.", "nul", "-dash", "a/b", "a" * 129, 5, None):
+        assert not is_session_id(bad)
+
+
 async def test_relative_dates_left_in_the_card_are_resolved(make_port_app: MakePortApp) -> None:
     body = "## Today's plan\n\n- Call the bank tomorrow\n- Met Li yesterday (2026-06-01)\n"
     app = make_port_app("Asia/Shanghai", **scripted(card_script(body, "Bank call")))
