@@ -12,12 +12,13 @@ about the application itself (HTTP, MCP, kill, the index) keeps `make_app`.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import date, tzinfo
 from pathlib import Path
 
 import pytest
 
+from reme import ReMe
 from reme.app.jobs import JobSpec, Response, execute
 from reme.testing.memory_port import InMemoryPort
 
@@ -72,12 +73,17 @@ class PortApp:
 MakePortApp = Callable[..., PortApp]
 
 
-@pytest.fixture(name="make_port_app")
-def port_app_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[MakePortApp]:
-    """`make_port_app(tz, today=..., **scripted(...))`: a `PortApp` over `tmp_path/ws`."""
+def _steps_on_the_port(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`AppPort(ctx.app)` in the steps answers with the `PortApp`'s in-memory port."""
     for name in STEP_MODULES:
         module = importlib.import_module(f"reme.app.steps.{name}")
         monkeypatch.setattr(module, "AppPort", lambda app: app.port)
+
+
+@pytest.fixture(name="make_port_app")
+def port_app_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[MakePortApp]:
+    """`make_port_app(tz, today=..., **scripted(...))`: a `PortApp` over `tmp_path/ws`."""
+    _steps_on_the_port(monkeypatch)
 
     def make(tz: str = "UTC", *, today: date | None = None, **overrides: object) -> PortApp:
         script = overrides.pop(SCRIPT, [])
@@ -87,3 +93,17 @@ def port_app_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterato
         return PortApp(InMemoryPort(tmp_path / "ws", script=script, tz=tz, today=today))
 
     yield make
+
+
+@pytest.fixture(name="app")
+def app_on_port_fixture(workspace_dir: Path, monkeypatch: pytest.MonkeyPatch) -> PortApp:
+    """In a module that imports it, `app` (the default app over `workspace_dir`, in UTC) as a `PortApp`."""
+    _steps_on_the_port(monkeypatch)
+    return PortApp(InMemoryPort(workspace_dir))
+
+
+@pytest.fixture(name="real_app")
+async def real_app_fixture(workspace_dir: Path) -> AsyncIterator[ReMe]:
+    """Where a module's `app` is a `PortApp`: the started application for a test that needs one."""
+    async with ReMe(workspace_dir=workspace_dir, timezone="UTC") as started:
+        yield started
