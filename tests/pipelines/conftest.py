@@ -1,4 +1,4 @@
-"""Fixtures of the pipeline tests: started applications over a temporary workspace."""
+"""Fixtures of the pipeline tests: pipelines on an in-memory port, or started applications, over a temporary workspace."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.pipelines.dream_support import Pipes
 
 from reme import ReMe
 from reme.llm.testing.fake_openai import FakeOpenAI
@@ -23,6 +24,7 @@ LLM_ENV = (
 )
 
 MakeApp = Callable[..., Awaitable[ReMe]]
+MakePipes = Callable[..., Pipes]
 
 
 @pytest.fixture
@@ -41,6 +43,17 @@ async def make_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIter
     yield make
     for app in reversed(started):
         await app.close()
+
+
+@pytest.fixture
+def make_pipes(tmp_path: Path) -> MakePipes:
+    """`make_pipes(script)`: the dream/maintain/revert/audit/journal pipelines on an in-memory port over
+    `tmp_path/ws` (no application: for pipeline logic; tests of jobs, HTTP and kills use `make_app`)."""
+
+    def make(script: list[dict[str, Any]] | None = None, **port: Any) -> Pipes:
+        return Pipes(tmp_path / "ws", script, **port)
+
+    return make
 
 
 def scripted(script: list[dict[str, Any]]) -> dict[str, Any]:

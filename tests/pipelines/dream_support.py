@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from reme.errors import ReMeError
+from reme.pipelines.digest.audit import AuditSettings, digest_audit
+from reme.pipelines.digest.maintain import MaintainSettings, digest_maintain
 from reme.pipelines.dream.run import DreamSettings, auto_dream
+from reme.pipelines.journal.changelog import changelog, run_detail
+from reme.pipelines.journal.revert import dream_revert
 from reme.testing.memory_port import InMemoryPort
 from reme.workspace.buckets import buckets_page
 
@@ -85,40 +90,83 @@ def journal_runs(ws: Path) -> list[dict[str, Any]]:
 
 @dataclass
 class Outcome:
-    """A pipeline run as its job would answer: success, answer and metadata (a failure's too)."""
+    """A pipeline run as its job answers it: success, answer and metadata (a failure's too)."""
 
     success: bool
     answer: str
     metadata: dict[str, Any]
 
 
-def port_of(ws: Path, script: list[dict[str, Any]] | None = None, **settings: Any) -> InMemoryPort:
-    """An in-memory port over `ws` playing `script` (no application is started)."""
-    return InMemoryPort(ws, script=script or [], **settings)
-
-
-def dream_settings(port: InMemoryPort) -> DreamSettings:
-    """The settings the auto_dream step gives by default, for the port's buckets."""
-    return DreamSettings(
-        buckets=[bucket.name for bucket in port.buckets],
-        buckets_page=buckets_page(port.buckets, port.folder("digest")),
-    )
-
-
-async def dream(
-    port: InMemoryPort, date: str | None = DAY, *, scan_days: int = 2, max_units: int = 5, hint: str = ""
-) -> Outcome:
-    """One auto_dream run on the port, with the step's defaults."""
+async def _answered(run: Awaitable[Any]) -> Outcome:
     try:
-        done = await auto_dream(
-            port,
-            dream_settings(port),
-            date_text=date,
-            scan_days=scan_days,
-            max_units=max_units,
-            hint=hint,
-            add_usage=lambda _usage: None,
-        )
+        done = await run
     except ReMeError as exc:
         return Outcome(False, exc.message, exc.metadata)
-    return Outcome(True, done.answer, done.metadata)
+    return Outcome(True, done.answer, dict(done.metadata))
+
+
+class Pipes:
+    """The dream, maintain, revert, audit and journal pipelines on an `InMemoryPort` (no application),
+    with their jobs' default parameters and settings, answered as their jobs answer."""
+
+    def __init__(self, root: Path, script: list[dict[str, Any]] | None = None, **port: Any) -> None:
+        self.port = InMemoryPort(root, script=script or [], **port)
+        self.workspace_dir = self.port.root
+
+    @property
+    def script(self) -> list[Any]:
+        return self.port.script
+
+    @script.setter
+    def script(self, turns: list[dict[str, Any]]) -> None:
+        self.port.script = list(turns)
+
+    def dream_settings(self) -> DreamSettings:
+        buckets = self.port.buckets
+        return DreamSettings([b.name for b in buckets], buckets_page(buckets, self.port.folder("digest")))
+
+    async def dream(
+        self, date: str | None = DAY, *, scan_days: int = 2, max_units: int = 5, hint: str = ""
+    ) -> Outcome:
+        return await _answered(
+            auto_dream(
+                self.port,
+                self.dream_settings(),
+                date_text=date,
+                scan_days=scan_days,
+                max_units=max_units,
+                hint=hint,
+                add_usage=lambda _usage: None,
+            )
+        )
+
+    async def maintain(
+        self, path: str | None = None, *, max_splits: int = 1, settings: MaintainSettings = MaintainSettings()
+    ) -> Outcome:
+        return await _answered(
+            digest_maintain(
+                self.port, settings, path=path, max_splits=max_splits, add_usage=lambda _usage: None
+            )
+        )
+
+    async def revert(self, run_id: str, *, force: bool = False) -> Outcome:
+        return await _answered(dream_revert(self.port, run_id=run_id, force=force))
+
+    async def audit(self, settings: AuditSettings = AuditSettings()) -> Outcome:
+        return await _answered(digest_audit(self.port, settings))
+
+    async def journal(
+        self,
+        run_id: str | None = None,
+        *,
+        limit: int = 10,
+        kind: str | None = None,
+        max_diff_lines: int = 400,
+    ) -> Outcome:
+        if run_id:
+            return await _answered(run_detail(self.port, run_id=run_id, max_diff_lines=max_diff_lines))
+        return await _answered(changelog(self.port, limit=limit, kind=kind))
+
+    async def write_node(self, path: str, content: str, description: str) -> None:
+        """A node written as `digest_write` writes it (the digest rules apply)."""
+        await self.port.write_node(path, content, description=description)

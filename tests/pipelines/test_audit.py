@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.pipelines.conftest import MakeApp
+from tests.pipelines.conftest import MakeApp, MakePipes
 from tests.pipelines.dream_support import put
 
 CARD = "daily/2026-06-20/notes.md"
@@ -80,19 +80,18 @@ def files(ws: Path) -> dict[str, bytes]:
     }
 
 
-async def test_a_clean_digest_has_no_finding(tmp_path: Path, make_app: MakeApp) -> None:
-    plant(tmp_path / "ws", CLEAN)
-    app = await make_app()
-    response = await app.run("digest_audit")
+async def test_a_clean_digest_has_no_finding(make_pipes: MakePipes) -> None:
+    app = make_pipes()
+    plant(app.workspace_dir, CLEAN)
+    response = await app.audit()
     assert response.success, response.answer
     assert response.metadata["nodes"] == 2 and response.metadata["findings"] == []
     assert set(response.metadata["counts"].values()) == {0} and "the digest is clean" in response.answer
 
 
-async def test_each_planted_defect_is_found_once_and_nothing_is_written(
-    tmp_path: Path, make_app: MakeApp
-) -> None:
-    ws = tmp_path / "ws"
+async def test_each_planted_defect_is_found_once_and_nothing_is_written(make_pipes: MakePipes) -> None:
+    app = make_pipes()
+    ws = app.workspace_dir
     plant(ws, [*CLEAN, *PLANTED.values(), TWIN])
     record = {
         "run_id": VIOLATION_RUN,
@@ -100,9 +99,8 @@ async def test_each_planted_defect_is_found_once_and_nothing_is_written(
         "violations": [{"path": HUB, "missing_edges": [{"target": PEER, "predicate": None}]}],
     }
     put(ws, f"journal/dream/runs/{VIOLATION_RUN}.json", json.dumps(record))
-    app = await make_app()
     before = files(ws)
-    response = await app.run("digest_audit")
+    response = await app.audit()
     assert response.success, response.answer
     found = {(f["kind"], f["path"]) for f in response.metadata["findings"]}
     assert found == {*PLANTED, ("conservation_violation", HUB)}
@@ -123,36 +121,34 @@ async def test_a_digest_over_the_node_bound_is_refused(tmp_path: Path, make_app:
     assert not response.success and "more than max_nodes 1" in response.answer
 
 
-async def test_a_source_leading_outside_the_workspace_names_no_file(
-    tmp_path: Path, make_app: MakeApp
-) -> None:
+async def test_a_source_leading_outside_the_workspace_names_no_file(make_pipes: MakePipes) -> None:
+    app = make_pipes()
     escape = "../" * 12 + "etc/hostname"
-    plant(tmp_path / "ws", [*CLEAN, node("digest/wiki/escape.md", f"Links [[{HUB}]].", sources=escape)])
-    app = await make_app()
-    response = await app.run("digest_audit")
+    plant(app.workspace_dir, [*CLEAN, node("digest/wiki/escape.md", f"Links [[{HUB}]].", sources=escape)])
+    response = await app.audit()
     assert [(f["kind"], f["path"]) for f in response.metadata["findings"]] == [
         ("missing_source", "digest/wiki/escape.md")
     ]
 
 
 async def test_the_answer_is_bounded_and_metadata_keeps_every_finding(
-    tmp_path: Path, make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+    make_pipes: MakePipes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    app = make_pipes()
     monkeypatch.setattr("reme.pipelines.digest.audit.MAX_ANSWER_LINES", 2)
-    plant(tmp_path / "ws", [*CLEAN, *PLANTED.values(), TWIN])
-    app = await make_app()
-    response = await app.run("digest_audit")
+    plant(app.workspace_dir, [*CLEAN, *PLANTED.values(), TWIN])
+    response = await app.audit()
     assert len(response.metadata["findings"]) == 9
     assert response.answer.splitlines()[-1] == "… 7 more finding(s) in metadata.findings"
 
 
 async def test_a_node_that_is_only_a_link_is_no_near_duplicate_of_what_it_links(
-    tmp_path: Path, make_app: MakeApp
+    make_pipes: MakePipes,
 ) -> None:
+    app = make_pipes()
     pointer = node("digest/wiki/pointer.md", f"See [[{HUB}]] for rooftop photovoltaic modules.")
-    plant(tmp_path / "ws", [*CLEAN, pointer])
-    app = await make_app()
-    response = await app.run("digest_audit")
+    plant(app.workspace_dir, [*CLEAN, pointer])
+    response = await app.audit()
     assert response.metadata["findings"] == [], response.answer
 
 

@@ -6,7 +6,7 @@ import io
 import sys
 
 import pytest
-from tests.pipelines.conftest import MakeApp, scripted
+from tests.pipelines.conftest import MakeApp, MakePipes, scripted
 from tests.pipelines.dream_support import (
     CARD,
     CARD_TEXT,
@@ -22,10 +22,10 @@ from tests.pipelines.dream_support import (
 )
 
 
-async def test_creates_a_sourced_node_checkpoints_and_journals(make_app: MakeApp) -> None:
-    app = await make_app(**scripted([extract_run(unit()), integrate_run(create_turns())]))
+async def test_creates_a_sourced_node_checkpoints_and_journals(make_pipes: MakePipes) -> None:
+    app = make_pipes([extract_run(unit()), integrate_run(create_turns())])
     put(app.workspace_dir, CARD, CARD_TEXT)
-    response = await app.run("auto_dream", date=DAY)
+    response = await app.dream()
     assert response.success, response.answer
     meta = response.metadata
     assert meta["changed"] == [CARD] and meta["checkpointed"] == [CARD]
@@ -43,7 +43,7 @@ async def test_creates_a_sourced_node_checkpoints_and_journals(make_app: MakeApp
     assert run["created"] == [NODE] and run["modified"] == [] and run["window"] == ["2026-06-19", DAY]
     assert "CREATE digest/wiki/weekly-releases.md — new abstraction" in response.answer
 
-    again = await app.run("auto_dream", date=DAY)  # nothing changed: no model call, no journal entry
+    again = await app.dream()  # nothing changed: no model call, no journal entry
     assert again.success and again.metadata["changed"] == [] and again.metadata["usage"]["requests"] == 0
     assert len(journal_runs(app.workspace_dir)) == 1
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.pipelines.conftest import MakeApp, scripted
+from tests.pipelines.conftest import MakeApp, MakePipes, scripted
 from tests.pipelines.dream_support import (
     CARD,
     CARD_TEXT,
@@ -49,34 +49,34 @@ def test_a_unit_citing_no_changed_file_makes_the_reply_unusable() -> None:
     assert validate(reply, SHOWN, ["wiki"], 5)[2] is not None
 
 
-async def test_unusable_reply_is_asked_again_once_with_the_reason(make_app: MakeApp) -> None:
+async def test_unusable_reply_is_asked_again_once_with_the_reason(make_pipes: MakePipes) -> None:
     bad = {"output": {"units": [unit("Ghost", "daily/1999-01-01/none.md")]}}
     script = [
         {"run": "extract", "turns": [bad]},  # every extraction run plays this: both attempts are bad
     ]
-    app = await make_app(**scripted(script))
+    app = make_pipes(script)
     put(app.workspace_dir, CARD, CARD_TEXT)
-    response = await app.run("auto_dream", date=DAY)
+    response = await app.dream()
     assert not response.success and "unusable twice" in response.answer and "cites none" in response.answer
     assert response.metadata["usage"]["extract"]["requests"] == 2 and catalog(app.workspace_dir) == {}
 
 
 async def test_window_skips_interests_and_other_days_and_a_vanished_file_leaves_the_catalog(
-    make_app: MakeApp,
+    make_pipes: MakePipes,
 ) -> None:
-    app = await make_app(**scripted([extract_run(), integrate_run(create_turns())]))
+    app = make_pipes([extract_run(), integrate_run(create_turns())])
     ws = app.workspace_dir
     put(ws, CARD, CARD_TEXT)
     put(ws, f"daily/{DAY}/interests.yaml", "version: 2\n")
     put(ws, "daily/2026-06-18/old.md", "# too old\n")
     put(ws, "daily/2026-06-19/yesterday.md", "# yesterday\n")
-    response = await app.run("auto_dream", date=DAY, scan_days=2)
+    response = await app.dream(scan_days=2)
     assert response.success, response.answer
     assert response.metadata["scanned"] == ["daily/2026-06-19/yesterday.md", CARD]
     assert set(catalog(ws)) == {"daily/2026-06-19/yesterday.md", CARD}
     (ws / "daily/2026-06-19/yesterday.md").unlink()
     put(ws, CARD, CARD_TEXT + "\nMore.\n")
-    again = await app.run("auto_dream", date=DAY)
+    again = await app.dream()
     assert again.success and again.metadata["changed"] == [CARD] and set(catalog(ws)) == {CARD}
 
 

@@ -1,12 +1,11 @@
-"""The `journal` job: the changelog of dream, maintain and revert runs, and one run's diffs."""
+"""The `journal` job: the changelog of dream, maintain and revert runs, and one run's diffs (the pipeline on the in-memory port, the job's settings and parameters on an application)."""
 
 from __future__ import annotations
 
-from tests.pipelines.conftest import MakeApp, scripted
+from tests.pipelines.conftest import MakeApp, MakePipes, scripted
 from tests.pipelines.dream_support import (
     CARD,
     CARD_TEXT,
-    DAY,
     NODE,
     create_turns,
     extract_run,
@@ -19,17 +18,17 @@ from tests.pipelines.maintain_support import CHILDREN, PARENT, setup_digest, spl
 SCRIPT = [extract_run(unit()), integrate_run(create_turns()), split_run(split_turns())]
 
 
-async def test_runs_newest_first_with_actions_kinds_and_diffs(make_app: MakeApp) -> None:
-    app = await make_app(**scripted(SCRIPT))
+async def test_runs_newest_first_with_actions_kinds_and_diffs(make_pipes: MakePipes) -> None:
+    app = make_pipes(SCRIPT)
     ws = app.workspace_dir
-    empty = await app.run("journal")
+    empty = await app.journal()
     assert empty.success and empty.metadata["runs"] == [] and "no run in the journal yet" in empty.answer
     setup_digest(ws)
     put(ws, CARD, CARD_TEXT)
-    dream = await app.run("auto_dream", date=DAY)
-    split = await app.run("digest_maintain")
+    dream = await app.dream()
+    split = await app.maintain()
     assert dream.success and split.success, dream.answer + split.answer
-    fresh = await app.run("journal", run_id=split.metadata["run_id"])
+    fresh = await app.journal(split.metadata["run_id"])
     diffs = {diff["path"]: diff for diff in fresh.metadata["diffs"]}
     assert set(diffs) == {PARENT, *CHILDREN} and all(diff["note"] == "" for diff in diffs.values())
     assert diffs[CHILDREN[1]]["change"] == "created" and "+# Part 2" in diffs[CHILDREN[1]]["diff"]
@@ -38,10 +37,10 @@ async def test_runs_newest_first_with_actions_kinds_and_diffs(make_app: MakeApp)
     (ws / CHILDREN[0]).write_text(
         (ws / CHILDREN[0]).read_text(encoding="utf-8") + "\nLater note.\n", encoding="utf-8"
     )
-    revert = await app.run("dream_revert", run_id=split.metadata["run_id"])
+    revert = await app.revert(split.metadata["run_id"])
     assert revert.success and revert.metadata["skipped"][0]["path"] == CHILDREN[0]
 
-    listing = await app.run("journal")
+    listing = await app.journal()
     assert listing.success, listing.answer
     runs = listing.metadata["runs"]
     assert [run["kind"] for run in runs] == ["revert", "maintain", "auto_dream"]
@@ -52,12 +51,10 @@ async def test_runs_newest_first_with_actions_kinds_and_diffs(make_app: MakeApp)
         listing.answer.index("revert") < listing.answer.index("maintain") < listing.answer.index("auto_dream")
     )
 
-    assert [run["kind"] for run in (await app.run("journal", kind="dream")).metadata["runs"]] == [
-        "auto_dream"
-    ]
-    assert len((await app.run("journal", limit=1)).metadata["runs"]) == 1
+    assert [run["kind"] for run in (await app.journal(kind="dream")).metadata["runs"]] == ["auto_dream"]
+    assert len((await app.journal(limit=1)).metadata["runs"]) == 1
 
-    detail = await app.run("journal", run_id=split.metadata["run_id"])
+    detail = await app.journal(split.metadata["run_id"])
     assert detail.success, detail.answer
     diffs = {diff["path"]: diff for diff in detail.metadata["diffs"]}
     # reverted since: the after-states are gone, each diff says what it compares with

@@ -1,11 +1,13 @@
-"""digest_maintain with the scripted model (docs/spec.md §12.5): splits that keep every edge, and what is refused."""
+"""digest_maintain with the scripted model (docs/spec.md §12.5): splits that keep every edge, and what is refused.
+
+Most run the pipeline on the in-memory port; the job (its index, parameters, cron entry, HTTP client) on an application."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from tests.pipelines.conftest import MakeApp, scripted, served_by
+from tests.pipelines.conftest import MakeApp, MakePipes, scripted, served_by
 from tests.pipelines.dream_support import journal_runs, put
 from tests.pipelines.maintain_support import (
     CARDS,
@@ -21,6 +23,8 @@ from tests.pipelines.maintain_support import (
 
 import reme.workspace.transaction as transaction
 from reme.llm.testing.fake_openai import FakeOpenAI
+from reme.pipelines.digest.maintain import MaintainSettings
+from reme.pipelines.digest.nodes import Overload
 from reme.workspace import frontmatter
 from reme.workspace.edges import missing_edges
 
@@ -73,12 +77,12 @@ async def test_a_split_that_keeps_every_edge_is_written_whole_and_journaled(make
 LOST = {"path": PARENT, "missing_edges": [{"target": "digest/wiki/rule-9-notes.md", "predicate": None}]}
 
 
-async def test_a_split_whose_model_drops_an_edge_keeps_nothing(make_app: MakeApp) -> None:
-    app = await make_app(**scripted([split_run(split_turns(drop_link=True, retry=""))]))
+async def test_a_split_whose_model_drops_an_edge_keeps_nothing(make_pipes: MakePipes) -> None:
+    app = make_pipes([split_run(split_turns(drop_link=True, retry=""))])
     ws = app.workspace_dir
     setup_digest(ws)
     before = digest_files(ws)
-    response = await app.run("digest_maintain")
+    response = await app.maintain()
     assert not response.success
     [failed] = response.metadata["failed"]
     assert failed["parent"] == PARENT and failed["error"].startswith("ConservationViolation: ")
@@ -87,25 +91,27 @@ async def test_a_split_whose_model_drops_an_edge_keeps_nothing(make_app: MakeApp
     assert digest_files(ws) == before  # parent byte-identical, no child on disk
     [run] = journal_runs(ws)
     assert run["created"] == [] and run["modified"] == [] and run["violations"] == [LOST, LOST]
-    audit = await app.run("digest_audit")
+    audit = await app.audit()
     assert audit.metadata["counts"]["conservation_violation"] == 2
 
 
 async def test_a_dropped_edge_is_refused_once_and_the_retry_that_keeps_it_is_written(
-    make_app: MakeApp,
+    make_pipes: MakePipes,
 ) -> None:
     kept = "Rule 9 notes: [[digest/wiki/rule-9-notes.md]].\n"
-    app = await make_app(**scripted([split_run(split_turns(drop_link=True, retry=kept))]))
+    app = make_pipes([split_run(split_turns(drop_link=True, retry=kept))])
     ws = app.workspace_dir
     parent = setup_digest(ws)
     old_body = body_of(parent)
-    response = await app.run("digest_maintain")
+    response = await app.maintain()
     assert response.success, response.answer
     assert response.metadata["violations"] == [LOST] and kept in body_of(parent)
     assert missing_edges(old_body, body_of(parent), *(body_of(ws / child) for child in CHILDREN)) == []
 
 
-async def test_writes_outside_the_parents_bucket_or_to_another_node_are_refused(make_app: MakeApp) -> None:
+async def test_writes_outside_the_parents_bucket_or_to_another_node_are_refused(
+    make_pipes: MakePipes,
+) -> None:
     stray = "digest/procedure/release-cadence.md"
     turns = [
         {"tool": "digest_write", "args": {"path": stray, "content": child_body(0), "description": "x"}},
@@ -121,12 +127,12 @@ async def test_writes_outside_the_parents_bucket_or_to_another_node_are_refused(
         },
         *split_turns(),
     ]
-    app = await make_app(**scripted([split_run(turns)]))
+    app = make_pipes([split_run(turns)])
     ws = app.workspace_dir
     setup_digest(ws)
     put(ws, "daily/2026-06-20/other.md", "# Other\n")
     other_before = (ws / OTHER).read_bytes()
-    response = await app.run("digest_maintain")
+    response = await app.maintain()
     assert response.success, response.answer
     refused = [r["refusal"] for r in response.metadata["refusals"]]
     # another bucket is refused by the path policy (writes only under digest/wiki/), the rest by the guard
@@ -137,91 +143,91 @@ async def test_writes_outside_the_parents_bucket_or_to_another_node_are_refused(
     assert all((ws / child).is_file() for child in CHILDREN)
 
 
-async def test_a_report_that_does_not_match_the_staged_split_keeps_nothing(make_app: MakeApp) -> None:
-    app = await make_app(**scripted([split_run(split_turns(children=CHILDREN[:2]))]))
+async def test_a_report_that_does_not_match_the_staged_split_keeps_nothing(make_pipes: MakePipes) -> None:
+    app = make_pipes([split_run(split_turns(children=CHILDREN[:2]))])
     ws = app.workspace_dir
     setup_digest(ws)
     before = digest_files(ws)
-    response = await app.run("digest_maintain")
+    response = await app.maintain()
     assert not response.success and "staged" in response.metadata["failed"][0]["error"]
     assert digest_files(ws) == before
 
 
-async def test_an_overview_that_does_not_link_a_child_keeps_nothing(make_app: MakeApp) -> None:
+async def test_an_overview_that_does_not_link_a_child_keeps_nothing(make_pipes: MakePipes) -> None:
     turns = split_turns()
     turns[3]["args"]["new"] = turns[3]["args"]["new"].replace(
         f"- [[{CHILDREN[2]}]] — three of the rules.\n", ""
     )
     turns[3]["args"]["new"] += "Rule links kept: [[digest/wiki/rule-7-notes.md]]\n"
-    app = await make_app(**scripted([split_run(turns)]))
+    app = make_pipes([split_run(turns)])
     ws = app.workspace_dir
     setup_digest(ws)
     before = digest_files(ws)
-    response = await app.run("digest_maintain")
+    response = await app.maintain()
     assert not response.success and f"does not link {CHILDREN[2]}" in response.answer
     assert digest_files(ws) == before
 
 
-async def test_a_child_may_spell_a_parent_source_without_md(make_app: MakeApp) -> None:
+async def test_a_child_may_spell_a_parent_source_without_md(make_pipes: MakePipes) -> None:
     turns = split_turns()
     args = turns[0]["args"]
     source = f"derived_from:: [[{CARDS[0][: -len('.md')]}]]"  # the parent writes it with .md
     args["content"] = args["content"].replace(f"derived_from:: [[{CARDS[0]}]]", source)
     assert source in args["content"]
-    app = await make_app(**scripted([split_run(turns)]))
+    app = make_pipes([split_run(turns)])
     ws = app.workspace_dir
     setup_digest(ws)
-    response = await app.run("digest_maintain")
+    response = await app.maintain()
     assert response.success, response.answer
     assert response.metadata["refusals"] == [] and all((ws / child).is_file() for child in CHILDREN)
 
 
-async def test_an_overview_may_link_its_children_by_short_name(make_app: MakeApp) -> None:
+async def test_an_overview_may_link_its_children_by_short_name(make_pipes: MakePipes) -> None:
     turns = split_turns()
     for child in CHILDREN:
         slug = child.rsplit("/", 1)[1][: -len(".md")]
         turns[3]["args"]["new"] = turns[3]["args"]["new"].replace(f"[[{child}]]", f"[[{slug}]]")
     assert "[[release-cadence]]" in turns[3]["args"]["new"]
-    app = await make_app(**scripted([split_run(turns)]))
+    app = make_pipes([split_run(turns)])
     ws = app.workspace_dir
     setup_digest(ws)
-    response = await app.run("digest_maintain")
+    response = await app.maintain()
     assert response.success, response.answer
     assert "[[release-cadence]]" in body_of(ws / PARENT) and all((ws / child).is_file() for child in CHILDREN)
 
 
-async def test_the_model_may_decline_and_nothing_is_written(make_app: MakeApp) -> None:
+async def test_the_model_may_decline_and_nothing_is_written(make_pipes: MakePipes) -> None:
     turns = [report([], split=False, reason="the rules belong together")]
-    app = await make_app(**scripted([split_run(turns)]))
+    app = make_pipes([split_run(turns)])
     ws = app.workspace_dir
     setup_digest(ws)
     before = digest_files(ws)
-    response = await app.run("digest_maintain")
+    response = await app.maintain()
     assert response.success, response.answer
     assert response.metadata["declined"] == [{"parent": PARENT, "reason": "the rules belong together"}]
     assert digest_files(ws) == before and journal_runs(ws) == []
 
 
-async def test_a_refused_edit_then_a_declined_split_is_journaled_for_the_audit(make_app: MakeApp) -> None:
+async def test_a_refused_edit_then_a_declined_split_is_journaled_for_the_audit(make_pipes: MakePipes) -> None:
     turns = [*split_turns(drop_link=True)[:-1], report([], split=False, reason="better left whole")]
-    app = await make_app(**scripted([split_run(turns)]))
+    app = make_pipes([split_run(turns)])
     ws = app.workspace_dir
     setup_digest(ws)
     before = digest_files(ws)
-    response = await app.run("digest_maintain")
+    response = await app.maintain()
     assert response.success, response.answer
     assert response.metadata["violations"] == [LOST] and response.metadata["declined"]
     assert digest_files(ws) == before
     [run] = journal_runs(ws)
     assert run["violations"] == [LOST] and run["created"] == [] and run["modified"] == []
-    audit = await app.run("digest_audit")
+    audit = await app.audit()
     assert audit.metadata["counts"]["conservation_violation"] == 1
 
 
 async def test_a_disk_error_mid_commit_fails_the_split_and_keeps_nothing(
-    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+    make_pipes: MakePipes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    app = await make_app(**scripted([split_run(split_turns())]))
+    app = make_pipes([split_run(split_turns())])
     ws = app.workspace_dir
     setup_digest(ws)
     before = digest_files(ws)
@@ -234,7 +240,7 @@ async def test_a_disk_error_mid_commit_fails_the_split_and_keeps_nothing(
         apply_change(w, relative, content)  # type: ignore[arg-type]
 
     monkeypatch.setattr(transaction, "apply_change", full_disk)
-    response = await app.run("digest_maintain")
+    response = await app.maintain()
     assert not response.success
     [failed] = response.metadata["failed"]
     assert "No space left on device" in failed["error"] and "nothing was written" in failed["error"]
@@ -256,24 +262,18 @@ async def test_max_children_over_the_transaction_cap_is_refused_saying_what_to_s
     assert digest_files(app.workspace_dir) == before
 
 
-async def test_no_overloaded_node_succeeds_without_a_model(make_app: MakeApp) -> None:
-    app = await make_app()  # no LLM configured at all
+async def test_no_overloaded_node_succeeds_without_a_model(make_pipes: MakePipes) -> None:
+    app = make_pipes()  # no LLM configured at all
     put(app.workspace_dir, CARDS[0], "# Card\n")
-    made = await app.run(
-        "digest_write",
-        path=OTHER,
-        content=f"# Outage\n\n## Sources\n- derived_from:: [[{CARDS[0]}]] — x.\n",
-        description="x",
-    )
-    assert made.success, made.answer
-    response = await app.run("digest_maintain")
+    await app.write_node(OTHER, f"# Outage\n\n## Sources\n- derived_from:: [[{CARDS[0]}]] — x.\n", "x")
+    response = await app.maintain()
     assert response.success and response.metadata["candidates"] == [] and response.metadata["usage"] == {}
 
 
-async def test_an_overloaded_node_without_a_model_fails_saying_what_to_set(make_app: MakeApp) -> None:
-    app = await make_app()
+async def test_an_overloaded_node_without_a_model_fails_saying_what_to_set(make_pipes: MakePipes) -> None:
+    app = make_pipes()
     setup_digest(app.workspace_dir)
-    response = await app.run("digest_maintain")
+    response = await app.maintain()
     assert not response.success and "no LLM configured" in response.answer
     assert "1 overloaded node(s) left as they are" in response.answer
 
@@ -290,18 +290,13 @@ async def test_bad_parameters_are_refused(make_app: MakeApp) -> None:
         assert not response.success and words in response.answer, (params, response.answer)
 
 
-async def test_size_bound_and_path_select_the_candidates(make_app: MakeApp) -> None:
-    app = await make_app(
-        **{
-            "jobs.digest_maintain.steps": [
-                {"backend": "digest_maintain", "max_node_chars": 400, "max_sections": 50}
-            ]
-        }
-    )
+async def test_size_bound_and_path_select_the_candidates(make_pipes: MakePipes) -> None:
+    app = make_pipes()
+    settings = MaintainSettings(Overload(max_node_chars=400, max_sections=50))
     setup_digest(app.workspace_dir)
-    response = await app.run("digest_maintain", path=OTHER)
+    response = await app.maintain(OTHER, settings=settings)
     assert response.success and response.metadata["candidates"] == []
-    response = await app.run("digest_maintain")  # no model: fails, but says which nodes are overloaded
+    response = await app.maintain(settings=settings)  # no model: fails, but says which nodes are overloaded
     assert not response.success and [c["path"] for c in response.metadata["candidates"]] == [PARENT]
     assert "characters > 400" in response.metadata["candidates"][0]["reason"]
 
@@ -313,14 +308,12 @@ async def test_maintain_cron_runs_the_same_steps_at_two(make_app: MakeApp) -> No
     assert cron.steps == job.steps and job.served
 
 
-async def test_a_dream_run_in_progress_blocks_maintain(make_app: MakeApp) -> None:
-    app = await make_app(**scripted([split_run(split_turns())]))
+async def test_a_dream_run_in_progress_blocks_maintain(make_pipes: MakePipes) -> None:
+    app = make_pipes([split_run(split_turns())])
     ws = app.workspace_dir
     setup_digest(ws)
-    from reme.app.port import AppPort
-
-    async with AppPort(app).exclusive("dream"):
-        response = await app.run("digest_maintain")
+    async with app.port.exclusive("dream"):
+        response = await app.maintain()
     assert not response.success and "a dream run is in progress" in response.answer
     assert not any((ws / child).exists() for child in CHILDREN)
 
@@ -347,30 +340,29 @@ async def test_a_split_over_the_real_http_client_path(make_app: MakeApp) -> None
     }
 
 
-async def test_a_node_too_large_for_one_prompt_is_left_for_a_person(make_app: MakeApp) -> None:
-    steps = [{"backend": "digest_maintain", "max_parent_chars": 500}]
-    app = await make_app(**scripted([split_run(split_turns())]), **{"jobs.digest_maintain.steps": steps})
+async def test_a_node_too_large_for_one_prompt_is_left_for_a_person(make_pipes: MakePipes) -> None:
+    app = make_pipes([split_run(split_turns())])
     ws = app.workspace_dir
     setup_digest(ws)
     before = digest_files(ws)
-    response = await app.run("digest_maintain")
+    response = await app.maintain(settings=MaintainSettings(max_parent_chars=500))
     assert response.success, response.answer
     [declined] = response.metadata["declined"]
     assert "max_parent_chars 500: split it by hand" in declined["reason"] and response.metadata["usage"] == {}
     assert digest_files(ws) == before
 
 
-async def test_an_overview_that_is_not_shorter_than_the_node_keeps_nothing(make_app: MakeApp) -> None:
+async def test_an_overview_that_is_not_shorter_than_the_node_keeps_nothing(make_pipes: MakePipes) -> None:
     turns = split_turns()
     links = " ".join(f"[[{child}]]" for child in CHILDREN)
     turns[3] = {
         "tool": "digest_edit",
         "args": {"path": PARENT, "old": "How the team ships.", "new": f"Parts: {links}."},
     }
-    app = await make_app(**scripted([split_run(turns)]))
+    app = make_pipes([split_run(turns)])
     ws = app.workspace_dir
     setup_digest(ws)
     before = digest_files(ws)
-    response = await app.run("digest_maintain")
+    response = await app.maintain()
     assert not response.success and "is not shorter than the node was" in response.answer
     assert digest_files(ws) == before

@@ -1,4 +1,6 @@
-"""dream_revert (docs/spec.md §12.5) after real scripted runs: byte-for-byte, compare-and-set, idempotent, journaled."""
+"""dream_revert (docs/spec.md §12.5) after real scripted runs: byte-for-byte, compare-and-set, idempotent, journaled.
+
+The runs go through the in-memory port; the revert job, its parameters and the index it updates through an application."""
 
 from __future__ import annotations
 
@@ -7,12 +9,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.pipelines.conftest import MakeApp, scripted
+from tests.pipelines.conftest import MakeApp, MakePipes
 from tests.pipelines.dream_support import (
     CARD,
     CARD_TEXT,
     DAY,
     NODE,
+    Pipes,
     body,
     create_turns,
     extract_run,
@@ -23,9 +26,6 @@ from tests.pipelines.dream_support import (
     unit,
 )
 from tests.pipelines.maintain_support import CHILDREN, PARENT, setup_digest, split_run, split_turns
-
-from reme import ReMe
-from reme.app.port import AppPort
 
 OLD_CARD = "daily/2026-06-10/outage.md"
 HIRING = "digest/wiki/hiring-bar.md"
@@ -51,26 +51,28 @@ SCRIPT = [
 ]
 
 
-async def dreamed(make_app: MakeApp, script: list[dict[str, Any]] | None = None) -> tuple[ReMe, bytes, str]:
-    """An app after one auto_dream that updated NODE and created HIRING: (app, NODE before, run id)."""
-    app = await make_app(**scripted(script or SCRIPT))
+async def dreamed(
+    make_pipes: MakePipes, script: list[dict[str, Any]] | None = None
+) -> tuple[Pipes, bytes, str]:
+    """After one auto_dream that updated NODE and created HIRING: (the pipelines, NODE before, run id)."""
+    app = make_pipes(script or SCRIPT)
     ws = app.workspace_dir
     put(ws, OLD_CARD, "# Outage\n")
-    made = await app.run("digest_write", path=NODE, content=body(OLD_CARD), description="Release cadence.")
-    assert made.success, made.answer
+    await app.write_node(NODE, body(OLD_CARD), "Release cadence.")
     before = (ws / NODE).read_bytes()
     put(ws, CARD, CARD_TEXT)
     put(ws, HIRING_CARD, "# Hiring\n\nWe hire slowly.\n")
-    response = await app.run("auto_dream", date=DAY)
+    response = await app.dream()
     assert response.success, response.answer
     assert (ws / NODE).read_bytes() != before and (ws / HIRING).is_file()
     return app, before, response.metadata["run_id"]
 
 
 async def test_revert_after_a_dream_restores_byte_for_byte_and_removes_created_nodes(
-    make_app: MakeApp,
+    make_pipes: MakePipes, make_app: MakeApp
 ) -> None:
-    app, before, run_id = await dreamed(make_app)
+    _, before, run_id = await dreamed(make_pipes)
+    app = await make_app()  # the revert job of an application over the same workspace, with its index
     ws = app.workspace_dir
     response = await app.run("dream_revert", run_id=run_id)
     assert response.success, response.answer
@@ -98,12 +100,12 @@ async def test_revert_after_a_dream_restores_byte_for_byte_and_removes_created_n
     assert f"derived_from:: [[{CARD}]]" in (ws / NODE).read_text(encoding="utf-8") and (ws / HIRING).is_file()
 
 
-async def test_a_file_edited_by_a_person_after_the_run_is_skipped_unless_force(make_app: MakeApp) -> None:
-    app, before, run_id = await dreamed(make_app)
+async def test_a_file_edited_by_a_person_after_the_run_is_skipped_unless_force(make_pipes: MakePipes) -> None:
+    app, before, run_id = await dreamed(make_pipes)
     ws = app.workspace_dir
     edited = (ws / NODE).read_text(encoding="utf-8").replace("The team", "Our team")
     (ws / NODE).write_text(edited, encoding="utf-8")
-    response = await app.run("dream_revert", run_id=run_id)
+    response = await app.revert(run_id)
     assert response.success, response.answer
     assert response.metadata["skipped"] == [
         {"path": NODE, "reason": "changed since the run; force=true overwrites that change"}
@@ -111,26 +113,25 @@ async def test_a_file_edited_by_a_person_after_the_run_is_skipped_unless_force(m
     assert response.metadata["deleted"] == [HIRING] and (ws / NODE).read_text(encoding="utf-8") == edited
     assert f"SKIPPED {NODE}" in response.answer
 
-    forced = await app.run("dream_revert", run_id=run_id, force=True)
+    forced = await app.revert(run_id, force=True)
     assert forced.success and forced.metadata["restored"] == [NODE]
     assert (ws / NODE).read_bytes() == before
 
 
-async def test_a_created_node_changed_since_is_kept_and_its_inbound_links_reported(make_app: MakeApp) -> None:
-    app, _, run_id = await dreamed(make_app)
+async def test_a_created_node_changed_since_is_kept_and_its_inbound_links_reported(
+    make_pipes: MakePipes,
+) -> None:
+    app, _, run_id = await dreamed(make_pipes)
     ws = app.workspace_dir
     (ws / HIRING).write_text(
         (ws / HIRING).read_text(encoding="utf-8") + "\nA person's note.\n", encoding="utf-8"
     )
-    kept = await app.run("dream_revert", run_id=run_id)
+    kept = await app.revert(run_id)
     assert kept.metadata["skipped"][0]["path"] == HIRING and (ws / HIRING).is_file()
 
     linker = "digest/wiki/team.md"
-    made = await app.run(
-        "digest_write", path=linker, content=body(OLD_CARD, text=f"See [[{HIRING}]]."), description="Team."
-    )
-    assert made.success, made.answer
-    forced = await app.run("dream_revert", run_id=run_id, force=True)
+    await app.write_node(linker, body(OLD_CARD, text=f"See [[{HIRING}]]."), "Team.")
+    forced = await app.revert(run_id, force=True)
     assert forced.metadata["deleted"] == [HIRING] and not (ws / HIRING).exists()
     assert forced.metadata["inbound"] == [{"path": HIRING, "source_path": linker}]
     assert f"DEAD LINK {linker} still links the deleted {HIRING}" in forced.answer
@@ -146,38 +147,35 @@ async def test_unknown_and_malformed_run_ids_are_refused(make_app: MakeApp) -> N
     assert not missing.success
 
 
-async def test_a_corrupt_run_record_is_reported_as_unreadable_not_as_missing(make_app: MakeApp) -> None:
-    app = await make_app()
+async def test_a_corrupt_run_record_is_reported_as_unreadable_not_as_missing(make_pipes: MakePipes) -> None:
+    app = make_pipes()
     run_id = "20260101T000000-000000-abcdef"
     put(app.workspace_dir, f"journal/dream/runs/{run_id}.json", '{"run_id": "cut off')
     before = (app.workspace_dir / f"journal/dream/runs/{run_id}.json").read_bytes()
-    for response in (
-        await app.run("dream_revert", run_id=run_id),
-        await app.run("journal", run_id=run_id),
-    ):
+    for response in (await app.revert(run_id), await app.journal(run_id)):
         assert not response.success and "no run" not in response.answer
         assert f"run record journal/dream/runs/{run_id}.json is unreadable: " in response.answer
     assert (app.workspace_dir / f"journal/dream/runs/{run_id}.json").read_bytes() == before
 
 
-async def test_a_lock_held_by_a_revert_run_is_named_as_such(make_app: MakeApp) -> None:
-    app = await make_app()
-    async with AppPort(app).exclusive("dream", "revert"):
-        response = await app.run("digest_maintain")
+async def test_a_lock_held_by_a_revert_run_is_named_as_such(make_pipes: MakePipes) -> None:
+    app = make_pipes()
+    async with app.port.exclusive("dream", "revert"):
+        response = await app.maintain()
     assert not response.success and "a revert run is in progress" in response.answer
     assert "dream run" not in response.answer
 
 
 async def test_revert_of_a_maintain_run_puts_the_parent_back_and_removes_the_children(
-    make_app: MakeApp,
+    make_pipes: MakePipes,
 ) -> None:
-    app = await make_app(**scripted([split_run(split_turns())]))
+    app = make_pipes([split_run(split_turns())])
     ws = app.workspace_dir
     parent: Path = setup_digest(ws)
     before = parent.read_bytes()
-    split = await app.run("digest_maintain")
+    split = await app.maintain()
     assert split.success, split.answer
-    response = await app.run("dream_revert", run_id=split.metadata["run_id"])
+    response = await app.revert(split.metadata["run_id"])
     assert response.success, response.answer
     assert response.metadata["restored"] == [PARENT] and sorted(response.metadata["deleted"]) == sorted(
         CHILDREN
@@ -185,15 +183,15 @@ async def test_revert_of_a_maintain_run_puts_the_parent_back_and_removes_the_chi
     assert parent.read_bytes() == before and not any((ws / child).exists() for child in CHILDREN)
 
 
-async def test_a_tampered_record_cannot_touch_files_outside_the_digest(make_app: MakeApp) -> None:
-    app, _, run_id = await dreamed(make_app)
+async def test_a_tampered_record_cannot_touch_files_outside_the_digest(make_pipes: MakePipes) -> None:
+    app, _, run_id = await dreamed(make_pipes)
     ws = app.workspace_dir
     record_path = ws / f"journal/dream/runs/{run_id}.json"
     record = json.loads(record_path.read_text(encoding="utf-8"))
     record["created"].append(CARD)  # a daily note the run never created
     record["created_sha256"][CARD] = hashlib.sha256((ws / CARD).read_bytes()).hexdigest()
     record_path.write_text(json.dumps(record), encoding="utf-8")
-    response = await app.run("dream_revert", run_id=run_id)
+    response = await app.revert(run_id)
     assert response.success and (ws / CARD).read_text(encoding="utf-8") == CARD_TEXT
     assert {
         "path": CARD,
@@ -201,9 +199,9 @@ async def test_a_tampered_record_cannot_touch_files_outside_the_digest(make_app:
     } in response.metadata["skipped"]
 
 
-async def test_a_revert_waits_for_no_one_while_a_dream_run_holds_the_lock(make_app: MakeApp) -> None:
-    app, _, run_id = await dreamed(make_app)
-    async with AppPort(app).exclusive("dream"):
-        response = await app.run("dream_revert", run_id=run_id)
+async def test_a_revert_waits_for_no_one_while_a_dream_run_holds_the_lock(make_pipes: MakePipes) -> None:
+    app, _, run_id = await dreamed(make_pipes)
+    async with app.port.exclusive("dream"):
+        response = await app.revert(run_id)
     assert not response.success and "a dream run is in progress" in response.answer
     assert (app.workspace_dir / HIRING).is_file()

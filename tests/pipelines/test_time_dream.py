@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.pipelines.conftest import MakeApp, scripted, served_by
-from tests.pipelines.dream_support import extract_run, integrate_run, journal_runs, put, report, unit
+from tests.pipelines.conftest import MakeApp, MakePipes, served_by
+from tests.pipelines.dream_support import Pipes, extract_run, integrate_run, journal_runs, put, report, unit
 
 from reme import ReMe
 from reme.llm.testing.fake_openai import FakeOpenAI
@@ -47,11 +47,15 @@ SUPERSEDED_TURNS = [READ, SUPERSEDE, CITE, report("CORRECT", NODE, "moved to Par
 DROPPING_TURNS = [READ, DROP, DROP, report("CORRECT", NODE, "moved")]
 
 
-async def with_node(app: ReMe) -> Path:
+async def with_node(app: ReMe | Pipes) -> Path:
+    """NODE (Berlin, from an old card) written by `digest_write`, and today's card about the move."""
     ws = app.workspace_dir
     put(ws, OLD_CARD, "# Home\n\nI live in Berlin, since March 2021.\n")
-    made = await app.run("digest_write", path=NODE, content=OLD_BODY, description="Where the user lives.")
-    assert made.success, made.answer
+    if isinstance(app, Pipes):
+        await app.write_node(NODE, OLD_BODY, "Where the user lives.")
+    else:
+        made = await app.run("digest_write", path=NODE, content=OLD_BODY, description="Where the user lives.")
+        assert made.success, made.answer
     put(ws, CARD, "# Move\n\nI moved to Paris yesterday.\n")
     return ws / NODE
 
@@ -77,21 +81,21 @@ async def assert_refused(response: Any, node: Path, before: bytes, ws: Path) -> 
     assert run["violations"] and run["modified"] == []
 
 
-async def test_a_superseding_fact_keeps_the_old_statement_with_its_validity(make_app: MakeApp) -> None:
-    app = await make_app(**scripted([extract_run(UNIT), integrate_run(SUPERSEDED_TURNS)]))
+async def test_a_superseding_fact_keeps_the_old_statement_with_its_validity(make_pipes: MakePipes) -> None:
+    app = make_pipes([extract_run(UNIT), integrate_run(SUPERSEDED_TURNS)])
     node = await with_node(app)
-    response = await app.run("auto_dream", date=DAY)
+    response = await app.dream()
     assert response.success, response.answer
     assert_superseded(node)
-    audit = await app.run("digest_audit")
+    audit = await app.audit()
     assert not [f for f in audit.metadata["findings"] if f["path"] == NODE and "validity" in f["kind"]]
 
 
-async def test_an_update_that_drops_the_old_statement_is_refused(make_app: MakeApp) -> None:
-    app = await make_app(**scripted([extract_run(UNIT), integrate_run(DROPPING_TURNS)]))
+async def test_an_update_that_drops_the_old_statement_is_refused(make_pipes: MakePipes) -> None:
+    app = make_pipes([extract_run(UNIT), integrate_run(DROPPING_TURNS)])
     node = await with_node(app)
     before = node.read_bytes()
-    response = await app.run("auto_dream", date=DAY)
+    response = await app.dream()
     await assert_refused(response, node, before, app.workspace_dir)
 
 

@@ -56,7 +56,7 @@ from reme.workspace.writing import ConflictError
 
 if TYPE_CHECKING:
     from reme.app.application import Application
-    from reme.app.jobs import Response
+    from reme.app.jobs import JobSpec, Response
     from reme.llm.tools import ToolSpec
 
 log = logging.getLogger(__name__)
@@ -78,6 +78,19 @@ async def _as_job(job: str, run: Callable[[], T]) -> T:
         raise type(exc)(f"{job} failed: {exc.message}", exc.metadata) from None
     except _USER_ERRORS as exc:
         raise ReMeError(f"{job} failed: {exc or type(exc).__name__}") from None
+
+
+async def _refusing(run: Callable[[], T]) -> T:
+    """Run a workspace function in a thread; a user error as a `ReMeError` in its own words (typed
+    refusals such as `Conflict` and `ConservationViolation` go up as they are)."""
+    try:
+        return await asyncio.to_thread(run)
+    except ConflictError as exc:
+        raise Conflict(str(exc), {"conflict": True, **exc.current}) from None
+    except ReMeError:
+        raise
+    except _USER_ERRORS as exc:
+        raise ReMeError(str(exc) or type(exc).__name__) from None
 
 
 class WorkspacePort:
@@ -237,14 +250,14 @@ class WorkspacePort:
             ),
         )
 
-    async def front_matter(self, path: str) -> dict[str, Any]:
+    async def front_matter(self, path: str) -> JSONObject:
         found = await _as_job(
             "frontmatter_read",
             lambda: reading.frontmatter_read(self.workspace, path, self._limits("frontmatter_read")),
         )
         return dict(found.get("front_matter") or {})
 
-    async def update_front_matter(self, path: str, metadata: JSONObject) -> dict[str, Any]:
+    async def update_front_matter(self, path: str, metadata: JSONObject) -> JSONObject:
         updated = await _as_job(
             "frontmatter_update",
             lambda: writing.frontmatter_update(
@@ -276,8 +289,7 @@ class WorkspacePort:
         self, path: str, content: str, *, name: str | None = None, description: str | None = None
     ) -> FileText:
         limits = self._limits("digest_write")
-        await _as_job(
-            "digest_write",
+        await _refusing(
             lambda: digest_writing.digest_write(
                 self.workspace, self._links(), self._buckets(), path, content, name, description, None, limits
             ),
@@ -286,8 +298,10 @@ class WorkspacePort:
 
     async def edit_node(self, path: str, old: str, new: str, *, expected_sha256: str | None) -> FileText:
         limits = self._limits("digest_edit")
-        await asyncio.to_thread(  # its typed refusals (Conflict, E-1) go up as they are: the guard tells them apart
-            digest_writing.digest_edit, self.workspace, self._links(), path, old, new, expected_sha256, limits
+        await _refusing(
+            lambda: digest_writing.digest_edit(
+                self.workspace, self._links(), path, old, new, expected_sha256, limits
+            )
         )
         return await self._loaded(path)
 
@@ -435,7 +449,7 @@ def _step_limits(app: Application, job: str) -> Limits:
     return Limits()
 
 
-def agent_tools_of(jobs: Mapping[str, Any], names: Sequence[str]) -> list[ToolSpec]:
+def agent_tools_of(jobs: Mapping[str, JobSpec], names: Sequence[str]) -> list[ToolSpec]:
     """The agent tool specs of `names` from job declarations; `ReMeError` for a job agents may not call."""
     specs = []
     for name in names:

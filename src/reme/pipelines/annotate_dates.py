@@ -15,8 +15,14 @@ from datetime import date, datetime
 
 from reme.errors import ReMeError
 from reme.jsontypes import JSONObject
-from reme.pipelines.dream.integrate import Modified
-from reme.pipelines.journal.records import RunRecord, append_day_log, new_run_id, record_path, record_text
+from reme.pipelines.journal.records import (
+    Modified,
+    RunRecord,
+    append_day_log,
+    new_run_id,
+    record_path,
+    record_text,
+)
 from reme.pipelines.outcome import Outcome
 from reme.pipelines.port import MemoryPort
 from reme.workspace import frontmatter, relative_dates

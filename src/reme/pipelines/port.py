@@ -332,5 +332,13 @@ class MemoryPort(Notes, Bulk, Cards, Digest, Recall, RunState, Models, Protocol)
     """Every role: what a pipeline that needs most of them is given."""
 
 
+class NotesRecall(Notes, Recall, Protocol):
+    """Notes and recall, nothing written: an audit."""
+
+
+class NotesRun(Notes, RunState, Protocol):
+    """Notes changed under a run lock: a revert."""
+
+
 class DigestRun(Notes, Digest, Recall, RunState, Models, Protocol):
     """What a dream or maintain run uses: notes, digest writes, recall, the lock, models."""

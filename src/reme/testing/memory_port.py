@@ -15,7 +15,8 @@ records on disk as before. Not imported by production code.
 from __future__ import annotations
 
 import asyncio
-import re
+import math
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import date, datetime
 from functools import cache
@@ -25,10 +26,12 @@ from zoneinfo import ZoneInfo
 
 from reme.app.config import load_config
 from reme.app.jobs import JobSpec, ParameterError, Response, build_jobs, validate_params
-from reme.app.port import WorkspacePort, agent_tools_of
+from reme.app.port import WorkspacePort, agent_tools_of, node_hit
 from reme.app.registry import load_plugins
 from reme.errors import LLMUnavailable, ReMeError
 from reme.index import as_of as as_of_marks
+from reme.index.sources import default_scope
+from reme.index.tokenizer import Tokenizer
 from reme.jsontypes import JSONObject
 from reme.llm.settings import resolve_settings
 from reme.pipelines.port import (
@@ -39,7 +42,6 @@ from reme.pipelines.port import (
     Neighbourhood,
     NodeHit,
     PassageHit,
-    Statement,
 )
 from reme.workspace import daily, digest_writing, frontmatter, reading, writing
 from reme.workspace.buckets import Bucket, parse_buckets, write_buckets_page
@@ -57,7 +59,6 @@ if TYPE_CHECKING:
     from reme.llm.tools import ToolSpec
 
 NO_SCRIPT = "components.llm.script (the scripted backend has no turns)"  # as the scripted backend says it
-_WORD = re.compile(r"\w+")
 ToolResult = tuple[str, JSONObject]  # the answer and metadata of a tool call
 
 
@@ -70,8 +71,45 @@ def _config() -> tuple[dict[str, JobSpec], dict[str, object], tuple[Bucket, ...]
     return build_jobs(config["jobs"]), dict(llm), parse_buckets((config.get("digest") or {}).get("buckets"))
 
 
-def _words(text: str) -> list[str]:
-    return [word.lower() for word in _WORD.findall(text)]
+class _IndexedLinks(ScanLinks):
+    """Links read from the files the index would hold (not `journal/`, `resource/`, `metadata/`), as
+    the application's index answers them."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        super().__init__(workspace)
+        self.scope = default_scope(workspace.dirs)
+
+    def inbound(self, path: str) -> list[dict[str, str]]:
+        return [link for link in super().inbound(path) if self.scope.admits(link["source_path"])]
+
+    def ending_with(self, suffix: str) -> list[str]:
+        return [path for path in super().ending_with(suffix) if self.scope.admits(path)]
+
+
+@cache
+def _tokenizer() -> Tokenizer:
+    return Tokenizer()
+
+
+def _bm25(
+    query: list[str], documents: Mapping[str, list[str]], k1: float = 1.2, b: float = 0.75
+) -> dict[str, float]:
+    """BM25 scores (above 0) of the documents' token lists for the query's tokens."""
+    count = len(documents) or 1
+    average = sum(len(tokens) for tokens in documents.values()) / count or 1.0
+    frequency = Counter(term for tokens in documents.values() for term in set(tokens))
+    scores = {}
+    for path, tokens in documents.items():
+        counts = Counter(tokens)
+        score = 0.0
+        for term in query:
+            tf = counts.get(term, 0)
+            if tf:
+                idf = math.log(1 + (count - frequency[term] + 0.5) / (frequency[term] + 0.5))
+                score += idf * tf / (tf + k1 * (1 - b + b * len(tokens) / average))
+        if score > 0:
+            scores[path] = score
+    return scores
 
 
 class InMemoryPort(WorkspacePort):
@@ -89,7 +127,8 @@ class InMemoryPort(WorkspacePort):
     ) -> None:
         workspace = Workspace(root, dirs)
         workspace.ensure_layout()
-        links = ScanLinks(workspace)
+        links = _IndexedLinks(workspace)
+        self.scope = links.scope
         jobs, self._llm, default_buckets = _config()
         self.buckets = tuple(buckets) if buckets is not None else default_buckets
         write_buckets_page(workspace, self.buckets)
@@ -146,61 +185,60 @@ class InMemoryPort(WorkspacePort):
     # recall, from the files --------------------------------------------------------------------
 
     def _markdown(self, prefix: str) -> list[tuple[str, str]]:
-        """(path, text) of every Markdown file under `prefix`, sorted."""
+        """(path, text) of every Markdown file under `prefix` the index would hold, sorted."""
         base = self.root / prefix if prefix else self.root
         found = []
         for file in sorted(base.rglob("*.md")) if base.is_dir() else []:
             relative = file.relative_to(self.root).as_posix()
-            if not relative.startswith(self.folder("metadata") + "/"):
+            if self.scope.admits(relative):
                 found.append((relative, file.read_text(encoding="utf-8")))
         return found
 
     async def node_search(
         self, query: str, *, limit: int, keyword_only: bool = False, as_of: str | None = None
     ) -> list[NodeHit]:
-        """Digest nodes scored by how often the query's words occur in them (a keyword score)."""
-        wanted = set(_words(query))
-        if not wanted:
+        """Digest nodes by the BM25 score of their body (k1 1.2, b 0.75, the index's analyser), best first."""
+        if not query.strip():
             raise ReMeError("node_search failed: query is empty; give some words to search for")
         digest = self.folder("digest")
         day = parse_date(as_of) if as_of else self.today()
+        documents = {
+            path: frontmatter.parse(text) for path, text in self._markdown(digest) if is_node(path, digest)
+        }
+        scores = _bm25(
+            _tokenizer().tokenize(query), {p: _tokenizer().tokenize(d.body) for p, d in documents.items()}
+        )
         hits = []
-        for path, text in self._markdown(digest):
-            if not is_node(path, digest):
-                continue
-            words = _words(text)
-            score = float(sum(1 for word in words if word in wanted)) / (1 + len(words)) ** 0.5
-            if score > 0:
-                document = frontmatter.parse(text)
-                marks = as_of_marks.node_validity(document.body, day, explicit=as_of is not None)
-                hits.append(_node_hit(path, score, document.metadata, marks))
+        for path, score in scores.items():
+            document = documents[path]
+            marks = as_of_marks.node_validity(document.body, day, explicit=as_of is not None)
+            meta = document.metadata
+            found = {
+                "path": path,
+                "score": score,
+                "name": meta.get("name"),
+                "description": meta.get("description"),
+            }
+            hits.append(node_hit({**found, **marks}))  # the same reading as AppPort's of the job's results
         return sorted(hits, key=lambda hit: (-hit.score, hit.path))[:limit]
 
     async def search(
         self, query: str, *, limit: int, path_prefix: str = "", as_of: str | None = None
     ) -> list[PassageHit]:
-        """One passage per Markdown file holding a query word (the whole body), best first."""
-        wanted = set(_words(query))
+        """One passage per Markdown file (its whole body) by BM25 score, best first."""
+        documents = {
+            path: frontmatter.parse(text)
+            for path, text in self._markdown(path_prefix.rstrip("/"))
+            if path.startswith(path_prefix)
+        }
+        tokens = {path: _tokenizer().tokenize(document.body) for path, document in documents.items()}
         hits = []
-        for path, text in self._markdown(path_prefix.rstrip("/")):
-            if not path.startswith(path_prefix):
-                continue
-            document = frontmatter.parse(text)
-            score = float(sum(1 for word in _words(document.body) if word in wanted))
-            if score > 0:
-                meta = document.metadata
-                end = len(text.splitlines())
-                hits.append(
-                    PassageHit(
-                        path,
-                        1,
-                        end,
-                        score,
-                        document.body,
-                        _str(meta.get("name")),
-                        _str(meta.get("description")),
-                    )
-                )
+        for path, score in _bm25(_tokenizer().tokenize(query), tokens).items():
+            document, meta = documents[path], documents[path].metadata
+            name, description = _str(meta.get("name")), _str(meta.get("description"))
+            start = len(document.head.splitlines()) + 1  # the body's lines in the file
+            end = start + max(len(document.body.splitlines()) - 1, 0)
+            hits.append(PassageHit(path, start, end, score, document.body, name, description))
         return sorted(hits, key=lambda hit: (-hit.score, hit.path))[:limit]
 
     async def traverse(self, paths: Sequence[str], *, depth: int, direction: str = "both") -> Neighbourhood:
@@ -246,26 +284,6 @@ class InMemoryPort(WorkspacePort):
 
 def _str(value: object) -> str | None:
     return value if isinstance(value, str) else None
-
-
-def _node_hit(path: str, score: float, meta: Mapping[str, object], marks: Mapping[str, object]) -> NodeHit:
-    def statements(key: str) -> tuple[Statement, ...]:
-        raw = marks.get(key)
-        entries = raw if isinstance(raw, list) else []
-        return tuple(
-            Statement(str(s["statement"]), str(s["valid_range"])) for s in entries if isinstance(s, dict)
-        )
-
-    left_out = marks.get("left_out")
-    return NodeHit(
-        path,
-        score,
-        _str(meta.get("name")),
-        _str(meta.get("description")),
-        statements("statements"),
-        statements("superseded"),
-        left_out if isinstance(left_out, int) else 0,
-    )
 
 
 # agent tools: the workspace functions their job steps call, answered as the steps answer ---------

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import TypedDict
 
 from reme.errors import ReMeError
 from reme.pipelines.digest.nodes import Overload, load_nodes
 from reme.pipelines.journal.records import journal_folder, read_record
-from reme.pipelines.port import FileText, MemoryPort
+from reme.pipelines.port import FileText, Notes, NotesRecall, Places, Recall
 from reme.workspace import frontmatter, validity
 from reme.workspace.digest import SOURCE_PREDICATE, SOURCES_HEADING, source_links
 from reme.workspace.edges import describe
@@ -52,17 +52,31 @@ class AuditSettings:
     max_runs: int = 500
 
 
+class Finding(TypedDict):
+    kind: str  # one of KINDS
+    path: str
+    detail: str
+
+
+class AuditReport(TypedDict):
+    """The audit's metadata: every finding, and the count per kind."""
+
+    nodes: int
+    findings: list[Finding]
+    counts: dict[str, int]
+
+
 @dataclass
 class AuditOutcome:
     answer: str
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: AuditReport
 
 
-async def digest_audit(port: MemoryPort, settings: AuditSettings) -> AuditOutcome:
+async def digest_audit(port: NotesRecall, settings: AuditSettings) -> AuditOutcome:
     nodes = await load_nodes(port, settings.max_nodes)
     digest = port.folder("digest") + "/"
     names = {node.path for node in nodes}
-    findings: list[dict[str, Any]] = []
+    findings: list[Finding] = []
     for node in nodes:
         body = frontmatter.parse(node.content).body
         findings += _sources(port, node.path, body)
@@ -76,7 +90,7 @@ async def digest_audit(port: MemoryPort, settings: AuditSettings) -> AuditOutcom
     order = {kind: index for index, kind in enumerate(KINDS)}
     findings.sort(key=lambda f: (order[f["kind"]], f["path"], f["detail"]))
     counts = Counter(f["kind"] for f in findings)
-    meta = {
+    meta: AuditReport = {
         "nodes": len(nodes),
         "findings": findings,
         "counts": {kind: counts.get(kind, 0) for kind in KINDS},
@@ -84,7 +98,7 @@ async def digest_audit(port: MemoryPort, settings: AuditSettings) -> AuditOutcom
     return AuditOutcome(_report(meta), meta)
 
 
-def _sources(port: MemoryPort, path: str, body: str) -> list[dict[str, Any]]:
+def _sources(port: Places, path: str, body: str) -> list[Finding]:
     links = source_links(body)
     if not links:
         return [
@@ -94,7 +108,7 @@ def _sources(port: MemoryPort, path: str, body: str) -> list[dict[str, Any]]:
                 "detail": f"no `derived_from::` link in a ## {SOURCES_HEADING.title()} section",
             }
         ]
-    found = []
+    found: list[Finding] = []
     for target in dict.fromkeys(link.target for link in links):
         if not (_is_file(port, target) or _is_file(port, f"{target}.md")):
             found.append(
@@ -107,7 +121,7 @@ def _sources(port: MemoryPort, path: str, body: str) -> list[dict[str, Any]]:
     return found
 
 
-def _is_file(port: MemoryPort, path: str) -> bool:
+def _is_file(port: Places, path: str) -> bool:
     """A file inside the workspace (a target that leads outside it names none)."""
     try:
         return port.exists(port.check_path(path))
@@ -115,12 +129,12 @@ def _is_file(port: MemoryPort, path: str) -> bool:
         return False
 
 
-async def _links(port: MemoryPort, path: str, names: set[str], digest: str) -> list[dict[str, Any]]:
+async def _links(port: Recall, path: str, names: set[str], digest: str) -> list[Finding]:
     try:
         graph = await port.traverse([path], depth=1, direction="both")
     except ReMeError:
         return []  # no index: links are not audited
-    found: list[dict[str, Any]] = []
+    found: list[Finding] = []
     linked = False  # sources are audited as missing_source
     for edge in graph.edges:
         if edge.source == path and not edge.resolved and edge.predicate != SOURCE_PREDICATE:
@@ -148,9 +162,7 @@ def _query(node: FileText, limit: int) -> str:
     return prose.strip()[:limit] if len(prose.split()) >= MIN_QUERY_WORDS else ""
 
 
-async def _near_duplicates(
-    port: MemoryPort, nodes: list[FileText], settings: AuditSettings
-) -> list[dict[str, Any]]:
+async def _near_duplicates(port: Recall, nodes: list[FileText], settings: AuditSettings) -> list[Finding]:
     seen: dict[tuple[str, str], float] = {}
     for node in nodes:
         query = _query(node, settings.max_query_chars)
@@ -179,9 +191,11 @@ async def _near_duplicates(
     ]
 
 
-def _time(path: str, body: str) -> list[dict[str, Any]]:
+def _time(path: str, body: str) -> list[Finding]:
     """Validity that cannot hold and relative dates left without their resolution (docs/spec.md §17)."""
-    found = [{"kind": kind, "path": path, "detail": detail} for kind, detail in validity.problems(body)]
+    found: list[Finding] = [
+        {"kind": kind, "path": path, "detail": detail} for kind, detail in validity.problems(body)
+    ]
     left = list(dict.fromkeys(unresolved(body)))
     if left:
         shown = ", ".join(repr(words) for words in left[:10])
@@ -190,30 +204,28 @@ def _time(path: str, body: str) -> list[dict[str, Any]]:
     return found
 
 
-async def _violations(port: MemoryPort, max_runs: int) -> list[dict[str, Any]]:
+async def _violations(port: Notes, max_runs: int) -> list[Finding]:
     folder = f"{journal_folder(port)}/runs"
     entries = (await port.list_files(folder, extensions=(".json",)))[-max_runs:]
-    found = []
+    found: list[Finding] = []
     for entry in entries:
-        record, problem = await read_record(port, entry.path)
-        if problem is not None:  # an unusable record is the journal listing's to report
+        record, _problem = await read_record(port, entry.path)
+        if record is None:  # an unusable record is the journal listing's to report
             continue
-        for violation in record.get("violations") or [] if isinstance(record, dict) else []:
+        for violation in record.violations:
             lost = ", ".join(
-                [describe(edge) for edge in violation.get("missing_edges") or []]
-                + [repr(line) for line in violation.get("dropped_statements") or []]
+                [
+                    describe({"target": e["target"], "predicate": e.get("predicate")})
+                    for e in violation.get("missing_edges", [])
+                ]
+                + [repr(line) for line in violation.get("dropped_statements", [])]
             )
-            found.append(
-                {
-                    "kind": "conservation_violation",
-                    "path": str(violation.get("path", "")),
-                    "detail": f"{record.get('kind', 'run')} run {record.get('run_id')} refused a change that would drop {lost}",
-                }
-            )
+            detail = f"{record.kind or 'run'} run {record.run_id} refused a change that would drop {lost}"
+            found.append({"kind": "conservation_violation", "path": violation["path"], "detail": detail})
     return found
 
 
-def _report(meta: dict[str, Any]) -> str:
+def _report(meta: AuditReport) -> str:
     """The head line, then one line per finding (the first MAX_ANSWER_LINES; metadata has them all)."""
     total = len(meta["findings"])
     counts = ", ".join(f"{kind} {n}" for kind, n in meta["counts"].items() if n)

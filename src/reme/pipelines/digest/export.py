@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 import yaml
 
 from reme.errors import ReMeError
-from reme.pipelines.port import MemoryPort
+from reme.jsontypes import JSONObject
+from reme.pipelines.port import Notes
 from reme.workspace import frontmatter, yamlsafe
 from reme.workspace.wikilinks import parse_links
 
@@ -32,11 +33,35 @@ class ExportLimits:
     max_bytes: int = 50_000_000
 
 
-def edges_of(text: str) -> list[dict[str, Any]]:
+class ExportEdge(TypedDict):
+    target: str
+    predicate: str | None
+    anchor: str | None
+    alias: str | None
+    embed: bool
+
+
+class ExportNode(TypedDict):
+    path: str
+    front_matter: JSONObject
+    body: str
+    edges: list[ExportEdge]
+
+
+class ExportDocument(TypedDict):
+    """The JSON export (`format` and `version` say how to read it)."""
+
+    format: str
+    version: int
+    exported_at: str
+    nodes: list[ExportNode]
+
+
+def edges_of(text: str) -> list[ExportEdge]:
     """The distinct links of a node, in document order."""
-    seen: list[dict[str, Any]] = []
+    seen: list[ExportEdge] = []
     for link in parse_links(text):
-        edge = {
+        edge: ExportEdge = {
             "target": link.target,
             "predicate": link.predicate,
             "anchor": link.anchor,
@@ -48,12 +73,12 @@ def edges_of(text: str) -> list[dict[str, Any]]:
     return seen
 
 
-def node_of(path: str, text: str) -> dict[str, Any]:
+def node_of(path: str, text: str) -> ExportNode:
     document = frontmatter.parse(text)
     return {"path": path, "front_matter": document.metadata, "body": document.body, "edges": edges_of(text)}
 
 
-async def digest_files(port: MemoryPort, *, bucket: str | None, limits: ExportLimits) -> dict[str, str]:
+async def digest_files(port: Notes, *, bucket: str | None, limits: ExportLimits) -> dict[str, str]:
     """Path -> text of every digest node (files starting with `_` are not nodes), sorted, within the limits."""
     folder = port.folder("digest")
     if bucket:
@@ -80,7 +105,7 @@ async def digest_files(port: MemoryPort, *, bucket: str | None, limits: ExportLi
     return texts
 
 
-def as_json(nodes: list[dict[str, Any]], exported_at: str) -> dict[str, Any]:
+def as_json(nodes: list[ExportNode], exported_at: str) -> ExportDocument:
     return {"format": FORMAT, "version": VERSION, "exported_at": exported_at, "nodes": nodes}
 
 
@@ -90,7 +115,7 @@ def _yaml_block(text: str) -> str:
     return "".join(lines[1:-1]) if len(lines) >= 2 else ""
 
 
-def as_bundle(nodes: list[dict[str, Any]], texts: dict[str, str], exported_at: str) -> str:
+def as_bundle(nodes: list[ExportNode], texts: dict[str, str], exported_at: str) -> str:
     """One Markdown document holding every node; `texts` are the files as read (front matter verbatim)."""
     parts = [f"# Digest export\n\n{len(nodes)} node(s), exported {exported_at} ({FORMAT} {VERSION}).\n"]
     for node in nodes:
@@ -112,10 +137,11 @@ def as_bundle(nodes: list[dict[str, Any]], texts: dict[str, str], exported_at: s
     return "".join(parts)
 
 
-def parse_bundle(text: str) -> list[dict[str, Any]]:
+def parse_bundle(text: str) -> list[ExportNode]:
     """The nodes of a Markdown bundle; a ValueError says where the bundle is broken."""
     lines = text.splitlines(keepends=True)
-    nodes, index = [], 0
+    nodes: list[ExportNode] = []
+    index = 0
     while index < len(lines):
         opened = _NODE.match(lines[index].rstrip("\n"))
         index += 1

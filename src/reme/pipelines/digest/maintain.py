@@ -10,10 +10,10 @@ workspace's `dream` lock: a dream run and a maintain run never interleave.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TypedDict
 
 from reme.errors import Conflict, LLMUnavailable, ReMeError
 from reme.llm.prompts import render_prompt
@@ -22,15 +22,18 @@ from reme.llm.tools import PathPolicy
 from reme.pipelines.digest.maintain_guard import SplitGuard, SplitReport, check_split
 from reme.pipelines.digest.nodes import Overload, load_nodes
 from reme.pipelines.dream.guard import UnitAborted
-from reme.pipelines.dream.integrate import Modified
 from reme.pipelines.journal.records import (
+    FailedUnit,
+    LostEdge,
+    Modified,
     RunRecord,
+    Violation,
     append_day_log,
     new_run_id,
     record_path,
     record_text,
 )
-from reme.pipelines.port import FileText, MemoryPort
+from reme.pipelines.port import DigestRun, FileText, Notes
 from reme.workspace.digest import is_node
 from reme.workspace.textio import sha256_of
 from reme.workspace.transaction import MAX_FILES, Change
@@ -46,10 +49,53 @@ class MaintainSettings:
     max_parent_chars: int = 60_000  # a larger node is not split: the model would not see it whole
 
 
+class Candidate(TypedDict):
+    """An overloaded node: why, and its size (the most characters are split first)."""
+
+    path: str
+    reason: str
+    chars: int
+
+
+class SplitDone(TypedDict):
+    parent: str
+    children: list[str]
+    reason: str
+
+
+class Declined(TypedDict):
+    parent: str
+    reason: str
+
+
+class SplitFailed(TypedDict):
+    parent: str
+    error: str
+
+
+class ParentRefusal(TypedDict):
+    parent: str
+    refusal: str
+
+
+class MaintainReport(TypedDict):
+    """What a maintain run did (the job's metadata, also of a failed run)."""
+
+    run_id: str
+    candidates: list[Candidate]
+    splits: list[SplitDone]
+    declined: list[Declined]
+    failed: list[SplitFailed]
+    violations: list[Violation]
+    refusals: list[ParentRefusal]
+    journal_path: str | None
+    usage: dict[str, int]
+
+
 @dataclass
 class MaintainOutcome:
     answer: str
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: MaintainReport
 
 
 @dataclass
@@ -61,9 +107,7 @@ class _Journal:
     sha256: str | None = None
 
 
-async def find_candidates(
-    port: MemoryPort, settings: MaintainSettings, path: str | None
-) -> list[dict[str, Any]]:
+async def find_candidates(port: Notes, settings: MaintainSettings, path: str | None) -> list[Candidate]:
     """Overloaded nodes `{path, reason, chars}`, most characters first (only `path` when given)."""
     if path is not None:
         if not is_node(path, port.folder("digest")):
@@ -74,7 +118,7 @@ async def find_candidates(
         nodes = [node]
     else:
         nodes = await load_nodes(port, settings.max_nodes)
-    found = []
+    found: list[Candidate] = []
     for node in nodes:
         reason = settings.overload.reason(node.content)
         if reason:
@@ -83,12 +127,12 @@ async def find_candidates(
 
 
 async def digest_maintain(
-    port: MemoryPort,
+    port: DigestRun,
     settings: MaintainSettings,
     *,
     path: str | None,
     max_splits: int,
-    add_usage: Callable[[dict[str, Any]], None],
+    add_usage: Callable[[dict[str, int]], None],
 ) -> MaintainOutcome:
     """One maintain run; failures of a split are recorded and make the run fail (`ReMeError`)."""
     if max_splits < 1:
@@ -103,7 +147,7 @@ async def digest_maintain(
     run_id = new_run_id(started)
     async with port.exclusive("dream", "maintain"):
         candidates = await find_candidates(port, settings, path)
-        meta: dict[str, Any] = {
+        meta: MaintainReport = {
             "run_id": run_id,
             "candidates": candidates,
             "splits": [],
@@ -123,7 +167,7 @@ async def digest_maintain(
             port.model("memory")
         except LLMUnavailable as missing:
             raise ReMeError(
-                f"{missing.message}; {len(candidates)} overloaded node(s) left as they are", meta
+                f"{missing.message}; {len(candidates)} overloaded node(s) left as they are", dict(meta)
             ) from None
         journal = _Journal(
             RunRecord(run_id, "maintain", started.isoformat(timespec="seconds"), []),
@@ -144,11 +188,11 @@ async def digest_maintain(
             )
         answer = _summary(meta)
         if meta["failed"]:
-            raise ReMeError(answer, meta)
+            raise ReMeError(answer, dict(meta))
         return MaintainOutcome(answer, meta)
 
 
-async def _save_record(port: MemoryPort, journal: _Journal, changes: list[Change]) -> None:
+async def _save_record(port: Notes, journal: _Journal, changes: list[Change]) -> None:
     """Commit `changes` together with the record's current state (the record never says more than the files)."""
     text = record_text(journal.record)
     await port.commit([*changes, Change(journal.path, text, journal.sha256)])
@@ -156,11 +200,11 @@ async def _save_record(port: MemoryPort, journal: _Journal, changes: list[Change
 
 
 async def _split(
-    port: MemoryPort,
+    port: DigestRun,
     settings: MaintainSettings,
-    candidate: dict[str, Any],
+    candidate: Candidate,
     journal: _Journal,
-    meta: dict[str, Any],
+    meta: MaintainReport,
     usage: dict[str, int],
 ) -> None:
     parent = await port.load(candidate["path"])
@@ -172,7 +216,7 @@ async def _split(
         return
     guard = SplitGuard(port, port.folder("digest"), parent, settings.max_children)
     error, report = await _run_agent(port, guard, candidate, usage)
-    lost: list[dict[str, Any]] = []
+    lost: list[LostEdge] = []
     record = journal.record
     meta["refusals"].extend({"parent": parent.path, "refusal": text} for text in guard.refusals)
     record.refusals.extend({"unit": parent.path, "refusal": text} for text in guard.refusals)
@@ -190,17 +234,17 @@ async def _split(
                 {"parent": parent.path, "children": sorted(guard.children), "reason": report.reason}
             )
             return
-    failure = {"unit": parent.path, "error": error, "paths": [parent.path]}
-    meta["failed"].append({"parent": parent.path, "error": error})
+    failure: FailedUnit = {"unit": parent.path, "error": error or "", "paths": [parent.path]}
+    meta["failed"].append({"parent": parent.path, "error": error or ""})
     record.failed_units.append(failure)
     if lost:
-        violation = {"path": parent.path, "missing_edges": lost}
+        violation: Violation = {"path": parent.path, "missing_edges": lost}
         record.violations.append(violation)
         meta["violations"].append(violation)
 
 
 async def _run_agent(
-    port: MemoryPort, guard: SplitGuard, candidate: dict[str, Any], usage: dict[str, int]
+    port: DigestRun, guard: SplitGuard, candidate: Candidate, usage: dict[str, int]
 ) -> tuple[str | None, SplitReport | None]:
     handle = port.model("memory")
     parent = guard.parent
@@ -233,7 +277,7 @@ async def _run_agent(
 
 
 async def _commit_split(
-    port: MemoryPort, guard: SplitGuard, parent: FileText, report: SplitReport, journal: _Journal
+    port: Notes, guard: SplitGuard, parent: FileText, report: SplitReport, journal: _Journal
 ) -> str | None:
     """Write the children, the overview and the journal record in one transaction; an error or None."""
     assert guard.parent_text is not None
@@ -265,13 +309,13 @@ async def _commit_split(
     return None
 
 
-def _add(total: dict[str, int], usage: dict[str, Any]) -> None:
+def _add(total: dict[str, int], usage: Mapping[str, object]) -> None:
     for key, value in usage.items():
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             total[key] = total.get(key, 0) + int(value)
 
 
-def _summary(meta: dict[str, Any]) -> str:
+def _summary(meta: MaintainReport) -> str:
     splits, failed, declined = meta["splits"], meta["failed"], meta["declined"]
     lines = [
         f"maintain {meta['run_id']}: {len(meta['candidates'])} overloaded node(s); "

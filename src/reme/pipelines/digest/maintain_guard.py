@@ -16,19 +16,27 @@ memory; the pipeline commits the whole split in one file transaction, or nothing
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from pydantic import BaseModel, Field
 
 from reme.errors import ReMeError
-from reme.pipelines.dream.guard import MAX_VIOLATIONS, ToolReply, UnitAborted
-from reme.pipelines.port import FileText, MemoryPort
+from reme.pipelines.dream.guard import (
+    MAX_VIOLATIONS,
+    Params,
+    ToolReply,
+    UnitAborted,
+    optional_text,
+    refused_by,
+    text_param,
+)
+from reme.pipelines.journal.records import LostEdge, Violation
+from reme.pipelines.port import DigestRun, FileText
 from reme.workspace import frontmatter
 from reme.workspace.digest import is_node, node_parts, source_links
 from reme.workspace.edges import describe, edges, missing_edges
 from reme.workspace.resolving import MD, ends_with, resolve, spellings
 
-WRITE_JOBS = ("write", "edit", "save", "delete", "move", "digest_write", "digest_edit", "frontmatter_update")
+WRITE_TOOLS = ("write", "edit", "save", "delete", "move", "digest_write", "digest_edit", "frontmatter_update")
 
 
 class SplitReport(BaseModel):
@@ -41,14 +49,14 @@ class SplitReport(BaseModel):
 
 @dataclass
 class SplitGuard:
-    port: MemoryPort
+    port: DigestRun
     digest: str
     parent: FileText
     max_children: int
     children: dict[str, str] = field(default_factory=dict)  # staged path -> file text
     parent_text: str | None = None  # the staged parent
     refusals: list[str] = field(default_factory=list)
-    violations: list[dict[str, Any]] = field(default_factory=list)
+    violations: list[Violation] = field(default_factory=list)
 
     @property
     def bucket(self) -> str:
@@ -89,19 +97,20 @@ class SplitGuard:
             }
         )
 
-    async def run_job(self, job: str, **params: Any) -> Any:
+    async def run_job(self, job: str, **params: object) -> object:
+        """The agent's tool call: writes are staged here, a read of a staged file shows it, the rest pass."""
         if job == "digest_write":
             return await self._write_child(params)
         if job == "digest_edit":
             return await self._edit_parent(params)
-        if job in WRITE_JOBS:
+        if job in WRITE_TOOLS:
             return self._refuse(
                 f"a split writes only through digest_write (children) and digest_edit (the parent), not {job}"
             )
         if job == "read":
-            staged = self._staged(str(params.get("path", "")))
+            staged = self._staged(text_param(params, "path"))
             if staged is not None:
-                return ToolReply(True, staged, {"path": params.get("path"), "staged": True})
+                return ToolReply(True, staged, {"path": text_param(params, "path"), "staged": True})
         return await self.port.run_job(job, **params)
 
     def _staged(self, path: str) -> str | None:
@@ -114,8 +123,8 @@ class SplitGuard:
         self.refusals.append(message)
         return ToolReply(False, f"refused: {message}")
 
-    async def _write_child(self, params: dict[str, Any]) -> ToolReply:
-        path = str(params.get("path", ""))
+    async def _write_child(self, params: Params) -> ToolReply:
+        path = text_param(params, "path")
         digest = self.digest
         if not is_node(path, digest) or node_parts(path, digest)[0] != self.bucket:
             return self._refuse(
@@ -125,7 +134,7 @@ class SplitGuard:
             return self._refuse(f"{path!r} is already part of this split; change the parent with digest_edit")
         if len(self.children) >= self.max_children:
             return self._refuse(f"at most {self.max_children} children per split")
-        content = str(params.get("content", ""))
+        content = text_param(params, "content")
         invented = self.invented_sources(content)
         if invented:
             return self._refuse(
@@ -134,17 +143,20 @@ class SplitGuard:
             )
         try:
             text = await self.port.draft_node(
-                path, content, description=params.get("description"), name=params.get("name")
+                path,
+                content,
+                description=optional_text(params, "description"),
+                name=optional_text(params, "name"),
             )
         except ReMeError as exc:
-            return ToolReply(False, exc.message)
+            return refused_by(exc)
         self.children[path] = text
         return ToolReply(
             True, f"Staged {path}; it is written with the whole split once E-2 holds", {"path": path}
         )
 
-    async def _edit_parent(self, params: dict[str, Any]) -> ToolReply:
-        path = str(params.get("path", ""))
+    async def _edit_parent(self, params: Params) -> ToolReply:
+        path = text_param(params, "path")
         if path != self.parent.path:
             return self._refuse(
                 f"only the parent {self.parent.path} may be edited in this split (children are written "
@@ -153,25 +165,28 @@ class SplitGuard:
         current = self.parent_text if self.parent_text is not None else self.parent.content
         try:
             edited = await self.port.draft_edit(
-                path, current, str(params.get("old", "")), str(params.get("new", "")), conserve=False
+                path, current, text_param(params, "old"), text_param(params, "new"), conserve=False
             )
         except ReMeError as exc:
-            return ToolReply(False, exc.message)
+            return refused_by(exc)
         lost = self.lost_edges(edited)
         if lost:
             return self._violation(lost)
         self.parent_text = edited
         return ToolReply(True, f"Staged the edit of {path}", {"path": path, "staged": True})
 
-    def lost_edges(self, parent_text: str) -> list[dict[str, Any]]:
+    def lost_edges(self, parent_text: str) -> list[LostEdge]:
         """E-2: edges of the old parent in neither this parent text nor a staged child."""
         bodies = [frontmatter.parse(text).body for text in self.children.values()]
         old = frontmatter.parse(self.parent.content).body
-        return missing_edges(old, frontmatter.parse(parent_text).body, *bodies)
+        lost = missing_edges(old, frontmatter.parse(parent_text).body, *bodies)
+        return [LostEdge(target=str(edge["target"]), predicate=edge["predicate"]) for edge in lost]
 
-    def _violation(self, lost: list[dict[str, Any]]) -> ToolReply:
+    def _violation(self, lost: list[LostEdge]) -> ToolReply:
         self.violations.append({"path": self.parent.path, "missing_edges": lost})
-        shown = ", ".join(describe(edge) for edge in lost[:20])
+        shown = ", ".join(
+            describe({"target": e["target"], "predicate": e.get("predicate")}) for e in lost[:20]
+        )
         message = (
             f"the edit of {self.parent.path} would drop {len(lost)} link(s) that no child staged so far "
             f"keeps: {shown} (E-2)"
@@ -186,7 +201,7 @@ class SplitGuard:
         )
 
 
-def check_split(guard: SplitGuard, report: SplitReport) -> tuple[str | None, list[dict[str, Any]]]:
+def check_split(guard: SplitGuard, report: SplitReport) -> tuple[str | None, list[LostEdge]]:
     """(why the staged split may not be kept, the E-2 edges it would lose); (None, []) when it may."""
     parent = guard.parent.path
     if sorted(report.children) != sorted(guard.children):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reme.errors import ReMeError
-from reme.pipelines.port import FileText, MemoryPort
+from reme.pipelines.port import FileText, Notes
 from reme.workspace import frontmatter
 from reme.workspace.digest import is_node, section_count
 
@@ -29,7 +29,7 @@ class Overload:
         return "; ".join(problems) or None
 
 
-async def load_nodes(port: MemoryPort, max_nodes: int) -> list[FileText]:
+async def load_nodes(port: Notes, max_nodes: int) -> list[FileText]:
     """Every digest node, sorted by path; a digest larger than `max_nodes` is refused (raise the bound)."""
     digest = port.folder("digest")
     entries = [

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -20,7 +19,7 @@ from reme.llm.prompts import render_prompt
 from reme.llm.runner import AgentFailed, run_agent
 from reme.llm.tools import PathPolicy
 from reme.pipelines.dream.material import Packed
-from reme.pipelines.port import MemoryPort
+from reme.pipelines.port import Models
 
 UNKNOWN_BUCKET = "unknown"
 ATTEMPTS = 2
@@ -49,7 +48,11 @@ class Extracted:
 
 
 class ExtractionFailed(ReMeError):
-    """Extraction gave no usable units; nothing may be checkpointed."""
+    """Extraction gave no usable units; nothing may be checkpointed. `usage`: what the attempts cost."""
+
+    def __init__(self, message: str, usage: dict[str, int]) -> None:
+        super().__init__(message, {"usage": usage})
+        self.usage = usage
 
 
 def validate(
@@ -103,14 +106,14 @@ def _invalid_reply(failure: AgentFailed) -> bool:
 
 
 async def extract(
-    port: MemoryPort,
+    port: Models,
     material: Packed,
     *,
     buckets: Sequence[str],
     buckets_page: str,
     max_units: int,
     hint: str,
-    add_usage: Callable[[dict[str, Any]], None],
+    add_usage: Callable[[dict[str, int]], None],
 ) -> Extracted:
     """Ask for units at most twice; raise `ExtractionFailed` naming the cause."""
     handle = port.model("memory")
@@ -146,7 +149,7 @@ async def extract(
             _add(usage, failure.usage)
             add_usage(failure.usage)
             if not _invalid_reply(failure):
-                raise ExtractionFailed(f"extraction failed: {failure.message}", {"usage": usage}) from None
+                raise ExtractionFailed(f"extraction failed: {failure.message}", usage) from None
             problem = failure.message
             continue
         _add(usage, result.usage)
@@ -157,7 +160,7 @@ async def extract(
         problem = problem_found
     raise ExtractionFailed(
         f"extraction failed: the model's reply was unusable twice ({problem}); nothing was checkpointed",
-        {"usage": usage},
+        usage,
     )
 
 

@@ -1,6 +1,7 @@
 """The tools of one integration run, guarded in code (docs/spec.md §12.3): what a misbehaving model cannot do.
 
-`UnitGuard.run_job` stands between the agent and reme's jobs:
+`UnitGuard.run_job` stands between the agent and its tools, making the writes itself through the
+port's typed digest calls (`write_node`, `edit_node`, `save`):
 - writes go only to digest nodes (`digest/<bucket>/<slug>.md`; the path policy says the same);
 - one subject per unit: once one node is written, every write to another path is refused;
 - compare-and-set: `digest_edit` and `frontmatter_update` apply only to the version the agent last
@@ -14,18 +15,22 @@ journal can keep a pre-image for revert.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any
 
 from reme.errors import Conflict, ReMeError
-from reme.pipelines.port import FileText, MemoryPort
+from reme.pipelines.journal.records import LostEdge, Violation
+from reme.pipelines.port import DigestRun, FileText
 from reme.workspace import frontmatter, relative_dates
 from reme.workspace.digest import is_node, node_parts
+from reme.workspace.edges import ConservationViolation
+from reme.workspace.validity import StatementDropped
 from reme.workspace.wikilinks import parse_body_links
 
-WRITE_JOBS = ("digest_write", "digest_edit", "frontmatter_update")
+WRITE_TOOLS = ("digest_write", "digest_edit", "frontmatter_update")
 MAX_VIOLATIONS = 2
+Params = dict[str, object]  # a tool call's arguments, already checked against the tool's schema
 
 
 class UnitAborted(ReMeError):
@@ -34,11 +39,43 @@ class UnitAborted(ReMeError):
 
 @dataclass(frozen=True)
 class ToolReply:
-    """A job-like answer for a refused or guard-made call (what the agent runner shows the model)."""
+    """A job-like answer for a tool call the guard handled (what the agent runner shows the model)."""
 
     success: bool
     answer: str
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: Mapping[str, object] = field(default_factory=dict)
+
+
+def refused_by(exc: Exception) -> ToolReply:
+    """A refusal of the port (a broken digest rule, a bad path) as the tool's answer."""
+    if isinstance(exc, ReMeError):
+        return ToolReply(False, exc.message, exc.metadata)
+    return ToolReply(False, str(exc) or type(exc).__name__)
+
+
+def text_param(params: Params, key: str) -> str:
+    value = params.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def optional_text(params: Params, key: str) -> str | None:
+    value = params.get(key)
+    return value if isinstance(value, str) else None
+
+
+def lost_in(path: str, refusal: ConservationViolation | StatementDropped) -> Violation:
+    """The violation an E-1 refusal (lost links) or a §17.2 refusal (dropped statements) describes."""
+    violation: Violation = {"path": path}
+    if isinstance(refusal, ConservationViolation):
+        edges = refusal.metadata.get("missing_edges") or []
+        violation["missing_edges"] = [
+            LostEdge(target=e["target"], predicate=e.get("predicate")) for e in edges
+        ]
+    else:
+        violation["dropped_statements"] = [
+            str(line) for line in refusal.metadata.get("dropped_statements") or []
+        ]
+    return violation
 
 
 @dataclass
@@ -51,30 +88,31 @@ class Subject:
 
 @dataclass
 class UnitGuard:
-    port: MemoryPort
+    port: DigestRun
     digest_dir: str
     subject: Subject | None = None
     read_versions: dict[str, FileText] = field(default_factory=dict)  # what the agent last saw
-    violations: list[dict[str, Any]] = field(default_factory=list)
+    violations: list[Violation] = field(default_factory=list)
     refusals: list[str] = field(default_factory=list)
     reference_day: date | None = None  # the evidence's day: relative dates written are resolved to it
 
-    async def run_job(self, job: str, **params: Any) -> Any:
-        if job in WRITE_JOBS:
+    async def run_job(self, job: str, **params: object) -> object:
+        """The agent's tool call: writes are checked and made here, other tools pass through."""
+        if job in WRITE_TOOLS:
             return await self._write(job, params)
         if job == "read":
             return await self._read(params)
         return await self.port.run_job(job, **params)
 
-    async def _read(self, params: dict[str, Any]) -> Any:
-        path = str(params.get("path", ""))
+    async def _read(self, params: Params) -> object:
+        path = text_param(params, "path")
         if not path.endswith(".md") and is_node(f"{path}.md", self.digest_dir):
             path = f"{path}.md"
         version = (
             await self.port.load(path) if is_node(path, self.digest_dir) and self.port.exists(path) else None
         )
         response = await self.port.run_job("read", **params)
-        if version is not None and response.success:
+        if version is not None and getattr(response, "success", False):
             self.read_versions[path] = (
                 version  # loaded before the read: a change in between is a conflict later
             )
@@ -84,8 +122,8 @@ class UnitGuard:
         self.refusals.append(message)
         return ToolReply(False, f"refused: {message}")
 
-    async def _write(self, job: str, params: dict[str, Any]) -> Any:
-        path = str(params.get("path", ""))
+    async def _write(self, job: str, params: Params) -> ToolReply:
+        path = text_param(params, "path")
         if not is_node(path, self.digest_dir):
             return self._refuse(
                 f"{path!r} is not a digest node; dream writes only {self.digest_dir}/<bucket>/<slug>.md"
@@ -95,8 +133,8 @@ class UnitGuard:
                 f"this unit already changed {self.subject.path!r}; one subject per unit, so {path!r} "
                 "may not be written. Finish with your report"
             )
-        added = str(params.get("content") or params.get("new") or "")
-        kept = set(_anchored_digest_links(str(params.get("old") or ""), self.digest_dir))
+        added = text_param(params, "content") or text_param(params, "new")
+        kept = set(_anchored_digest_links(text_param(params, "old"), self.digest_dir))
         anchored = [link for link in _anchored_digest_links(added, self.digest_dir) if link not in kept]
         if anchored:
             return self._refuse(
@@ -105,10 +143,7 @@ class UnitGuard:
             )
         params = self._resolve_dates(job, params)
         if job == "digest_write":
-            response = await self.port.run_job(job, **params)
-            if response.success:
-                await self._changed(path, before=None)
-            return response
+            return await self._create(path, params)
         seen = self.read_versions.get(path)
         if seen is None:
             return self._refuse(
@@ -116,53 +151,71 @@ class UnitGuard:
             )
         if job == "frontmatter_update":
             return await self._front_matter(path, seen, params.get("metadata"))
-        response = await self.port.run_job(job, **{**params, "expected_sha256": seen.sha256})
-        meta = response.metadata or {}
-        if response.success:
-            await self._changed(path, before=seen)
-        elif meta.get("conflict"):
+        return await self._edit(path, seen, params)
+
+    async def _create(self, path: str, params: Params) -> ToolReply:
+        try:
+            written = await self.port.write_node(
+                path,
+                text_param(params, "content"),
+                name=optional_text(params, "name"),
+                description=optional_text(params, "description"),
+            )
+        except (ReMeError, ValueError, OSError) as exc:
+            return refused_by(exc)
+        await self._changed(path, before=None, after=written)
+        return ToolReply(True, f"Created {path}", {"path": path, "created": True})
+
+    async def _edit(self, path: str, seen: FileText, params: Params) -> ToolReply:
+        """`digest_edit` of the version the agent read; a lost link or statement is its one retry."""
+        old, new = text_param(params, "old"), text_param(params, "new")
+        try:
+            edited = await self.port.edit_node(path, old, new, expected_sha256=seen.sha256)
+        except Conflict as exc:
             del self.read_versions[path]
-        elif meta.get("missing_edges") or meta.get("dropped_statements"):
-            lost = {key: meta[key] for key in ("missing_edges", "dropped_statements") if meta.get(key)}
-            self._violation(path, lost, response.answer)
+            return refused_by(exc)
+        except (ConservationViolation, StatementDropped) as exc:
+            self._violation(lost_in(path, exc), exc.message)
             return ToolReply(
                 False,
-                f"{response.answer}\nThis is your one retry: keep every link and statement listed above "
+                f"{exc.message}\nThis is your one retry: keep every link and statement listed above "
                 "in the new text.",
-                dict(meta),
+                exc.metadata,
             )
-        return response
+        except (ReMeError, ValueError, OSError) as exc:
+            return refused_by(exc)
+        await self._changed(path, before=seen, after=edited)
+        return ToolReply(True, f"Edited {path}", {"path": path, "sha256": edited.sha256})
 
-    def _resolve_dates(self, job: str, params: dict[str, Any]) -> dict[str, Any]:
+    def _resolve_dates(self, job: str, params: Params) -> Params:
         """The written text with relative dates resolved against the evidence's day (docs/spec.md §17.1).
 
         In an edit, lines the node already had (in `old`) are left as they are: their dates were
         said on another day."""
         key = {"digest_write": "content", "digest_edit": "new"}.get(job)
         day = self.reference_day
-        if day is None or key is None or not isinstance(params.get(key), str):
+        text = params.get(key) if key is not None else None
+        if day is None or key is None or not isinstance(text, str):
             return params
         if job == "digest_write":
-            return {**params, key: relative_dates.annotate(params[key], day)}
-        kept = set(str(params.get("old") or "").split("\n"))
-        written = params[key].split("\n")
-        resolved = relative_dates.annotate(params[key], day).split(
-            "\n"
-        )  # fences seen whole; lines stay lines
+            return {**params, key: relative_dates.annotate(text, day)}
+        kept = set(text_param(params, "old").split("\n"))
+        written = text.split("\n")
+        resolved = relative_dates.annotate(text, day).split("\n")  # fences seen whole; lines stay lines
         lines = [old if old in kept else new for old, new in zip(written, resolved, strict=True)]
         return {**params, key: "\n".join(lines)}
 
-    def _violation(self, path: str, lost: dict[str, list[Any]], answer: str) -> None:
+    def _violation(self, violation: Violation, answer: str) -> None:
         """Record a refused update that lost links (E-1) or superseded statements (docs/spec.md §17.2)."""
-        self.violations.append({"path": path, **lost})
+        self.violations.append(violation)
         if len(self.violations) >= MAX_VIOLATIONS:
-            what = "links" if "missing_edges" in lost else "a superseded statement"
+            what = "links" if "missing_edges" in violation else "a superseded statement"
             raise UnitAborted(
-                f"ConservationViolation: a second edit of {path!r} would drop {what} ({answer})",
-                {"path": path, **lost},
+                f"ConservationViolation: a second edit of {violation['path']!r} would drop {what} ({answer})",
+                dict(violation),
             )
 
-    async def _front_matter(self, path: str, seen: FileText, metadata: Any) -> ToolReply:
+    async def _front_matter(self, path: str, seen: FileText, metadata: object) -> ToolReply:
         """Merge keys with compare-and-set; `name` (the file name) and linked values stay as they are."""
         try:
             changes = frontmatter.check_metadata(metadata or {})
@@ -189,13 +242,11 @@ class UnitGuard:
         await self._changed(path, before=seen, after=saved)
         return ToolReply(True, f"updated the front matter of {path}", {"path": path})
 
-    async def _changed(self, path: str, *, before: FileText | None, after: FileText | None = None) -> None:
+    async def _changed(self, path: str, *, before: FileText | None, after: FileText) -> None:
         """Remember the subject (its first pre-image) and the version the agent now knows."""
         if self.subject is None:
             self.subject = Subject(path, before)
-        current = after or await self.port.load(path)
-        if current is not None:
-            self.read_versions[path] = current
+        self.read_versions[path] = after
 
     def last_written(self) -> FileText | None:
         """The subject as this unit left it."""

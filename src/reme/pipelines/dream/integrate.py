@@ -9,20 +9,21 @@ run can retry it from a clean digest.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from reme.errors import ReMeError
 from reme.llm.prompts import render_prompt
-from reme.llm.runner import AgentFailed, run_agent
+from reme.llm.runner import AgentFailed, OnEvent, run_agent
 from reme.llm.tools import PathPolicy
 from reme.pipelines.dream.extract import Unit
 from reme.pipelines.dream.guard import Subject, UnitAborted, UnitGuard
 from reme.pipelines.dream.material import Bounds, pack
-from reme.pipelines.port import DigestRun, MemoryPort, Neighbourhood
+from reme.pipelines.journal.records import Action, Modified, Violation
+from reme.pipelines.port import DigestRun, Neighbourhood
 from reme.workspace import frontmatter
 from reme.workspace.dates import path_day
 from reme.workspace.digest import node_parts, source_links
@@ -55,23 +56,15 @@ class Recall:
 
 
 @dataclass
-class Modified:
-    path: str
-    sha256_before: str
-    content_before: str
-    sha256_after: str
-
-
-@dataclass
 class UnitResult:
     unit: Unit
     usage: dict[str, int]
-    action: dict[str, Any] | None = None  # {unit, action, target_path, reason}
+    action: Action | None = None
     error: str | None = None
     created: str | None = None
     created_sha256: str | None = None
     modified: Modified | None = None
-    violations: list[dict[str, Any]] = field(default_factory=list)
+    violations: list[Violation] = field(default_factory=list)
     refusals: list[str] = field(default_factory=list)
 
 
@@ -140,7 +133,7 @@ def check_report(
     return None
 
 
-async def put_back(port: MemoryPort, guard: UnitGuard) -> str | None:
+async def put_back(port: DigestRun, guard: UnitGuard) -> str | None:
     """Undo the unit's change unless someone else changed the node since; a note when left alone."""
     subject, left = guard.subject, guard.last_written()
     if subject is None or left is None:
@@ -166,14 +159,14 @@ def _outcome(result: UnitResult, guard: UnitGuard, subject: Subject) -> None:
 
 
 async def integrate(
-    port: MemoryPort,
+    port: DigestRun,
     unit: Unit,
     *,
     buckets: Sequence[str],
     buckets_page: str,
     bounds: Bounds,
     recall_settings: Recall,
-    on_event: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
+    on_event: OnEvent | None = None,
 ) -> UnitResult:
     """Run the agent for one unit; never raises for a unit failure (the result carries the error)."""
     handle = port.model("memory")

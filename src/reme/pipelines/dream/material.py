@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from reme.pipelines.port import MemoryPort
+from reme.pipelines.port import Notes
 
 MIN_USEFUL_CHARS = 200  # a file that would get fewer characters than this waits for the next run
 
@@ -29,7 +29,7 @@ class Packed:
     left_out: list[str] = field(default_factory=list)
 
 
-async def pack(port: MemoryPort, paths: Sequence[str], bounds: Bounds) -> Packed:
+async def pack(port: Notes, paths: Sequence[str], bounds: Bounds) -> Packed:
     """The files as `=== <path> ===` sections, bounded; files that vanished are skipped silently."""
     packed = Packed()
     parts: list[str] = []

@@ -8,22 +8,31 @@ changed → no model is involved and nothing is written.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import NotRequired, TypedDict
+
+from pydantic import JsonValue
 
 from reme.errors import LLMUnavailable, ReMeError
 from reme.pipelines.dream.extract import ExtractionFailed, extract
 from reme.pipelines.dream.integrate import Recall, UnitResult, integrate
 from reme.pipelines.dream.material import Bounds, pack
 from reme.pipelines.dream.scan import Scan, checkpoint, scan
-from reme.pipelines.journal.records import RunRecord, new_run_id, write_journal
-from reme.pipelines.port import MemoryPort
+from reme.pipelines.journal.records import (
+    Action,
+    FailedUnit,
+    Refusal,
+    RunRecord,
+    Violation,
+    new_run_id,
+    write_journal,
+)
+from reme.pipelines.port import MemoryPort, Notes
 from reme.workspace.dates import parse_date
 
 Progress = Callable[[str], Awaitable[None]]
-USAGE_KEYS = ("input_tokens", "output_tokens", "requests", "tool_calls")
 
 
 @dataclass(frozen=True)
@@ -34,12 +43,43 @@ class DreamSettings:
     recall: Recall = Recall()
 
 
+class DreamUsage(TypedDict):
+    """Model usage: totals, then per phase and per unit."""
+
+    input_tokens: int
+    output_tokens: int
+    requests: int
+    tool_calls: int
+    extract: dict[str, int]
+    integrate: dict[str, int]
+    units: list[dict[str, str | int]]  # {unit, <usage key>: count}
+
+
+class DreamReport(TypedDict):
+    """What a dream run did (the job's metadata, also of a failed run)."""
+
+    run_id: str
+    window: list[str]
+    scanned: list[str]
+    changed: list[str]
+    units: list[dict[str, JsonValue]]
+    actions: list[Action]
+    failed_units: list[FailedUnit]
+    checkpointed: list[str]
+    modified_paths: list[str]
+    journal_path: str | None
+    usage: DreamUsage
+    notes: NotRequired[list[str]]
+    violations: NotRequired[list[Violation]]
+    refusals: NotRequired[list[Refusal]]
+
+
 @dataclass
 class DreamOutcome:
     """A run that succeeded (failures raise `ReMeError` carrying the same complete metadata)."""
 
     answer: str
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: DreamReport
 
 
 async def _quiet(_line: str) -> None:
@@ -54,7 +94,7 @@ async def auto_dream(
     scan_days: int,
     max_units: int,
     hint: str,
-    add_usage: Callable[[dict[str, Any]], None],
+    add_usage: Callable[[dict[str, int]], None],
     progress: Progress = _quiet,
     kind: str = "auto_dream",
 ) -> DreamOutcome:
@@ -66,7 +106,7 @@ async def auto_dream(
     run_id = new_run_id(started)
     async with port.exclusive("dream"):
         found = await scan(port, last, scan_days)
-        meta: dict[str, Any] = {
+        meta: DreamReport = {
             "run_id": run_id,
             "window": list(found.window),
             "scanned": [entry.path for entry in found.files],
@@ -87,7 +127,7 @@ async def auto_dream(
             port.model("memory")  # a missing model fails here, before anything is read or written
         except LLMUnavailable as missing:
             raise ReMeError(
-                f"{missing.message}; {len(found.changed)} changed file(s) left for the next run", meta
+                f"{missing.message}; {len(found.changed)} changed file(s) left for the next run", dict(meta)
             ) from None
         record = RunRecord(run_id, kind, started.isoformat(timespec="seconds"), list(found.window))
         return await _dream(port, settings, found, record, meta, max_units, hint, add_usage, progress)
@@ -98,10 +138,10 @@ async def _dream(
     settings: DreamSettings,
     found: Scan,
     record: RunRecord,
-    meta: dict[str, Any],
+    meta: DreamReport,
     max_units: int,
     hint: str,
-    add_usage: Callable[[dict[str, Any]], None],
+    add_usage: Callable[[dict[str, int]], None],
     progress: Progress,
 ) -> DreamOutcome:
     material = await pack(port, [entry.path for entry in found.changed], settings.bounds)
@@ -117,10 +157,10 @@ async def _dream(
             add_usage=add_usage,
         )
     except ExtractionFailed as failure:
-        meta["usage"] = _usage(failure.metadata.get("usage", {}), {}, [])
+        meta["usage"] = _usage(failure.usage, {}, [])
         record.error = failure.message
         meta["journal_path"] = await _finish_journal(port, record)
-        raise ReMeError(failure.message, meta) from None
+        raise ReMeError(failure.message, dict(meta)) from None
     units = extracted.units
     meta["units"] = [unit.model_dump() for unit in units]
     meta["notes"] = extracted.notes + [
@@ -155,17 +195,17 @@ async def _dream(
     meta["checkpointed"] = checkpoint(port, found, set(material.shown) - failed_paths)
     answer = summary(meta)
     if record.failed_units:
-        raise ReMeError(answer, meta)
+        raise ReMeError(answer, dict(meta))
     return DreamOutcome(answer, meta)
 
 
-def _collect(record: RunRecord, meta: dict[str, Any], results: list[UnitResult]) -> None:
+def _collect(record: RunRecord, meta: DreamReport, results: list[UnitResult]) -> None:
     record.units = list(meta["units"])
     for result in results:
         if result.action:
             record.actions.append(result.action)
         if result.error:
-            failure = {
+            failure: FailedUnit = {
                 "unit": result.unit.name,
                 "error": result.error,
                 "paths": list(result.unit.evidence_paths),
@@ -186,13 +226,13 @@ def _collect(record: RunRecord, meta: dict[str, Any], results: list[UnitResult])
     meta["refusals"] = record.refusals
 
 
-async def _finish_journal(port: MemoryPort, record: RunRecord) -> str:
+async def _finish_journal(port: Notes, record: RunRecord) -> str:
     now = datetime.now(port.tz)
     record.finished_at = now.isoformat(timespec="seconds")
     return await write_journal(port, record, now.date().isoformat(), now.strftime("%H:%M:%S"))
 
 
-def summary(meta: dict[str, Any]) -> str:
+def summary(meta: DreamReport) -> str:
     """Counts by action, one line per unit, then the failures."""
     actions, failures = meta["actions"], meta["failed_units"]
     counts = Counter(action["action"] for action in actions)
@@ -206,7 +246,7 @@ def summary(meta: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _sum(usages: Any) -> dict[str, int]:
+def _sum(usages: Iterable[Mapping[str, int]]) -> dict[str, int]:
     total: dict[str, int] = {}
     for usage in usages:
         for key, value in usage.items():
@@ -215,12 +255,15 @@ def _sum(usages: Any) -> dict[str, int]:
 
 
 def _usage(
-    extract_usage: dict[str, Any], integrate_usage: dict[str, Any], results: list[UnitResult]
-) -> dict[str, Any]:
+    extract_usage: Mapping[str, int], integrate_usage: Mapping[str, int], results: list[UnitResult]
+) -> DreamUsage:
     """Totals, then per phase and per unit."""
     totals = _sum([extract_usage, integrate_usage])
     return {
-        **{key: totals.get(key, 0) for key in USAGE_KEYS},
+        "input_tokens": totals.get("input_tokens", 0),
+        "output_tokens": totals.get("output_tokens", 0),
+        "requests": totals.get("requests", 0),
+        "tool_calls": totals.get("tool_calls", 0),
         "extract": dict(extract_usage),
         "integrate": dict(integrate_usage),
         "units": [{"unit": r.unit.name, **r.usage} for r in results],

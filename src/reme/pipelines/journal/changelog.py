@@ -11,12 +11,20 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from reme.errors import ReMeError
-from reme.pipelines.journal.records import journal_folder, load_record, read_record
-from reme.pipelines.journal.revert import targets
-from reme.pipelines.port import MemoryPort
+from reme.pipelines.journal.records import (
+    Action,
+    FailedUnit,
+    RunRecord,
+    Violation,
+    journal_folder,
+    load_record,
+    read_record,
+)
+from reme.pipelines.journal.revert import Target, targets
+from reme.pipelines.port import Notes
 
 MAX_SCANNED = 2000  # run records read for one listing at most
 
@@ -24,47 +32,72 @@ MAX_SCANNED = 2000  # run records read for one listing at most
 @dataclass
 class ChangelogOutcome:
     answer: str
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, object] = field(default_factory=dict)
 
 
-def _brief(record: dict[str, Any]) -> dict[str, Any]:
+class RunBrief(TypedDict):
+    """A run as the listing shows it (the job's `runs` metadata)."""
+
+    run_id: str
+    kind: str
+    started_at: str
+    finished_at: str
+    reverts: str | None
+    actions: list[Action]
+    failed_units: list[FailedUnit]
+    violations: list[Violation]
+    error: str | None
+
+
+class Skipped(TypedDict):
+    path: str
+    reason: str
+
+
+class FileDiff(TypedDict):
+    path: str
+    change: str  # created, deleted or modified
+    diff: str
+    truncated: bool
+    note: str
+
+
+def _brief(record: RunRecord) -> RunBrief:
     return {
-        "run_id": record.get("run_id"),
-        "kind": record.get("kind"),
-        "started_at": record.get("started_at"),
-        "finished_at": record.get("finished_at"),
-        "reverts": record.get("reverts"),
-        "actions": list(record.get("actions") or []),
-        "failed_units": list(record.get("failed_units") or []),
-        "violations": list(record.get("violations") or []),
-        "error": record.get("error"),
+        "run_id": record.run_id,
+        "kind": record.kind,
+        "started_at": record.started_at,
+        "finished_at": record.finished_at,
+        "reverts": record.reverts,
+        "actions": list(record.actions),
+        "failed_units": list(record.failed_units),
+        "violations": list(record.violations),
+        "error": record.error,
     }
 
 
-def _kind(record: dict[str, Any]) -> str:
+def _kind(record: RunRecord) -> str:
     """`dream` for auto_dream and dream_cron runs, else the record's kind (`maintain`, `revert`, `annotate`)."""
-    kind = str(record.get("kind") or "")
-    return kind if kind in ("maintain", "revert", "annotate") else "dream"
+    return record.kind if record.kind in ("maintain", "revert", "annotate") else "dream"
 
 
-def _lines(run: dict[str, Any]) -> list[str]:
-    when = str(run.get("started_at") or "")
-    about = f" (reverts {run['reverts']})" if run.get("reverts") else ""
-    lines = [f"{when} {run['kind']} {run['run_id']}{about}"]
-    if run.get("error"):
+def _lines(run: RunBrief) -> list[str]:
+    about = f" (reverts {run['reverts']})" if run["reverts"] else ""
+    lines = [f"{run['started_at']} {run['kind']} {run['run_id']}{about}"]
+    if run["error"]:
         lines.append(f"  run failed: {run['error']}")
     lines += [f"  {a['action']} {a['target_path']} — {a['reason']}" for a in run["actions"]]
     lines += [f"  FAILED {f['unit']}: {f['error']}" for f in run["failed_units"]]
     return lines
 
 
-async def changelog(port: MemoryPort, *, limit: int, kind: str | None) -> ChangelogOutcome:
+async def changelog(port: Notes, *, limit: int, kind: str | None) -> ChangelogOutcome:
     entries = await port.list_files(f"{journal_folder(port)}/runs", extensions=(".json",))
-    runs: list[dict[str, Any]] = []
-    skipped: list[dict[str, str]] = []  # records that cannot be read: one line each, the rest listed
+    runs: list[RunBrief] = []
+    skipped: list[Skipped] = []  # records that cannot be read: one line each, the rest listed
     for entry in reversed(entries[-MAX_SCANNED:]):  # run ids sort by start time
         record, problem = await read_record(port, entry.path)
-        if problem is not None:
+        if record is None:
             skipped.append({"path": entry.path, "reason": problem})
             continue
         if kind is None or _kind(record) == kind:
@@ -82,7 +115,7 @@ async def changelog(port: MemoryPort, *, limit: int, kind: str | None) -> Change
     return ChangelogOutcome(answer, {"runs": runs, "skipped_records": skipped})
 
 
-async def run_detail(port: MemoryPort, *, run_id: str, max_diff_lines: int) -> ChangelogOutcome:
+async def run_detail(port: Notes, *, run_id: str, max_diff_lines: int) -> ChangelogOutcome:
     try:
         record = await load_record(port, run_id)
     except ValueError as exc:
@@ -101,7 +134,7 @@ async def run_detail(port: MemoryPort, *, run_id: str, max_diff_lines: int) -> C
     return ChangelogOutcome("\n".join(lines), {"run": run, "diffs": diffs})
 
 
-async def _diff(port: MemoryPort, target: Any, max_lines: int) -> dict[str, Any]:
+async def _diff(port: Notes, target: Target, max_lines: int) -> FileDiff:
     current = await port.load(target.path)
     before = target.content
     change = "created" if before is None else "deleted" if target.after is None else "modified"

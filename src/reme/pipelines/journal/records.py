@@ -14,11 +14,14 @@ import re
 import secrets
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import NotRequired
+
+from pydantic import JsonValue, TypeAdapter, ValidationError
+from pydantic_core import ErrorDetails
+from typing_extensions import TypedDict  # pydantic validates it (typing.TypedDict before 3.12 it cannot)
 
 from reme.errors import Conflict, ReMeError
-from reme.pipelines.dream.integrate import Modified
-from reme.pipelines.port import MemoryPort
+from reme.pipelines.port import Notes, Places
 
 SAVE_ATTEMPTS = 5
 RUN_ID = re.compile(r"^\d{8}T\d{6}-\d{6}-[0-9a-f]{6}$")
@@ -29,29 +32,81 @@ def new_run_id(now: datetime) -> str:
     return f"{now:%Y%m%dT%H%M%S-%f}-{secrets.token_hex(3)}"
 
 
+class Action(TypedDict):
+    """What a run did to one node: CREATE, CORROBORATE, REFINE, CORRECT, SPLIT, ANNOTATE, RESTORE, DELETE, SKIP."""
+
+    action: str
+    target_path: str
+    reason: str
+    unit: NotRequired[str]  # the dream unit, or the node a maintain split; "" for a revert
+
+
+class FailedUnit(TypedDict):
+    unit: str
+    error: str
+    paths: NotRequired[list[str]]  # its evidence, kept for the next run
+
+
+class LostEdge(TypedDict):
+    target: str
+    predicate: NotRequired[str | None]
+
+
+class Violation(TypedDict):
+    """A refused change that would have dropped links (E-1/E-2) or superseded statements (docs/spec.md §17.2)."""
+
+    path: str
+    missing_edges: NotRequired[list[LostEdge]]
+    dropped_statements: NotRequired[list[str]]
+
+
+class Refusal(TypedDict):
+    unit: str
+    refusal: str
+
+
+class Deleted(TypedDict):
+    path: str
+    sha256_before: NotRequired[str]
+    content_before: NotRequired[str | None]
+
+
+@dataclass
+class Modified:
+    """A node a run changed: its content before (the revert's pre-image) and the sha256 it left."""
+
+    path: str
+    sha256_before: str
+    content_before: str | None
+    sha256_after: str
+
+
 @dataclass
 class RunRecord:
-    run_id: str
-    kind: str
-    started_at: str
-    window: list[str]
+    """One run's record (`journal/dream/runs/<run_id>.json`); `load_record` validates one read back."""
+
+    run_id: str = ""
+    kind: str = ""
+    started_at: str = ""
+    window: list[str] = field(default_factory=list)
     finished_at: str = ""
-    units: list[dict[str, Any]] = field(default_factory=list)
-    actions: list[dict[str, Any]] = field(default_factory=list)
-    failed_units: list[dict[str, Any]] = field(default_factory=list)
+    units: list[dict[str, JsonValue]] = field(default_factory=list)
+    actions: list[Action] = field(default_factory=list)
+    failed_units: list[FailedUnit] = field(default_factory=list)
     created: list[str] = field(default_factory=list)
     created_sha256: dict[str, str] = field(default_factory=dict)  # each created node as the run left it
     modified: list[Modified] = field(default_factory=list)
-    deleted: list[dict[str, str]] = field(default_factory=list)  # {path, sha256_before, content_before}
+    deleted: list[Deleted] = field(default_factory=list)
     reverts: str | None = None  # a revert run: the run it undid
-    violations: list[dict[str, Any]] = field(default_factory=list)
-    refusals: list[dict[str, str]] = field(default_factory=list)  # tool calls the guard refused
+    violations: list[Violation] = field(default_factory=list)
+    refusals: list[Refusal] = field(default_factory=list)  # tool calls the guard refused
     error: str | None = None  # a failure of the run itself (extraction)
 
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["modified"] = [asdict(m) for m in self.modified]
-        return data
+    def to_dict(self) -> dict[str, JsonValue]:
+        return asdict(self)
+
+
+_RECORD = TypeAdapter(RunRecord)
 
 
 def day_entry(record: RunRecord, time_text: str) -> str:
@@ -65,7 +120,7 @@ def day_entry(record: RunRecord, time_text: str) -> str:
         lines.append(f"- run failed: {record.error}")
     lines += [f"- {a['action']} [[{a['target_path']}]] — {a['reason']}{_unit(a)}" for a in record.actions]
     lines += [
-        f"- FAILED unit {f['unit']!r}: {f['error']} (sources: {', '.join(f['paths'])})"
+        f"- FAILED unit {f['unit']!r}: {f['error']} (sources: {', '.join(f.get('paths', []))})"
         for f in record.failed_units
     ]
     lines += [f"- refused in unit {r['unit']!r}: {r['refusal']}" for r in record.refusals]
@@ -78,22 +133,22 @@ def day_entry(record: RunRecord, time_text: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _unit(action: dict[str, Any]) -> str:
+def _unit(action: Action) -> str:
     """` (unit: ...)` for a dream action; maintain and revert actions name their node already."""
     unit = action.get("unit")
     return f" (unit: {unit})" if unit and unit != action["target_path"] else ""
 
 
-def _edge(edge: dict[str, Any]) -> str:
+def _edge(edge: LostEdge) -> str:
     link = f"`[[{edge['target']}]]`"
     return f"`{edge['predicate']}::` {link}" if edge.get("predicate") else link
 
 
-def journal_folder(port: MemoryPort) -> str:
+def journal_folder(port: Places) -> str:
     return f"{port.folder('journal')}/dream"
 
 
-def record_path(port: MemoryPort, run_id: str) -> str:
+def record_path(port: Places, run_id: str) -> str:
     return f"{journal_folder(port)}/runs/{run_id}.json"
 
 
@@ -101,7 +156,7 @@ def record_text(record: RunRecord) -> str:
     return json.dumps(record.to_dict(), ensure_ascii=False, indent=1) + "\n"
 
 
-async def load_record(port: MemoryPort, run_id: str) -> dict[str, Any] | None:
+async def load_record(port: Notes, run_id: str) -> RunRecord | None:
     """A run's record, or None when no run has this id; ValueError for text that is no run id.
 
     A record that is there but cannot be used (over the size cap, not JSON, not the shape of a run
@@ -113,90 +168,72 @@ async def load_record(port: MemoryPort, run_id: str) -> dict[str, Any] | None:
     path = record_path(port, run_id)
     if not port.exists(path):
         return None
-    data, problem = await read_record(port, path)
-    if problem is not None:
+    record, problem = await read_record(port, path)
+    if record is None:
         raise ReMeError(
             f"run record {path} is unreadable: {problem}; nothing was changed — restore it from a "
             "backup or remove it",
             {"path": path},
         )
-    return data
+    return record
 
 
-async def read_record(port: MemoryPort, path: str) -> tuple[dict[str, Any], str | None]:
-    """A run record and None, or {} and why it cannot be used (a sentence fragment)."""
+async def read_record(port: Notes, path: str) -> tuple[RunRecord | None, str]:
+    """A run record (and ""), or None and why it cannot be used (a sentence fragment)."""
     try:
         found = await port.load(path)
     except (ReMeError, ValueError, OSError) as exc:
-        return {}, _first_line(getattr(exc, "message", None) or str(exc))
+        return None, _first_line(getattr(exc, "message", None) or str(exc))
     if found is None:
-        return {}, "it is gone"
+        return None, "it is gone"
     try:
         data = json.loads(found.content)
     except ValueError as exc:
-        return {}, f"it is not JSON ({exc})"
+        return None, f"it is not JSON ({exc})"
     except RecursionError:
-        return {}, "its JSON nests too deeply to be a run record"
-    problem = record_problem(data)
-    return (data, None) if problem is None else ({}, problem)
+        return None, "its JSON nests too deeply to be a run record"
+    return parse_record(data)
+
+
+def parse_record(data: object) -> tuple[RunRecord | None, str]:
+    """`data` validated into a `RunRecord` (and ""), or None and what keeps it from being one."""
+    if not isinstance(data, dict):
+        return None, f"it holds a JSON {type(data).__name__}, not a run record object"
+    try:
+        return _RECORD.validate_python(data), ""
+    except ValidationError as invalid:
+        return None, _problem(invalid.errors()[0])
+
+
+_WHY = {
+    "missing": "is missing",
+    "string_type": "is not text",
+    "list_type": "is not a list",
+    "dict_type": "is not an object",
+    "dataclass_type": "is not an object",
+    "typed_dict_type": "is not an object",
+}
+
+
+def _problem(error: ErrorDetails) -> str:
+    """One validation error as a fragment naming the field: "`modified[0].path` is missing"."""
+    where = ""
+    for part in error["loc"]:
+        where += f"[{part}]" if isinstance(part, int) else f".{part}" if where else str(part)
+    return f"its `{where}` {_WHY.get(error['type'], error['msg'].lower())}"
 
 
 def _first_line(text: str) -> str:
     return text.strip().splitlines()[0][:300] if text.strip() else "it cannot be read"
 
 
-_LISTS = {  # field -> keys each entry must have as text (None: the entry itself is text)
-    "actions": ("action", "target_path", "reason"),
-    "failed_units": ("unit", "error"),
-    "created": None,
-    "modified": ("path", "sha256_after"),
-    "deleted": ("path",),
-    "violations": ("path",),
-    "refusals": ("unit", "refusal"),
-}
-
-
-def record_problem(data: Any) -> str | None:
-    """What keeps `data` from being a run record the journal and a revert can use, or None."""
-    if not isinstance(data, dict):
-        return f"it holds a JSON {type(data).__name__}, not a run record object"
-    for key in ("run_id", "kind", "started_at", "finished_at", "reverts", "error"):
-        if data.get(key) is not None and not isinstance(data[key], str):
-            return f"its `{key}` is not text"
-    for key, needed in _LISTS.items():
-        entries = data.get(key) or []
-        if not isinstance(entries, list):
-            return f"its `{key}` is not a list"
-        for index, entry in enumerate(entries):
-            if needed is None:
-                if not isinstance(entry, str):
-                    return f"`{key}[{index}]` is not a path"
-                continue
-            if not isinstance(entry, dict):
-                return f"`{key}[{index}]` is not an object"
-            missing = [k for k in needed if not isinstance(entry.get(k), str)]
-            if missing:
-                return f"`{key}[{index}]` has no text `{missing[0]}`"
-            if key in ("modified", "deleted") and not isinstance(entry.get("content_before"), str | None):
-                return f"`{key}[{index}].content_before` is not text"
-    if not isinstance(data.get("created_sha256") or {}, dict):
-        return "its `created_sha256` is not an object"
-    for violation in data.get("violations") or []:
-        if not isinstance(violation.get("missing_edges") or [], list) or not all(
-            isinstance(edge, dict) and isinstance(edge.get("target"), str)
-            for edge in violation.get("missing_edges") or []
-        ):
-            return "a violation's `missing_edges` are not links"
-    return None
-
-
-async def write_journal(port: MemoryPort, record: RunRecord, day: str, time_text: str) -> str:
+async def write_journal(port: Notes, record: RunRecord, day: str, time_text: str) -> str:
     """Write the run's record and append it to the day log; the day log's path."""
     await port.save(record_path(port, record.run_id), record_text(record))
     return await append_day_log(port, record, day, time_text)
 
 
-async def append_day_log(port: MemoryPort, record: RunRecord, day: str, time_text: str) -> str:
+async def append_day_log(port: Notes, record: RunRecord, day: str, time_text: str) -> str:
     """Append the run's readable section to `journal/dream/<day>.md`; its path."""
     path = f"{journal_folder(port)}/{day}.md"
     entry = day_entry(record, time_text)

@@ -10,13 +10,13 @@ in turn), is written in one file transaction under the `dream` lock.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TypedDict
 
 from reme.errors import ReMeError
-from reme.pipelines.dream.integrate import Modified
 from reme.pipelines.journal.records import (
+    Modified,
     RunRecord,
     append_day_log,
     load_record,
@@ -24,20 +24,45 @@ from reme.pipelines.journal.records import (
     record_path,
     record_text,
 )
-from reme.pipelines.port import MemoryPort
+from reme.pipelines.port import Notes, NotesRun, Places
 from reme.workspace.digest import is_node
 from reme.workspace.textio import sha256_of
 from reme.workspace.transaction import Change
 
 
+class SkippedPath(TypedDict):
+    path: str
+    reason: str
+
+
+class DeadLink(TypedDict):
+    """A link that still points at a file the revert deleted."""
+
+    path: str
+    source_path: str
+
+
+class RevertReport(TypedDict):
+    """What a revert did (the job's metadata)."""
+
+    run_id: str
+    restored: list[str]
+    deleted: list[str]
+    skipped: list[SkippedPath]
+    unchanged: list[str]
+    inbound: list[DeadLink]
+    revert_run_id: str | None
+    journal_path: str | None
+
+
 @dataclass
 class RevertOutcome:
     answer: str
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: RevertReport
 
 
 @dataclass
-class _Target:
+class Target:
     """What one path must go back to (`content` None: absent) and what the run left (`after` None: absent)."""
 
     path: str
@@ -46,24 +71,23 @@ class _Target:
     known: bool = True  # False: the run recorded no version of what it left
 
 
-def targets(record: dict[str, Any]) -> list[_Target]:
+def targets(record: RunRecord) -> list[Target]:
     """Per path, the state before the run and the state it left, from the record's entries in order."""
-    found: dict[str, _Target] = {}
-    for entry in record.get("deleted") or []:
-        found[entry["path"]] = _Target(entry["path"], entry.get("content_before"), None)
-    created_sha = record.get("created_sha256") or {}
-    for path in record.get("created") or []:
-        found.setdefault(path, _Target(path, None, created_sha.get(path), path in created_sha))
-    for entry in record.get("modified") or []:
-        path = entry["path"]
-        if path in found:
-            found[path].after, found[path].known = entry["sha256_after"], True
+    found: dict[str, Target] = {}
+    for entry in record.deleted:
+        found[entry["path"]] = Target(entry["path"], entry.get("content_before"), None)
+    created_sha = record.created_sha256
+    for path in record.created:
+        found.setdefault(path, Target(path, None, created_sha.get(path), path in created_sha))
+    for modified in record.modified:
+        if modified.path in found:
+            found[modified.path].after, found[modified.path].known = modified.sha256_after, True
         else:
-            found[path] = _Target(path, entry.get("content_before"), entry["sha256_after"])
+            found[modified.path] = Target(modified.path, modified.content_before, modified.sha256_after)
     return list(found.values())
 
 
-async def dream_revert(port: MemoryPort, *, run_id: str, force: bool) -> RevertOutcome:
+async def dream_revert(port: NotesRun, *, run_id: str, force: bool) -> RevertOutcome:
     try:
         record = await load_record(port, run_id)
     except ValueError as exc:
@@ -76,7 +100,7 @@ async def dream_revert(port: MemoryPort, *, run_id: str, force: bool) -> RevertO
     revert = RunRecord(
         new_run_id(started), "revert", started.isoformat(timespec="seconds"), [], reverts=run_id
     )
-    meta: dict[str, Any] = {
+    meta: RevertReport = {
         "run_id": run_id,
         "restored": [],
         "deleted": [],
@@ -106,20 +130,21 @@ async def dream_revert(port: MemoryPort, *, run_id: str, force: bool) -> RevertO
             meta["journal_path"] = await append_day_log(
                 port, revert, now.date().isoformat(), now.strftime("%H:%M:%S")
             )
-    return RevertOutcome(_summary(meta, record.get("kind", "")), meta)
+    return RevertOutcome(_summary(meta, record.kind), meta)
 
 
-async def _annotated(port: MemoryPort, record: dict[str, Any]) -> bool:
+async def _annotated(port: Notes, record: RunRecord) -> bool:
     """Whether the run is an `annotate_dates` run (or a revert of one): notes outside digest/ too."""
-    if record.get("kind") == "revert" and isinstance(record.get("reverts"), str):
+    if record.kind == "revert" and record.reverts is not None:
         try:
-            record = await load_record(port, record["reverts"]) or {}
+            undone = await load_record(port, record.reverts)
         except ValueError:
             return False
-    return record.get("kind") == "annotate"
+        return undone is not None and undone.kind == "annotate"
+    return record.kind == "annotate"
 
 
-def _revertible(port: MemoryPort, path: str, any_note: bool) -> bool:
+def _revertible(port: Places, path: str, any_note: bool) -> bool:
     """Runs write digest nodes only; an annotate run, Markdown notes outside the recorded folders."""
     if is_node(path, port.folder("digest")):
         return True
@@ -128,7 +153,7 @@ def _revertible(port: MemoryPort, path: str, any_note: bool) -> bool:
 
 
 async def _plan(
-    port: MemoryPort, target: _Target, force: bool, revert: RunRecord, meta: dict[str, Any], any_note: bool
+    port: Notes, target: Target, force: bool, revert: RunRecord, meta: RevertReport, any_note: bool
 ) -> Change | None:
     """The change that puts this path back (recorded in `revert` and `meta`), or None."""
     if not _revertible(port, target.path, any_note):  # a record is a file: never trusted beyond this
@@ -171,7 +196,7 @@ async def _plan(
     return Change(target.path, target.content, current_sha)
 
 
-def _summary(meta: dict[str, Any], kind: str) -> str:
+def _summary(meta: RevertReport, kind: str) -> str:
     restored, deleted, skipped = meta["restored"], meta["deleted"], meta["skipped"]
     if not (restored or deleted):
         head = f"revert of {kind} run {meta['run_id']}: nothing changed"
