@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tests.pipelines.port_jobs import PortApp
+
 from reme import ReMe
 from reme.workspace import frontmatter
 
@@ -27,7 +29,7 @@ def transcript(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-async def run_ok(app: ReMe, job: str, **params: Any) -> dict[str, Any]:
+async def run_ok(app: ReMe | PortApp, job: str, **params: Any) -> dict[str, Any]:
     response = await app.run(job, **params)
     assert response.success, response.answer
     return response.metadata

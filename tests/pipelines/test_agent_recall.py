@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from tests.pipelines.conftest import MakeApp
+from tests.pipelines.port_jobs import MakePortApp, port_app_fixture  # noqa: F401  (the fixture)
 
 from reme import ReMe
 from reme.pipelines.recall import CLOSE, OPEN, PREAMBLE, neutralise, project_query
@@ -94,8 +95,8 @@ def test_project_query_splits_folder_names_into_words() -> None:
     assert project_query("C:\\work\\Kyoto Trip") == "kyoto trip"
 
 
-async def test_with_nothing_to_recall_the_answer_is_empty(make_app: MakeApp) -> None:
-    app = await make_app()
+async def test_with_nothing_to_recall_the_answer_is_empty(make_port_app: MakePortApp) -> None:
+    app = make_port_app()
     response = await app.run("agent_memory_recall", query="anything")
     assert response.success and response.answer == "" and response.metadata["items"] == 0
 
@@ -127,8 +128,8 @@ def test_neutralise_defuses_every_spelling_of_the_tag() -> None:
     )
 
 
-async def test_parameters_are_bounded(make_app: MakeApp) -> None:
-    app = await make_app()
+async def test_parameters_are_bounded(make_port_app: MakePortApp) -> None:
+    app = make_port_app()
     for params in ({"max_chars": 499}, {"limit": 0}, {"limit": 1000}, {"query": "x" * 9000}, {"path": "x"}):
         response = await app.run("agent_memory_recall", **params)
         assert response.success is False, params

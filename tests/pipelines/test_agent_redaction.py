@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from reme.pipelines.capture.messages import content_text
+from reme.pipelines.capture.messages import message_text
 from reme.pipelines.capture.redaction import redact, redact_cut, redact_note, redact_value
 from reme.pipelines.capture.transcripts import TOOL_RESULT_CHARS, tool_result_note
 from reme.workspace import frontmatter
@@ -202,7 +202,7 @@ SECRET = "ghp_" + "R2d2C3poBb8Ee4Ll9Ww0Xx7Yy6Zz5Aa1Kk3M"
 def test_a_secret_across_the_cut_of_a_tool_note_leaves_no_prefix(offset: int) -> None:
     # the note is cut to its first characters; the secret straddles the cut
     result = tool_result_note("x" * (TOOL_RESULT_CHARS - offset) + " " + SECRET + " tail")
-    call = content_text(
+    call = message_text(
         {"content": [{"type": "tool_use", "name": "Bash", "input": "y" * (200 - offset) + " " + SECRET}]}
     )
     for note in (result, call):

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from tests.pipelines.conftest import MakeApp, scripted
+from tests.pipelines.conftest import scripted
+from tests.pipelines.port_jobs import MakePortApp, port_app_fixture  # noqa: F401  (the fixture)
 
 from reme import ReMe
 from reme.pipelines.capture.transcripts import codex_session_id, read_claude_code, read_codex
@@ -81,8 +82,10 @@ def test_codex_reader_reads_the_rollout_and_its_session_id() -> None:
 # append ----------------------------------------------------------------------------------------
 
 
-async def test_append_saves_a_redacted_transcript_and_queues_a_pending_card(make_app: MakeApp) -> None:
-    app = await make_app()
+async def test_append_saves_a_redacted_transcript_and_queues_a_pending_card(
+    make_port_app: MakePortApp,
+) -> None:
+    app = make_port_app()
     response = await app.run(
         "agent_session_append", session_id=S1, messages=entries("claude_session.jsonl"), source="claude_code"
     )
@@ -117,9 +120,9 @@ async def test_append_saves_a_redacted_transcript_and_queues_a_pending_card(make
 
 
 async def test_the_same_turns_twice_change_nothing_and_new_turns_add_only_themselves(
-    make_app: MakeApp,
+    make_port_app: MakePortApp,
 ) -> None:
-    app = await make_app()
+    app = make_port_app()
     lines = entries("claude_session.jsonl")
     await app.run("agent_session_append", session_id=S1, messages=lines[:5], source="claude_code")
     path = app.workspace_dir / f"session/dialog/{S1}.jsonl"
@@ -134,9 +137,9 @@ async def test_the_same_turns_twice_change_nothing_and_new_turns_add_only_themse
 
 
 async def test_a_resumed_session_keeps_the_copied_turns_once_and_marks_where_they_came_from(
-    make_app: MakeApp,
+    make_port_app: MakePortApp,
 ) -> None:
-    app = await make_app()
+    app = make_port_app()
     lines = entries("claude_resumed.jsonl")
     response = await app.run("agent_session_append", session_id=S2, messages=lines, source="claude_code")
     assert response.success and response.metadata["added"] == 4
@@ -157,8 +160,8 @@ async def test_a_resumed_session_keeps_the_copied_turns_once_and_marks_where_the
     assert again.metadata["added"] == 0
 
 
-async def test_codex_rollout_is_captured_with_stable_ids(make_app: MakeApp) -> None:
-    app = await make_app()
+async def test_codex_rollout_is_captured_with_stable_ids(make_port_app: MakePortApp) -> None:
+    app = make_port_app()
     lines = entries("rollout-*.jsonl")
     first = await app.run("agent_session_append", session_id=CODEX, messages=lines, source="codex")
     assert first.success and first.metadata["added"] == 4
@@ -168,8 +171,8 @@ async def test_codex_rollout_is_captured_with_stable_ids(make_app: MakeApp) -> N
     assert again.metadata["added"] == 0
 
 
-async def test_plain_messages_are_cleaned_too(make_app: MakeApp) -> None:
-    app = await make_app()
+async def test_plain_messages_are_cleaned_too(make_port_app: MakePortApp) -> None:
+    app = make_port_app()
     messages = [
         {
             "id": "m1",
@@ -203,8 +206,8 @@ def test_strip_context_cuts_whole_blocks_and_only_recalls_own_unclosed_one() -> 
     assert strip_context(many) == many.strip()
 
 
-async def test_bad_input_is_refused_and_nothing_is_written(make_app: MakeApp) -> None:
-    app = await make_app()
+async def test_bad_input_is_refused_and_nothing_is_written(make_port_app: MakePortApp) -> None:
+    app = make_port_app()
     lines = entries("claude_session.jsonl")
     for params, needle in (
         ({"session_id": "../escape", "messages": lines, "source": "claude_code"}, "session_id"),
@@ -231,8 +234,8 @@ def card_script(body: str, name: str) -> list[dict[str, Any]]:
     ]
 
 
-async def test_flush_distils_the_pending_card_and_empties_the_queue(make_app: MakeApp) -> None:
-    app = await make_app(
+async def test_flush_distils_the_pending_card_and_empties_the_queue(make_port_app: MakePortApp) -> None:
+    app = make_port_app(
         **scripted(card_script("# Solar retries\n\n- tenacity, 5 attempts\n", "solar-retries"))
     )
     await app.run(
@@ -248,8 +251,8 @@ async def test_flush_distils_the_pending_card_and_empties_the_queue(make_app: Ma
     assert queue["sessions"] == {}
 
 
-async def test_flush_without_a_model_says_so_and_keeps_the_card_pending(make_app: MakeApp) -> None:
-    app = await make_app()
+async def test_flush_without_a_model_says_so_and_keeps_the_card_pending(make_port_app: MakePortApp) -> None:
+    app = make_port_app()
     await app.run(
         "agent_session_append", session_id=S1, messages=entries("claude_session.jsonl"), source="claude_code"
     )
@@ -260,15 +263,14 @@ async def test_flush_without_a_model_says_so_and_keeps_the_card_pending(make_app
     assert unknown.success is False and "capture it first" in unknown.answer
 
 
-async def test_the_queue_run_distils_only_idle_sessions(make_app: MakeApp) -> None:
-    from reme.app.port import AppPort
+async def test_the_queue_run_distils_only_idle_sessions(make_port_app: MakePortApp) -> None:
     from reme.pipelines.capture.session import distil_queue
 
-    app = await make_app(**scripted(card_script("# Done\n", "done")))
+    app = make_port_app(**scripted(card_script("# Done\n", "done")))
     await app.run(
         "agent_session_append", session_id=S1, messages=entries("claude_session.jsonl"), source="claude_code"
     )
-    port = AppPort(app)
+    port = app.port
     waiting = await distil_queue(port, idle_seconds=3600, limit=10, add_usage=lambda usage: None)
     assert waiting.metadata["distilled"] == []
     assert front_matter(app.workspace_dir / f"daily/2026-06-01/{S1}.md")["pending"] is True
@@ -277,28 +279,26 @@ async def test_the_queue_run_distils_only_idle_sessions(make_app: MakeApp) -> No
     assert not front_matter(app.workspace_dir / "daily/2026-06-01/done.md").get("pending")
 
 
-async def test_the_queue_run_without_a_model_moves_nothing(make_app: MakeApp) -> None:
-    from reme.app.port import AppPort
+async def test_the_queue_run_without_a_model_moves_nothing(make_port_app: MakePortApp) -> None:
     from reme.pipelines.capture.session import distil_queue
 
-    app = await make_app()
+    app = make_port_app()
     await app.run(
         "agent_session_append", session_id=S1, messages=entries("claude_session.jsonl"), source="claude_code"
     )
-    outcome = await distil_queue(AppPort(app), idle_seconds=0, limit=10, add_usage=lambda usage: None)
+    outcome = await distil_queue(app.port, idle_seconds=0, limit=10, add_usage=lambda usage: None)
     assert "1 session(s) wait" in outcome.answer
     queue = json.loads((app.workspace_dir / "metadata/agent_sessions.json").read_text(encoding="utf-8"))
     assert set(queue["sessions"]) == {S1}
 
 
-async def test_a_session_that_keeps_failing_is_left_alone_until_it_grows(make_app: MakeApp) -> None:
-    from reme.app.port import AppPort
+async def test_a_session_that_keeps_failing_is_left_alone_until_it_grows(make_port_app: MakePortApp) -> None:
     from reme.pipelines.capture.session import MAX_FAILURES, distil_queue
 
-    app = await make_app(**scripted([{"tool": "no_such_tool", "args": {}}] * 200))
+    app = make_port_app(**scripted([{"tool": "no_such_tool", "args": {}}] * 200))
     lines = entries("claude_session.jsonl")
     await app.run("agent_session_append", session_id=S1, messages=lines[:5], source="claude_code")
-    port = AppPort(app)
+    port = app.port
     for _ in range(MAX_FAILURES):
         outcome = await distil_queue(port, idle_seconds=0, limit=10, add_usage=lambda usage: None)
         assert [f["session_id"] for f in outcome.metadata["failed"]] == [S1]

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from tests.pipelines.conftest import MakeApp
 from tests.pipelines.dream_support import put
+from tests.pipelines.port_jobs import MakePortApp, port_app_fixture  # noqa: F401  (the fixture)
 
 DAY_NOTE = "daily/2023-05-08/walk.md"
 DAY_TEXT = (
@@ -62,10 +63,10 @@ async def test_a_folder_is_annotated_once_journaled_and_reverted(tmp_path: Path,
     assert redo.success and "(2023-05-07)" in (ws / DAY_NOTE).read_text()
 
 
-async def test_bad_input_changes_nothing(tmp_path: Path, make_app: MakeApp) -> None:
+async def test_bad_input_changes_nothing(tmp_path: Path, make_port_app: MakePortApp) -> None:
     ws = tmp_path / "ws"
     put(ws, DAY_NOTE, DAY_TEXT)
-    app = await make_app()
+    app = make_port_app()
     for params, said in (
         ({"path": "../outside"}, "path"),
         ({"path": "nowhere/x.md"}, "no file"),

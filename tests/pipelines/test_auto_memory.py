@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 from tests.pipelines.conftest import MakeApp, scripted
+from tests.pipelines.port_jobs import MakePortApp, port_app_fixture  # noqa: F401  (the fixture)
 
 from reme import ReMe
 
@@ -49,8 +50,8 @@ TRIP = [
 ]
 
 
-async def test_distils_the_conversation_into_a_named_card(make_app: MakeApp) -> None:
-    app = await make_app(**scripted(card_script("# Kyoto\n\n- Prefers window seats\n", "Kyoto trip")))
+async def test_distils_the_conversation_into_a_named_card(make_port_app: MakePortApp) -> None:
+    app = make_port_app(**scripted(card_script("# Kyoto\n\n- Prefers window seats\n", "Kyoto trip")))
     response = await app.run("auto_memory", session_id="trip-1", messages=TRIP)
     assert response.success, response.answer
     meta = response.metadata
@@ -72,8 +73,10 @@ async def test_distils_the_conversation_into_a_named_card(make_app: MakeApp) -> 
     assert sorted(p.name for p in (app.workspace_dir / "daily/2026-06-01").iterdir()) == ["kyoto-trip.md"]
 
 
-async def test_second_call_updates_the_same_card_and_tools_touch_nothing_else(make_app: MakeApp) -> None:
-    app = await make_app(**scripted(card_script("- window seats\n", "Kyoto trip")))
+async def test_second_call_updates_the_same_card_and_tools_touch_nothing_else(
+    make_port_app: MakePortApp,
+) -> None:
+    app = make_port_app(**scripted(card_script("- window seats\n", "Kyoto trip")))
     first = await app.run("auto_memory", session_id="trip-1", messages=TRIP)
     assert first.success, first.answer
     llm = app.component("llm")
@@ -111,8 +114,8 @@ async def test_second_call_updates_the_same_card_and_tools_touch_nothing_else(ma
     assert [m["id"] for m in transcript(app, "trip-1")] == ["u1", "a1", "u2"]
 
 
-async def test_a_message_at_2330_utc_lands_on_the_next_day_in_utc_plus_8(make_app: MakeApp) -> None:
-    app = await make_app("Asia/Shanghai", **scripted(card_script("- late note\n", "Late note")))
+async def test_a_message_at_2330_utc_lands_on_the_next_day_in_utc_plus_8(make_port_app: MakePortApp) -> None:
+    app = make_port_app("Asia/Shanghai", **scripted(card_script("- late note\n", "Late note")))
     messages = [
         {"role": "user", "content": "Remember the parcel code 4711.", "created_at": "2026-06-01T23:30:00Z"}
     ]
@@ -123,8 +126,8 @@ async def test_a_message_at_2330_utc_lands_on_the_next_day_in_utc_plus_8(make_ap
     assert transcript(app, "late")[0]["created_at"] == "2026-06-02T07:30:00+08:00"
 
 
-async def test_explicit_date_wins_and_invalid_date_writes_nothing(make_app: MakeApp) -> None:
-    app = await make_app(**scripted(card_script("- x\n", "Filed")))
+async def test_explicit_date_wins_and_invalid_date_writes_nothing(make_port_app: MakePortApp) -> None:
+    app = make_port_app(**scripted(card_script("- x\n", "Filed")))
     bad = await app.run("auto_memory", session_id="s", messages=TRIP, date="2026-02-30")
     assert not bad.success and "2026-02-30" in bad.answer and "YYYY-MM-DD" in bad.answer
     assert not (app.workspace_dir / "session/dialog/s.jsonl").exists()
@@ -161,8 +164,8 @@ async def test_rename_retargets_inbound_links(make_app: MakeApp) -> None:
     assert "kyoto-and-osaka-trip.md" in day_index and "daily/2026-06-01/kyoto-trip.md" not in day_index
 
 
-async def test_base64_and_tool_results_never_reach_the_transcript(make_app: MakeApp) -> None:
-    app = await make_app(**scripted(card_script("- chart\n", "Chart")))
+async def test_base64_and_tool_results_never_reach_the_transcript(make_port_app: MakePortApp) -> None:
+    app = make_port_app(**scripted(card_script("- chart\n", "Chart")))
     blob = "iVBORw0KGgo" + "QUJD" * 300
     messages = [
         {
@@ -215,8 +218,8 @@ async def test_base64_and_tool_results_never_reach_the_transcript(make_app: Make
     ]
 
 
-async def test_identical_call_changes_nothing(make_app: MakeApp) -> None:
-    app = await make_app(**scripted(card_script("- once\n", "Once")))
+async def test_identical_call_changes_nothing(make_port_app: MakePortApp) -> None:
+    app = make_port_app(**scripted(card_script("- once\n", "Once")))
     first = await app.run("auto_memory", session_id="s", messages=TRIP)
     assert first.success
     files = {
@@ -236,8 +239,10 @@ async def test_identical_call_changes_nothing(make_app: MakeApp) -> None:
     assert after == files
 
 
-async def test_messages_without_ids_get_stable_ids_and_merge_in_time_order(make_app: MakeApp) -> None:
-    app = await make_app(**scripted(card_script("- x\n", "Merge")))
+async def test_messages_without_ids_get_stable_ids_and_merge_in_time_order(
+    make_port_app: MakePortApp,
+) -> None:
+    app = make_port_app(**scripted(card_script("- x\n", "Merge")))
     early = {"role": "user", "content": "first", "timestamp": "2026-06-01T08:00:00Z"}
     late = {"role": "user", "content": "third", "createdAt": 1780308000000}  # 2026-06-01T10:00:00Z in ms
     middle = {"role": "assistant", "content": "second", "metadata": {"time_created": "2026-06-01 09:00:00"}}
@@ -253,8 +258,8 @@ async def test_messages_without_ids_get_stable_ids_and_merge_in_time_order(make_
     assert len({r["id"] for r in records}) == 3
 
 
-async def test_oversize_content_is_truncated(make_app: MakeApp) -> None:
-    app = await make_app(**scripted(card_script("- x\n", "Long")))
+async def test_oversize_content_is_truncated(make_port_app: MakePortApp) -> None:
+    app = make_port_app(**scripted(card_script("- x\n", "Long")))
     text = "word " * 5000
     response = await app.run("auto_memory", session_id="long", messages=[{"role": "user", "content": text}])
     assert response.success, response.answer
@@ -264,8 +269,8 @@ async def test_oversize_content_is_truncated(make_app: MakeApp) -> None:
     )
 
 
-async def test_bad_messages_and_session_ids_are_refused_before_writing(make_app: MakeApp) -> None:
-    app = await make_app(**scripted(card_script("- x\n", "X")))
+async def test_bad_messages_and_session_ids_are_refused_before_writing(make_port_app: MakePortApp) -> None:
+    app = make_port_app(**scripted(card_script("- x\n", "X")))
     cases = [
         ({"session_id": "../escape", "messages": TRIP}, "session_id"),
         ({"session_id": "trailing.", "messages": TRIP}, "cannot be a file name"),
@@ -288,9 +293,35 @@ async def test_bad_messages_and_session_ids_are_refused_before_writing(make_app:
     )
 
 
-async def test_relative_dates_left_in_the_card_are_resolved(make_app: MakeApp) -> None:
+async def test_a_malformed_saved_transcript_is_a_clear_error_and_stays_as_it_is(
+    make_port_app: MakePortApp,
+) -> None:
+    app = make_port_app(**scripted(card_script("- x\n", "X")))
+    saved = app.workspace_dir / "session/dialog/s.jsonl"
+    saved.parent.mkdir(parents=True, exist_ok=True)
+    for line, said in (
+        ('{"id": "a", "role": 5, "content": "hi"}\n', "transcript line 1 'a': role must be text"),
+        ('{"id": ["a"], "role": "user", "content": "hi"}\n', "transcript line 1 has no usable id"),
+    ):
+        saved.write_text(line, encoding="utf-8")
+        response = await app.run("auto_memory", session_id="s", messages=TRIP)
+        assert not response.success and said in response.answer, response.answer
+        assert saved.read_text(encoding="utf-8") == line
+    assert not (app.workspace_dir / "daily").exists() or not any((app.workspace_dir / "daily").rglob("*.md"))
+
+
+def test_hooks_and_jobs_share_one_session_id_rule() -> None:
+    from reme.workspace.transcript import check_session_id, is_session_id
+
+    for good in ("s", "abc-123.jsonl-part", "日本語", "_underscore", "a" * 128):
+        assert is_session_id(good) and check_session_id(good) == good
+    for bad in ("", "../escape", "a..b", "trailing.", "nul", "-dash", "a/b", "a" * 129, 5, None):
+        assert not is_session_id(bad)
+
+
+async def test_relative_dates_left_in_the_card_are_resolved(make_port_app: MakePortApp) -> None:
     body = "## Today's plan\n\n- Call the bank tomorrow\n- Met Li yesterday (2026-06-01)\n"
-    app = await make_app("Asia/Shanghai", **scripted(card_script(body, "Bank call")))
+    app = make_port_app("Asia/Shanghai", **scripted(card_script(body, "Bank call")))
     messages = [{"role": "user", "content": "Call the bank tomorrow.", "created_at": "2026-06-02T01:00:00Z"}]
     response = await app.run("auto_memory", session_id="bank", messages=messages)
     assert response.success, response.answer
@@ -300,10 +331,10 @@ async def test_relative_dates_left_in_the_card_are_resolved(make_app: MakeApp) -
     )
 
 
-async def test_concurrent_calls_for_one_session_take_turns(make_app: MakeApp) -> None:
+async def test_concurrent_calls_for_one_session_take_turns(make_port_app: MakePortApp) -> None:
     import asyncio
 
-    app = await make_app(**scripted(card_script("- merged\n", "Busy session")))
+    app = make_port_app(**scripted(card_script("- merged\n", "Busy session")))
     batches = [
         [{"id": f"m{i}", "role": "user", "content": f"fact {i}", "created_at": f"2026-06-01T0{i}:00:00Z"}]
         for i in range(1, 5)
@@ -317,8 +348,8 @@ async def test_concurrent_calls_for_one_session_take_turns(make_app: MakeApp) ->
     assert sorted(p.name for p in (app.workspace_dir / "daily/2026-06-01").iterdir()) == ["busy-session.md"]
 
 
-async def test_a_users_note_with_the_cards_name_is_never_taken_over(make_app: MakeApp) -> None:
-    app = await make_app(**scripted(card_script("- distilled\n", "Main")))
+async def test_a_users_note_with_the_cards_name_is_never_taken_over(make_port_app: MakePortApp) -> None:
+    app = make_port_app(**scripted(card_script("- distilled\n", "Main")))
     mine = app.workspace_dir / "daily/2026-06-01/main.md"
     mine.parent.mkdir(parents=True)
     mine.write_text("---\nname: my plan\n---\nMY OWN TEXT\n", encoding="utf-8")

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from tests.pipelines.conftest import MakeApp, scripted, served_by
+from tests.pipelines.port_jobs import MakePortApp, port_app_fixture  # noqa: F401  (the fixture)
 from tests.pipelines.test_auto_memory import TRIP, card_script, front_matter
 
 from reme.llm.testing.fake_openai import FakeOpenAI
@@ -26,8 +27,8 @@ async def test_without_credentials_the_transcript_is_saved_and_the_card_pending(
     assert card["pending"] is True and card["session_id"] == "trip-1"
 
 
-async def test_pending_cards_are_distilled_by_auto_memory_pending(make_app: MakeApp) -> None:
-    app = await make_app(**scripted([]))
+async def test_pending_cards_are_distilled_by_auto_memory_pending(make_port_app: MakePortApp) -> None:
+    app = make_port_app(**scripted([]))
     first = await app.run("auto_memory", session_id="trip-1", messages=TRIP)
     assert not first.success and "components.llm.script" in first.answer
     other = [{"role": "user", "content": "Dentist on Friday.", "created_at": "2026-06-03T08:00:00Z"}]
@@ -45,8 +46,8 @@ async def test_pending_cards_are_distilled_by_auto_memory_pending(make_app: Make
     assert again.success and again.metadata["distilled"] == []
 
 
-async def test_next_call_for_the_session_distils_its_pending_card(make_app: MakeApp) -> None:
-    app = await make_app(**scripted([]))
+async def test_next_call_for_the_session_distils_its_pending_card(make_port_app: MakePortApp) -> None:
+    app = make_port_app(**scripted([]))
     assert not (await app.run("auto_memory", session_id="trip-1", messages=TRIP)).success
     app.component("llm").script = card_script("- both days\n", "Trip $date")  # type: ignore[attr-defined]
     later = [{"role": "user", "content": "Landed.", "created_at": "2026-06-09T12:00:00Z"}]
@@ -209,8 +210,10 @@ async def test_ollama_and_anthropic_backends_run_the_same_agent(
     )  # the Anthropic shape
 
 
-async def test_a_repeated_call_without_a_model_leaves_a_distilled_card_alone(make_app: MakeApp) -> None:
-    app = await make_app(**scripted(card_script("- window seats\n", "Trip one")))
+async def test_a_repeated_call_without_a_model_leaves_a_distilled_card_alone(
+    make_port_app: MakePortApp,
+) -> None:
+    app = make_port_app(**scripted(card_script("- window seats\n", "Trip one")))
     assert (await app.run("auto_memory", session_id="trip-1", messages=TRIP)).success
     card = app.workspace_dir / "daily/2026-06-01/trip-one.md"
     before = card.read_text(encoding="utf-8")

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.pipelines.conftest import MakeApp, scripted, served_by
+from tests.pipelines.port_jobs import MakePortApp, port_app_fixture  # noqa: F401  (the fixture)
 from tests.pipelines.test_auto_memory import front_matter
 
 from reme import ReMe
@@ -31,8 +32,8 @@ def put(app: ReMe, path: str, content: str | bytes) -> Path:
     return target
 
 
-async def test_resource_becomes_a_card_linked_to_its_source(make_app: MakeApp) -> None:
-    app = await make_app(**scripted(READ_AND_WRITE))
+async def test_resource_becomes_a_card_linked_to_its_source(make_port_app: MakePortApp) -> None:
+    app = make_port_app(**scripted(READ_AND_WRITE))
     put(app, "resource/2026-06-01/report.md", "# Q2\n\nRevenue grew 14% to 3.2M.\n")
     response = await app.run("auto_resource", paths=["resource/2026-06-01/report.md"])
     assert response.success, response.answer
@@ -51,8 +52,10 @@ async def test_resource_becomes_a_card_linked_to_its_source(make_app: MakeApp) -
     assert response.metadata["usage"]["requests"] == 3
 
 
-async def test_modified_resource_updates_its_card_and_unchanged_is_skipped(make_app: MakeApp) -> None:
-    app = await make_app(**scripted(READ_AND_WRITE))
+async def test_modified_resource_updates_its_card_and_unchanged_is_skipped(
+    make_port_app: MakePortApp,
+) -> None:
+    app = make_port_app(**scripted(READ_AND_WRITE))
     source = put(app, "resource/2026-06-01/report.md", "Revenue 3.2M.\n")
     assert (await app.run("auto_resource", paths=["resource/2026-06-01/report.md"])).success
     unchanged = await app.run("auto_resource", paths=["resource/2026-06-01/report.md"])
@@ -66,8 +69,8 @@ async def test_modified_resource_updates_its_card_and_unchanged_is_skipped(make_
     assert sorted(p.name for p in (app.workspace_dir / "daily/2026-06-01").iterdir()) == ["report.md"]
 
 
-async def test_deleted_resource_loses_its_card_and_index_line(make_app: MakeApp) -> None:
-    app = await make_app(**scripted(READ_AND_WRITE))
+async def test_deleted_resource_loses_its_card_and_index_line(make_port_app: MakePortApp) -> None:
+    app = make_port_app(**scripted(READ_AND_WRITE))
     source = put(app, "resource/2026-06-01/report.md", "Revenue 3.2M.\n")
     put(app, "resource/2026-06-01/notes.txt", "Call the auditor.\n")
     assert (await app.run("auto_resource")).success  # no paths: every resource
@@ -82,16 +85,16 @@ async def test_deleted_resource_loses_its_card_and_index_line(make_app: MakeApp)
     assert "report.md" not in index and "[[daily/2026-06-01/notes.md]]" in index
 
 
-async def test_loose_files_are_todays_material(make_app: MakeApp) -> None:
-    app = await make_app(**scripted(READ_AND_WRITE))
+async def test_loose_files_are_todays_material(make_port_app: MakePortApp) -> None:
+    app = make_port_app(**scripted(READ_AND_WRITE))
     put(app, "resource/memo.txt", "Budget frozen until July.\n")
     response = await app.run("auto_resource", paths=["resource/memo.txt"])
     assert response.success, response.answer
     assert response.metadata["processed"][0]["card"] == f"daily/{app.today().isoformat()}/memo.md"
 
 
-async def test_name_collisions_get_a_short_stable_suffix(make_app: MakeApp) -> None:
-    app = await make_app(**scripted(READ_AND_WRITE))
+async def test_name_collisions_get_a_short_stable_suffix(make_port_app: MakePortApp) -> None:
+    app = make_port_app(**scripted(READ_AND_WRITE))
     put(app, "daily/2026-06-01/report.md", "---\nname: my own note\n---\nmine\n")
     put(app, "resource/2026-06-01/report.md", "md version\n")
     put(app, "resource/2026-06-01/sub/report.md", "other folder\n")
@@ -130,8 +133,8 @@ def minimal_pdf(text: str) -> bytes:
     return bytes(out)
 
 
-async def test_formats_are_read_as_text(make_app: MakeApp) -> None:
-    app = await make_app(**scripted(READ_AND_WRITE))
+async def test_formats_are_read_as_text(make_port_app: MakePortApp) -> None:
+    app = make_port_app(**scripted(READ_AND_WRITE))
     files: dict[str, Any] = {
         "resource/2026-06-01/page.html": "<html><head><style>p{}</style><script>var x=1</script></head><body><h1>Launch</h1><p>Ships &amp; docks in May.</p></body></html>",
         "resource/2026-06-01/rows.csv": "city,population\nKyoto,1460000\n",
@@ -175,8 +178,8 @@ async def test_unreadable_and_oversize_files_are_skipped_with_a_reason(make_app:
     assert not (app.workspace_dir / "daily/2026-06-01").exists()
 
 
-async def test_bad_paths_are_refused_before_anything_is_written(make_app: MakeApp) -> None:
-    app = await make_app(**scripted(READ_AND_WRITE))
+async def test_bad_paths_are_refused_before_anything_is_written(make_port_app: MakePortApp) -> None:
+    app = make_port_app(**scripted(READ_AND_WRITE))
     put(app, "resource/2026-06-01/ok.md", "fine\n")
     for bad in ("daily/2026-06-01.md", "resource/../daily/x.md", "/etc/passwd"):
         response = await app.run("auto_resource", paths=["resource/2026-06-01/ok.md", bad])
@@ -184,8 +187,8 @@ async def test_bad_paths_are_refused_before_anything_is_written(make_app: MakeAp
     assert not (app.workspace_dir / "daily/2026-06-01").exists()
 
 
-async def test_without_llm_nothing_is_written_and_the_next_run_catches_up(make_app: MakeApp) -> None:
-    app = await make_app(**scripted([]))
+async def test_without_llm_nothing_is_written_and_the_next_run_catches_up(make_port_app: MakePortApp) -> None:
+    app = make_port_app(**scripted([]))
     put(app, "resource/2026-06-01/report.md", "Revenue 3.2M.\n")
     response = await app.run("auto_resource", paths=["resource/2026-06-01/report.md"])
     assert not response.success and "components.llm.script" in response.answer
@@ -208,7 +211,11 @@ async def test_model_failures_leave_no_new_card_and_old_cards_untouched(
     ]
     fake_server.set_script(broken)
     failed = await app.run("auto_resource", paths=["resource/2026-06-01/report.md"])
-    assert not failed.success and "not processed: LLM request failed: the server answered HTTP 500 (3 requests sent)" in failed.answer
+    assert (
+        not failed.success
+        and "not processed: LLM request failed: the server answered HTTP 500 (3 requests sent)"
+        in failed.answer
+    )
     assert not (app.workspace_dir / card_path).exists()
     fake_server.set_script(
         [
@@ -296,9 +303,9 @@ def test_watch_batches_scan_new_folders_and_keep_the_last_word(tmp_path: Path) -
 
 
 async def test_a_rescan_reads_each_card_a_bounded_number_of_times(
-    make_app: MakeApp, monkeypatch: Any
+    make_port_app: MakePortApp, monkeypatch: Any
 ) -> None:
-    app = await make_app(**scripted(READ_AND_WRITE))
+    app = make_port_app(**scripted(READ_AND_WRITE))
     count = 12
     for i in range(count):
         put(app, f"resource/2026-06-01/r{i}.md", f"resource {i}\n")

@@ -5,14 +5,22 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.pipelines.conftest import MakeApp, scripted
+from tests.pipelines.conftest import scripted
 from tests.pipelines.imports_support import DATA, front, run_ok, transcript
+from tests.pipelines.port_jobs import (  # noqa: F401  (the fixture)
+    MakePortApp,
+    PortApp,
+    app_on_port_fixture,
+    port_app_fixture,
+    real_app_fixture,
+)
 from tests.pipelines.test_auto_memory import card_script
 
 from reme import ReMe
 
 
-async def test_chatgpt_export_keeps_only_the_branch_the_user_saw(app: ReMe, workspace_dir: Path) -> None:
+async def test_chatgpt_export_keeps_only_the_branch_the_user_saw(real_app: ReMe, workspace_dir: Path) -> None:
+    app = real_app  # searches, writes or exports: jobs of the application
     meta = await run_ok(app, "import_chatgpt", source=str(DATA / "conversations.json"))
     kyoto_id = "chatgpt-6650a1b2-0c3d-4e5f-8a9b-0123456789ab"
     kyoto = transcript(workspace_dir / "session" / "dialog" / f"{kyoto_id}.jsonl")
@@ -44,7 +52,7 @@ async def test_chatgpt_export_keeps_only_the_branch_the_user_saw(app: ReMe, work
 
 
 async def test_a_chatgpt_export_is_redacted_like_a_captured_session(
-    app: ReMe, workspace_dir: Path, tmp_path: Path
+    app: PortApp, workspace_dir: Path, tmp_path: Path
 ) -> None:
     data = json.loads((DATA / "conversations.json").read_text())
     secret = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0" * 2
@@ -61,7 +69,7 @@ async def test_a_chatgpt_export_is_redacted_like_a_captured_session(
 
 
 async def test_a_longer_chatgpt_conversation_adds_only_its_new_turns(
-    app: ReMe, workspace_dir: Path, tmp_path: Path
+    app: PortApp, workspace_dir: Path, tmp_path: Path
 ) -> None:
     data = json.loads((DATA / "conversations.json").read_text())
     export = tmp_path / "conversations.json"
@@ -120,8 +128,10 @@ def test_assistant_calls_to_tools_become_tool_call_notes() -> None:
     )
 
 
-async def test_queued_conversations_are_distilled_later_by_auto_memory_pending(make_app: MakeApp) -> None:
-    app = await make_app(**scripted(card_script("- learned from ChatGPT\n", "From $session_id")))
+async def test_queued_conversations_are_distilled_later_by_auto_memory_pending(
+    make_port_app: MakePortApp,
+) -> None:
+    app = make_port_app(**scripted(card_script("- learned from ChatGPT\n", "From $session_id")))
     meta = await run_ok(
         app, "import_chatgpt", source=str(DATA / "conversations.json"), queue_distillation=True
     )

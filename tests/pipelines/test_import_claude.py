@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from tests.pipelines.imports_support import DATA, files_under, front, run_ok
+from tests.pipelines.port_jobs import PortApp, app_on_port_fixture, real_app_fixture  # noqa: F401  (the fixture)
 
 from reme import ReMe
 
@@ -20,8 +21,9 @@ def claude_project(tmp_path: Path) -> Path:
 
 
 async def test_claude_md_sections_become_notes_and_imports_are_followed(
-    app: ReMe, workspace_dir: Path, claude_project: Path
+    real_app: ReMe, workspace_dir: Path, claude_project: Path
 ) -> None:
+    app = real_app  # searches, writes or exports: jobs of the application
     meta = await run_ok(app, "import_claude_code", source=str(claude_project / "CLAUDE.md"))
     folder = workspace_dir / "imports" / "claude-code"
     assert sorted(meta["created"]) == sorted(
@@ -63,7 +65,7 @@ async def test_claude_md_sections_become_notes_and_imports_are_followed(
 
 
 async def test_a_changed_section_updates_only_its_note(
-    app: ReMe, workspace_dir: Path, claude_project: Path
+    app: PortApp, workspace_dir: Path, claude_project: Path
 ) -> None:
     entry = claude_project / "CLAUDE.md"
     await run_ok(app, "import_claude_code", source=str(entry))
@@ -79,7 +81,7 @@ async def test_a_changed_section_updates_only_its_note(
 
 
 async def test_auto_memory_index_brings_its_topic_files(
-    app: ReMe, workspace_dir: Path, tmp_path: Path
+    app: PortApp, workspace_dir: Path, tmp_path: Path
 ) -> None:
     memory = tmp_path / ".claude" / "projects" / "-home-alice-acme" / "memory"
     memory.mkdir(parents=True)
@@ -111,7 +113,7 @@ async def test_auto_memory_index_brings_its_topic_files(
 
 
 async def test_claude_md_imports_never_pull_secrets_or_files_outside_the_project(
-    app: ReMe, workspace_dir: Path, tmp_path: Path
+    app: PortApp, workspace_dir: Path, tmp_path: Path
 ) -> None:
     project = tmp_path / "cloned-repo"
     project.mkdir()
@@ -129,7 +131,7 @@ async def test_claude_md_imports_never_pull_secrets_or_files_outside_the_project
 
 
 async def test_claude_md_follows_only_memory_markdown_under_the_claude_home(
-    app: ReMe, workspace_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    app: PortApp, workspace_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     home = tmp_path / "home"
     claude = home / ".claude"
@@ -181,7 +183,7 @@ async def test_an_import_chain_longer_than_the_cap_is_refused(tmp_path: Path) ->
     assert not (tmp_path / "ws" / "imports").exists()
 
 
-async def test_imports_are_followed_five_hops_deep_as_claude_code_does(app: ReMe, tmp_path: Path) -> None:
+async def test_imports_are_followed_five_hops_deep_as_claude_code_does(app: PortApp, tmp_path: Path) -> None:
     project = tmp_path / "p"
     project.mkdir()
     for number in range(7):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.pipelines.imports_support import PNG, files_under, front, run_ok
+from tests.pipelines.port_jobs import PortApp, app_on_port_fixture, real_app_fixture  # noqa: F401  (the fixture)
 
 from reme import ReMe
 
@@ -43,8 +44,9 @@ def make_vault(root: Path) -> Path:
 
 
 async def test_obsidian_vault_is_copied_with_links_resolvable(
-    app: ReMe, workspace_dir: Path, tmp_path: Path
+    real_app: ReMe, workspace_dir: Path, tmp_path: Path
 ) -> None:
+    app = real_app  # searches, writes or exports: jobs of the application
     vault = make_vault(tmp_path)
     meta = await run_ok(app, "import_obsidian", source=str(vault))
     base = workspace_dir / "imports" / "obsidian" / "My Vault"  # the vault's folder name as written
@@ -97,7 +99,7 @@ async def test_obsidian_vault_is_copied_with_links_resolvable(
 
 
 async def test_obsidian_symlink_out_of_the_vault_refuses_everything(
-    app: ReMe, workspace_dir: Path, tmp_path: Path
+    app: PortApp, workspace_dir: Path, tmp_path: Path
 ) -> None:
     vault = make_vault(tmp_path)
     secret = tmp_path / "secret.md"
@@ -110,7 +112,7 @@ async def test_obsidian_symlink_out_of_the_vault_refuses_everything(
 
 
 async def test_user_edits_survive_a_reimport_of_an_unchanged_source(
-    app: ReMe, workspace_dir: Path, tmp_path: Path
+    app: PortApp, workspace_dir: Path, tmp_path: Path
 ) -> None:
     vault = make_vault(tmp_path)
     await run_ok(app, "import_obsidian", source=str(vault), name="notes")
@@ -121,7 +123,7 @@ async def test_user_edits_survive_a_reimport_of_an_unchanged_source(
 
 
 async def test_an_attachment_changed_in_the_workspace_is_never_overwritten(
-    app: ReMe, workspace_dir: Path, tmp_path: Path
+    app: PortApp, workspace_dir: Path, tmp_path: Path
 ) -> None:
     vault = make_vault(tmp_path)
     await run_ok(app, "import_obsidian", source=str(vault))
@@ -137,7 +139,7 @@ async def test_an_attachment_changed_in_the_workspace_is_never_overwritten(
 
 
 async def test_a_changed_attachment_in_the_vault_updates_its_copy(
-    app: ReMe, workspace_dir: Path, tmp_path: Path
+    app: PortApp, workspace_dir: Path, tmp_path: Path
 ) -> None:
     vault = make_vault(tmp_path)
     await run_ok(app, "import_obsidian", source=str(vault))
@@ -148,7 +150,7 @@ async def test_a_changed_attachment_in_the_vault_updates_its_copy(
 
 
 async def test_obsidian_notes_reme_cannot_hold_are_skipped_with_the_reason(
-    app: ReMe, workspace_dir: Path, tmp_path: Path
+    app: PortApp, workspace_dir: Path, tmp_path: Path
 ) -> None:
     vault = tmp_path / "v"
     vault.mkdir()

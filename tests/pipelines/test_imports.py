@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from tests.pipelines.imports_support import DATA, files_under, front, run_ok
+from tests.pipelines.port_jobs import PortApp, app_on_port_fixture, real_app_fixture  # noqa: F401  (the fixture)
 
 from reme import ReMe
 from reme.pipelines.digest.export import parse_bundle
@@ -19,7 +20,10 @@ from reme.workspace import frontmatter
 from reme.workspace.wikilinks import parse_links
 
 
-async def test_mem0_memories_become_one_note_each(app: ReMe, workspace_dir: Path, tmp_path: Path) -> None:
+async def test_mem0_memories_become_one_note_each(
+    real_app: ReMe, workspace_dir: Path, tmp_path: Path
+) -> None:
+    app = real_app  # searches, writes or exports: jobs of the application
     meta = await run_ok(app, "import_mem0", source=str(DATA / "mem0.json"))
     assert sorted(meta["created"]) == [
         "imports/mem0/alice/3c90c3cc-0d44-4b50-8888-8dd25736052a.md",
@@ -59,7 +63,7 @@ async def test_mem0_memories_become_one_note_each(app: ReMe, workspace_dir: Path
     ],
 )
 async def test_bad_sources_are_refused_and_nothing_is_written(
-    app: ReMe, workspace_dir: Path, tmp_path: Path, job: str, content: str, expected: str
+    app: PortApp, workspace_dir: Path, tmp_path: Path, job: str, content: str, expected: str
 ) -> None:
     source = tmp_path / "export.json"
     source.write_text(content, encoding="utf-8")
@@ -80,7 +84,7 @@ async def test_bad_sources_are_refused_and_nothing_is_written(
     ],
 )
 async def test_bad_parameters_are_refused(
-    app: ReMe, workspace_dir: Path, params: dict[str, Any], expected: str
+    app: PortApp, workspace_dir: Path, params: dict[str, Any], expected: str
 ) -> None:
     response = await app.run("import_chatgpt", **params)
     assert not response.success
@@ -88,7 +92,7 @@ async def test_bad_parameters_are_refused(
     assert not (workspace_dir / "imports").exists()
 
 
-async def test_a_note_in_the_way_refuses_the_whole_import(app: ReMe, workspace_dir: Path) -> None:
+async def test_a_note_in_the_way_refuses_the_whole_import(app: PortApp, workspace_dir: Path) -> None:
     mine = workspace_dir / "imports" / "mem0" / "alice" / "5d7a1e2f-1111-4c2b-9d3e-abcdefabcdef.md"
     mine.parent.mkdir(parents=True)
     mine.write_text("my own note\n", encoding="utf-8")
@@ -101,7 +105,7 @@ async def test_a_note_in_the_way_refuses_the_whole_import(app: ReMe, workspace_d
     }
 
 
-async def test_dry_run_reports_and_writes_nothing(app: ReMe, workspace_dir: Path) -> None:
+async def test_dry_run_reports_and_writes_nothing(app: PortApp, workspace_dir: Path) -> None:
     meta = await run_ok(app, "import_mem0", source=str(DATA / "mem0.json"), dry_run=True)
     assert len(meta["created"]) == 3 and meta["dry_run"] is True
     assert not (workspace_dir / "imports").exists()
@@ -119,7 +123,7 @@ def test_import_jobs_are_never_served() -> None:
     assert jobs["export_digest"].served
 
 
-async def make_digest(app: ReMe) -> None:
+async def make_digest(app: PortApp) -> None:
     await run_ok(
         app, "write", path="daily/2026-06-20/session.md", content="Weekly releases after the outage.\n"
     )
@@ -143,7 +147,8 @@ async def make_digest(app: ReMe) -> None:
     )
 
 
-async def test_export_round_trips_markdown_and_json(app: ReMe, workspace_dir: Path) -> None:
+async def test_export_round_trips_markdown_and_json(real_app: ReMe, workspace_dir: Path) -> None:
+    app = real_app  # searches, writes or exports: jobs of the application
     await make_digest(app)
     bundle = await app.run("export_digest")
     assert bundle.success and isinstance(bundle.answer, str)

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.pipelines.conftest import MakeApp, scripted
+from tests.pipelines.conftest import scripted
+from tests.pipelines.port_jobs import MakePortApp, port_app_fixture  # noqa: F401  (the fixture)
 
 from reme.workspace.relative_dates import annotate as annotate_relative_dates
 
@@ -34,9 +35,9 @@ def days_of_first_user() -> dict[str, list[dict[str, Any]]]:
     return days
 
 
-async def test_ten_days_of_chat_become_one_card_per_day(make_app: MakeApp) -> None:
+async def test_ten_days_of_chat_become_one_card_per_day(make_port_app: MakePortApp) -> None:
     days = days_of_first_user()
-    app = await make_app("Asia/Shanghai", **scripted(COPY_TRANSCRIPT))
+    app = make_port_app("Asia/Shanghai", **scripted(COPY_TRANSCRIPT))
     for day, messages in days.items():
         response = await app.run("auto_memory", session_id="memorybank-1", messages=messages)
         assert response.success, response.answer

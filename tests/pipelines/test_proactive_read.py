@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.pipelines.conftest import MakeApp
+from tests.pipelines.port_jobs import MakePortApp, port_app_fixture  # noqa: F401  (the fixture)
 from tests.pipelines.proactive_helpers import snapshot, write_note
 
 from reme.pipelines.proactive.topics import topic_id
@@ -73,8 +73,10 @@ async def read(app, **params):
     return await app.run("proactive_read", **params)
 
 
-async def test_a_version_2_file_reads_with_its_agenda_filtered_like_its_topics(make_app: MakeApp) -> None:
-    app = await make_app()
+async def test_a_version_2_file_reads_with_its_agenda_filtered_like_its_topics(
+    make_port_app: MakePortApp,
+) -> None:
+    app = make_port_app()
     write_note(app.workspace_dir, "daily/2026-06-20/interests.yaml", V2)
     before = snapshot(app.workspace_dir)
     response = await read(app, date="2026-06-20")
@@ -112,8 +114,10 @@ async def test_a_version_2_file_reads_with_its_agenda_filtered_like_its_topics(m
     assert "content" not in everything.answer and "content" not in everything.metadata
 
 
-async def test_a_version_1_file_reads_with_computed_ids_and_default_confidence(make_app: MakeApp) -> None:
-    app = await make_app()
+async def test_a_version_1_file_reads_with_computed_ids_and_default_confidence(
+    make_port_app: MakePortApp,
+) -> None:
+    app = make_port_app()
     write_note(app.workspace_dir, "daily/2026-06-19/interests.yaml", V1)
     response = await read(app, date="2026-06-19", include_content=False)
     assert response.success, response.answer
@@ -132,16 +136,16 @@ async def test_a_version_1_file_reads_with_computed_ids_and_default_confidence(m
     assert (await read(app, date="2026-06-19", min_confidence=0.6)).answer["topics"] == []
 
 
-async def test_a_missing_file_is_a_skipped_read(make_app: MakeApp) -> None:
-    app = await make_app()
+async def test_a_missing_file_is_a_skipped_read(make_port_app: MakePortApp) -> None:
+    app = make_port_app()
     response = await read(app, date="2026-06-20")
     assert response.success
     assert response.answer == "Skipped: interests file not found at daily/2026-06-20/interests.yaml"
     assert response.metadata["skipped"] is True and response.metadata["topics"] == []
 
 
-async def test_unparsable_yaml_is_an_error(make_app: MakeApp) -> None:
-    app = await make_app()
+async def test_unparsable_yaml_is_an_error(make_port_app: MakePortApp) -> None:
+    app = make_port_app()
     write_note(app.workspace_dir, "daily/2026-06-20/interests.yaml", "topics: [unclosed\n")
     response = await read(app, date="2026-06-20")
     assert not response.success
@@ -149,8 +153,8 @@ async def test_unparsable_yaml_is_an_error(make_app: MakeApp) -> None:
     assert response.metadata["error"] and response.metadata["topics"] == []
 
 
-async def test_a_valid_file_without_valid_topics_reads_empty(make_app: MakeApp) -> None:
-    app = await make_app()
+async def test_a_valid_file_without_valid_topics_reads_empty(make_port_app: MakePortApp) -> None:
+    app = make_port_app()
     for text in ("version: 2\ntopics: nope\n", "just a sentence\n", "", "topics:\n  - {reason: untitled}\n"):
         write_note(app.workspace_dir, "daily/2026-06-20/interests.yaml", text)
         response = await read(app, date="2026-06-20")
@@ -158,8 +162,8 @@ async def test_a_valid_file_without_valid_topics_reads_empty(make_app: MakeApp) 
         assert response.answer["topics"] == [] and response.answer["summary"].startswith("Read 0 proactive")
 
 
-async def test_resolved_topics_are_left_out(make_app: MakeApp) -> None:
-    app = await make_app()
+async def test_resolved_topics_are_left_out(make_port_app: MakePortApp) -> None:
+    app = make_port_app()
     write_note(app.workspace_dir, "daily/2026-06-20/interests.yaml", V2)
     write_note(
         app.workspace_dir,
@@ -171,8 +175,8 @@ async def test_resolved_topics_are_left_out(make_app: MakeApp) -> None:
     assert [a["topic_id"] for a in response.answer["agenda"]] == ["0123456789ab"]
 
 
-async def test_a_wider_horizon_reads_the_open_topics_of_the_truth_source(make_app: MakeApp) -> None:
-    app = await make_app()
+async def test_a_wider_horizon_reads_the_open_topics_of_the_truth_source(make_port_app: MakePortApp) -> None:
+    app = make_port_app()
     truth = """\
 version: 1
 topics:
@@ -192,8 +196,8 @@ resolved: []
     assert [t["title"] for t in wide.answer["topics"]] == ["Recent", "Older"]
 
 
-async def test_bad_parameters_are_refused(make_app: MakeApp) -> None:
-    app = await make_app()
+async def test_bad_parameters_are_refused(make_port_app: MakePortApp) -> None:
+    app = make_port_app()
     for params, expected in (
         ({"date": "20-06-2026"}, "date must be YYYY-MM-DD"),
         ({"horizon_days": 0}, "minimum"),
@@ -204,8 +208,8 @@ async def test_bad_parameters_are_refused(make_app: MakeApp) -> None:
         assert not response.success and expected in response.answer, (params, response.answer)
 
 
-async def test_yaml_aliases_are_refused_not_expanded(make_app: MakeApp) -> None:
-    app = await make_app()
+async def test_yaml_aliases_are_refused_not_expanded(make_port_app: MakePortApp) -> None:
+    app = make_port_app()
     bomb = "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\ntopics: [*b, *b, *b]\n"
     write_note(app.workspace_dir, "daily/2026-06-20/interests.yaml", bomb)
     response = await read(app, date="2026-06-20")

@@ -7,24 +7,24 @@ from typing import Any
 
 import pytest
 from tests.pipelines.conftest import MakeApp, scripted
+from tests.pipelines.port_jobs import MakePortApp, PortApp, port_app_fixture  # noqa: F401  (the fixture)
 from tests.pipelines.proactive_helpers import found, load_yaml, plan_for, reply, snapshot, write_note
 
-from reme import ReMe
 from reme.pipelines.proactive.topics import topic_id
 
 KYOTO = "daily/2026-06-20/trip.md"
 
 
-def set_script(app: ReMe, *turns: dict[str, Any]) -> None:
-    app.component("llm").script = list(turns)  # type: ignore[attr-defined]
+def set_script(app: PortApp, *turns: dict[str, Any]) -> None:
+    app.set_script(*turns)
 
 
-async def refresh(app: ReMe, day: str) -> Any:
+async def refresh(app: PortApp, day: str) -> Any:
     return await app.run("proactive_refresh", date=day)
 
 
-async def test_no_changed_notes_means_no_model_call_and_no_file(make_app: MakeApp) -> None:
-    app = await make_app()  # no model configured at all
+async def test_no_changed_notes_means_no_model_call_and_no_file(make_port_app: MakePortApp) -> None:
+    app = make_port_app()  # no model configured at all
     before = snapshot(app.workspace_dir)
     response = await refresh(app, "2026-06-20")
     assert response.success, response.answer
@@ -33,11 +33,11 @@ async def test_no_changed_notes_means_no_model_call_and_no_file(make_app: MakeAp
 
 
 async def test_a_refresh_writes_the_exposure_and_the_truth_source_and_leaves_the_day_page(
-    make_app: MakeApp,
+    make_port_app: MakePortApp,
 ) -> None:
-    app = await make_app(**scripted([{"output": reply([found("Kyoto trip", KYOTO)])}]))
+    app = make_port_app(**scripted([{"output": reply([found("Kyoto trip", KYOTO)])}]))
     write_note(app.workspace_dir, KYOTO, "# Trip\nBooking Kyoto for June 29, window seat.\n")
-    assert (await app.run("daily_reindex", date="2026-06-20")).success
+    await app.port.refresh_day("2026-06-20")  # what daily_reindex does
     page_before = (app.workspace_dir / "daily/2026-06-20.md").read_bytes()
     response = await refresh(app, "2026-06-20")
     assert response.success, response.answer
@@ -86,8 +86,8 @@ async def test_a_refresh_writes_the_exposure_and_the_truth_source_and_leaves_the
     assert snapshot(app.workspace_dir) == before
 
 
-async def test_ids_are_stable_across_runs_and_title_variants(make_app: MakeApp) -> None:
-    app = await make_app(**scripted([{"output": reply([found("Kyoto trip", KYOTO)])}]))
+async def test_ids_are_stable_across_runs_and_title_variants(make_port_app: MakePortApp) -> None:
+    app = make_port_app(**scripted([{"output": reply([found("Kyoto trip", KYOTO)])}]))
     write_note(app.workspace_dir, KYOTO, "Kyoto booking.\n")
     assert (await refresh(app, "2026-06-20")).success
     later = "daily/2026-06-21/call.md"
@@ -105,8 +105,8 @@ async def test_ids_are_stable_across_runs_and_title_variants(make_app: MakeApp) 
     assert topic["confidence"] == 0.7
 
 
-async def test_a_similar_title_or_the_known_id_continues_the_topic(make_app: MakeApp) -> None:
-    app = await make_app(**scripted([{"output": reply([found("记忆检索链路的质量回归", KYOTO)])}]))
+async def test_a_similar_title_or_the_known_id_continues_the_topic(make_port_app: MakePortApp) -> None:
+    app = make_port_app(**scripted([{"output": reply([found("记忆检索链路的质量回归", KYOTO)])}]))
     write_note(app.workspace_dir, KYOTO, "检索回归。\n")
     assert (await refresh(app, "2026-06-20")).success
     later = "daily/2026-06-21/s.md"
@@ -120,8 +120,8 @@ async def test_a_similar_title_or_the_known_id_continues_the_topic(make_app: Mak
     assert [t["title"] for t in truth["topics"]] == ["记忆检索链路的质量回归"]
 
 
-async def test_a_topic_is_carried_forward_then_dropped_after_the_window(make_app: MakeApp) -> None:
-    app = await make_app(**scripted([{"output": reply([found("Kyoto trip", "daily/2026-06-01/a.md")])}]))
+async def test_a_topic_is_carried_forward_then_dropped_after_the_window(make_port_app: MakePortApp) -> None:
+    app = make_port_app(**scripted([{"output": reply([found("Kyoto trip", "daily/2026-06-01/a.md")])}]))
     write_note(app.workspace_dir, "daily/2026-06-01/a.md", "Kyoto.\n")
     assert (await refresh(app, "2026-06-01")).success
     kyoto = topic_id("Kyoto trip")
@@ -138,8 +138,8 @@ async def test_a_topic_is_carried_forward_then_dropped_after_the_window(make_app
     assert interests["push"] is False and interests["topics"] == [] and interests["agenda"] == []
 
 
-async def test_a_resolved_topic_is_not_pushed_again_until_new_evidence(make_app: MakeApp) -> None:
-    app = await make_app(**scripted([{"text": "replaced below"}]))
+async def test_a_resolved_topic_is_not_pushed_again_until_new_evidence(make_port_app: MakePortApp) -> None:
+    app = make_port_app(**scripted([{"text": "replaced below"}]))
     today = app.today()
     days = [(today + timedelta(days=n)).isoformat() for n in (-1, 0, 1)]
     old, same_day, new = (f"daily/{d}/n.md" for d in days)
@@ -168,8 +168,8 @@ async def test_a_resolved_topic_is_not_pushed_again_until_new_evidence(make_app:
     assert truth["resolved"] == [] and [t["id"] for t in truth["topics"]] == [kyoto]
 
 
-async def test_the_model_may_resolve_an_open_topic(make_app: MakeApp) -> None:
-    app = await make_app(**scripted([{"output": reply([found("Kyoto trip", KYOTO)])}]))
+async def test_the_model_may_resolve_an_open_topic(make_port_app: MakePortApp) -> None:
+    app = make_port_app(**scripted([{"output": reply([found("Kyoto trip", KYOTO)])}]))
     write_note(app.workspace_dir, KYOTO, "Kyoto.\n")
     assert (await refresh(app, "2026-06-20")).success
     kyoto = topic_id("Kyoto trip")
@@ -184,12 +184,12 @@ async def test_the_model_may_resolve_an_open_topic(make_app: MakeApp) -> None:
     ]
 
 
-async def test_a_low_confidence_topic_is_kept_but_not_pushed(make_app: MakeApp) -> None:
+async def test_a_low_confidence_topic_is_kept_but_not_pushed(make_port_app: MakePortApp) -> None:
     topics = [
         found("Kyoto trip", KYOTO),
         found("Maybe pottery", KYOTO, confidence=0.3, kind="interest_extend"),
     ]
-    app = await make_app(**scripted([{"output": reply(topics)}]))
+    app = make_port_app(**scripted([{"output": reply(topics)}]))
     write_note(app.workspace_dir, KYOTO, "Kyoto; pottery perhaps.\n")
     response = await refresh(app, "2026-06-20")
     assert response.success, response.answer
@@ -205,11 +205,11 @@ async def test_a_low_confidence_topic_is_kept_but_not_pushed(make_app: MakeApp) 
     assert pottery in [t["id"] for t in truth["topics"]]
 
 
-async def test_several_candidates_take_three_calls_in_the_agenda_order(make_app: MakeApp) -> None:
+async def test_several_candidates_take_three_calls_in_the_agenda_order(make_port_app: MakePortApp) -> None:
     titles = ["Kyoto trip", "Tax return", "Japanese lessons"]
     ids = [topic_id(t) for t in titles]
     script = reply([found(t, KYOTO, confidence=0.8) for t in titles], order=[ids[2], "nonsense", ids[0]])
-    app = await make_app(**scripted([{"output": script}]))
+    app = make_port_app(**scripted([{"output": script}]))
     write_note(app.workspace_dir, KYOTO, "Three things.\n")
     response = await refresh(app, "2026-06-20")
     assert response.success, response.answer
@@ -223,10 +223,10 @@ async def test_several_candidates_take_three_calls_in_the_agenda_order(make_app:
     assert [t["id"] for t in interests["topics"]] == [ids[2], ids[0], ids[1]]
 
 
-async def test_the_plan_may_hold_a_candidate_back(make_app: MakeApp) -> None:
+async def test_the_plan_may_hold_a_candidate_back(make_port_app: MakePortApp) -> None:
     titles = ["Kyoto trip", "Tax return"]
     plans = [plan_for("Kyoto trip"), plan_for("Tax return", push=False, hold_reason="waits for the forms")]
-    app = await make_app(**scripted([{"output": reply([found(t, KYOTO) for t in titles], plans=plans)}]))
+    app = make_port_app(**scripted([{"output": reply([found(t, KYOTO) for t in titles], plans=plans)}]))
     write_note(app.workspace_dir, KYOTO, "Two things.\n")
     response = await refresh(app, "2026-06-20")
     assert response.success, response.answer
@@ -241,12 +241,12 @@ async def test_the_plan_may_hold_a_candidate_back(make_app: MakeApp) -> None:
     ]
 
 
-async def test_evidence_outside_the_material_is_dropped(make_app: MakeApp) -> None:
+async def test_evidence_outside_the_material_is_dropped(make_port_app: MakePortApp) -> None:
     topics = [
         found("Kyoto trip", "[[daily/2026-06-20/trip.md]]", "digest/wiki/x.md"),
         found("Invented", "daily/x.md"),
     ]
-    app = await make_app(**scripted([{"output": reply(topics)}]))
+    app = make_port_app(**scripted([{"output": reply(topics)}]))
     write_note(app.workspace_dir, KYOTO, "Kyoto.\n")
     response = await refresh(app, "2026-06-20")
     assert response.success, response.answer
@@ -256,9 +256,9 @@ async def test_evidence_outside_the_material_is_dropped(make_app: MakeApp) -> No
 
 
 async def test_an_unusable_extract_reply_is_asked_again_once_then_fails_writing_nothing(
-    make_app: MakeApp,
+    make_port_app: MakePortApp,
 ) -> None:
-    app = await make_app(**scripted([{"text": "Here are some topics: Kyoto!"}]))
+    app = make_port_app(**scripted([{"text": "Here are some topics: Kyoto!"}]))
     write_note(app.workspace_dir, KYOTO, "Kyoto.\n")
     before = snapshot(app.workspace_dir)
     response = await refresh(app, "2026-06-20")
@@ -271,7 +271,7 @@ async def test_an_unusable_extract_reply_is_asked_again_once_then_fails_writing_
 
 
 async def test_without_a_model_the_refresh_fails_naming_the_setting(make_app: MakeApp) -> None:
-    app = await make_app()
+    app = await make_app()  # the application's words for the missing setting
     write_note(app.workspace_dir, KYOTO, "Kyoto.\n")
     before = snapshot(app.workspace_dir)
     response = await refresh(app, "2026-06-20")
@@ -280,8 +280,8 @@ async def test_without_a_model_the_refresh_fails_naming_the_setting(make_app: Ma
     assert snapshot(app.workspace_dir) == before
 
 
-async def test_a_malformed_truth_source_is_reported_not_overwritten(make_app: MakeApp) -> None:
-    app = await make_app(**scripted([{"output": reply([found("Kyoto trip", KYOTO)])}]))
+async def test_a_malformed_truth_source_is_reported_not_overwritten(make_port_app: MakePortApp) -> None:
+    app = make_port_app(**scripted([{"output": reply([found("Kyoto trip", KYOTO)])}]))
     write_note(app.workspace_dir, KYOTO, "Kyoto.\n")
     write_note(app.workspace_dir, "daily/_proactive.yaml", "topics: [unclosed\n")
     before = snapshot(app.workspace_dir)
@@ -297,14 +297,14 @@ async def test_a_malformed_truth_source_is_reported_not_overwritten(make_app: Ma
     assert not resolve.success and snapshot(app.workspace_dir) == before
 
 
-async def test_an_invalid_date_is_refused(make_app: MakeApp) -> None:
-    app = await make_app()
+async def test_an_invalid_date_is_refused(make_port_app: MakePortApp) -> None:
+    app = make_port_app()
     response = await refresh(app, "2026-02-30")
     assert not response.success and "not a calendar date" in response.answer
 
 
-async def test_unknown_topic_ids_cannot_be_resolved(make_app: MakeApp) -> None:
-    app = await make_app()
+async def test_unknown_topic_ids_cannot_be_resolved(make_port_app: MakePortApp) -> None:
+    app = make_port_app()
     response = await app.run("proactive_resolve", topic_id="0123456789ab")
     assert not response.success and "unknown topic id" in response.answer
     assert response.metadata == {"topic_id": "0123456789ab", "resolved": False}
@@ -313,8 +313,8 @@ async def test_unknown_topic_ids_cannot_be_resolved(make_app: MakeApp) -> None:
     assert not refused.success and "does not match" in refused.answer
 
 
-async def test_the_truth_source_is_rebuilt_from_the_interests_files(make_app: MakeApp) -> None:
-    app = await make_app(**scripted([{"output": reply([found("Kyoto trip", KYOTO), found("Tax", KYOTO)])}]))
+async def test_the_truth_source_is_rebuilt_from_the_interests_files(make_port_app: MakePortApp) -> None:
+    app = make_port_app(**scripted([{"output": reply([found("Kyoto trip", KYOTO), found("Tax", KYOTO)])}]))
     write_note(app.workspace_dir, KYOTO, "Kyoto and tax.\n")
     assert (await refresh(app, "2026-06-20")).success
     assert (await app.run("proactive_resolve", topic_id=topic_id("Tax"))).success
@@ -334,8 +334,8 @@ async def test_the_truth_source_is_rebuilt_from_the_interests_files(make_app: Ma
     assert [t["id"] for t in truth["resolved"]] == [topic_id("Tax")]
 
 
-async def test_the_jobs_are_declared_as_the_spec_says(make_app: MakeApp) -> None:
-    app = await make_app()
+async def test_the_jobs_are_declared_as_the_spec_says(make_port_app: MakePortApp) -> None:
+    app = make_port_app()
     one_shot, cron = app.jobs["proactive_refresh"], app.jobs["proactive_refresh_cron"]
     assert one_shot.enable_serve is False and not one_shot.served
     assert cron.kind == "cron" and cron.cron == "0 18 * * *" and cron.steps == one_shot.steps
@@ -359,17 +359,18 @@ async def test_the_jobs_are_declared_as_the_spec_says(make_app: MakeApp) -> None
     assert app.jobs["proactive_read"].served and app.jobs["proactive_resolve"].served
 
 
-async def test_material_is_packed_within_bounds_and_what_is_left_out_is_read_later(make_app: MakeApp) -> None:
-    from reme.app.port import AppPort
+async def test_material_is_packed_within_bounds_and_what_is_left_out_is_read_later(
+    make_port_app: MakePortApp,
+) -> None:
     from reme.pipelines.memory.daily_changes import checkpoint
     from reme.pipelines.proactive.material import gather
 
-    app = await make_app()
+    app = make_port_app()
     write_note(app.workspace_dir, "daily/2026-06-19/old.md", "o" * 50)
     write_note(app.workspace_dir, "daily/2026-06-20/big.md", "b" * 500)
     write_note(app.workspace_dir, "daily/2026-06-20/interests.yaml", "topics: []\n")  # never material
     write_note(app.workspace_dir, "daily/2026-06-18/outside.md", "x")  # outside the window
-    port = AppPort(app)
+    port = app.port
     day = date(2026, 6, 20)
     material = await gather(
         port, day, catalog="proactive", scan_days=2, max_chars_per_file=300, max_total_chars=300
@@ -387,10 +388,10 @@ async def test_material_is_packed_within_bounds_and_what_is_left_out_is_read_lat
     assert again.shown == ["daily/2026-06-19/old.md"] and again.cut == []
 
 
-async def test_a_resolve_during_the_run_wins(make_app: MakeApp, monkeypatch) -> None:
+async def test_a_resolve_during_the_run_wins(make_port_app: MakePortApp, monkeypatch) -> None:
     from reme.pipelines.proactive.calls import ModelCalls
 
-    app = await make_app(**scripted([{"output": reply([found("Kyoto trip", KYOTO)])}]))
+    app = make_port_app(**scripted([{"output": reply([found("Kyoto trip", KYOTO)])}]))
     write_note(app.workspace_dir, KYOTO, "Kyoto.\n")
     assert (await refresh(app, "2026-06-20")).success
     kyoto = topic_id("Kyoto trip")
@@ -415,18 +416,18 @@ async def test_a_resolve_during_the_run_wins(make_app: MakeApp, monkeypatch) -> 
     assert interests["topics"] == [] and interests["agenda"] == [] and interests["push"] is False
 
 
-async def test_resolve_waits_for_a_finishing_refresh_and_keeps_hand_added_keys(make_app: MakeApp) -> None:
+async def test_resolve_waits_for_a_finishing_refresh_and_keeps_hand_added_keys(
+    make_port_app: MakePortApp,
+) -> None:
     import asyncio
 
-    from reme.app.port import AppPort
-
-    app = await make_app()
+    app = make_port_app()
     write_note(
         app.workspace_dir,
         "daily/_proactive.yaml",
         "topics:\n- {title: Kyoto trip, last_evidence_at: 2026-06-20, paths: [daily/2026-06-20/a.md], owner: me}\n",
     )
-    async with AppPort(app).exclusive("proactive"):  # a refresh is writing
+    async with app.port.exclusive("proactive"):  # a refresh is writing
         pending = asyncio.create_task(app.run("proactive_resolve", topic_id=topic_id("Kyoto trip")))
         await asyncio.sleep(0.2)
         assert not pending.done()
@@ -445,12 +446,14 @@ async def test_resolve_waits_for_a_finishing_refresh_and_keeps_hand_added_keys(m
     assert kept["title"] == "Tax" and kept["owner"] == "me"
 
 
-async def test_linked_memory_keeps_only_existing_workspace_paths(make_app: MakeApp, tmp_path) -> None:
+async def test_linked_memory_keeps_only_existing_workspace_paths(
+    make_port_app: MakePortApp, tmp_path
+) -> None:
     outside = tmp_path / "secret.md"
     outside.write_text("outside the workspace", encoding="utf-8")
     links = ["../secret.md", str(outside), "[[digest/wiki/kyoto.md]]", "digest/wiki/missing.md", KYOTO]
     plans = [plan_for("Kyoto trip", linked_memory=links)]
-    app = await make_app(**scripted([{"output": reply([found("Kyoto trip", KYOTO)], plans=plans)}]))
+    app = make_port_app(**scripted([{"output": reply([found("Kyoto trip", KYOTO)], plans=plans)}]))
     write_note(app.workspace_dir, KYOTO, "Kyoto.\n")
     write_note(app.workspace_dir, "digest/wiki/kyoto.md", "# Kyoto\n")
     assert (await refresh(app, "2026-06-20")).success
@@ -458,8 +461,8 @@ async def test_linked_memory_keeps_only_existing_workspace_paths(make_app: MakeA
     assert interests["agenda"][0]["linked_memory"] == ["digest/wiki/kyoto.md", KYOTO]
 
 
-async def test_a_resolved_topic_reworded_stays_resolved(make_app: MakeApp) -> None:
-    app = await make_app(**scripted([{"output": reply([found("Release checklist for v2", KYOTO)])}]))
+async def test_a_resolved_topic_reworded_stays_resolved(make_port_app: MakePortApp) -> None:
+    app = make_port_app(**scripted([{"output": reply([found("Release checklist for v2", KYOTO)])}]))
     write_note(app.workspace_dir, KYOTO, "The v2 release checklist.\n")
     assert (await refresh(app, "2026-06-20")).success
     checklist = topic_id("Release checklist for v2")
@@ -473,14 +476,12 @@ async def test_a_resolved_topic_reworded_stays_resolved(make_app: MakeApp) -> No
 
 
 async def test_a_second_refresh_while_one_runs_answers_at_once_and_a_failed_run_lets_the_next_start(
-    make_app: MakeApp,
+    make_port_app: MakePortApp,
 ) -> None:
-    from reme.app.port import AppPort
-
-    app = await make_app(**scripted([{"text": "unusable"}]))
+    app = make_port_app(**scripted([{"text": "unusable"}]))
     write_note(app.workspace_dir, KYOTO, "Kyoto.\n")
     before = snapshot(app.workspace_dir)
-    async with AppPort(app).exclusive("proactive_refresh"):  # another process is refreshing
+    async with app.port.exclusive("proactive_refresh"):  # another process is refreshing
         busy = await refresh(app, "2026-06-20")
     assert not busy.success and "a proactive_refresh run is in progress since" in busy.answer
     assert busy.metadata["llm_calls"] == 0 and snapshot(app.workspace_dir) == before
@@ -507,8 +508,10 @@ async def test_an_unknown_step_setting_stops_the_start_naming_the_key(make_app: 
         await make_app(**{"jobs.proactive_refresh.steps": steps})
 
 
-async def test_a_known_topic_named_without_evidence_is_carried_not_suppressed(make_app: MakeApp) -> None:
-    app = await make_app(**scripted([{"output": reply([found("Kyoto trip", KYOTO)])}]))
+async def test_a_known_topic_named_without_evidence_is_carried_not_suppressed(
+    make_port_app: MakePortApp,
+) -> None:
+    app = make_port_app(**scripted([{"output": reply([found("Kyoto trip", KYOTO)])}]))
     write_note(app.workspace_dir, KYOTO, "Kyoto.\n")
     assert (await refresh(app, "2026-06-20")).success
     write_note(app.workspace_dir, "daily/2026-06-21/n.md", "Other things.\n")

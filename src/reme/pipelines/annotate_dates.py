@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Any
 
 from reme.errors import ReMeError
+from reme.jsontypes import JSONObject
 from reme.pipelines.journal.records import (
     Modified,
     RunRecord,
@@ -23,6 +23,7 @@ from reme.pipelines.journal.records import (
     record_path,
     record_text,
 )
+from reme.pipelines.outcome import Outcome
 from reme.pipelines.port import MemoryPort
 from reme.workspace import frontmatter, relative_dates
 from reme.workspace.dates import is_date, path_day
@@ -33,10 +34,52 @@ KIND = "annotate"
 RECORDED_ROLES = ("session", "journal", "metadata")
 
 
+@dataclass(frozen=True)
+class Annotated:
+    """A file whose relative dates a run resolved: how many, against which day."""
+
+    path: str
+    reference_date: str
+    annotations: int
+
+
 @dataclass
-class AnnotateOutcome:
-    answer: str
-    metadata: dict[str, Any] = field(default_factory=dict)
+class _Run:
+    """What an annotate run looked at, changed and skipped (the response metadata, docs/spec.md §17.1)."""
+
+    files: int
+    dry_run: bool
+    changed: list[Annotated] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    run_id: str | None = None
+    journal_path: str | None = None
+
+    def metadata(self) -> JSONObject:
+        return {
+            "run_id": self.run_id,
+            "files": self.files,
+            "changed": [{**vars(c)} for c in self.changed],
+            "annotations": sum(c.annotations for c in self.changed),
+            "skipped": [{**s} for s in self.skipped],
+            "dry_run": self.dry_run,
+            "journal_path": self.journal_path,
+        }
+
+    def summary(self) -> str:
+        changed, annotations = self.changed, sum(c.annotations for c in self.changed)
+        if not changed:
+            head = f"annotate_dates: {self.files} file(s) looked at; nothing to resolve"
+        elif self.dry_run:
+            head = f"annotate_dates (dry run): would resolve {annotations} date(s) in {len(changed)} file(s)"
+        else:
+            head = (
+                f"annotate_dates run {self.run_id}: resolved {annotations} date(s) in {len(changed)} "
+                "file(s); undo with dream_revert"
+            )
+        lines = [head]
+        lines += [f"ANNOTATED {c.path} — {c.annotations} as of {c.reference_date}" for c in changed]
+        lines += [f"SKIPPED {s['path']} — {s['reason']}" for s in self.skipped]
+        return "\n".join(lines)
 
 
 async def _files(port: MemoryPort, path: str, max_files: int) -> list[str]:
@@ -85,19 +128,11 @@ def _reference(path: str, text: str, given: date | None) -> date | None:
 
 async def annotate_dates(
     port: MemoryPort, *, path: str, day: date | None, dry_run: bool, max_files: int
-) -> AnnotateOutcome:
+) -> Outcome:
     files = await _files(port, path, max_files)
     started = datetime.now(port.tz)
     record = RunRecord(new_run_id(started), KIND, started.isoformat(timespec="seconds"), [])
-    meta: dict[str, Any] = {
-        "run_id": None,
-        "files": len(files),
-        "changed": [],
-        "annotations": 0,
-        "skipped": [],
-        "dry_run": dry_run,
-        "journal_path": None,
-    }
+    run = _Run(files=len(files), dry_run=dry_run)
     changes: list[Change] = []
     async with port.exclusive("dream", KIND):
         for name in files:
@@ -106,15 +141,12 @@ async def annotate_dates(
                 continue
             reference = _reference(name, loaded.content, day)
             if reference is None:
-                meta["skipped"].append({"path": name, "reason": "no reference date (give date)"})
+                run.skipped.append({"path": name, "reason": "no reference date (give date)"})
                 continue
             annotated, added = relative_dates.resolve(loaded.content, reference)
             if not added:
                 continue
-            meta["annotations"] += added
-            meta["changed"].append(
-                {"path": name, "reference_date": reference.isoformat(), "annotations": added}
-            )
+            run.changed.append(Annotated(name, reference.isoformat(), added))
             record.modified.append(Modified(name, loaded.sha256, loaded.content, sha256_of(annotated)))
             record.actions.append(
                 {
@@ -129,27 +161,8 @@ async def annotate_dates(
             now = datetime.now(port.tz)
             record.finished_at = now.isoformat(timespec="seconds")
             await port.commit([*changes, Change(record_path(port, record.run_id), record_text(record), None)])
-            meta["run_id"] = record.run_id
-            meta["journal_path"] = await append_day_log(
+            run.run_id = record.run_id
+            run.journal_path = await append_day_log(
                 port, record, now.date().isoformat(), now.strftime("%H:%M:%S")
             )
-    return AnnotateOutcome(_summary(meta), meta)
-
-
-def _summary(meta: dict[str, Any]) -> str:
-    changed = meta["changed"]
-    if not changed:
-        head = f"annotate_dates: {meta['files']} file(s) looked at; nothing to resolve"
-    elif meta["dry_run"]:
-        head = (
-            f"annotate_dates (dry run): would resolve {meta['annotations']} date(s) in {len(changed)} file(s)"
-        )
-    else:
-        head = (
-            f"annotate_dates run {meta['run_id']}: resolved {meta['annotations']} date(s) in {len(changed)} "
-            "file(s); undo with dream_revert"
-        )
-    lines = [head]
-    lines += [f"ANNOTATED {c['path']} — {c['annotations']} as of {c['reference_date']}" for c in changed]
-    lines += [f"SKIPPED {s['path']} — {s['reason']}" for s in meta["skipped"]]
-    return "\n".join(lines)
+    return Outcome(run.summary(), run.metadata())

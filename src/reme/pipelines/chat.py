@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from reme.jsontypes import JSONObject
 from reme.llm.prompts import render_prompt
 from reme.llm.runner import AgentFailed, OnEvent, run_agent
 from reme.llm.tools import PathPolicy
-from reme.pipelines.capture.messages import content_text
+from reme.pipelines.capture.messages import message_text
+from reme.pipelines.outcome import AddUsage
 from reme.pipelines.port import MemoryPort
 
 CHAT_TOOLS = ("search", "read", "list", "frontmatter_read", "daily_list")
@@ -20,10 +21,10 @@ READ_ANYTHING = PathPolicy(read=("*",), write=())
 class ChatAnswer:
     text: str
     sources: list[str]
-    tool_calls: list[dict[str, Any]]
+    tool_calls: list[JSONObject]  # {tool, args, success} per call, as the response shows them
 
 
-def render_question(query: str, history: Sequence[Mapping[str, Any]]) -> str:
+def render_question(query: str, history: Sequence[Mapping[str, object]]) -> str:
     """The user prompt: earlier turns of the conversation (if any), then the question.
 
     Turns may use OpenAI/Anthropic content blocks; only their text reaches the model (no base64).
@@ -31,7 +32,7 @@ def render_question(query: str, history: Sequence[Mapping[str, Any]]) -> str:
     turns = []
     for index, turn in enumerate(history):
         try:
-            text = content_text(turn)
+            text = message_text(turn)
         except ValueError as exc:
             raise ValueError(f"history[{index}]: {exc}") from None
         if text:
@@ -45,9 +46,9 @@ async def chat(
     port: MemoryPort,
     *,
     query: str,
-    history: Sequence[Mapping[str, Any]],
+    history: Sequence[Mapping[str, object]],
     emit: OnEvent,
-    add_usage: Callable[[dict[str, Any]], None],
+    add_usage: AddUsage,
 ) -> ChatAnswer:
     if not query.strip():
         raise ValueError("query is empty: ask a question")
@@ -69,6 +70,10 @@ async def chat(
         add_usage(failure.usage)
         raise
     add_usage(result.usage)
-    sources = list(dict.fromkeys(c.args["path"] for c in result.tool_calls if c.tool == "read" and c.success))
-    calls = [{"tool": c.tool, "args": c.args, "success": c.success} for c in result.tool_calls]
+    sources = list(
+        dict.fromkeys(str(c.args["path"]) for c in result.tool_calls if c.tool == "read" and c.success)
+    )
+    calls: list[JSONObject] = [
+        {"tool": c.tool, "args": c.args, "success": c.success} for c in result.tool_calls
+    ]
     return ChatAnswer(str(result.output), sources, calls)

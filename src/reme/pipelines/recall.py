@@ -11,12 +11,12 @@ The whole block, tags included, is at most `max_chars` characters.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
 
 from reme.errors import ReMeError
+from reme.jsontypes import JSONObject
 from reme.pipelines.memory.cards import cards_of_day, daily_days
+from reme.pipelines.outcome import Outcome
 from reme.pipelines.port import MemoryPort, NodeHit, PassageHit
 from reme.pipelines.proactive.read import read_proactive
 
@@ -31,12 +31,6 @@ SNIPPET_CHARS = 240
 RECENT_DAYS = 3
 _TAG = re.compile(r"<(/?)(\s*reme-context)", re.I)
 _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+|[^\W\d_]+")
-
-
-@dataclass
-class Recall:
-    answer: str
-    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 _COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.S)  # HTML comments: reme's own block markers, never content
@@ -60,7 +54,7 @@ def _line(text: str) -> str:
     return neutralise(" ".join(str(text).split()))
 
 
-def _item(path: str, name: Any, description: Any) -> str:
+def _item(path: str, name: object, description: object) -> str:
     """`- <path> — <name>: <description>`, leaving out what the note does not have."""
     label = ": ".join(str(part) for part in (name, description) if part)
     return _line(f"- {path} — {label}" if label else f"- {path}")
@@ -76,8 +70,11 @@ async def _agenda(port: MemoryPort) -> list[str]:
         if not outcome.success or not isinstance(outcome.answer, dict):
             continue
         path = outcome.answer["path"]
+        items = outcome.answer.get("agenda") or outcome.answer.get("topics")
         lines = []
-        for item in outcome.answer.get("agenda") or outcome.answer.get("topics") or []:
+        for item in items if isinstance(items, list) else []:
+            if not isinstance(item, dict):
+                continue
             detail = item.get("opener") or item.get("next_action") or item.get("reason") or ""
             lines.append(_line(f"- {item.get('title', '')}{f': {detail}' if detail else ''} ({path})"))
         if lines:
@@ -155,7 +152,7 @@ def _bounded(sections: list[tuple[str, list[str]]], max_chars: int) -> tuple[str
 
 async def recall(
     port: MemoryPort, *, query: str, cwd: str, limit: int, max_chars: int, as_of: str | None = None
-) -> Recall:
+) -> Outcome:
     """The `<reme-context>` block for a session; an empty answer when there is nothing to recall.
 
     `as_of` (YYYY-MM-DD): what was true on that day; without it the current state, superseded
@@ -173,14 +170,14 @@ async def recall(
             errors.append(exc.message)
     sections.append(("Recent daily notes", await _recent(port, limit, seen)))
     sections = [(title, lines) for title, lines in sections if lines]
-    metadata: dict[str, Any] = {
+    metadata: JSONObject = {
         "query": words,
         "items": sum(len(lines) for _, lines in sections),
         "sections": [title for title, _ in sections],
-        "errors": errors,
+        "errors": [*errors],
         **({"as_of": as_of} if as_of else {}),
     }
     if not sections:
-        return Recall("", {**metadata, "chars": 0, "truncated": False})
+        return Outcome("", {**metadata, "chars": 0, "truncated": False})
     text, cut = _bounded(sections, max_chars)
-    return Recall(text, {**metadata, "chars": len(text), "truncated": cut})
+    return Outcome(text, {**metadata, "chars": len(text), "truncated": cut})

@@ -51,7 +51,6 @@ USAGE = (
     "transcripts are read only under ~/.claude/projects, ~/.codex/sessions or a folder of\n"
     "transcript_dirs=DIR[:DIR...] / $REME_TRANSCRIPT_DIRS"
 )
-SESSION_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,127}")  # names files here; the job checks it again
 ROLLOUT_ID = re.compile(r"rollout-.*-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$")
 
 
@@ -226,7 +225,9 @@ def read_failure(marker: str) -> dict[str, Any] | None:
 
 def drop(workspace: str, session_id: str) -> bool:
     """Give up a queued capture (`reme hook drop session_id=...`); False when there is none."""
-    if not SESSION_ID.fullmatch(session_id):
+    from reme.workspace.transcript import is_session_id  # the job's own rule: names files here too
+
+    if not is_session_id(session_id):
         return False
     marker = os.path.join(_marker_dir(workspace), f"{session_id}.json")
     found = os.path.exists(marker)
@@ -455,7 +456,9 @@ def _capture_of(event: str, payload: dict[str, Any], assigned: dict[str, str]) -
         from reme.pipelines.capture.transcripts import claude_session_id
 
         session_id = claude_session_id(transcript, read_transcript(transcript).entries)
-    if not isinstance(session_id, str) or not SESSION_ID.fullmatch(session_id) or ".." in session_id:
+    from reme.workspace.transcript import is_session_id
+
+    if not isinstance(session_id, str) or not is_session_id(session_id):
         _note(f"{event}: session_id {session_id!r} is missing or not a plain name; nothing captured")
         return None
     return {

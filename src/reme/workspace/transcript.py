@@ -9,12 +9,39 @@ merge new messages in) all read and write it through these functions.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
+from reme.workspace.paths import check_segment
+
 DIALOG = "dialog"
 RECORD_KEYS = ("id", "role", "name", "content", "created_at", "metadata")
+# The one session-id rule (jobs and hooks alike): a session id names files (`<id>.jsonl`, a card).
+SESSION_ID = re.compile(r"\w[\w.-]{0,127}")
+
+
+def is_session_id(session_id: object) -> bool:
+    """Whether `session_id` is usable as a session's file name (see `check_session_id`)."""
+    try:
+        check_session_id(session_id)
+    except ValueError:
+        return False
+    return True
+
+
+def check_session_id(session_id: object) -> str:
+    """The session id, or a ValueError saying why it cannot name a session's files."""
+    if not isinstance(session_id, str) or not SESSION_ID.fullmatch(session_id) or ".." in session_id:
+        raise ValueError(
+            f"session_id {session_id!r} must be 1-128 letters, digits, '_', '-' or '.', starting with a letter or digit"
+        )
+    try:
+        check_segment(session_id, "session_id")
+    except ValueError as exc:
+        raise ValueError(f"session_id {session_id!r} cannot be a file name: {exc}") from None
+    return session_id
 
 
 def transcript_path(session_folder: str, session_id: str) -> str:
@@ -76,7 +103,7 @@ def parse_records(text: str) -> list[dict[str, Any]]:
     return records
 
 
-def render_records(records: Sequence[dict[str, Any]]) -> str:
+def render_records(records: Sequence[Mapping[str, object]]) -> str:
     """Transcript text: one record per line, the known keys first in their order, then any others."""
     lines = []
     for record in records:

@@ -10,10 +10,10 @@ from reme.app.port import AppPort
 from reme.app.registry import register_step
 from reme.errors import ReMeError
 from reme.pipelines.capture.session import agent_session_append, agent_session_flush, distil_queue
-from reme.pipelines.memory.auto_memory import MemoryOutcome
+from reme.pipelines.outcome import Outcome
 
 
-def _finish(ctx: JobContext, outcome: MemoryOutcome) -> None:
+def _finish(ctx: JobContext, outcome: Outcome) -> None:
     ctx.response.answer = outcome.answer
     ctx.response.metadata.update(outcome.metadata)
     if ctx.usage:

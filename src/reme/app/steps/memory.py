@@ -6,10 +6,11 @@ from reme.app.jobs import JobContext
 from reme.app.port import AppPort
 from reme.app.registry import register_step
 from reme.errors import ReMeError
-from reme.pipelines.memory.auto_memory import MemoryOutcome, auto_memory, auto_memory_pending
+from reme.pipelines.memory.auto_memory import auto_memory, auto_memory_pending
+from reme.pipelines.outcome import Outcome
 
 
-def _finish(ctx: JobContext, outcome: MemoryOutcome) -> None:
+def _finish(ctx: JobContext, outcome: Outcome) -> None:
     ctx.response.answer = outcome.answer
     ctx.response.metadata.update(outcome.metadata)
     ctx.response.metadata["usage"] = dict(ctx.usage)

@@ -103,7 +103,7 @@ async def proactive_step(ctx: JobContext) -> None:
         min_confidence=float(params["min_confidence"]),
     )
     if not outcome.success:
-        raise ReMeError(outcome.answer, outcome.metadata)
+        raise ReMeError(str(outcome.answer), outcome.metadata)
     ctx.response.answer = outcome.answer
     ctx.response.metadata.update(outcome.metadata)
 

@@ -1,6 +1,6 @@
 """Normalise chat messages from OpenAI / Anthropic / plain clients into transcript records.
 
-A record is `{id, role, name, content, created_at, metadata?}` with `content` a plain string:
+A *message* is what a client sends, in any of those shapes; a *record* (`TranscriptRecord`) is `{id, role, name, content, created_at, metadata?}` with `content` a plain string:
 text blocks are kept, tool calls become a short note, tool results and reasoning are dropped, images
 and other binary blocks become a placeholder, base64 payloads never survive, oversize text is cut.
 """
@@ -12,8 +12,9 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, date, datetime, tzinfo
-from typing import Any
+from typing import NotRequired, TypedDict
 
+from reme.jsontypes import JSONObject, JSONValue
 from reme.pipelines.capture.redaction import SECRET_SPAN, redact
 
 TIME_KEYS = ("created_at", "timestamp", "time_created", "createdAt", "created_time")
@@ -25,11 +26,22 @@ _BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{400,}={0,2}")
 BASE64_NOTE = "[base64 data removed]"
 
 
+class TranscriptRecord(TypedDict):
+    """A message as reme saves it (`reme.workspace.transcript`, docs/spec.md §4); a saved one may hold more keys."""
+
+    id: str
+    role: str
+    name: str | None
+    content: str
+    created_at: str | None  # aware ISO 8601 in the app timezone
+    metadata: NotRequired[JSONObject]
+
+
 def strip_base64(text: str) -> str:
     return _BASE64_RUN.sub(BASE64_NOTE, _DATA_URI.sub(BASE64_NOTE, text))
 
 
-def _scrub(value: Any) -> Any:
+def _scrub(value: JSONValue) -> JSONValue:
     """Strip base64 from every string inside a metadata value."""
     if isinstance(value, str):
         return strip_base64(value)
@@ -40,7 +52,7 @@ def _scrub(value: Any) -> Any:
     return value
 
 
-def _tool_note(name: Any, args: Any) -> str:
+def _tool_note(name: object, args: object) -> str:
     if not isinstance(args, str):
         args = json.dumps(args, ensure_ascii=False, default=str)
     args = strip_base64(args)
@@ -48,7 +60,7 @@ def _tool_note(name: Any, args: Any) -> str:
     return f"[tool call {name}: {head[:200]}{'…' if len(args) > 200 else ''}]"
 
 
-def _block_text(block: Any) -> str:
+def _block_text(block: object) -> str:
     if isinstance(block, str):
         return block
     if not isinstance(block, Mapping):
@@ -67,7 +79,7 @@ def _block_text(block: Any) -> str:
     return f"[{kind}]"
 
 
-def content_text(message: Mapping[str, Any]) -> str:
+def message_text(message: Mapping[str, object]) -> str:
     """The readable text of a message's content plus notes for its OpenAI-style tool calls."""
     content = message.get("content")
     if content is None:
@@ -80,13 +92,16 @@ def content_text(message: Mapping[str, Any]) -> str:
         raise ValueError(
             f"content must be a string or a list of content blocks, not {type(content).__name__}"
         )
-    for call in message.get("tool_calls") or []:
-        function = call.get("function", {}) if isinstance(call, Mapping) else {}
+    calls = message.get("tool_calls")
+    for call in calls if isinstance(calls, list) else []:
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if not isinstance(function, Mapping):
+            function = {}
         parts.append(_tool_note(function.get("name"), function.get("arguments", "")))
     return strip_base64("\n".join(p for p in parts if p)).strip()
 
 
-def parse_time(value: Any, tz: tzinfo) -> datetime:
+def parse_time(value: object, tz: tzinfo) -> datetime:
     """An aware datetime from ISO 8601 text or epoch seconds/milliseconds; naive times are in `tz`."""
     if isinstance(value, bool):
         raise ValueError(f"timestamp {value!r} is not a time")
@@ -107,7 +122,7 @@ def parse_time(value: Any, tz: tzinfo) -> datetime:
     raise ValueError(f"timestamp {value!r} is not ISO 8601 text or epoch seconds")
 
 
-def message_time(message: Mapping[str, Any], tz: tzinfo) -> datetime | None:
+def message_time(message: Mapping[str, object], tz: tzinfo) -> datetime | None:
     metadata = message.get("metadata")
     for source in (message, metadata if isinstance(metadata, Mapping) else {}):
         for key in TIME_KEYS:
@@ -133,11 +148,11 @@ def truncate(text: str, max_chars: int) -> str:
 
 
 def normalise_messages(
-    raw: Sequence[Any], tz: tzinfo, max_chars: int = 8000, skip: Callable[[str], None] | None = None
-) -> list[dict[str, Any]]:
+    raw: Sequence[object], tz: tzinfo, max_chars: int = 8000, skip: Callable[[str], None] | None = None
+) -> list[TranscriptRecord]:
     """Transcript records for `raw`; raise ValueError naming the first bad message, or, given
     `skip`, leave each bad message out and tell `skip` why (a transcript keeps its other turns)."""
-    records: list[dict[str, Any]] = []
+    records: list[TranscriptRecord] = []
     seen: dict[tuple[str, str | None, str], int] = {}
     for index, message in enumerate(raw):
         where = f"messages[{index}]"
@@ -149,7 +164,7 @@ def normalise_messages(
                 raise ValueError(f"{where}.role must be a non-empty string")
             try:
                 moment = message_time(message, tz)
-                text = content_text(message)
+                text = message_text(message)
             except (ValueError, TypeError, OverflowError) as exc:
                 raise ValueError(f"{where}: {exc}") from None
         except ValueError:
@@ -168,18 +183,19 @@ def normalise_messages(
             key = (role, created_at, text)
             seen[key] = seen.get(key, 0) + 1
             record_id = _stable_id(role, moment, text, seen[key])
-        record: dict[str, Any] = {
-            "id": record_id,
-            "role": role,
-            "name": message.get("name"),
-            "content": text,
-            "created_at": created_at,
-        }
+        name = message.get("name")
+        record = TranscriptRecord(
+            id=record_id,
+            role=role,
+            name=name if isinstance(name, str) or name is None else str(name),
+            content=text,
+            created_at=created_at,
+        )
         metadata = message.get("metadata")
         if isinstance(metadata, Mapping) and metadata:
-            record["metadata"] = _scrub({k: v for k, v in metadata.items() if k not in TIME_KEYS})
-            if not record["metadata"]:
-                del record["metadata"]
+            kept = {str(k): _scrub(v) for k, v in metadata.items() if k not in TIME_KEYS}
+            if kept:
+                record["metadata"] = kept
         records.append(record)
     return records
 

@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
+from reme.jsontypes import JSONObject, JSONValue
 from reme.workspace import frontmatter
 from reme.workspace.secret_rules import Rule, RuleSet, load_rules, shannon
+
+if TYPE_CHECKING:
+    from reme.pipelines.capture.messages import TranscriptRecord
 
 REDACTED = "[REDACTED:{kind}]"
 _MARK = "[REDACTED:"
@@ -277,18 +281,24 @@ def redact_cut(text: str, max_chars: int) -> str:
     return f"{head[:max_chars]}\n[truncated {len(text) - max_chars} characters]"
 
 
-def redact_value(value: Any) -> Any:
+def redact_value(value: JSONValue) -> JSONValue:
     """Redact every string inside a JSON-like value (keys included: a secret can be a key)."""
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, list | tuple):
         return [redact_value(v) for v in value]
     if isinstance(value, Mapping):
-        return {redact(k) if isinstance(k, str) else k: _keyed(k, v) for k, v in value.items()}
+        return redact_object(value)
     return value
 
 
-def _keyed(key: Any, value: Any) -> Any:
+def redact_object(value: Mapping[str, JSONValue]) -> JSONObject:
+    """`redact_value` of an object, its values redacted with their keys in view."""
+    # YAML front matter may have non-text keys (`2024: ...`): kept as they are
+    return {redact(k) if isinstance(k, str) else k: _keyed(k, v) for k, v in value.items()}
+
+
+def _keyed(key: object, value: JSONValue) -> JSONValue:
     """A mapping's value redacted with its key in view (`{"password": "hunter22"}`)."""
     if not isinstance(key, str) or not isinstance(value, str) or len(key) > 200:
         return redact_value(value)
@@ -307,14 +317,15 @@ def redact_note(text: str) -> str:
         return redact(text)
     head = document.head
     if redact(head) != head:
-        head = frontmatter.render_new(redact_value(document.metadata))
+        head = frontmatter.render_new(redact_object(document.metadata))
     return head + redact(document.body)
 
 
-def redact_record(record: Mapping[str, Any], max_chars: int) -> dict[str, Any]:
+def redact_record(record: TranscriptRecord, max_chars: int) -> TranscriptRecord:
     """A normalised transcript record with its text redacted and cut to `max_chars` (`redact_cut`)
     and its metadata redacted."""
-    out = {**record, "content": redact_cut(str(record.get("content") or ""), max_chars)}
-    if "metadata" in out:
-        out["metadata"] = redact_value(out["metadata"])
+    out = record.copy()
+    out["content"] = redact_cut(record["content"] or "", max_chars)
+    if "metadata" in record:
+        out["metadata"] = redact_object(record["metadata"])
     return out

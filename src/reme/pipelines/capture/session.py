@@ -15,26 +15,27 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from reme.errors import LLMUnavailable, ReMeError
-from reme.pipelines.capture.messages import READ_CHARS, local_date, normalise_messages
+from reme.jsontypes import JSONObject, JSONValue
+from reme.pipelines.capture.messages import READ_CHARS, TranscriptRecord, local_date, normalise_messages
 from reme.pipelines.capture.redaction import redact_record
 from reme.pipelines.capture.transcript_merge import parse_transcript
 from reme.pipelines.capture.transcripts import read_source
 from reme.pipelines.memory.auto_memory import (
-    MemoryOutcome,
     auto_memory,
-    check_session_id,
     ensure_card,
     save_transcript,
     session_path,
 )
 from reme.pipelines.memory.distil import mark_pending
+from reme.pipelines.outcome import AddUsage, Outcome
 from reme.pipelines.port import MemoryPort
 from reme.pipelines.recall import OPEN
+from reme.workspace.transcript import check_session_id
 
 QUEUE_STATE = "agent_sessions"
 MAX_FAILURES = 3  # a session that failed this often waits until it grows again (or a flush)
@@ -68,54 +69,99 @@ def strip_context(text: str) -> str:
     return "".join(kept).strip()
 
 
-def clean_records(records: Sequence[dict[str, Any]], max_chars: int) -> list[dict[str, Any]]:
+def clean_records(records: Sequence[TranscriptRecord], max_chars: int) -> list[TranscriptRecord]:
     """Records with recalled context cut out, secrets redacted and text truncated; empty ones dropped."""
     cleaned = []
     for record in records:
-        out = redact_record({**record, "content": strip_context(record["content"])}, max_chars)
+        bare = record.copy()
+        bare["content"] = strip_context(record["content"])
+        out = redact_record(bare, max_chars)
         if out["content"]:
             cleaned.append(out)
     return cleaned
 
 
-def _queue(port: MemoryPort) -> dict[str, Any]:
+@dataclass
+class Queued:
+    """A session waiting in the queue (`metadata/agent_sessions.json`): when it last grew, from where,
+    and how often its distillation failed since."""
+
+    appended_at: str
+    source: str
+    failures: int = 0
+    error: str | None = None
+
+    @classmethod
+    def load(cls, entry: JSONValue) -> Queued | None:
+        """The entry as written, or None for one that is not (a damaged queue file loses no work)."""
+        if not isinstance(entry, dict):
+            return None
+        appended_at, source, failures, error = (
+            entry.get(k) for k in ("appended_at", "source", "failures", "error")
+        )
+        return cls(
+            appended_at=str(appended_at or ""),
+            source=str(source or ""),
+            failures=failures if isinstance(failures, int) and not isinstance(failures, bool) else 0,
+            error=error if isinstance(error, str) else None,
+        )
+
+    def to_json(self) -> JSONObject:
+        data: JSONObject = {"appended_at": self.appended_at, "source": self.source}
+        if self.failures:
+            data["failures"] = self.failures
+        if self.error is not None:
+            data["error"] = self.error
+        return data
+
+
+def _queue(port: MemoryPort) -> dict[str, Queued]:
     queued = port.read_state(QUEUE_STATE).get("sessions")
-    return queued if isinstance(queued, dict) else {}
+    entries = (
+        ((session_id, Queued.load(entry)) for session_id, entry in (queued or {}).items())
+        if isinstance(queued, dict)
+        else ()
+    )
+    return {session_id: entry for session_id, entry in entries if entry is not None}
+
+
+def _write_queue(port: MemoryPort, sessions: dict[str, Queued]) -> None:
+    port.write_state(QUEUE_STATE, {"sessions": {key: entry.to_json() for key, entry in sessions.items()}})
 
 
 def _enqueue(port: MemoryPort, session_id: str, source: str) -> None:
     sessions = _queue(port)
-    sessions[session_id] = {"appended_at": datetime.now(UTC).isoformat(timespec="seconds"), "source": source}
-    port.write_state(QUEUE_STATE, {"sessions": sessions})
+    sessions[session_id] = Queued(appended_at=datetime.now(UTC).isoformat(timespec="seconds"), source=source)
+    _write_queue(port, sessions)
 
 
 def _failed(port: MemoryPort, session_id: str, error: str) -> None:
     sessions = _queue(port)
     entry = sessions.get(session_id)
-    if isinstance(entry, dict):
-        entry["failures"] = int(entry.get("failures") or 0) + 1
-        entry["error"] = error
-        port.write_state(QUEUE_STATE, {"sessions": sessions})
+    if entry is not None:
+        entry.failures += 1
+        entry.error = error
+        _write_queue(port, sessions)
 
 
 def _dequeue(port: MemoryPort, session_id: str, appended_at: str | None) -> None:
     """Drop a session from the queue unless it grew again meanwhile."""
     sessions = _queue(port)
     entry = sessions.get(session_id)
-    if isinstance(entry, dict) and (appended_at is None or entry.get("appended_at") == appended_at):
+    if entry is not None and (appended_at is None or entry.appended_at == appended_at):
         del sessions[session_id]
-        port.write_state(QUEUE_STATE, {"sessions": sessions})
+        _write_queue(port, sessions)
 
 
 async def agent_session_append(
     port: MemoryPort,
     *,
     session_id: str,
-    messages: Sequence[Any],
+    messages: Sequence[object],
     source: str,
     max_message_chars: int,
     skipped: Mapping[str, int] | None = None,
-) -> MemoryOutcome:
+) -> Outcome:
     """Save the new turns of a session and queue it for distillation; the same turns twice change nothing.
 
     A record of a transcript that cannot be used (not an object, an unknown shape, a bad time) is
@@ -134,25 +180,26 @@ async def agent_session_append(
         known = {r["id"] for r in parse_transcript(saved.content if saved else "", port.tz)}
         records, changed = await save_transcript(port, session_id, incoming)
         added = [r for r in incoming if r["id"] not in known]
-        metadata: dict[str, Any] = {
+        note_paths: list[JSONValue] = []
+        metadata: JSONObject = {
             "session_path": session_path(port, session_id),
             "added": len(added),
             "received": len(messages),
-            "skipped": reading.skipped,
-            "note_paths": [],
+            "skipped": {**reading.skipped},
+            "note_paths": note_paths,
             "queued": False,
         }
         note = skipped_note(reading.skipped)
         if not changed:
-            return MemoryOutcome(
+            return Outcome(
                 f"nothing new: {session_path(port, session_id)} has these messages{note}", metadata
             )
         # turns a resumed session copied from another one are kept (the dialog reads whole) but are
         # not new to memory: the origin's own dialog holds them and is distilled there
-        fresh = [r for r in added if (r.get("metadata") or {}).get("session_id") in (None, session_id)]
+        fresh = [r for r in added if r.get("metadata", {}).get("session_id") in (None, session_id)]
         metadata["carried_over"] = len(added) - len(fresh)
         if not fresh:
-            return MemoryOutcome(
+            return Outcome(
                 f"{len(added)} message(s) carried over from an earlier session saved to "
                 f"{session_path(port, session_id)}; nothing new to distil{note}",
                 metadata,
@@ -162,12 +209,12 @@ async def agent_session_append(
             card, _front, _created = await ensure_card(port, session_id, day)
             await mark_pending(port, card)
             await port.refresh_day(day)
-            metadata["note_paths"].append(card)
+            note_paths.append(card)
         _enqueue(port, session_id, source)
         metadata["queued"] = True
-    return MemoryOutcome(
+    return Outcome(
         f"{len(added)} new message(s) saved to {session_path(port, session_id)}; "
-        f"distillation queued ({', '.join(metadata['note_paths'])} pending){note}",
+        f"distillation queued ({', '.join(map(str, note_paths))} pending){note}",
         metadata,
     )
 
@@ -186,9 +233,7 @@ def skipped_note(skipped: Mapping[str, int]) -> str:
     return f"; {sum(damaged.values())} record(s) skipped: {listed}"
 
 
-async def agent_session_flush(
-    port: MemoryPort, *, session_id: str, add_usage: Callable[[dict[str, Any]], None]
-) -> MemoryOutcome:
+async def agent_session_flush(port: MemoryPort, *, session_id: str, add_usage: AddUsage) -> Outcome:
     """Distil the session's pending cards now (auto_memory's distiller), then take it off the queue."""
     check_session_id(session_id)
     if not port.exists(session_path(port, session_id)):
@@ -197,7 +242,7 @@ async def agent_session_flush(
             "capture it first with agent_session_append"
         )
     entry = _queue(port).get(session_id)
-    appended_at = entry.get("appended_at") if isinstance(entry, dict) else None
+    appended_at = entry.appended_at if entry is not None else None
     outcome = await auto_memory(
         port,
         session_id=session_id,
@@ -211,9 +256,7 @@ async def agent_session_flush(
     return outcome
 
 
-async def distil_queue(
-    port: MemoryPort, *, idle_seconds: float, limit: int, add_usage: Callable[[dict[str, Any]], None]
-) -> MemoryOutcome:
+async def distil_queue(port: MemoryPort, *, idle_seconds: float, limit: int, add_usage: AddUsage) -> Outcome:
     """Flush the queued sessions idle for `idle_seconds`, oldest first; without a model nothing moves.
 
     A session whose distillation failed `MAX_FAILURES` times is left alone until it grows again, so
@@ -223,19 +266,15 @@ async def distil_queue(
     try:
         port.model("memory")
     except LLMUnavailable as missing:
-        return MemoryOutcome(
-            f"{len(sessions)} session(s) wait, their cards pending: {missing}", {"distilled": []}
-        )
+        return Outcome(f"{len(sessions)} session(s) wait, their cards pending: {missing}", {"distilled": []})
     cutoff = datetime.now(UTC) - timedelta(seconds=idle_seconds)
     due = sorted(
-        (entry.get("appended_at", ""), session_id)
+        (entry.appended_at, session_id)
         for session_id, entry in sessions.items()
-        if isinstance(entry, dict)
-        and _parse(entry.get("appended_at")) <= cutoff
-        and int(entry.get("failures") or 0) < MAX_FAILURES
+        if _parse(entry.appended_at) <= cutoff and entry.failures < MAX_FAILURES
     )
-    distilled: list[str] = []
-    failed: list[dict[str, str]] = []
+    distilled: list[JSONValue] = []
+    failed: list[JSONValue] = []
     for _when, session_id in due[:limit]:
         try:
             await agent_session_flush(port, session_id=session_id, add_usage=add_usage)
@@ -246,11 +285,11 @@ async def distil_queue(
         else:
             distilled.append(session_id)
     answer = f"distilled {len(distilled)} queued session(s)" + (f", {len(failed)} failed" if failed else "")
-    return MemoryOutcome(answer, {"distilled": distilled, "failed": failed})
+    return Outcome(answer, {"distilled": distilled, "failed": failed})
 
 
-def _parse(stamp: Any) -> datetime:
+def _parse(stamp: str) -> datetime:
     try:
-        return datetime.fromisoformat(str(stamp))
+        return datetime.fromisoformat(stamp)
     except ValueError:
         return datetime.min.replace(tzinfo=UTC)

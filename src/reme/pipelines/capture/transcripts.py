@@ -13,13 +13,16 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeAlias
 
-from reme.pipelines.capture.messages import content_text, strip_base64
+from reme.jsontypes import JSONObject, JSONValue
+from reme.pipelines.capture.messages import message_text, strip_base64
 from reme.pipelines.capture.redaction import SECRET_SPAN, redact
 
 TOOL_RESULT_CHARS = 400
 SOURCES = ("reme", "claude_code", "codex")
+# A line of an agent's session file, as parsed: read with `isinstance` checks, never trusted.
+Entry: TypeAlias = Mapping[str, object]
 _CODEX_PREAMBLES = (
     "<environment_context>",
     "<user_instructions>",
@@ -32,7 +35,7 @@ _CODEX_PREAMBLES = (
 class Reading:
     """The messages read from a session file and how many entries were left out, by reason."""
 
-    messages: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[object] = field(default_factory=list)  # JSON objects; normalise_messages checks them
     skipped: dict[str, int] = field(default_factory=dict)
 
     def skip(self, reason: str) -> None:
@@ -47,10 +50,10 @@ def _trimmed(text: str, limit: int = TOOL_RESULT_CHARS) -> str:
     return head if len(text) <= limit else f"{head[:limit]}… [{len(text) - limit} more characters]"
 
 
-def tool_result_note(content: Any, *, error: bool = False) -> str:
+def tool_result_note(content: object, *, error: bool = False) -> str:
     """`[tool result …: <start of the output>]`: enough to know what came back, never the whole output."""
     if isinstance(content, list):
-        text = content_text({"content": [b for b in content if isinstance(b, Mapping | str)]})
+        text = message_text({"content": [b for b in content if isinstance(b, Mapping | str)]})
     else:
         text = "" if content is None else str(content)
     label = f"tool result{' (error)' if error else ''}"
@@ -60,7 +63,7 @@ def tool_result_note(content: Any, *, error: bool = False) -> str:
 # Claude Code ---------------------------------------------------------------------------------
 
 
-def _claude_user_text(content: Any) -> tuple[str, bool]:
+def _claude_user_text(content: object) -> tuple[str, bool]:
     """(text, only tool results) of a user entry's content."""
     if isinstance(content, str):
         return content, False
@@ -72,11 +75,11 @@ def _claude_user_text(content: Any) -> tuple[str, bool]:
             results += 1
             parts.append(tool_result_note(block.get("content"), error=bool(block.get("is_error"))))
         else:
-            parts.append(content_text({"content": [block]}))
+            parts.append(message_text({"content": [block]}))
     return "\n".join(p for p in parts if p), results == len(content) and results > 0
 
 
-def _claude_entry(entry: Mapping[str, Any], session_id: str | None, out: Reading) -> None:
+def _claude_entry(entry: Entry, session_id: str | None, out: Reading) -> None:
     kind = entry.get("type")
     if entry.get("isSidechain"):
         out.skip("sidechain")
@@ -102,33 +105,32 @@ def _claude_entry(entry: Mapping[str, Any], session_id: str | None, out: Reading
         return
     if kind == "user":
         text, only_results = _claude_user_text(message.get("content"))
-        extra = {"kind": "tool_result"} if only_results else {}
-        record = _claude_message(
-            entry, "user", text, session_id, extra, name="tool" if only_results else None
-        )
     else:
-        record = _claude_message(entry, "assistant", content_text(message), session_id, {})
-    if record["content"].strip():
-        out.messages.append(record)
-    else:
+        text, only_results = message_text(message), False
+    if not text.strip():
         out.skip("empty")
+        return
+    extra = {"kind": "tool_result"} if only_results else {}
+    name = "tool" if only_results else None
+    out.messages.append(_claude_message(entry, str(kind), text, session_id, extra, name=name))
 
 
 def _claude_message(
-    entry: Mapping[str, Any],
+    entry: Entry,
     role: str,
     text: str,
     session_id: str | None,
-    extra: dict[str, Any],
+    extra: Mapping[str, JSONValue],
     name: str | None = None,
-) -> dict[str, Any]:
-    metadata = dict(extra)
+) -> JSONObject:
+    metadata: JSONObject = {**extra}
     origin = entry.get("sessionId")
     if session_id and isinstance(origin, str) and origin != session_id:
         metadata["session_id"] = origin  # a resumed session carries the turns of the one it resumed
-    message: dict[str, Any] = {"role": role, "content": text, "created_at": entry.get("timestamp")}
-    if isinstance(entry.get("uuid"), str) and entry["uuid"]:
-        message["id"] = entry["uuid"]
+    message: JSONObject = {"role": role, "content": text, "created_at": _json(entry.get("timestamp"))}
+    uuid = entry.get("uuid")
+    if isinstance(uuid, str) and uuid:
+        message["id"] = uuid
     if name:
         message["name"] = name
     if metadata:
@@ -136,7 +138,7 @@ def _claude_message(
     return message
 
 
-def read_claude_code(entries: Sequence[Any], session_id: str | None = None) -> Reading:
+def read_claude_code(entries: Sequence[object], session_id: str | None = None) -> Reading:
     """Messages of a Claude Code transcript (`~/.claude/projects/<project>/<session>.jsonl`), ids from `uuid`."""
     out = Reading()
     for entry in entries:
@@ -150,14 +152,13 @@ def read_claude_code(entries: Sequence[Any], session_id: str | None = None) -> R
     return out
 
 
-def claude_session_id(path: str, entries: Sequence[Any]) -> str | None:
+def claude_session_id(path: str, entries: Sequence[object]) -> str | None:
     """The session a Claude Code transcript records: its file name (`<session id>.jsonl`) when its
     entries agree or name none, else the id its last entry names (a resumed session's file also
     carries entries of the session it resumed, under their own id)."""
     stem = path.replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".jsonl")
-    named = [
-        e["sessionId"] for e in entries if isinstance(e, Mapping) and isinstance(e.get("sessionId"), str)
-    ]
+    named = [e.get("sessionId") for e in entries if isinstance(e, Mapping)]
+    named = [n for n in named if isinstance(n, str)]
     if not named or stem in named:
         return stem or None
     return str(named[-1])
@@ -166,7 +167,7 @@ def claude_session_id(path: str, entries: Sequence[Any]) -> str | None:
 # Codex CLI -----------------------------------------------------------------------------------
 
 
-def _codex_item(line: Mapping[str, Any]) -> tuple[str | None, Mapping[str, Any]]:
+def _codex_item(line: Entry) -> tuple[str | None, Entry]:
     """(kind, item) of a rollout line: the current `{timestamp, type, payload}` form or the older bare item."""
     payload = line.get("payload")
     if isinstance(payload, Mapping):
@@ -177,7 +178,7 @@ def _codex_item(line: Mapping[str, Any]) -> tuple[str | None, Mapping[str, Any]]
     return (str(line["type"]) if "type" in line else None), line
 
 
-def _arguments(item: Mapping[str, Any]) -> Any:
+def _arguments(item: Entry) -> object:
     if "arguments" in item:
         return item["arguments"]
     if "input" in item:
@@ -186,7 +187,7 @@ def _arguments(item: Mapping[str, Any]) -> Any:
     return action.get("command") if isinstance(action, Mapping) else action
 
 
-def _output_text(output: Any) -> str:
+def _output_text(output: object) -> str:
     """A function call's output: Codex often wraps it as a JSON string `{"output": ..., "metadata": ...}`."""
     if isinstance(output, str):
         try:
@@ -201,15 +202,15 @@ def _output_text(output: Any) -> str:
     return "" if output is None else json.dumps(output, ensure_ascii=False, default=str)
 
 
-def _codex_line(line: Mapping[str, Any], out: Reading) -> None:
+def _codex_line(line: Entry, out: Reading) -> None:
     kind, item = _codex_item(line)
-    when = line.get("timestamp") or item.get("timestamp")
+    when = _json(line.get("timestamp") or item.get("timestamp"))
     if kind == "message":
         role = item.get("role")
         if role not in ("user", "assistant"):
             out.skip(f"{role}_message")
             return
-        text = content_text(item)
+        text = message_text(item)
         if role == "user" and text.lstrip().startswith(_CODEX_PREAMBLES):
             out.skip("preamble")
             return
@@ -219,7 +220,7 @@ def _codex_line(line: Mapping[str, Any], out: Reading) -> None:
             out.skip("empty")
     elif kind in ("function_call", "custom_tool_call", "local_shell_call"):
         name = item.get("name") or ("shell" if kind == "local_shell_call" else "tool")
-        note = content_text({"content": [{"type": "tool_use", "name": name, "input": _arguments(item)}]})
+        note = message_text({"content": [{"type": "tool_use", "name": name, "input": _arguments(item)}]})
         out.messages.append({"role": "assistant", "content": note, "created_at": when})
     elif kind in ("function_call_output", "custom_tool_call_output"):
         note = tool_result_note(_output_text(item.get("output")))
@@ -245,7 +246,7 @@ def _codex_line(line: Mapping[str, Any], out: Reading) -> None:
         out.skip(str(kind or "unknown"))
 
 
-def read_codex(entries: Sequence[Any]) -> Reading:
+def read_codex(entries: Sequence[object]) -> Reading:
     """Messages of a Codex CLI rollout (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`); ids derived from time and text."""
     out = Reading()
     for line in entries:
@@ -259,23 +260,29 @@ def read_codex(entries: Sequence[Any]) -> Reading:
     return out
 
 
-def codex_session_id(entries: Sequence[Any]) -> str | None:
+def codex_session_id(entries: Sequence[object]) -> str | None:
     """The session id a rollout names in its `session_meta` line (or the older first line)."""
     for line in entries[:5]:
         if not isinstance(line, Mapping):
             continue
         payload = line.get("payload") if line.get("type") == "session_meta" else line
-        if isinstance(payload, Mapping) and isinstance(payload.get("id"), str) and payload["id"]:
-            return str(payload["id"])
+        found = payload.get("id") if isinstance(payload, Mapping) else None
+        if isinstance(found, str) and found:
+            return found
     return None
 
 
-def read_source(entries: Sequence[Any], source: str, session_id: str | None = None) -> Reading:
+def _json(value: object) -> JSONValue:
+    """A value read from a session file as the JSON it was (a time is text or a number)."""
+    return value if isinstance(value, str | int | float | bool) or value is None else str(value)
+
+
+def read_source(entries: Sequence[object], source: str, session_id: str | None = None) -> Reading:
     """Messages of `entries` in the format `source` names (`reme`: messages as auto_memory takes them)."""
     if source == "claude_code":
         return read_claude_code(entries, session_id)
     if source == "codex":
         return read_codex(entries)
     if source == "reme":
-        return Reading(messages=list(entries))
+        return Reading(messages=list(entries))  # normalise_messages checks each
     raise ValueError(f"source {source!r} is not one of {', '.join(SOURCES)}")

@@ -5,20 +5,20 @@ regenerations are branches. The conversation as the user last saw it is the path
 `current_node` up to the root, so only that branch is imported (a conversation without a usable
 `current_node` follows the last child from the root). System messages, hidden context (custom
 instructions), tool output and reasoning are left out; the assistant's code-interpreter calls become
-tool-call notes. Message ids are the export's own, so a re-import merges instead of duplicating.
+tool-call notes. TranscriptRecord ids are the export's own, so a re-import merges instead of duplicating.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from datetime import date, tzinfo
-from typing import Any
 
-from reme.pipelines.capture.messages import normalise_messages
+from reme.jsontypes import JSONObject, JSONValue
+from reme.pipelines.capture.messages import TranscriptRecord, normalise_messages
 from reme.pipelines.capture.redaction import redact
 from reme.pipelines.capture.session import clean_records
 from reme.pipelines.imports.writing import (
+    SAFE_ID,
     ImportBatch,
     ImportedNote,
     ImportedTranscript,
@@ -33,21 +33,21 @@ from reme.workspace.transcript import transcript_path
 KIND = "chatgpt"
 MAX_TITLE = 200
 HIDDEN_TYPES = ("user_editable_context", "model_editable_context", "thoughts", "reasoning_recap")
-_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,100}")
 
 
-def conversations_of(data: Any) -> list[Any]:
+def conversations_of(data: JSONValue) -> list[JSONValue]:
     """The conversation list of an export: the top-level array (or one conversation object)."""
-    if isinstance(data, Mapping) and "mapping" in data:
+    if isinstance(data, dict) and "mapping" in data:
         return [data]
-    if isinstance(data, Mapping) and isinstance(data.get("conversations"), list):
-        return list(data["conversations"])
+    listed = data.get("conversations") if isinstance(data, dict) else None
+    if isinstance(listed, list):
+        return list(listed)
     if not isinstance(data, list):
         raise ValueError("a ChatGPT export's conversations.json is a JSON array of conversations")
     return data
 
 
-def branch(conversation: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def branch(conversation: Mapping[str, object]) -> list[Mapping[str, object]]:
     """The nodes from the root to `current_node` (or to the last leaf), root first."""
     mapping = conversation.get("mapping")
     if not isinstance(mapping, Mapping):
@@ -56,15 +56,16 @@ def branch(conversation: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     if node_id not in mapping:
         roots = [key for key, node in mapping.items() if isinstance(node, Mapping) and not node.get("parent")]
         node_id = roots[0] if roots else None
-        seen: set[Any] = set()
+        seen: set[object] = set()
         while node_id in mapping and node_id not in seen:
             seen.add(node_id)
-            children = [c for c in mapping[node_id].get("children") or [] if c in mapping]
+            given = mapping[node_id].get("children")
+            children = [c for c in given if c in mapping] if isinstance(given, list) else []
             if not children:
                 break
             node_id = children[-1]
-    path: list[Mapping[str, Any]] = []
-    visited: set[Any] = set()
+    path: list[Mapping[str, object]] = []
+    visited: set[object] = set()
     while node_id in mapping and node_id not in visited:
         visited.add(node_id)
         node = mapping[node_id]
@@ -75,13 +76,14 @@ def branch(conversation: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return path[::-1]
 
 
-def _part(part: Any) -> Any:
+def _part(part: object) -> str | JSONObject:
     if isinstance(part, str):
         return part
     if isinstance(part, Mapping):
         kind = str(part.get("content_type") or "")
-        if isinstance(part.get("text"), str):
-            return part["text"]
+        text = part.get("text")
+        if isinstance(text, str):
+            return text
         if "image" in kind:
             return {"type": "image"}
         if "audio" in kind:
@@ -90,7 +92,7 @@ def _part(part: Any) -> Any:
     return ""
 
 
-def message_of(node: Mapping[str, Any]) -> dict[str, Any] | None:
+def message_of(node: Mapping[str, object]) -> dict[str, object] | None:
     """A reme message for a node, or None for nodes a user never saw as conversation."""
     message = node.get("message")
     if not isinstance(message, Mapping):
@@ -110,44 +112,50 @@ def message_of(node: Mapping[str, Any]) -> dict[str, Any] | None:
         return None
     recipient = message.get("recipient")
     given = content.get("parts")
-    parts: list[Any] = given if isinstance(given, list) else []
-    blocks: Any
+    parts: list[object] = given if isinstance(given, list) else []
+    blocks: list[str | JSONObject]
+    text = content.get("text")
     if kind == "code" or recipient not in (None, "all"):  # the assistant calling python, dalle, browser...
-        text = content.get("text")
         call = text if isinstance(text, str) else "\n".join(p for p in parts if isinstance(p, str))
-        name = recipient if recipient not in (None, "all") else "code"
+        name = str(recipient) if recipient not in (None, "all") else "code"
         blocks = [{"type": "tool_use", "name": name, "input": call}]
     elif parts:
         blocks = [_part(p) for p in parts]
-    elif isinstance(content.get("text"), str):
-        blocks = [content["text"]]
+    elif isinstance(text, str):
+        blocks = [text]
     else:
         return None
-    extra = metadata if isinstance(metadata, Mapping) else {}
-    files = [a.get("name") for a in extra.get("attachments") or [] if isinstance(a, Mapping)]
+    extra: Mapping[str, object] = metadata if isinstance(metadata, Mapping) else {}
+    attachments = extra.get("attachments")
+    files = (
+        [a.get("name") for a in attachments if isinstance(a, Mapping)]
+        if isinstance(attachments, list)
+        else []
+    )
     blocks += [
         f"[attachment: {name}]" for name in files if isinstance(name, str)
     ]  # uploads stay in the export
-    result: dict[str, Any] = {
+    result: dict[str, object] = {
         "id": message.get("id") or node.get("id"),
         "role": role,
         "content": blocks,
         "created_at": message.get("create_time"),
     }
-    if isinstance(extra.get("model_slug"), str):
-        result["metadata"] = {"model": extra["model_slug"]}
+    model = extra.get("model_slug")
+    if isinstance(model, str):
+        result["metadata"] = {"model": model}
     return result
 
 
-def _conversation_id(conversation: Mapping[str, Any]) -> str:
+def _conversation_id(conversation: Mapping[str, object]) -> str:
     given = str(conversation.get("conversation_id") or conversation.get("id") or "")
-    if _SAFE_ID.fullmatch(given):
+    if SAFE_ID.fullmatch(given):
         return given
     return short_hash(f"{conversation.get('title')}\x1f{conversation.get('create_time')}\x1f{given}", 16)
 
 
 def chatgpt_batch(
-    data: Any, tz: tzinfo, *, folder: str, session_folder: str, max_items: int, max_message_chars: int
+    data: JSONValue, tz: tzinfo, *, folder: str, session_folder: str, max_items: int, max_message_chars: int
 ) -> ImportBatch:
     """Transcripts and conversation notes of every conversation; unusable ones are skipped with a reason."""
     conversations = conversations_of(data)
@@ -161,7 +169,10 @@ def chatgpt_batch(
     batch = ImportBatch()
     for shown, conversation in batch.objects(conversations, "conversations", "conversation"):
         # redacted whole, before the cut: the title names the note, heads it and is indexed
-        title = " ".join(redact(str(conversation.get("title") or "")).split())[:MAX_TITLE] or "Untitled conversation"
+        title = (
+            " ".join(redact(str(conversation.get("title") or "")).split())[:MAX_TITLE]
+            or "Untitled conversation"
+        )
         shown = f"{shown} {title!r}"
         try:
             raw = [m for node in branch(conversation) if (m := message_of(node))]
@@ -186,14 +197,14 @@ def _conversation_note(
     conversation_id: str,
     session_id: str,
     title: str,
-    records: list[dict[str, Any]],
+    records: list[TranscriptRecord],
     folder: str,
     session_folder: str,
 ) -> ImportedNote:
     transcript = transcript_path(session_folder, session_id)
-    times = [r["created_at"] for r in records if r.get("created_at")]
+    times = [created for r in records if (created := r.get("created_at"))]
     day = min(times)[:10] if times else None
-    front: dict[str, Any] = {
+    front: JSONObject = {
         "name": title,
         "description": f"ChatGPT conversation{f' of {day}' if day else ''}, {len(records)} message(s)",
         "session_id": session_id,
@@ -206,7 +217,7 @@ def _conversation_note(
     body = f"# {title}\n\nThe whole conversation: [[{transcript}]]\n"
     if opening:
         shown = opening if len(opening) <= 500 else opening[:500] + "…"
-        said = str((first or {}).get("created_at") or "")[:10]
+        said = (first["created_at"] or "")[:10] if first else ""
         if is_date(said):  # relative dates resolved against the day it was said (docs/spec.md §17.1)
             shown = relative_dates.annotate(shown, date.fromisoformat(said))
         body += "\nIt opened with:\n\n" + "".join(f"> {line}\n" for line in shown.splitlines()) + "\n"

@@ -8,12 +8,11 @@ the same note on the next import.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from datetime import date
-from typing import Any
 
-from reme.pipelines.imports.writing import ImportBatch, ImportedNote, check_items, note_text
+from reme.jsontypes import JSONObject, JSONValue
+from reme.pipelines.imports.writing import SAFE_ID, ImportBatch, ImportedNote, check_items, note_text
 from reme.pipelines.memory.card_names import short_hash, slugify
 from reme.workspace import frontmatter, relative_dates
 from reme.workspace.dates import is_date
@@ -21,15 +20,15 @@ from reme.workspace.dates import is_date
 KIND = "mem0"
 OWNER_KEYS = ("user_id", "agent_id", "run_id")
 COPIED_KEYS = ("user_id", "agent_id", "run_id", "categories", "hash", "created_at", "updated_at")
-_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,100}")
 
 
-def memories_of(data: Any) -> list[Any]:
+def memories_of(data: JSONValue) -> list[JSONValue]:
     """The memories of an export: `{"results": [...]}` (mem0 1.x), `{"memories": [...]}` or a bare array."""
-    if isinstance(data, Mapping):
+    if isinstance(data, dict):
         for key in ("results", "memories"):
-            if isinstance(data.get(key), list):
-                return list(data[key])
+            listed = data.get(key)
+            if isinstance(listed, list):
+                return list(listed)
         raise ValueError('a mem0 export is a JSON array of memories or an object with a "results" array')
     if not isinstance(data, list):
         raise ValueError('a mem0 export is a JSON array of memories or an object with a "results" array')
@@ -41,7 +40,7 @@ def _one_line(text: str, limit: int) -> str:
     return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 
-def mem0_batch(data: Any, *, folder: str, max_items: int, max_memory_chars: int) -> ImportBatch:
+def mem0_batch(data: JSONValue, *, folder: str, max_items: int, max_memory_chars: int) -> ImportBatch:
     """One note per memory; memories without an id or text are skipped with a reason."""
     memories = memories_of(data)
     check_items(
@@ -68,15 +67,16 @@ def mem0_batch(data: Any, *, folder: str, max_items: int, max_memory_chars: int)
             continue
         owner_value = next((str(memory[k]) for k in OWNER_KEYS if memory.get(k) not in (None, "")), "shared")
         owner = slugify(owner_value) or short_hash(owner_value)
-        stem = str(memory_id) if _SAFE_ID.fullmatch(str(memory_id)) else short_hash(str(memory_id), 16)
-        front: dict[str, Any] = {
+        stem = str(memory_id) if SAFE_ID.fullmatch(str(memory_id)) else short_hash(str(memory_id), 16)
+        front: JSONObject = {
             "name": _one_line(text, 80),
             "description": _one_line(text, 200),
             "memory_id": str(memory_id),
         }
         front.update({key: memory[key] for key in COPIED_KEYS if memory.get(key) not in (None, "", [])})
-        if isinstance(memory.get("metadata"), Mapping) and memory["metadata"]:
-            front["mem0_metadata"] = dict(memory["metadata"])
+        given = memory.get("metadata")
+        if isinstance(given, dict) and given:
+            front["mem0_metadata"] = dict(given)
         try:
             frontmatter.check_metadata(front)
         except frontmatter.FrontMatterError as exc:

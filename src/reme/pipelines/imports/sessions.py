@@ -13,16 +13,16 @@ import posixpath
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from reme.errors import ReMeError
+from reme.jsontypes import JSONObject
 from reme.pipelines.capture.session import agent_session_append
 from reme.pipelines.capture.transcripts import claude_session_id, codex_session_id
 from reme.pipelines.port import MemoryPort
 
 BATCH_ENTRIES = 5000  # entries per append: a long transcript is saved in parts (appends merge by id)
 _ROLLOUT = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$")
-SOURCES = {"claude_code": "Claude Code", "codex": "Codex"}
+SOURCE_NAMES = {"claude_code": "Claude Code", "codex": "Codex"}
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class SessionFile:
     """One transcript as read from the host: where it is and its parsed JSON lines."""
 
     path: str
-    entries: list[Any]
+    entries: list[object]  # parsed JSON lines
     unreadable: int = 0  # lines that were not JSON
     problem: str | None = None  # why the file could not be read at all
 
@@ -54,7 +54,7 @@ class SessionsReport:
         tallies = self.projects.values()
         sessions, new = sum(t.sessions for t in tallies), sum(t.new for t in tallies)
         lines = [
-            f"imported {SOURCES[self.source]} sessions from {self.origin}: {sessions} session(s) in "
+            f"imported {SOURCE_NAMES[self.source]} sessions from {self.origin}: {sessions} session(s) in "
             f"{len(self.projects)} project(s), {new} with new messages, {sessions - new} unchanged; "
             f"{sum(t.messages for t in tallies)} message(s) added, {len(self.queued)} session(s) queued "
             f"for distillation, {len(self.skipped)} skipped"
@@ -67,13 +67,13 @@ class SessionsReport:
         lines += [f"- {entry['item']}: {entry['reason']}" for entry in self.skipped]
         return "\n".join(lines)
 
-    def metadata(self) -> dict[str, Any]:
+    def metadata(self) -> JSONObject:
         return {
             "kind": self.source,
             "source": self.origin,
-            "projects": {name: vars(tally) for name, tally in sorted(self.projects.items())},
-            "queued": self.queued,
-            "skipped": self.skipped,
+            "projects": {name: {**vars(tally)} for name, tally in sorted(self.projects.items())},
+            "queued": [*self.queued],
+            "skipped": [{**entry} for entry in self.skipped],
         }
 
 
@@ -137,7 +137,8 @@ async def import_sessions(
                     source=source,
                     max_message_chars=max_message_chars,
                 )
-                added += int(outcome.metadata.get("added") or 0)
+                count = outcome.metadata.get("added")
+                added += count if isinstance(count, int) else 0
                 queued = queued or bool(outcome.metadata.get("queued"))
         except (ReMeError, ValueError) as exc:
             tally.sessions -= 1

@@ -25,23 +25,25 @@ import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from reme.errors import ReMeError
-from reme.pipelines.capture.redaction import redact, redact_value
+from reme.jsontypes import JSONObject, JSONValue
+from reme.pipelines.capture.messages import TranscriptRecord
+from reme.pipelines.capture.redaction import redact, redact_object
 from reme.pipelines.capture.transcript_merge import merge, parse_transcript
-from reme.pipelines.memory.auto_memory import check_session_id, choose_date, ensure_card, session_path
+from reme.pipelines.memory.auto_memory import choose_date, ensure_card, session_path
 from reme.pipelines.memory.distil import mark_pending
 from reme.pipelines.port import MemoryPort
 from reme.workspace import frontmatter
 from reme.workspace.fmsplit import split
 from reme.workspace.paths import check_relative, first_segment
-from reme.workspace.transcript import render_records
+from reme.workspace.transcript import check_session_id, render_records
 
 IMPORTS_FOLDER = "imports"
 FILES_STATE = "imported_files"  # attachment path -> sha256 of the bytes an import wrote there
 IMPORTED_NOTES = "imported_notes"  # "<imported_from>\n<import_id>" -> the path the note was written to
 MAX_ATTACHMENT_BYTES = 50_000_000
+SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,100}")  # an id from a source usable as a file name
 _PLAIN = re.compile(r"[A-Za-z0-9_/][\w./#@+~-]*")  # read back as the same string (checked anyway)
 ROLE_FOLDERS = ("metadata", "session", "daily", "digest", "resource", "journal")
 NO_MOVED_NOTES = ("metadata", "session", "journal")  # folders a moved imported note never lives in
@@ -75,7 +77,7 @@ class ImportedTranscript:
     """Normalised transcript records of one conversation, saved as `session/dialog/<session_id>.jsonl`."""
 
     session_id: str
-    records: list[dict[str, Any]]
+    records: list[TranscriptRecord]
 
 
 @dataclass
@@ -91,10 +93,10 @@ class ImportBatch:
     def skip(self, item: str, reason: str) -> None:
         self.skipped.append({"item": item, "reason": reason})
 
-    def objects(self, items: Sequence[Any], what: str, noun: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    def objects(self, items: Sequence[JSONValue], what: str, noun: str) -> Iterator[tuple[str, JSONObject]]:
         """(`what[i]`, item) for each JSON object among `items`; anything else is skipped as no `noun`."""
         for index, item in enumerate(items):
-            if isinstance(item, Mapping):
+            if isinstance(item, dict):
                 yield f"{what}[{index}]", item
             else:
                 self.skip(f"{what}[{index}]", f"not a {noun} object")
@@ -113,17 +115,17 @@ class ImportReport:
     skipped: list[dict[str, str]] = field(default_factory=list)
     links: dict[str, int] = field(default_factory=dict)  # kept / rewritten / unresolved wikilinks
 
-    def metadata(self) -> dict[str, Any]:
-        found = {
+    def metadata(self) -> JSONObject:
+        found: JSONObject = {
             "kind": self.kind,
             "source": self.source,
             "dry_run": self.dry_run,
-            "created": self.created,
-            "updated": self.updated,
-            "unchanged": self.unchanged,
-            "skipped": self.skipped,
+            "created": [*self.created],
+            "updated": [*self.updated],
+            "unchanged": [*self.unchanged],
+            "skipped": [{**entry} for entry in self.skipped],
         }
-        return {**found, "links": self.links} if self.links else found
+        return {**found, "links": {**self.links}} if self.links else found
 
     def answer(self) -> str:
         verb = "would import" if self.dry_run else "imported"
@@ -143,9 +145,9 @@ class ImportReport:
         return "\n".join(lines)
 
 
-def provenance(kind: str, origin: str, import_id: str, existing: dict[str, Any]) -> dict[str, Any]:
+def provenance(kind: str, origin: str, import_id: str, existing: Mapping[str, object]) -> dict[str, str]:
     """The provenance keys of a note; a `source` key the note already has (an Obsidian user's) is kept."""
-    keys: dict[str, Any] = {} if "source" in existing else {"source": kind}
+    keys = {} if "source" in existing else {"source": kind}
     keys.update({"imported_from": origin, "import_id": import_id})
     return keys
 
@@ -344,13 +346,13 @@ async def write_import(
     return report
 
 
-def note_text(metadata: dict[str, Any], body: str) -> str:
+def note_text(metadata: Mapping[str, JSONValue], body: str) -> str:
     """A fresh note: front matter (name and description first) and the body, secrets redacted."""
-    return frontmatter.render_new(redact_value(metadata)) + redact(body)
+    return frontmatter.render_new(redact_object(metadata)) + redact(body)
 
 
 def check_items(
-    items: Sequence[Any], *, limit: int, what: str, recognised: Callable[[Any], bool], refusal: str
+    items: Sequence[object], *, limit: int, what: str, recognised: Callable[[object], bool], refusal: str
 ) -> None:
     """Refuse a source with more items than the cap, or none an importer of this format recognises."""
     if len(items) > limit:

@@ -7,56 +7,35 @@ session or by `auto_memory_pending`.
 
 from __future__ import annotations
 
-import re
-from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Sequence
 from datetime import date, datetime
-from typing import Any
 
 from reme.errors import Conflict, LLMUnavailable, ReMeError
+from reme.jsontypes import JSONObject, JSONValue
 from reme.llm.runner import AgentFailed
-from reme.pipelines.capture.messages import READ_CHARS, local_date, normalise_messages
+from reme.pipelines.capture.messages import READ_CHARS, TranscriptRecord, local_date, normalise_messages
 from reme.pipelines.capture.redaction import redact, redact_record
 from reme.pipelines.capture.transcript_merge import merge, parse_transcript
 from reme.pipelines.memory.card_dates import render_for_prompt
 from reme.pipelines.memory.card_names import short_hash
 from reme.pipelines.memory.cards import cards_of_day, daily_days, find_card
 from reme.pipelines.memory.distil import distil_card, mark_pending
+from reme.pipelines.outcome import AddUsage, Outcome
 from reme.pipelines.port import MemoryPort
 from reme.workspace import relative_dates
 from reme.workspace.dates import parse_date
-from reme.workspace.paths import check_segment
-from reme.workspace.transcript import render_records, transcript_path
+from reme.workspace.transcript import check_session_id, render_records, transcript_path
 
-SESSION_ID_RE = re.compile(r"[\w][\w.-]{0,127}")
 SAVE_ATTEMPTS = 3
-
-
-@dataclass
-class MemoryOutcome:
-    answer: str
-    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 def session_path(port: MemoryPort, session_id: str) -> str:
     return transcript_path(port.folder("session"), session_id)
 
 
-def check_session_id(session_id: str) -> None:
-    """A session id names files (`<id>.jsonl`, the first card): refuse anything unsafe as a file name."""
-    if not SESSION_ID_RE.fullmatch(session_id) or ".." in session_id:
-        raise ValueError(
-            f"session_id {session_id!r} must be 1-128 letters, digits, '_', '-' or '.', starting with a letter or digit"
-        )
-    try:
-        check_segment(session_id, "session_id")
-    except ValueError as exc:
-        raise ValueError(f"session_id {session_id!r} cannot be a file name: {exc}") from None
-
-
 async def save_transcript(
-    port: MemoryPort, session_id: str, records: Sequence[dict[str, Any]]
-) -> tuple[list[dict[str, Any]], bool]:
+    port: MemoryPort, session_id: str, records: Sequence[TranscriptRecord]
+) -> tuple[list[TranscriptRecord], bool]:
     """Merge `records` into the saved transcript; (all records, whether the file changed)."""
     path = session_path(port, session_id)
     for attempt in range(SAVE_ATTEMPTS):
@@ -75,22 +54,24 @@ async def save_transcript(
     raise AssertionError("unreachable")
 
 
-def choose_date(explicit: date | None, records: Sequence[dict[str, Any]], port: MemoryPort) -> date:
+def choose_date(explicit: date | None, records: Sequence[TranscriptRecord], port: MemoryPort) -> date:
     """Explicit date, else the latest message time in the app timezone, else today."""
     if explicit:
         return explicit
-    times = [datetime.fromisoformat(r["created_at"]) for r in records if r.get("created_at")]
+    times = [datetime.fromisoformat(created) for r in records if (created := r.get("created_at"))]
     return max(times).astimezone(port.tz).date() if times else port.today()
 
 
-def records_of_day(records: Sequence[dict[str, Any]], day: date, port: MemoryPort) -> list[dict[str, Any]]:
+def records_of_day(
+    records: Sequence[TranscriptRecord], day: date, port: MemoryPort
+) -> list[TranscriptRecord]:
     """The messages dated `day` plus undated ones; all messages when none is dated that day."""
     if not any(local_date(r.get("created_at"), port.tz) == day for r in records):
         return list(records)
     return [r for r in records if local_date(r.get("created_at"), port.tz) in (day, None)]
 
 
-async def ensure_card(port: MemoryPort, session_id: str, day: str) -> tuple[str, dict[str, Any], bool]:
+async def ensure_card(port: MemoryPort, session_id: str, day: str) -> tuple[str, JSONObject, bool]:
     """(path, front matter, created) of the session's card for `day`, creating it when missing.
 
     A note that already holds the card's name but not this session (a user's own `main.md`) is never
@@ -114,9 +95,9 @@ async def distil_session(
     session_id: str,
     day: str,
     card_path: str,
-    records: Sequence[dict[str, Any]],
+    records: Sequence[TranscriptRecord],
     memory_hint: str,
-    add_usage: Callable[[dict[str, Any]], None],
+    add_usage: AddUsage,
 ) -> str:
     """Run the memory agent on the card; return the card's final path."""
     day_records = records_of_day(records, date.fromisoformat(day), port)
@@ -154,7 +135,7 @@ async def pin_relative_dates(port: MemoryPort, card_path: str, day: date) -> Non
 
 
 async def pending_cards_of_session(
-    port: MemoryPort, session_id: str, records: Sequence[dict[str, Any]], skip: str
+    port: MemoryPort, session_id: str, records: Sequence[TranscriptRecord], skip: str
 ) -> list[tuple[str, str]]:
     """(day, card) of pending cards of this session on the days its messages span, except `skip`."""
     days = sorted(
@@ -172,17 +153,19 @@ async def auto_memory(
     port: MemoryPort,
     *,
     session_id: str,
-    messages: Sequence[Any],
+    messages: Sequence[object],
     date_text: str | None,
     memory_hint: str,
     max_message_chars: int,
-    add_usage: Callable[[dict[str, Any]], None],
-) -> MemoryOutcome:
+    add_usage: AddUsage,
+) -> Outcome:
     # Validate everything before the first write.
     check_session_id(session_id)
     explicit = parse_date(date_text) if date_text else None
     # redacted before the cut (a secret cut in half would survive) and before the first write
-    incoming = [redact_record(r, max_message_chars) for r in normalise_messages(messages, port.tz, READ_CHARS)]
+    incoming = [
+        redact_record(r, max_message_chars) for r in normalise_messages(messages, port.tz, READ_CHARS)
+    ]
     async with port.keyed_lock(f"session:{session_id}"):
         return await _remember(port, session_id, incoming, explicit, redact(memory_hint), add_usage)
 
@@ -190,17 +173,17 @@ async def auto_memory(
 async def _remember(
     port: MemoryPort,
     session_id: str,
-    incoming: list[dict[str, Any]],
+    incoming: list[TranscriptRecord],
     explicit: date | None,
     memory_hint: str,
-    add_usage: Callable[[dict[str, Any]], None],
-) -> MemoryOutcome:
+    add_usage: AddUsage,
+) -> Outcome:
     records, changed = await save_transcript(port, session_id, incoming)
     if not records:
         raise ValueError("messages has no message with text content, and the session has no saved transcript")
     day = choose_date(explicit, incoming or records, port).isoformat()
     card_path, front, created = await ensure_card(port, session_id, day)
-    metadata: dict[str, Any] = {
+    metadata: JSONObject = {
         "session_path": session_path(port, session_id),
         "note_path": card_path,
         "date": day,
@@ -209,7 +192,7 @@ async def _remember(
     # Checked before the model: a repeat needs none, and must not mark a distilled card pending.
     if not (changed or created or front.get("pending") or memory_hint):
         metadata["pending"] = False
-        return MemoryOutcome(
+        return Outcome(
             f"nothing new: {session_path(port, session_id)} and {card_path} are up to date", metadata
         )
     try:
@@ -234,7 +217,7 @@ async def _remember(
     metadata["pending"] = False
     await port.refresh_day(day)
     also = f" (also distilled pending {', '.join(done)})" if done else ""
-    return MemoryOutcome(
+    return Outcome(
         f"{len(incoming)} message(s) saved to {session_path(port, session_id)}; card {metadata['note_path']} updated{also}",
         metadata,
     )
@@ -245,10 +228,10 @@ async def _distil_or_fail(
     session_id: str,
     day: str,
     card_path: str,
-    records: Sequence[dict[str, Any]],
+    records: Sequence[TranscriptRecord],
     memory_hint: str,
-    add_usage: Callable[[dict[str, Any]], None],
-    metadata: dict[str, Any],
+    add_usage: AddUsage,
+    metadata: JSONObject,
 ) -> str:
     try:
         return await distil_session(port, session_id, day, card_path, records, memory_hint, add_usage)
@@ -270,7 +253,7 @@ async def _pending_cards(port: MemoryPort) -> AsyncIterator[tuple[str, str, str]
 
 
 async def _distil_pending(
-    port: MemoryPort, day: str, path: str, session_id: str, add_usage: Callable[[dict[str, Any]], None]
+    port: MemoryPort, day: str, path: str, session_id: str, add_usage: AddUsage
 ) -> str | None:
     """Distil one listed card under the session lock; None when another run has distilled or moved it."""
     if not port.exists(path):
@@ -285,13 +268,11 @@ async def _distil_pending(
     return await distil_session(port, session_id, day, path, records, "", add_usage)
 
 
-async def auto_memory_pending(
-    port: MemoryPort, *, limit: int, add_usage: Callable[[dict[str, Any]], None]
-) -> MemoryOutcome:
+async def auto_memory_pending(port: MemoryPort, *, limit: int, add_usage: AddUsage) -> Outcome:
     """Distil every pending session card (oldest day first), at most `limit` of them."""
     port.model("memory")
     distilled: list[str] = []
-    failed: list[dict[str, str]] = []
+    failed: list[JSONValue] = []
     async for day, path, session_id in _pending_cards(port):
         if len(distilled) + len(failed) >= limit:
             break
@@ -306,4 +287,4 @@ async def auto_memory_pending(
             distilled.append(final)
         await port.refresh_day(day)
     answer = f"distilled {len(distilled)} pending card(s)" + (f", {len(failed)} failed" if failed else "")
-    return MemoryOutcome(answer, {"distilled": distilled, "failed": failed})
+    return Outcome(answer, {"distilled": [*distilled], "failed": failed})

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any
 
 from reme.errors import LLMUnavailable, ReMeError
+from reme.jsontypes import JSONObject
 from reme.llm.runner import AgentFailed
 from reme.pipelines.memory.card_names import short_hash
 from reme.pipelines.memory.cards import cards_of_day, daily_days
 from reme.pipelines.memory.distil import distil_card
 from reme.pipelines.memory.resource_text import SUPPORTED, Unreadable, extract
+from reme.pipelines.outcome import AddUsage
 from reme.pipelines.port import MemoryPort
 from reme.workspace.dates import is_date
 
@@ -43,12 +44,12 @@ class ResourceReport:
     pending: list[str] = field(default_factory=list)
     days: set[str] = field(default_factory=set)
 
-    def metadata(self) -> dict[str, Any]:
+    def metadata(self) -> JSONObject:
         return {
-            "processed": self.processed,
-            "skipped": self.skipped,
-            "failed": self.failed,
-            "pending": self.pending,
+            "processed": [{**row} for row in self.processed],
+            "skipped": [{**row} for row in self.skipped],
+            "failed": [{**row} for row in self.failed],
+            "pending": [*self.pending],
         }
 
     def answer(self) -> str:
@@ -73,7 +74,7 @@ def resource_day(port: MemoryPort, path: str) -> str:
     return parts[1] if len(parts) > 2 and is_date(parts[1]) else port.today().isoformat()
 
 
-def check_resource_path(port: MemoryPort, path: Any) -> str:
+def check_resource_path(port: MemoryPort, path: object) -> str:
     """The path if the workspace's path gate accepts it and it lies under `resource/`."""
     root = port.folder("resource")
     if not isinstance(path, str) or not path.startswith(f"{root}/"):
@@ -104,7 +105,7 @@ class ResourceCards:
             }
         return self._by_day[day]
 
-    async def find(self, path: str, day: str) -> tuple[str, dict[str, Any]] | None:
+    async def find(self, path: str, day: str) -> tuple[str, JSONObject] | None:
         """(card, its front matter) on the resource's day (loose files: any day, newest first), or None."""
         link = link_of(path)
         days = [day]
@@ -136,7 +137,7 @@ async def process_change(
     path: str,
     limits: ResourceLimits,
     report: ResourceReport,
-    add_usage: Callable[[dict[str, Any]], None],
+    add_usage: AddUsage,
 ) -> None:
     check_resource_path(port, path)
     day = resource_day(port, path)
@@ -179,7 +180,7 @@ async def process_change(
     report.days.add(card.split("/")[-2])
     text = material.text
     truncated = len(text) > limits.max_chars
-    variables = {
+    variables: dict[str, str | int] = {
         "resource_path": path,
         "resource_kind": material.kind,
         "resource_chars": len(text),
@@ -235,7 +236,7 @@ async def auto_resource(
     paths: Sequence[str],
     deleted: Sequence[str],
     limits: ResourceLimits,
-    add_usage: Callable[[dict[str, Any]], None],
+    add_usage: AddUsage,
 ) -> ResourceReport:
     """Bring the cards of these resources up to date; with no paths at all, of every resource."""
     for path in [*paths, *deleted]:

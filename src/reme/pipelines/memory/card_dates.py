@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import date, datetime, tzinfo
-from typing import Any
 
+from reme.pipelines.capture.messages import TranscriptRecord
 from reme.workspace import relative_dates
 
 
-def render_for_prompt(records: Sequence[dict[str, Any]], tz: tzinfo, fallback_day: date) -> str:
+def render_for_prompt(records: Sequence[TranscriptRecord], tz: tzinfo, fallback_day: date) -> str:
     """One line block per message: `[role (name) @ YYYY-MM-DD HH:MM Weekday] text`, dates pinned."""
     blocks = []
     for record in records:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from reme.jsontypes import JSONObject
 from reme.pipelines.port import MemoryPort
 from reme.workspace.dates import is_date
 
 
-async def cards_of_day(port: MemoryPort, day: str) -> list[tuple[str, dict[str, Any]]]:
+async def cards_of_day(port: MemoryPort, day: str) -> list[tuple[str, JSONObject]]:
     """(path, front matter) of every card `daily/<day>/*.md`."""
     entries = await port.list_files(f"{port.folder('daily')}/{day}", extensions=(".md",))
     return [(entry.path, await port.front_matter(entry.path)) for entry in entries]

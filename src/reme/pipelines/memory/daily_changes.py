@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import date, timedelta
-from typing import Any
 
+from reme.jsontypes import JSONObject, JSONValue
 from reme.pipelines.port import FileEntry, MemoryPort
 
 
@@ -32,11 +32,11 @@ async def daily_markdown(port: MemoryPort, days: Iterable[str]) -> list[FileEntr
     return found
 
 
-def stamp(entry: FileEntry) -> dict[str, Any]:
+def stamp(entry: FileEntry) -> JSONObject:
     return {"mtime": entry.mtime, "size": entry.size}
 
 
-def catalogued(port: MemoryPort, catalog: str) -> dict[str, Any]:
+def catalogued(port: MemoryPort, catalog: str) -> dict[str, JSONValue]:
     """The catalog's `path -> stamp` entries (empty when missing or unreadable)."""
     files = port.read_state(catalog).get("files")
     return dict(files) if isinstance(files, dict) else {}
@@ -48,7 +48,7 @@ def changed(port: MemoryPort, catalog: str, files: Iterable[FileEntry]) -> list[
     return [entry for entry in files if seen.get(entry.path) != stamp(entry)]
 
 
-def checkpoint(port: MemoryPort, catalog: str, entries: Iterable[FileEntry], **extra: Any) -> None:
+def checkpoint(port: MemoryPort, catalog: str, entries: Iterable[FileEntry], **extra: JSONValue) -> None:
     """Record these files as read with the stamps the scan saw, drop vanished files; atomic."""
     state = port.read_state(catalog)
     files = {path: seen for path, seen in catalogued(port, catalog).items() if port.exists(path)}

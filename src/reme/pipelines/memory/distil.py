@@ -8,17 +8,18 @@ mark is removed, and (unless told not to) the file is renamed after the name wit
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any
 
 from pydantic import BaseModel, Field
 
+from reme.jsontypes import JSONValue
 from reme.llm.prompts import render_prompt
 from reme.llm.runner import AgentFailed, run_agent
 from reme.llm.tools import PathPolicy
 from reme.pipelines.memory.card_names import short_hash, slugify
+from reme.pipelines.outcome import AddUsage
 from reme.pipelines.port import MemoryPort
 
 CARD_TOOLS = ("read", "write", "edit", "frontmatter_read", "frontmatter_update")
@@ -47,11 +48,11 @@ async def distil_card(
     *,
     card_path: str,
     prompt: str,
-    variables: Mapping[str, Any],
-    front_matter: Mapping[str, Any],
+    variables: Mapping[str, str | int],
+    front_matter: Mapping[str, JSONValue],
     read_paths: tuple[str, ...] = (),
     rename: bool = True,
-    add_usage: Callable[[dict[str, Any]], None],
+    add_usage: AddUsage,
 ) -> Distilled:
     """Run the agent on `card_path`; restore and mark pending on failure (AgentFailed is re-raised)."""
     handle = port.model("memory")

@@ -8,9 +8,9 @@ At most `MAX_CALLS` calls per run, whatever happens.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -18,6 +18,7 @@ from reme.errors import ReMeError
 from reme.llm.prompts import render_prompt
 from reme.llm.runner import AgentFailed, run_agent
 from reme.llm.tools import PathPolicy
+from reme.pipelines.outcome import AddUsage
 from reme.pipelines.port import MemoryPort
 
 MAX_CALLS = 4
@@ -84,16 +85,14 @@ class AgendaReply(BaseModel):
 class ModelCalls:
     """Counts and bounds the model calls of one run; usage goes to `add_usage` even when a call fails."""
 
-    def __init__(
-        self, port: MemoryPort, *, timeout: float, add_usage: Callable[[dict[str, Any]], None]
-    ) -> None:
+    def __init__(self, port: MemoryPort, *, timeout: float, add_usage: AddUsage) -> None:
         self.port = port
         self.timeout = timeout
         self.add_usage = add_usage
         self.count = 0
 
     async def ask(
-        self, stage: str, output_type: type[Reply], variables: dict[str, Any], *, attempts: int = 1
+        self, stage: str, output_type: type[Reply], variables: Mapping[str, object], *, attempts: int = 1
     ) -> Reply:
         """One reply of `output_type` for the prompt `proactive_<stage>`; ReMeError when none is usable."""
         from pydantic_ai.exceptions import UnexpectedModelBehavior

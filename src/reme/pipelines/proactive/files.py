@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
-from typing import Any
 
 import yaml
+from yaml.nodes import Node
 
+from reme.jsontypes import JSONObject, JSONValue
 from reme.pipelines.proactive.topics import Topic, topic_from
 
 TRUTH_VERSION = 1
@@ -35,21 +36,21 @@ _Dumper.yaml_implicit_resolvers = {
 }
 
 
-def dump_yaml(data: Any) -> str:
+def dump_yaml(data: JSONValue) -> str:
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
 
 
 class _Loader(yaml.SafeLoader):
     """Safe loading without aliases: an alias chain (`&a [*a, *a]` ...) would make copying it explode."""
 
-    def compose_node(self, parent: Any, index: Any) -> Any:
+    def compose_node(self, parent: Node | None, index: object) -> Node | None:
         if self.check_event(yaml.AliasEvent):
             mark = self.peek_event().start_mark
             raise yaml.composer.ComposerError(None, None, "aliases (*name) are not allowed here", mark)
         return super().compose_node(parent, index)
 
 
-def load_yaml(text: str, where: str) -> Any:
+def load_yaml(text: str, where: str) -> object:
     """Parsed YAML; a ValueError that names the file and the position of the problem."""
     if len(text) > MAX_YAML_CHARS:
         raise ValueError(f"{where} is larger than {MAX_YAML_CHARS} characters; it is not a proactive file")
@@ -62,15 +63,17 @@ def load_yaml(text: str, where: str) -> Any:
         raise ValueError(f"{where} is not valid YAML{at}: {problem}") from None
 
 
-def plain(value: Any) -> Any:
-    """JSON-safe copy of parsed YAML: dates and timestamps become ISO strings."""
+def plain(value: object) -> JSONValue:
+    """JSON-safe copy of parsed YAML: dates and timestamps become ISO strings (anything else not JSON, text)."""
     if isinstance(value, (date, datetime)):
         return value.isoformat()
     if isinstance(value, Mapping):
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
-    return value
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
 
 
 # interests.yaml ------------------------------------------------------------------------------------
@@ -81,9 +84,9 @@ class Interests:
     """A parsed `interests.yaml`: its version, the raw topic mappings and agenda (None when absent)."""
 
     version: int
-    topics: list[dict[str, Any]]
-    agenda: list[dict[str, Any]] | None
-    suppressed: list[dict[str, Any]]
+    topics: list[JSONObject]
+    agenda: list[JSONObject] | None
+    suppressed: list[JSONObject]
 
 
 def parse_interests(text: str, where: str) -> Interests:
@@ -112,8 +115,8 @@ def render_interests(
     day: str,
     generated_at: str,
     topics: list[Topic],
-    agenda: list[dict[str, Any]],
-    suppressed: list[dict[str, Any]],
+    agenda: list[JSONObject],
+    suppressed: list[JSONObject],
 ) -> str:
     """`interests.yaml` version 2: the pushed topics, their agenda, and what was held back."""
     return dump_yaml(
@@ -123,8 +126,8 @@ def render_interests(
             "generated_at": generated_at,
             "push": bool(topics),
             "topics": [t.to_exposure() for t in topics],
-            "agenda": agenda,
-            "suppressed": suppressed,
+            "agenda": [*agenda],
+            "suppressed": [*suppressed],
         }
     )
 
@@ -141,7 +144,7 @@ class Tombstone:
     resolved_at: str
     reason: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {"id": self.id, "title": self.title, "resolved_at": self.resolved_at, "reason": self.reason}
 
 
@@ -176,17 +179,20 @@ def parse_truth(text: str, where: str) -> TruthSource:
     if not isinstance(data, dict):
         raise ValueError(f"{where} must be a mapping with `topics` and `resolved` lists")
     truth = TruthSource()
+    lists: dict[str, list[JSONValue]] = {}
     for key in ("topics", "resolved"):
-        if not isinstance(data.get(key) or [], list):
+        entries = data.get(key) or []
+        if not isinstance(entries, list):
             raise ValueError(f"{where}: `{key}` must be a list")
-    for raw in data.get("topics") or []:
+        lists[key] = entries
+    for raw in lists["topics"]:
         topic = topic_from(raw)
         if topic is None:
             raise ValueError(f"{where}: every entry of `topics` needs a title (found {raw!r:.80})")
         truth.topics[topic.id] = topic
-    for raw in data.get("resolved") or []:
+    for raw in lists["resolved"]:
         topic = topic_from(raw)
-        if topic is None:
+        if topic is None or not isinstance(raw, dict):
             raise ValueError(f"{where}: every entry of `resolved` needs a title (found {raw!r:.80})")
         resolved_at = str(raw.get("resolved_at") or "")[:10]
         truth.resolved[topic.id] = Tombstone(topic.id, topic.title, resolved_at, str(raw.get("reason") or ""))
@@ -207,8 +213,8 @@ def rebuild_truth(files: Iterable[tuple[str, Interests]]) -> TruthSource:
             old = truth.topics.get(topic.id)
             if old is not None:
                 first = min(filter(None, (old.first_seen, topic.first_seen)), default="")
-                topic = old.with_evidence(
-                    list(topic.paths),
+                topic = replace(
+                    old.with_evidence(list(topic.paths)),
                     title=topic.title,
                     reason=topic.reason,
                     kind=topic.kind,

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import date
-from typing import Any
 
+from reme.jsontypes import JSONObject
 from reme.pipelines.port import Embeddings
 from reme.pipelines.proactive.calls import ExtractReply, FoundTopic
 from reme.pipelines.proactive.files import RESOLVED, Tombstone, TruthSource
@@ -44,13 +44,13 @@ class Selection:
     """The outcome of the topics stage: candidates to push and what was held back (with why)."""
 
     candidates: list[Topic] = field(default_factory=list)
-    suppressed: list[dict[str, Any]] = field(default_factory=list)
+    suppressed: list[JSONObject] = field(default_factory=list)
     resolved: list[str] = field(default_factory=list)  # ids the extraction resolved
     reopened: list[str] = field(default_factory=list)
     expired: list[str] = field(default_factory=list)
 
 
-def held(topic: Topic | Tombstone, reason: str) -> dict[str, Any]:
+def held(topic: Topic | Tombstone, reason: str) -> JSONObject:
     return {"id": topic.id, "title": topic.title, "reason": reason}
 
 
@@ -87,7 +87,10 @@ def _match(found: FoundTopic, truth: TruthSource, threshold: float, similar: Sim
     own = topic_id(found.title)
     if own in truth.topics or own in truth.resolved:
         return own
-    known: list[Any] = [*truth.topics.values(), *truth.resolved.values()]  # a resolved topic reworded is still resolved
+    known: list[Topic | Tombstone] = [
+        *truth.topics.values(),
+        *truth.resolved.values(),
+    ]  # a resolved topic reworded is still resolved
     scored = [(similar(found.title, t.title), t.id) for t in known]
     best = max(scored, default=(0.0, ""))
     return best[1] if best[0] >= threshold else own
@@ -140,17 +143,18 @@ def apply_extraction(
             del truth.resolved[key]
             selection.reopened.append(key)
         old = truth.topics.get(key)
-        changes = {
-            "reason": " ".join(found.reason.split()),
-            "kind": found.kind,
-            "confidence": float(found.confidence),
-        }
+        confidence = float(found.confidence)
         if old is None:
             dates = sorted(d for d in (path_date(p) for p in evidence) if d)
             old = Topic(id=key, title=title, first_seen=dates[0] if dates else today)
         elif key in seen:
-            changes["confidence"] = max(old.confidence, float(found.confidence))
-        truth.topics[key] = old.with_evidence(evidence, **changes)
+            confidence = max(old.confidence, confidence)
+        truth.topics[key] = replace(
+            old.with_evidence(evidence),
+            reason=" ".join(found.reason.split()),
+            kind=found.kind,
+            confidence=confidence,
+        )
         seen.add(key)
 
 

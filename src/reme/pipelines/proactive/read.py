@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import date, timedelta
-from typing import Any
 
 from reme.errors import ReMeError
+from reme.jsontypes import JSONObject, JSONValue
 from reme.pipelines.port import MemoryPort
 from reme.pipelines.proactive.files import parse_interests, parse_truth
 from reme.pipelines.proactive.store import truth_path
@@ -24,29 +24,41 @@ _ID = re.compile(r"[0-9a-f]{12}")
 
 @dataclass(frozen=True)
 class ReadOutcome:
+    """The read topics (`answer` an object), or a sentence: a skip (`success`) or an error."""
+
     success: bool
-    answer: Any
-    metadata: dict[str, Any]
+    answer: str | JSONObject
+    metadata: JSONObject
 
 
-def _confidence(raw: dict[str, Any]) -> float:
+@dataclass(frozen=True)
+class _Read:
+    """A topic as the file has it, with the `id` and `confidence` the read decides on."""
+
+    id: str
+    confidence: float
+    raw: JSONObject
+
+    def shown(self) -> JSONObject:
+        return {**self.raw, "id": self.id, "confidence": self.confidence}
+
+
+def _confidence(raw: JSONObject) -> float:
     value = raw.get("confidence")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return DEFAULT_CONFIDENCE
     return float(value)
 
 
-def _topic(raw: dict[str, Any]) -> dict[str, Any] | None:
-    """A topic as the file has it, with an `id` and a `confidence`; None without a usable title."""
+def _topic(raw: JSONObject) -> _Read | None:
+    """The topic with an `id` and a `confidence`; None without a usable title."""
     title = raw.get("title")
     if not isinstance(title, str) or not normalise_title(title):
         return None
     given = raw.get("id")
-    return {
-        **raw,
-        "id": given if isinstance(given, str) and _ID.fullmatch(given) else topic_id(title),
-        "confidence": _confidence(raw),
-    }
+    return _Read(
+        given if isinstance(given, str) and _ID.fullmatch(given) else topic_id(title), _confidence(raw), raw
+    )
 
 
 async def _resolved_ids(port: MemoryPort) -> set[str]:
@@ -66,7 +78,7 @@ async def read_proactive(
     daily = port.folder("daily")
     wide = horizon_days > 1
     path = truth_path(port) if wide else f"{daily}/{day.isoformat()}/interests.yaml"
-    base: dict[str, Any] = {
+    base: JSONObject = {
         "date": day.isoformat(),
         "path": path,
         "topics": [],
@@ -81,7 +93,7 @@ async def read_proactive(
         kind = "proactive truth source" if wide else "interests file"
         message = f"Skipped: {kind} not found at {path}"
         return ReadOutcome(True, message, {**base, "skipped": True, "summary": message})
-    agenda: list[dict[str, Any]] | None = None
+    agenda: list[JSONObject] | None = None
     try:
         if wide:
             start = (day - timedelta(days=horizon_days - 1)).isoformat()
@@ -99,13 +111,12 @@ async def read_proactive(
     except ValueError as exc:
         return _failed(base, str(exc))
     topics = [
-        t
-        for t in (_topic(r) for r in raws)
-        if t and t["confidence"] >= min_confidence and t["id"] not in resolved
+        t for t in (_topic(r) for r in raws) if t and t.confidence >= min_confidence and t.id not in resolved
     ]
-    kept = {t["id"] for t in topics}
+    kept = {t.id for t in topics}
     summary = f"Read {len(topics)} proactive topic(s) from {path}"
-    answer: dict[str, Any] = {"date": base["date"], "path": path, "summary": summary, "topics": topics}
+    shown: list[JSONValue] = [t.shown() for t in topics]
+    answer: JSONObject = {"date": base["date"], "path": path, "summary": summary, "topics": shown}
     if agenda is not None:
         answer["agenda"] = [a for a in agenda if a.get("topic_id") in kept]
     if include_content:
@@ -113,6 +124,6 @@ async def read_proactive(
     return ReadOutcome(True, answer, {**base, **answer})
 
 
-def _failed(base: dict[str, Any], error: str) -> ReadOutcome:
+def _failed(base: JSONObject, error: str) -> ReadOutcome:
     message = f"Error: {error}"
     return ReadOutcome(False, message, {**base, "error": error, "summary": message})

@@ -9,17 +9,17 @@ page is left alone: its block lists cards only, so a refresh never makes the nex
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
-from typing import Any
 
 from reme.errors import ReMeError
+from reme.jsontypes import JSONObject
 from reme.pipelines.memory.daily_changes import checkpoint
+from reme.pipelines.outcome import AddUsage
 from reme.pipelines.port import FileText, MemoryPort
 from reme.pipelines.proactive.calls import AgendaReply, ExtractReply, ModelCalls, PlanItem, PlanReply
-from reme.pipelines.proactive.files import RESOLVED, TruthSource, render_interests
+from reme.pipelines.proactive.files import RESOLVED, Tombstone, TruthSource, render_interests
 from reme.pipelines.proactive.material import Material, gather
 from reme.pipelines.proactive.merge import (
     Selection,
@@ -70,7 +70,7 @@ class Refresh:
     selection: Selection = field(default_factory=Selection)
     pushed: list[Topic] = field(default_factory=list)
     plans: dict[str, PlanItem] = field(default_factory=dict)
-    agenda: list[dict[str, Any]] = field(default_factory=list)
+    agenda: list[JSONObject] = field(default_factory=list)
 
     @property
     def done(self) -> bool:
@@ -81,7 +81,7 @@ class Refresh:
     def interests_path(self) -> str:
         return f"{self.port.folder('daily')}/{self.day.isoformat()}/interests.yaml"
 
-    def metadata(self) -> dict[str, Any]:
+    def metadata(self) -> JSONObject:
         return {
             "date": self.day.isoformat(),
             "changed": [e.path for e in self.material.changed],
@@ -89,11 +89,11 @@ class Refresh:
             "topics": [t.to_exposure() for t in self.pushed],
             "pushed": [t.id for t in self.pushed],
             "path": None if self.done else self.interests_path,
-            "suppressed": self.selection.suppressed,
-            "resolved": self.selection.resolved,
-            "expired": self.selection.expired,
-            "omitted": self.material.omitted,
-            "skipped": self.material.skipped,
+            "suppressed": [*self.selection.suppressed],
+            "resolved": [*self.selection.resolved],
+            "expired": [*self.selection.expired],
+            "omitted": [*self.material.omitted],
+            "skipped": [{**row} for row in self.material.skipped],
             "topic_similarity": self.similarity,
         }
 
@@ -114,7 +114,7 @@ async def prepare(
     port: MemoryPort,
     day: date,
     settings: ExtractSettings,
-    add_usage: Callable[[dict[str, Any]], None],
+    add_usage: AddUsage,
     catalog: str = "proactive",
 ) -> Refresh:
     """Take the run's lock, read the truth source (refusing a malformed one) and what changed.
@@ -175,7 +175,7 @@ async def topics(run: Refresh, rules: TopicRules) -> None:
     if run.done or run.extracted is None:
         return
     rules = replace(rules, carry_forward_days=int(run.settings.carry_forward_days))  # one window for both
-    known: list[Any] = [*run.truth.topics.values(), *run.truth.resolved.values()]
+    known: list[Topic | Tombstone] = [*run.truth.topics.values(), *run.truth.resolved.values()]
     titles = list(dict.fromkeys([*(f.title for f in run.extracted.topics), *(t.title for t in known)]))
     embedded = await run.port.embed(titles) if titles and known else None
     similar, threshold, run.similarity = title_similarity(rules, embedded, titles)
@@ -228,7 +228,7 @@ async def plan(run: Refresh) -> None:
     run.pushed = kept
 
 
-def _agenda_item(run: Refresh, topic: Topic, order_reason: str) -> dict[str, Any]:
+def _agenda_item(run: Refresh, topic: Topic, order_reason: str) -> JSONObject:
     item = run.plans.get(topic.id)
     paths = (workspace_path(p) for p in (item.linked_memory if item else []))
     linked = [p for p in dict.fromkeys(paths) if p and run.port.exists(p)]
@@ -240,7 +240,7 @@ def _agenda_item(run: Refresh, topic: Topic, order_reason: str) -> dict[str, Any
         "next_action": item.next_action.strip() if item else "",
         "preconditions": [p.strip() for p in item.preconditions if p.strip()] if item else [],
         "delivery": (item.delivery.strip() if item else "") or "in_conversation",
-        "linked_memory": linked,
+        "linked_memory": [*linked],
         "order_reason": order_reason.strip() or (item.why_now.strip() if item else ""),
     }
 

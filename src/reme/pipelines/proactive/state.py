@@ -6,23 +6,17 @@ malformed truth source (leaving it as it is), rebuild is the way to replace one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from reme.errors import ReMeError
+from reme.jsontypes import JSONValue
+from reme.pipelines.outcome import Outcome
 from reme.pipelines.port import MemoryPort
 from reme.pipelines.proactive.files import Interests, Tombstone, parse_interests, rebuild_truth
 from reme.pipelines.proactive.store import hold, load_truth, truth_path
 from reme.pipelines.proactive.topics import path_date
 
 MAX_REASON_CHARS = 500
-
-
-@dataclass(frozen=True)
-class Outcome:
-    answer: str
-    metadata: dict[str, Any]
 
 
 async def resolve(port: MemoryPort, topic_id: str, reason: str = "") -> Outcome:
@@ -59,7 +53,7 @@ async def rebuild(port: MemoryPort) -> Outcome:
     """Rebuild the truth source from every `daily/<date>/interests.yaml`, in date order."""
     daily = port.folder("daily")
     sources: list[tuple[str, Interests]] = []
-    skipped: list[dict[str, str]] = []
+    skipped: list[JSONValue] = []
     for entry in await port.list_files(daily, extensions=("yaml",), recursive=True):
         day = path_date(entry.path)
         if not day or entry.path != f"{daily}/{day}/interests.yaml":
@@ -82,14 +76,16 @@ async def rebuild(port: MemoryPort) -> Outcome:
         f"{len(truth.topics)} open topic(s), {len(truth.resolved)} resolved"
     )
     if skipped:
-        answer += "\nSkipped (unreadable): " + ", ".join(s["path"] for s in skipped)
+        answer += "\nSkipped (unreadable): " + ", ".join(
+            str(s["path"]) for s in skipped if isinstance(s, dict)
+        )
     return Outcome(
         answer,
         {
             "path": path,
             "sources": [f"{daily}/{day}/interests.yaml" for day, _ in sources],
-            "topics": sorted(truth.topics),
-            "resolved": sorted(truth.resolved),
+            "topics": [*sorted(truth.topics)],
+            "resolved": [*sorted(truth.resolved)],
             "skipped": skipped,
         },
     )

@@ -13,7 +13,8 @@ import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date
-from typing import Any
+
+from reme.jsontypes import JSONObject, JSONValue
 
 KINDS = ("follow_up", "interest_extend")
 DEFAULT_CONFIDENCE = 0.5  # a version-1 topic carries none
@@ -91,23 +92,23 @@ class Topic:
     last_evidence_at: str = ""
     paths: tuple[str, ...] = ()
     keywords: tuple[str, ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    extra: JSONObject = field(default_factory=dict, compare=False)  # keys a person added, kept
 
     @property
     def evidence(self) -> str:
         return self.paths[0] if self.paths else ""
 
-    def with_evidence(self, paths: list[str], **changes: Any) -> Topic:
-        """This topic with new evidence paths in front (most recent first) and other fields changed."""
+    def with_evidence(self, paths: list[str]) -> Topic:
+        """This topic with new evidence paths in front (most recent first)."""
         newest = sorted(paths, key=lambda p: (path_date(p) or "", p), reverse=True)
         merged = list(dict.fromkeys([*newest, *self.paths]))[:MAX_PATHS]
         dates = [d for d in (path_date(p) for p in merged) if d]
         last = max([*dates, self.last_evidence_at]) if dates else self.last_evidence_at
-        return replace(self, paths=tuple(merged), last_evidence_at=last, **changes)
+        return replace(self, paths=tuple(merged), last_evidence_at=last)
 
-    def to_exposure(self) -> dict[str, Any]:
+    def to_exposure(self) -> JSONObject:
         """The version-2 `interests.yaml` fields, in the order docs/spec.md §13.1 shows."""
-        data: dict[str, Any] = {
+        data: JSONObject = {
             "id": self.id,
             "title": self.title,
             "reason": self.reason,
@@ -116,10 +117,10 @@ class Topic:
             "first_seen": self.first_seen,
             "last_evidence_at": self.last_evidence_at,
             "evidence": self.evidence,
-            "paths": list(self.paths),
+            "paths": [*self.paths],
         }
         if self.keywords:
-            data["keywords"] = list(self.keywords)
+            data["keywords"] = [*self.keywords]
         return data
 
     def age_days(self, day: date) -> int | None:
@@ -130,24 +131,23 @@ class Topic:
             return None
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return " ".join(str(value).split()) if isinstance(value, (str, int, float)) else ""
 
 
-def _strings(value: Any) -> tuple[str, ...]:
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list):
+def _strings(value: object) -> tuple[str, ...]:
+    values = [value] if isinstance(value, str) else value
+    if not isinstance(values, list):
         return ()
-    return tuple(dict.fromkeys(s for s in (_text(v) for v in value) if s))
+    return tuple(dict.fromkeys(s for s in (_text(v) for v in values) if s))
 
 
-def _day(value: Any) -> str:
+def _day(value: object) -> str:
     text = value.isoformat() if isinstance(value, date) else _text(value)
     return text[:10] if _DATE.fullmatch(text[:10]) else ""
 
 
-def _confidence(value: Any) -> float:
+def _confidence(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return DEFAULT_CONFIDENCE
     return min(1.0, max(0.0, float(value)))
@@ -167,7 +167,7 @@ _KNOWN_KEYS = {
 }
 
 
-def topic_from(data: Any) -> Topic | None:
+def topic_from(data: JSONValue) -> Topic | None:
     """A topic read from a version-1 or version-2 mapping; None when it has no usable title.
 
     The id is recomputed from the title (a hand-edited id never splits a topic in two).
