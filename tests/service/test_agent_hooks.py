@@ -271,7 +271,7 @@ def test_a_session_id_that_is_not_a_plain_name_writes_nothing_anywhere(tmp_path:
 
 
 def test_each_capture_sends_only_the_lines_added_since_the_last_saved_one(tmp_path: Path) -> None:
-    from reme.service.hooks import append_params, saved_up_to
+    from reme.app.captures import append_params, saved_up_to
 
     workspace, transcript = tmp_path / "ws", tmp_path / "t.jsonl"
     lines = (FIXTURES / "claude_session.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
@@ -361,7 +361,7 @@ def test_a_service_that_does_not_save_keeps_the_capture_queued(
 
 
 def test_a_long_transcript_is_read_in_parts_and_none_is_skipped(tmp_path: Path, monkeypatch) -> None:
-    from reme.service import hooks
+    from reme.app import captures as hooks
 
     monkeypatch.setattr(hooks, "MAX_ENTRIES", 3)
     path = tmp_path / "t.jsonl"
@@ -391,7 +391,7 @@ def test_codex_notify_finds_the_rollout_of_an_old_thread(tmp_path: Path) -> None
 
 
 def test_recall_output_is_ascii_json(tmp_path: Path, monkeypatch, capsys) -> None:
-    from reme.service import hooks
+    from reme.app import captures as hooks
 
     monkeypatch.setattr(hooks, "http_service", lambda workspace: None)
     monkeypatch.setattr(hooks, "markers", lambda workspace, first=None: [])
