@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from reme import ReMe
-from reme.pipelines.capture import redaction
 from reme.app.captures import CAPTURES
+from reme.pipelines.capture import redaction
 from reme.service import hooks
 from reme.workspace.secret_rules import embedded_config, gitleaks_binary, go_to_python, parse_rules
 

@@ -391,7 +391,7 @@ def test_codex_notify_finds_the_rollout_of_an_old_thread(tmp_path: Path) -> None
 
 
 def test_recall_output_is_ascii_json(tmp_path: Path, monkeypatch, capsys) -> None:
-    from reme.app import captures as hooks
+    from reme.service import hooks
 
     monkeypatch.setattr(hooks, "http_service", lambda workspace: None)
     monkeypatch.setattr(hooks, "markers", lambda workspace, first=None: [])
