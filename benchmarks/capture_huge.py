@@ -77,6 +77,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
+        os.environ["REME_TRANSCRIPT_DIRS"] = tmp  # the hooks read transcripts only from known folders
         workspace = Path(tmp) / "ws"
         service = subprocess.Popen(
             [

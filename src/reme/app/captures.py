@@ -215,7 +215,11 @@ def parse_capture(raw: str) -> Capture | None:
         return None
     if not isinstance(value, dict):
         return None
-    session_id, transcript, source = value.get("session_id"), value.get("transcript_path"), value.get("source")
+    session_id, transcript, source = (
+        value.get("session_id"),
+        value.get("transcript_path"),
+        value.get("source"),
+    )
     if not (isinstance(session_id, str) and isinstance(transcript, str) and isinstance(source, str)):
         return None
     event, at = value.get("event"), value.get("at")
@@ -328,7 +332,9 @@ def append_params(workspace: str, capture: Capture) -> tuple[AppendParams, Part]
     return params, part
 
 
-def saved_up_to(workspace: str, capture: Capture, offset: int, skipped: Mapping[str, int] | None = None) -> None:
+def saved_up_to(
+    workspace: str, capture: Capture, offset: int, skipped: Mapping[str, int] | None = None
+) -> None:
     """Remember how far a transcript is saved, so the next capture sends only what follows, and
     the records skipped so far (by reason) for `capture_status` and `reme doctor`."""
     path = _sent_path(workspace, capture["session_id"])
@@ -477,7 +483,9 @@ async def drain_in_app(app: Application, workspace: str, only: str | None = None
                 try:
                     params, part = append_params(workspace, capture)
                 except OSError as exc:
-                    report.failed[session] = failed(path, f"its transcript cannot be read: {exc.strerror or exc}")
+                    report.failed[session] = failed(
+                        path, f"its transcript cannot be read: {exc.strerror or exc}"
+                    )
                     break
                 if params["messages"]:
                     try:

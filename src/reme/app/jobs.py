@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import anyio.to_thread
 
 from reme.app.config import ConfigError
+from reme.app.recent_errors import recent_errors
 from reme.app.registry import STEPS, step_settings
 from reme.errors import ReMeError
 from reme.llm import budget as llm_budget
@@ -340,6 +341,8 @@ async def run_steps(
     except Exception as exc:  # a failing step must never crash the service
         log.exception("job %s failed", job.name)
         response = Response(False, f"{type(exc).__name__}: {exc}", dict(ctx.response.metadata))
+    if not response.success:  # for the status view (`recent_errors` job)
+        recent_errors(app).add(job.name, str(response.answer))
     if ctx.usage:
         response.metadata.setdefault("usage", dict(ctx.usage))
     if isinstance(response.metadata.get("usage"), dict):
