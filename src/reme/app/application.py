@@ -19,6 +19,7 @@ from reme.app.jobs import JobSpec, Response, build_jobs, execute
 from reme.app.registry import COMPONENTS, load_plugins
 from reme.app.scheduling import run_on_schedule, supervise
 from reme.app.timezones import resolve_timezone
+from reme.index.memory import keep_large_blocks_apart
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,8 @@ class Application:
         """Build jobs, start components in dependency order; `background` also starts loops and cron."""
         if self._started:
             return self
+        if background:  # a long-running service: large blocks never pin the heap (reme.index.memory)
+            keep_large_blocks_apart()
         load_plugins(self.step_modules)
         self.jobs = build_jobs(self.config.get("jobs", {}))
         try:

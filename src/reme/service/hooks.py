@@ -51,6 +51,7 @@ EVENTS = (*RECALL_EVENTS, *CAPTURE_EVENTS, "drain", "drop")
 MAX_STDIN_BYTES = 1 << 20
 CAPTURE_BUDGET = 0.8  # seconds a capture hook may spend talking to the service (`REME_HOOK_BUDGET`)
 RECALL_TIMEOUT = 5.0
+MAX_PACE = 5.0  # seconds a background drain waits at most between two parts of one transcript
 PROMPT_RECALL = {"limit": 3, "max_chars": 1500}
 SESSION_RECALL = {"limit": 5, "max_chars": 4000}
 USAGE = (
@@ -147,10 +148,14 @@ def _skipped(response: JSONObject, part: Part) -> dict[str, int]:
     return part.skipped if counts is None else counts
 
 
-def _send(info: ServiceInfo, workspace: str, path: str, raw: str, timeout: float) -> bool:
+def _send(
+    info: ServiceInfo, workspace: str, path: str, raw: str, timeout: float, pace: bool = False
+) -> bool:
     """Send one capture, part by part; False when the service did not take it or time ran out
     (the marker stays queued). A capture the service refuses, or whose transcript is gone, keeps
-    its marker with a failure note and the drain goes on with the others."""
+    its marker with a failure note and the drain goes on with the others. `pace`: after each part
+    of a long transcript, wait as long as the service took for it (a background drain, which no one
+    waits for), so other sessions' captures find the service idle at least half the time."""
     deadline = time.monotonic() + timeout
     capture = _capture(path, raw)
     if capture is None:
@@ -161,13 +166,16 @@ def _send(info: ServiceInfo, workspace: str, path: str, raw: str, timeout: float
         except OSError as exc:
             failed(path, f"its transcript cannot be read: {exc.strerror or exc}")
             return True
+        sent_at = time.monotonic()
         response: JSONObject = (
-            call_service(info, workspace, "agent_session_append", params, deadline - time.monotonic())
+            call_service(info, workspace, "agent_session_append", params, deadline - sent_at)
             if params["messages"]
             else {"success": True}  # nothing new since the last capture
         )
         if response.get("success"):
             saved_up_to(workspace, capture, part.end, _skipped(response, part))
+            if part.more and pace:
+                time.sleep(min(time.monotonic() - sent_at, MAX_PACE, max(0.0, deadline - time.monotonic())))
             if part.more and time.monotonic() < deadline:
                 continue
             if part.more:
@@ -180,10 +188,15 @@ def _send(info: ServiceInfo, workspace: str, path: str, raw: str, timeout: float
 
 
 def drain_through(
-    info: ServiceInfo, workspace: str, budget: float, first: str | None = None, others: bool = True
+    info: ServiceInfo,
+    workspace: str,
+    budget: float,
+    first: str | None = None,
+    others: bool = True,
+    pace: bool = False,
 ) -> bool:
     """Send the waiting captures (`first` first, then the others unless `others` is False) to the
-    service within `budget` seconds; True when none is left to this call."""
+    service within `budget` seconds (`pace`: see `_send`); True when none is left to this call."""
     from reme.service.client import ServiceUnreachable
 
     deadline = time.monotonic() + budget
@@ -196,7 +209,7 @@ def drain_through(
         if left <= 0:
             return False
         try:
-            if not _send(info, workspace, path, raw, left):
+            if not _send(info, workspace, path, raw, left, pace):
                 return False
         except (ServiceUnreachable, OSError) as exc:  # slow, not failed: the marker waits as it is
             _note(f"the service did not take the capture in time ({exc}); it stays queued")
@@ -390,7 +403,7 @@ def drain(workspace: str) -> None:
         return
     try:
         info = http_service(workspace)
-        if info is not None and drain_through(info, workspace, 600):
+        if info is not None and drain_through(info, workspace, 600, pace=True):
             return
         asyncio.run(_drain_in_process(workspace))
     finally:
