@@ -13,7 +13,10 @@ Claude Code runs a hook with the event's JSON on stdin (`session_id`, `transcrip
 - `SessionStart` (and `UserPromptSubmit`, off unless `prompt_recall=true` or
   `REME_HOOK_PROMPT_RECALL=1`) print `hookSpecificOutput.additionalContext` with the recall block.
 
-Only the standard library and the small client modules load unless the hook must run a job in-process.
+The capture state (markers, failure notes, how far each transcript is saved) and the reading of a
+transcript in parts are `reme.app.captures`, shared with the `capture_*` jobs and `reme doctor`;
+this module only parses hook input and talks to the service. Only the standard library, that module
+and the small client modules load unless the hook must run a job in-process.
 """
 
 from __future__ import annotations
