@@ -38,7 +38,7 @@ def keep_large_blocks_apart() -> None:
     """Serve every allocation over 256 KiB by its own mmap (fixed threshold, no dynamic raise).
 
     Measured (benchmarks/README.md, "Huge transcript"): three 16 MiB transcripts appended in one
-    process left it +59, +65, +89 MiB; with the fixed threshold +23 MiB after each (caches), same
+    process left it +54, +105, +93 MiB; with the fixed threshold +25, +22, +22 MiB (caches), same
     speed. A no-op where the C library has no `mallopt`."""
     name = ctypes.util.find_library("c")
     try:
