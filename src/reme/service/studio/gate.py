@@ -10,8 +10,9 @@ Every answer carries a strict Content-Security-Policy and related headers.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Awaitable, Callable
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from reme.service.security import send_json
 from reme.service.studio.sessions import CSRF_HEADER, Sessions
@@ -37,7 +38,7 @@ def is_open(method: str, path: str) -> bool:
 
 
 class StudioGate:
-    def __init__(self, app: ASGIApp, token: str | None, sessions: Sessions) -> None:
+    def __init__(self, app: Callable[..., Awaitable[None]], token: str | None, sessions: Sessions) -> None:
         self.app = app
         self.sessions = sessions
         self._bearer = f"Bearer {token}".encode() if token else None
