@@ -191,6 +191,29 @@ def test_search_shows_the_jobs_hits_highlighted_and_opens_one(
     page.wait_for_selector(".note-body .hit")
 
 
+def test_search_shows_each_branchs_score_when_the_job_gives_them(page: Any) -> None:
+    """With vectors on the search job adds `branch_scores` to fused hits (tests/index/test_branch_scores.py);
+    this service has no embedder, so its answer gets them on the way, as such a service would send."""
+
+    def with_branches(route: Any) -> None:
+        answer = route.fetch()
+        body = answer.json()
+        for n, hit in enumerate(body["metadata"]["results"]):
+            if n == 0:
+                hit["branch_scores"] = {"keyword": 7.25, "vector": 0.8125}
+        route.fulfill(response=answer, json=body)
+
+    page.route("**/search", with_branches)
+    page.fill("#search-input", "coconut milk")
+    page.press("#search-input", "Enter")
+    page.wait_for_selector(".hit")
+    assert (
+        page.locator(".hit").first.locator(".branch-scores").inner_text().strip()
+        == "(keyword 7.250 · vector 0.813)"
+    )
+    assert page.locator(".branch-scores").count() == 1  # hits without them show the fused score alone
+
+
 def test_the_graph_draws_every_digest_node(page: Any, service: ServiceProcess, tmp_path: Path) -> None:
     page.click("#nav a[data-view=graph]")
     page.wait_for_selector("canvas[data-ready=true]")

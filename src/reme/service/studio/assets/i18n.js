@@ -31,7 +31,7 @@ const ZH = {
   "Saved with records skipped": "已保存（跳过了损坏记录）", failed: "失败", queued: "排队于", ago: "前", Retry: "重试",
   Drop: "放弃", "Retry all": "全部重试", "or run": "或运行", "Drop this capture?": "放弃这次捕获？",
   "Its transcript is not saved further; what was saved stays.": "不再继续保存其记录；已保存的部分保留。",
-  "Recent errors": "最近错误", "No job failed since the service started.": "服务启动以来没有失败的任务。",
+  keyword: "关键词", vector: "向量", "Recent errors": "最近错误", "No job failed since the service started.": "服务启动以来没有失败的任务。",
 };
 
 let lang = localStorage.getItem("reme-lang") || (navigator.language.startsWith("zh") ? "zh" : "en");
