@@ -9,11 +9,20 @@ parts within its budget and leaves the rest to a detached drain, which sends 1 M
 that drain runs, the small session's Stop hook is timed again. Reported: the service's RSS before,
 at its peak, and once the huge capture is done (settled), and the small capture's wall time
 before and during.
+
+`--rounds N` instead appends the last 16 MiB of such a transcript N times (as N sessions) in one
+process through the application, part by part as the drain sends them, and prints the process's
+RSS after each round (after a garbage collection and `malloc_trim`): memory a huge capture leaves
+behind, without HTTP. `--no-pin` leaves glibc's dynamic mmap threshold as it is (what a service
+did before `reme.index.memory.keep_large_blocks_apart`).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import ctypes
+import gc
 import json
 import os
 import statistics
@@ -68,6 +77,50 @@ def stop(workspace: Path, session_id: str, transcript: Path, **env: str) -> floa
     return time.perf_counter() - started
 
 
+async def in_process(rounds: int, pin: bool) -> None:
+    """Append a 16 MiB transcript `rounds` times in this process; RSS after each round."""
+    from reme.app import captures
+    from reme.app.application import Application
+    from reme.app.config import load_config
+    from reme.index.memory import keep_large_blocks_apart
+
+    if pin:
+        keep_large_blocks_apart()
+    trim = ctypes.CDLL("libc.so.6").malloc_trim
+    proc = psutil.Process()
+    with tempfile.TemporaryDirectory() as tmp:
+        big, workspace = Path(tmp) / "huge.jsonl", Path(tmp) / "ws"
+        huge_transcript(big, 17)
+        config = load_config(None, {"workspace_dir": str(workspace), "scheduler.cron": False})
+        async with Application(config) as app:
+            await app.run(
+                "agent_session_append", session_id="warm", messages=[{"role": "user", "content": "hi"}]
+            )
+            (workspace / captures.CAPTURES).mkdir(parents=True, exist_ok=True)
+            gc.collect()
+            trim(0)
+            base = proc.memory_info().rss
+            for n in range(rounds):
+                capture = captures.Capture(
+                    session_id=f"huge-{n}",
+                    transcript_path=str(big),
+                    source="claude_code",
+                    event="Stop",
+                    cwd=None,
+                    at=0,
+                )
+                captures.write_marker(str(workspace), capture)
+                started = time.perf_counter()
+                report = await captures.drain_in_app(app, str(workspace))
+                assert report.saved == [capture["session_id"]], report
+                gc.collect()
+                trim(0)
+                print(
+                    f"round {n + 1}: {time.perf_counter() - started:.1f} s, RSS "
+                    f"+{(proc.memory_info().rss - base) / (1 << 20):.0f} MiB (pinned threshold: {pin})"
+                )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--mb", type=int, default=200)
@@ -75,8 +128,16 @@ def main() -> None:
     parser.add_argument(
         "--service-arg", action="append", default=[], help="a config override for the service"
     )
+    parser.add_argument(
+        "--rounds", type=int, default=0, help="in-process: append a 16 MiB transcript N times"
+    )
+    parser.add_argument("--no-pin", action="store_true", help="in-process: glibc's dynamic mmap threshold")
     args = parser.parse_args()
+    if args.rounds:
+        asyncio.run(in_process(args.rounds, not args.no_pin))
+        return
     with tempfile.TemporaryDirectory() as tmp:
+        os.environ["REME_TRANSCRIPT_DIRS"] = tmp  # the hooks read transcripts only from known folders
         workspace = Path(tmp) / "ws"
         service = subprocess.Popen(
             [

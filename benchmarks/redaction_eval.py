@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from reme import ReMe
+from reme.app.captures import CAPTURES
 from reme.pipelines.capture import redaction
 from reme.service import hooks
 from reme.workspace.secret_rules import embedded_config, gitleaks_binary, go_to_python, parse_rules
@@ -403,7 +404,7 @@ def run_path(
         failures: list[str] = []
         if path in ("claude_hook", "codex_hook"):
             _hooks(workspace, items, {path}, tmp)
-            if any((workspace / hooks.CAPTURES).glob("*.json")):
+            if any((workspace / CAPTURES).glob("*.json")):
                 failures.append(f"{path}: a capture marker is left")
         else:
             failures = asyncio.run(_jobs(workspace, items, {path}, tmp))

@@ -271,7 +271,7 @@ def test_a_session_id_that_is_not_a_plain_name_writes_nothing_anywhere(tmp_path:
 
 
 def test_each_capture_sends_only_the_lines_added_since_the_last_saved_one(tmp_path: Path) -> None:
-    from reme.service.hooks import append_params, saved_up_to
+    from reme.app.captures import append_params, saved_up_to
 
     workspace, transcript = tmp_path / "ws", tmp_path / "t.jsonl"
     lines = (FIXTURES / "claude_session.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
@@ -360,8 +360,45 @@ def test_a_service_that_does_not_save_keeps_the_capture_queued(
     assert len(saved(workspace, S1)) == 10 and markers(workspace) == []
 
 
-def test_a_long_transcript_is_read_in_parts_and_none_is_skipped(tmp_path: Path, monkeypatch) -> None:
+def test_a_background_drain_leaves_the_service_idle_between_parts(tmp_path: Path, monkeypatch) -> None:
+    """`reme hook drain` waits after each part as long as the service took for it; a hook's own
+    send (within its budget) does not wait."""
+    from reme.app import captures
     from reme.service import hooks
+
+    monkeypatch.setattr(captures, "MAX_ENTRIES", 2)
+    workspace, transcript = tmp_path / "ws", tmp_path / "t.jsonl"
+    transcript.write_text("".join(json.dumps({"n": n}) + "\n" for n in range(5)), encoding="utf-8")
+    sent: list[int] = []
+
+    def service(info, workspace, job, params, timeout):
+        sent.append(len(params["messages"]))
+        busy_until = time.monotonic() + 0.05  # the service's time for one part (sleep is recorded)
+        while time.monotonic() < busy_until:
+            pass
+        return {"success": True, "status": 200}
+
+    pauses: list[float] = []
+    monkeypatch.setattr(hooks, "call_service", service)
+    monkeypatch.setattr(hooks.time, "sleep", lambda s: pauses.append(s))
+    for session, pace in (("paced", True), ("hook", False)):
+        capture = captures.Capture(
+            session_id=session, transcript_path=str(transcript), source="claude_code", event="Stop", cwd=None, at=0
+        )
+        marker = captures.write_marker(str(workspace), capture)
+        raw = Path(marker).read_text(encoding="utf-8")
+        pauses.clear()
+        assert hooks._send(None, str(workspace), marker, raw, 60, pace=pace) is True
+        assert not Path(marker).exists()
+        if pace:  # three parts: a pause after each of the first two, as long as the part took
+            assert len(pauses) == 2 and all(0.05 <= p <= hooks.MAX_PACE for p in pauses), pauses
+        else:
+            assert pauses == []
+    assert sent == [2, 2, 1, 2, 2, 1]
+
+
+def test_a_long_transcript_is_read_in_parts_and_none_is_skipped(tmp_path: Path, monkeypatch) -> None:
+    from reme.app import captures as hooks
 
     monkeypatch.setattr(hooks, "MAX_ENTRIES", 3)
     path = tmp_path / "t.jsonl"

@@ -106,7 +106,7 @@ def test_a_failed_capture_keeps_its_marker_until_it_succeeds_or_is_dropped(tmp_p
 def test_a_transcript_is_read_in_bounded_parts_and_an_over_long_line_is_skipped(
     tmp_path: Path, monkeypatch
 ) -> None:
-    from reme.service import hooks
+    from reme.app import captures as hooks
 
     monkeypatch.setattr(hooks, "MAX_LINE_BYTES", 200)
     monkeypatch.setattr(hooks, "MAX_PART_BYTES", 100)

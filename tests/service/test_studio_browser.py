@@ -36,6 +36,8 @@ from tests.service.studio_support import (
 )
 from tests.support import ServiceProcess, scripted_overrides, start_service_process
 
+from reme.app import captures
+
 CHAT = {
     "run": "",  # the chat agent's run has no name
     "turns": [
@@ -189,6 +191,29 @@ def test_search_shows_the_jobs_hits_highlighted_and_opens_one(
     page.wait_for_selector(".note-body .hit")
 
 
+def test_search_shows_each_branchs_score_when_the_job_gives_them(page: Any) -> None:
+    """With vectors on the search job adds `branch_scores` to fused hits (tests/index/test_branch_scores.py);
+    this service has no embedder, so its answer gets them on the way, as such a service would send."""
+
+    def with_branches(route: Any) -> None:
+        answer = route.fetch()
+        body = answer.json()
+        for n, hit in enumerate(body["metadata"]["results"]):
+            if n == 0:
+                hit["branch_scores"] = {"keyword": 7.25, "vector": 0.8125}
+        route.fulfill(response=answer, json=body)
+
+    page.route("**/search", with_branches)
+    page.fill("#search-input", "coconut milk")
+    page.press("#search-input", "Enter")
+    page.wait_for_selector(".hit")
+    assert (
+        page.locator(".hit").first.locator(".branch-scores").inner_text().strip()
+        == "(keyword 7.250 · vector 0.813)"
+    )
+    assert page.locator(".branch-scores").count() == 1  # hits without them show the fused score alone
+
+
 def test_the_graph_draws_every_digest_node(page: Any, service: ServiceProcess, tmp_path: Path) -> None:
     page.click("#nav a[data-view=graph]")
     page.wait_for_selector("canvas[data-ready=true]")
@@ -278,6 +303,38 @@ def test_status_shows_health_and_a_reindex_runs_to_the_end(
     page.click("button[data-action=pending]")
     page.wait_for_selector(".pending-result > *")
     assert page.locator(".pending-result").inner_text().strip()
+
+
+def test_status_shows_a_failed_capture_and_a_recent_error_then_retries_and_drops_it(
+    page: Any, service: ServiceProcess, tmp_path: Path
+) -> None:
+    lost = captures.Capture(
+        session_id="lost-session",
+        transcript_path=str(tmp_path / "gone.jsonl"),
+        source="claude_code",
+        event="Stop",
+        cwd=None,
+        at=time.time(),
+    )
+    marker = Path(captures.write_marker(str(service.workspace), lost))
+    captures.failed(str(marker), "its transcript cannot be read: No such file or directory")
+    reply = httpx.post(f"{service.url}/read", json={"path": "daily/none-such.md"}, timeout=30).json()
+    assert not reply["success"]
+    page.click("#nav a[data-view=status]")
+    failed = page.locator(".captures-failed li[data-session=lost-session]")
+    failed.wait_for()
+    assert "cannot be read" in failed.inner_text() and "1×" in failed.inner_text()
+    assert "reme hook drop session_id=lost-session" in failed.inner_text()
+    errors = page.locator(".recent-errors").inner_text()
+    assert "read" in errors and "none-such" in errors
+    screenshot(page, "status-captures", tmp_path)
+    failed.locator("button[data-action=retry-capture]").click()
+    wait_until(page, "document.querySelector('li[data-session=lost-session]')?.textContent.includes('2×')")
+    assert "capture_retry" in page.locator(".recent-errors").inner_text()  # the retry failed again
+    page.locator("li[data-session=lost-session] button[data-action=drop-capture]").click()
+    page.click("dialog.modal button.danger")
+    page.wait_for_selector("li[data-session=lost-session]", state="detached")
+    assert not marker.exists() and page.locator(".captures-status").inner_text().strip()
 
 
 def test_chat_streams_the_answer_with_its_tool_calls_and_usage(page: Any, service: ServiceProcess) -> None:

@@ -20,6 +20,7 @@ from reme.app.registry import COMPONENTS, load_plugins
 from reme.app.scheduling import run_on_schedule, supervise
 from reme.app.timezones import resolve_timezone
 from reme.errors import Unavailable, kind_of
+from reme.index.memory import keep_large_blocks_apart
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,8 @@ class Application:
         """Build jobs, start components in dependency order; `background` also starts loops and cron."""
         if self._started:
             return self
+        if background:  # a long-running service: large blocks never pin the heap (reme.index.memory)
+            keep_large_blocks_apart()
         load_plugins(self.step_modules)
         self.jobs = build_jobs(self.config.get("jobs", {}))
         try:

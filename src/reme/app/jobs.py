@@ -19,6 +19,7 @@ import anyio.to_thread
 
 from reme.app.component import Components, Host
 from reme.app.config import ConfigError
+from reme.app.recent_errors import recent_errors
 from reme.app.registry import STEPS, step_settings
 from reme.errors import ErrorKind, ReMeError, UserError, bug_message, kind_of
 from reme.jsontypes import JSONObject
@@ -362,6 +363,8 @@ async def run_steps(
         response = ctx.response
     except Exception as exc:  # a failing step must never crash the service: every failure becomes an answer
         response = failed(job.name, exc, ctx.response.metadata)
+    if not response.success:  # for the status view (`recent_errors` job)
+        recent_errors(app).add(job.name, str(response.answer))
     if ctx.usage:
         response.metadata.setdefault("usage", dict(ctx.usage))
     if isinstance(response.metadata.get("usage"), dict):

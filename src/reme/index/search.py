@@ -73,9 +73,13 @@ class Hit:
     outlinks: list[dict[str, Any]] = field(default_factory=list)
     inlinks: list[dict[str, Any]] = field(default_factory=list)
     folded: list[dict[str, Any]] = field(default_factory=list)  # the file's further passages: lines, score
+    # each branch's own score (keyword: BM25, vector: cosine) when both were fused; shown beside `score`
+    branch_scores: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in _HIT_FIELDS}
+        return {
+            name: getattr(self, name) for name in _HIT_FIELDS if name != "branch_scores" or self.branch_scores
+        }
 
 
 _HIT_FIELDS = tuple(f.name for f in fields(Hit))
@@ -222,9 +226,27 @@ class Searcher:
             if len(hits) >= limit or not thinned or exhausted:
                 break
             fetch *= 4
+        if keyword_hits and vector_hits:
+            await asyncio.to_thread(self._branch_scores, hits, keyword_hits, vector_hits)
         if expand_links:
             await asyncio.to_thread(self.expand_links, hits, max_links_per_direction)
         return hits
+
+    def _branch_scores(
+        self, hits: list[Hit], keyword: list[tuple[str, float]], vector: list[tuple[str, float]]
+    ) -> None:
+        """Give each fused hit its score in each branch that found its passage."""
+        places = {
+            cid: (row.path, row.start_line, row.end_line)
+            for cid, row in self.store.chunks_by_id([cid for cid, _ in (*keyword, *vector)]).items()
+        }
+        scores: dict[tuple[str, int, int], dict[str, float]] = {}
+        for branch, ranking in (("keyword", keyword), ("vector", vector)):
+            for cid, score in ranking:
+                if cid in places:
+                    scores.setdefault(places[cid], {})[branch] = score
+        for hit in hits:
+            hit.branch_scores = scores.get((hit.path, hit.start_line, hit.end_line), {})
 
     def _keyword_round(
         self, query: str, fetch: int, filters: SearchFilters, shape: tuple[int, float, bool, str | None]

@@ -174,59 +174,41 @@ def _writable(folder: Path) -> bool:
 
 # agent captures --------------------------------------------------------------------------------
 
-STALE_CAPTURE_SECONDS = 120  # a hook's marker lives for a moment; older ones were not picked up
-
 
 def capture_checks(workspace: Path) -> list[Check]:
     """Agent session captures (Claude Code / Codex hooks): ones that failed (with the reason and how
     to retry or drop them), ones waiting too long, and sessions saved with records skipped."""
-    import time
+    from reme.app.captures import capture_state, drop_command, retry_command
 
-    from reme.pipelines.capture.session import DAMAGED
-    from reme.service.hooks import CAPTURES, markers, read_failure
-
-    checks, stale = [], []
-    retry = f"retry with `reme hook drain workspace_dir={workspace}`"
-    for path, _raw in markers(str(workspace)):
-        session = Path(path).stem
-        failure = read_failure(path)
-        if failure is not None:
-            detail = (
-                f"capture of session {session} failed {failure.get('attempts', 1)} time(s), last at "
-                f"{failure.get('at')}: {failure.get('reason')}"
-            )
-            drop = f"reme hook drop session_id={session} workspace_dir={workspace}"
-            checks.append(Check("agents", "warn", detail, f"{retry}, or give it up with `{drop}`"))
-            continue
-        try:
-            age = time.time() - os.path.getmtime(path)
-        except OSError:
-            continue
-        if age > STALE_CAPTURE_SECONDS:
-            stale.append(age)
-    if stale:
+    state = capture_state(str(workspace))
+    checks = []
+    retry = f"retry with `{retry_command(str(workspace))}`"
+    for queued in state.failed:
+        assert queued.failure is not None
         detail = (
-            f"{len(stale)} agent session capture(s) not saved yet, the oldest {int(max(stale) // 60)} min "
-            "old (metadata/agent/captures; why: metadata/agent/drain.log)"
+            f"capture of session {queued.session_id} failed {queued.failure.attempts} time(s), last at "
+            f"{queued.failure.at}: {queued.failure.reason}"
         )
-        fix = f"run `reme hook drain workspace_dir={workspace}`, or start a service for the workspace"
+        drop = drop_command(str(workspace), queued.session_id)
+        checks.append(Check("agents", "warn", detail, f"{retry}, or give it up with `{drop}`"))
+    if stale := state.stale():
+        detail = (
+            f"{len(stale)} agent session capture(s) not saved yet, the oldest "
+            f"{int(max(q.age_s for q in stale) // 60)} min old (metadata/agent/captures; why: "
+            "metadata/agent/drain.log)"
+        )
+        fix = f"run `{retry_command(str(workspace))}`, or start a service for the workspace"
         checks.append(Check("agents", "warn", detail, fix))
-    for sent in sorted((workspace / CAPTURES).glob("*.sent")):
-        try:
-            counts = json.loads(sent.read_text(encoding="utf-8")).get("skipped") or {}
-        except (OSError, ValueError, AttributeError):
-            continue
-        damaged = {k: v for k, v in counts.items() if k in DAMAGED and isinstance(v, int) and v}
-        if damaged:
-            listed = ", ".join(f"{n} {reason}" for reason, n in sorted(damaged.items()))
-            checks.append(
-                Check(
-                    "agents",
-                    "ok",
-                    f"session {sent.stem} saved; {sum(damaged.values())} record(s) of its transcript "
-                    f"could not be used and were skipped ({listed}); every other turn is kept",
-                )
+    for damaged in state.damaged:
+        listed = ", ".join(f"{n} {reason}" for reason, n in sorted(damaged.skipped.items()))
+        checks.append(
+            Check(
+                "agents",
+                "ok",
+                f"session {damaged.session_id} saved; {sum(damaged.skipped.values())} record(s) of its "
+                f"transcript could not be used and were skipped ({listed}); every other turn is kept",
             )
+        )
     return checks
 
 

@@ -5,6 +5,7 @@ Imported only when the discovered service is an MCP one: the SDK is heavy for a 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from http import HTTPStatus
 
 from reme.errors import UserError
@@ -19,7 +20,7 @@ class WrongWorkspace(UserError, ValueError):
 
 
 async def call_tool(
-    info: ServiceInfo, job: str, params: dict[str, object], token: str | None, workspace: str | None = None
+    info: ServiceInfo, job: str, params: Mapping[str, object], token: str | None, workspace: str | None = None
 ) -> JSONObject:
     """Call `job` as a tool and return a Response dict; with `workspace`, only on that workspace's service."""
     import httpx2
@@ -49,7 +50,7 @@ async def call_tool(
                 else streamable_http_client(url, http_client=http)
             )
             async with Client(connection) as client:
-                result = await client.call_tool(job, params)
+                result = await client.call_tool(job, dict(params))
     except Exception as exc:  # the SDK wraps transport failures in (nested) exception groups: sorted below
         leaf = _leaf(exc)
         if HTTPStatus.CONFLICT in statuses or _status(leaf) == HTTPStatus.CONFLICT:

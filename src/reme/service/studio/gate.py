@@ -10,7 +10,9 @@ Every answer carries a strict Content-Security-Policy and related headers.
 from __future__ import annotations
 
 import secrets
-from typing import Any
+from collections.abc import Awaitable, Callable
+
+from starlette.types import Message, Receive, Scope, Send
 
 from reme.service.security import send_json
 from reme.service.studio.sessions import CSRF_HEADER, Sessions
@@ -36,12 +38,12 @@ def is_open(method: str, path: str) -> bool:
 
 
 class StudioGate:
-    def __init__(self, app: Any, token: str | None, sessions: Sessions) -> None:
+    def __init__(self, app: Callable[..., Awaitable[None]], token: str | None, sessions: Sessions) -> None:
         self.app = app
         self.sessions = sessions
         self._bearer = f"Bearer {token}".encode() if token else None
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -67,7 +69,7 @@ class StudioGate:
             )
             return
 
-        async def secured(message: dict[str, Any]) -> None:
+        async def secured(message: Message) -> None:
             if message["type"] == "http.response.start":
                 message = {**message, "headers": [*message.get("headers", ()), *SECURITY_HEADERS]}
             await send(message)

@@ -27,6 +27,11 @@ const ZH = {
   "Index progress": "索引进度", "Recent captures": "最近捕获", "Select a note in the tree.": "在左侧选择一条笔记。",
   "Nothing here.": "这里没有内容。", "Pending cards": "待处理卡片", "Distil pending cards": "提炼待处理卡片",
   "Session cards left pending (no model, or a failed call) are distilled again by auto_memory_pending.": "未完成提炼的会话卡片（无模型或调用失败）由 auto_memory_pending 重新提炼。", "Recent changes": "最近变更", Embedded: "嵌入", Focus: "聚焦", All: "全部",
+  "Every capture is saved.": "所有捕获均已保存。", "Failed captures": "失败的捕获", "Pending captures": "待保存的捕获",
+  "Saved with records skipped": "已保存（跳过了损坏记录）", failed: "失败", queued: "排队于", ago: "前", Retry: "重试",
+  Drop: "放弃", "Retry all": "全部重试", "or run": "或运行", "Drop this capture?": "放弃这次捕获？",
+  "Its transcript is not saved further; what was saved stays.": "不再继续保存其记录；已保存的部分保留。",
+  keyword: "关键词", vector: "向量", "Recent errors": "最近错误", "No job failed since the service started.": "服务启动以来没有失败的任务。",
 };
 
 let lang = localStorage.getItem("reme-lang") || (navigator.language.startsWith("zh") ? "zh" : "en");

@@ -1,4 +1,5 @@
-// Search: the `search` job's hits as it returns them (path, line range, score, linked notes), highlighted.
+// Search: the `search` job's hits as it returns them (path, line range, score and, with vectors on,
+// each branch's score; linked notes), highlighted.
 import { job } from "./api.js";
 import { h, highlighted, link, route } from "./dom.js";
 import { t } from "./i18n.js";
@@ -8,6 +9,14 @@ function linkList(title, links) {
   if (!links || !links.length) return null;
   return h("div", { class: "hit-links" }, h("span", { class: "muted" }, title + ": "),
     links.map((l, i) => [i ? ", " : "", link(l.name || l.path, "note", l.path)]));
+}
+
+// With vectors on, the job gives each fused hit its score in each branch that found it.
+function branchScores(scores) {
+  const entries = Object.entries(scores || {});
+  if (!entries.length) return null;
+  return h("span", { class: "muted branch-scores" },
+    ` (${entries.map(([branch, score]) => `${t(branch)} ${Number(score).toFixed(3)}`).join(" · ")})`);
 }
 
 export async function searchView(query) {
@@ -22,7 +31,8 @@ export async function searchView(query) {
     list.append(h("li", { class: "hit" },
       h("div", { class: "hit-head" },
         h("a", { class: "hit-path", href: route("note", hit.path) + "?line=" + hit.start_line }, hit.path),
-        h("span", { class: "muted" }, ` ${t("Lines")} ${hit.start_line}–${hit.end_line} · ${t("Score")} ${Number(hit.score).toFixed(3)}`)),
+        h("span", { class: "muted" }, ` ${t("Lines")} ${hit.start_line}–${hit.end_line} · ${t("Score")} ${Number(hit.score).toFixed(3)}`),
+        branchScores(hit.branch_scores)),
       hit.name || hit.description ? h("div", { class: "hit-name" }, hit.name || "", hit.description ? " — " + hit.description : "") : null,
       h("pre", { class: "hit-text" }, highlighted(hit.text, query)),
       linkList(t("Outlinks"), hit.outlinks),

@@ -1,0 +1,508 @@
+"""Queued agent-session captures: the markers capture hooks leave, why one failed, how far each
+transcript is saved, and sending the rest through the application (docs/capture-safety.md).
+
+One reading of that state for every client: the hooks write and drain it, the `capture_status`,
+`capture_retry` and `capture_drop` jobs show and act on it (Studio's status view, HTTP, MCP, CLI),
+`reme doctor` reports it. Files, under `metadata/agent/captures/`:
+
+- `<session>.json`: a capture to do (the transcript, its source); removed once the transcript is saved;
+- `<session>.failed`: why the last try failed (reason, time, attempts); the marker stays;
+- `<session>.sent`: how far the transcript is saved and the records skipped so far, by reason.
+
+Only the standard library is imported here at load time: a hook imports this module and must start fast.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import IO, TYPE_CHECKING, TypedDict
+
+from reme.jsontypes import JSONObject, JSONValue
+
+if TYPE_CHECKING:
+    from filelock import BaseFileLock
+
+    from reme.app.jobs import JobHost
+
+CAPTURES = os.path.join("metadata", "agent", "captures")
+MAX_TRANSCRIPT_BYTES = 16 << 20  # the tail of a longer transcript: earlier turns were captured before
+MAX_LINE_BYTES = 8 << 20  # one record (a turn with a pasted image); a longer line is skipped, counted
+MAX_PART_BYTES = 1 << 20  # one request to the service: a long transcript goes in parts, others between
+MAX_ENTRIES = 50000  # = agent_session_append's maxItems
+MAX_REASON = 300  # characters of a failure's reason kept beside its marker
+STALE_CAPTURE_SECONDS = 120  # a hook's marker lives for a moment; older ones were not picked up
+
+
+class Capture(TypedDict):
+    """A marker's content: which transcript of which session to save, and what asked for it."""
+
+    session_id: str
+    transcript_path: str
+    source: str
+    event: str
+    cwd: JSONValue
+    at: float
+
+
+class AppendParams(TypedDict, total=False):
+    """`agent_session_append`'s parameters for one part of a transcript."""
+
+    session_id: str
+    source: str
+    messages: list[JSONObject]
+    skipped: dict[str, int]
+
+
+def plain_session_id(session_id: object) -> bool:
+    """Whether `session_id` can name a marker file: the jobs' own rule (`reme.workspace.transcript`)."""
+    from reme.workspace.transcript import is_session_id  # imported here: this module stays stdlib-only
+
+    return isinstance(session_id, str) and is_session_id(session_id)
+
+
+# reading a transcript in parts ----------------------------------------------------------------
+
+
+@dataclass
+class Part:
+    """What one read of a transcript gives: entries to send, where they end, lines left out by reason."""
+
+    entries: list[JSONObject] = field(default_factory=list)
+    end: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    more: bool = False  # a bound was reached: the rest follows in the next part
+
+    def skip(self, reason: str) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+
+def read_transcript(path: str, start: int = 0) -> Part:
+    """The JSON lines of a transcript from byte `start` (at most its last 16 MiB), read line by line
+    in bounded memory, up to MAX_PART_BYTES / MAX_ENTRIES (`more` says the rest waits for the next
+    part). A line still being written is left for later; a line that is not JSON or longer than
+    MAX_LINE_BYTES is skipped and counted, never the turns around it."""
+    part = Part()
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        start = start if 0 <= start <= size else 0  # a shorter file was rewritten: read it all
+        handle.seek(max(start, size - MAX_TRANSCRIPT_BYTES))
+        if handle.tell() > start:
+            _skip_line(handle)  # a partial line
+        part.end = handle.tell()
+        taken = 0
+        while part.end < size:
+            if len(part.entries) >= MAX_ENTRIES or taken >= MAX_PART_BYTES:
+                part.more = True
+                break
+            line = handle.readline(MAX_LINE_BYTES + 1)
+            if not line.endswith(b"\n"):
+                if len(line) <= MAX_LINE_BYTES:
+                    break  # still being written: the next capture takes it
+                _skip_line(handle)
+                part.skip("over_size")
+                part.end = handle.tell()
+                continue
+            part.end += len(line)
+            taken += len(line)
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                if line.strip():
+                    part.skip("not_json")
+                continue
+            if isinstance(entry, dict):
+                part.entries.append(entry)
+            else:
+                part.skip("not_an_object")
+    return part
+
+
+def _skip_line(handle: IO[bytes]) -> None:
+    """Read past the end of the current line without holding it (it may be huge)."""
+    while (chunk := handle.readline(1 << 20)) and not chunk.endswith(b"\n"):
+        pass
+
+
+def session_id_of(source: str, transcript: str) -> str | None:
+    """The session a transcript records, when the hook input names none (Codex: its `session_meta`
+    line; Claude Code: the file name, or the id its entries name)."""
+    from reme.pipelines.capture.transcripts import claude_session_id, codex_session_id
+
+    if source == "codex":
+        return codex_session_id(read_transcript(transcript).entries[:5])
+    return claude_session_id(transcript, read_transcript(transcript).entries)
+
+
+# markers --------------------------------------------------------------------------------------
+
+
+def marker_dir(workspace: str) -> str:
+    return os.path.join(workspace, CAPTURES)
+
+
+def marker_path(workspace: str, session_id: str) -> str:
+    return os.path.join(marker_dir(workspace), f"{session_id}.json")
+
+
+def _write_json(path: str, value: Mapping[str, object]) -> None:
+    """Replace `path` with `value` as JSON atomically (a reader sees the old file or the new one)."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(value, handle)
+    os.replace(tmp, path)
+
+
+def _read_json(path: str) -> JSONObject | None:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            value = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def write_marker(workspace: str, capture: Capture) -> str:
+    """Record a capture to do (atomically); a newer capture of the session replaces the older one."""
+    os.makedirs(marker_dir(workspace), exist_ok=True)
+    path = marker_path(workspace, capture["session_id"])
+    _write_json(path, capture)
+    return path
+
+
+def markers(workspace: str, first: str | None = None) -> list[tuple[str, str]]:
+    """(path, raw text) of every capture still to do: `first` (a session id) first, then the ones
+    that never failed, oldest first, then failed ones (retried last)."""
+    folder = marker_dir(workspace)
+    try:
+        names = [n for n in os.listdir(folder) if n.endswith(".json")]
+    except FileNotFoundError:
+        return []
+    found = []
+    for name in names:
+        path = os.path.join(folder, name)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                found.append((os.path.getmtime(path), path, handle.read()))
+        except OSError:
+            continue
+    ordered = [(path, raw) for _, path, raw in sorted(found)]
+    lead = os.path.join(folder, f"{first}.json")
+    return sorted(ordered, key=lambda item: (item[0] != lead, os.path.exists(failure_path(item[0]))))
+
+
+def done(path: str, raw: str) -> None:
+    """Remove a marker (and its failure note) unless a newer capture rewrote it meanwhile."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            if handle.read() == raw:
+                os.unlink(path)
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(failure_path(path))
+    except OSError:
+        pass
+
+
+def parse_capture(raw: str) -> Capture | None:
+    """The capture a marker's text names; None when it is damaged."""
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    session_id, transcript, source = (
+        value.get("session_id"),
+        value.get("transcript_path"),
+        value.get("source"),
+    )
+    if not (isinstance(session_id, str) and isinstance(transcript, str) and isinstance(source, str)):
+        return None
+    event, at = value.get("event"), value.get("at")
+    return Capture(
+        session_id=session_id,
+        transcript_path=transcript,
+        source=source,
+        event=event if isinstance(event, str) else "capture",
+        cwd=value.get("cwd"),
+        at=float(at) if isinstance(at, (int, float)) else 0.0,
+    )
+
+
+# failures -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why the last try of a capture failed (kept beside its marker)."""
+
+    reason: str
+    at: str
+    attempts: int
+
+
+def failure_path(marker: str) -> str:
+    return marker[: -len(".json")] + ".failed"
+
+
+def read_failure(marker: str) -> Failure | None:
+    note = _read_json(failure_path(marker))
+    if note is None:
+        return None
+    attempts = note.get("attempts")
+    return Failure(
+        reason=str(note.get("reason") or "unknown"),
+        at=str(note.get("at") or ""),
+        attempts=attempts if isinstance(attempts, int) and attempts > 0 else 1,
+    )
+
+
+def failed(marker: str, reason: str) -> str:
+    """Note why a capture failed beside its marker, which stays: the next drain tries it again,
+    `capture_status` and `reme doctor` show the reason, `capture_drop` gives it up. Returns the
+    bounded reason (answers name parameters, not their values; bounded all the same)."""
+    reason = reason[:MAX_REASON]
+    before = read_failure(marker)
+    note = {
+        "reason": reason,
+        "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "attempts": (before.attempts if before else 0) + 1,
+    }
+    _write_json(failure_path(marker), note)
+    return reason
+
+
+def drop(workspace: str, session_id: str) -> bool:
+    """Give up a queued capture (`reme hook drop`, `capture_drop`); False when there is none."""
+    if not plain_session_id(session_id):
+        return False
+    marker = marker_path(workspace, session_id)
+    found = os.path.exists(marker)
+    for path in (marker, failure_path(marker)):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+    return found
+
+
+# how far a transcript is saved ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Sent:
+    """How far a session's transcript is saved, and the records skipped so far, by reason."""
+
+    transcript_path: str = ""
+    offset: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+
+
+def _sent_path(workspace: str, session_id: str) -> str:
+    return os.path.join(marker_dir(workspace), f"{session_id}.sent")
+
+
+def _counts(value: JSONValue) -> dict[str, int]:
+    if not isinstance(value, dict):
+        return {}
+    return {k: v for k, v in value.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 0}
+
+
+def read_sent(path: str) -> Sent:
+    note = _read_json(path) or {}
+    transcript, offset = note.get("transcript_path"), note.get("offset")
+    return Sent(
+        transcript_path=transcript if isinstance(transcript, str) else "",
+        offset=offset if isinstance(offset, int) and offset >= 0 else 0,
+        skipped=_counts(note.get("skipped")),
+    )
+
+
+def append_params(workspace: str, capture: Capture) -> tuple[AppendParams, Part]:
+    """The `agent_session_append` parameters for a capture: the next part of the lines its
+    transcript gained since the last part that was saved (from the start for a new file)."""
+    sent = read_sent(_sent_path(workspace, capture["session_id"]))
+    start = sent.offset if sent.transcript_path == capture["transcript_path"] else 0
+    part = read_transcript(capture["transcript_path"], start)
+    params = AppendParams(session_id=capture["session_id"], source=capture["source"], messages=part.entries)
+    if part.skipped:
+        params["skipped"] = part.skipped
+    return params, part
+
+
+def saved_up_to(
+    workspace: str, capture: Capture, offset: int, skipped: Mapping[str, int] | None = None
+) -> None:
+    """Remember how far a transcript is saved, so the next capture sends only what follows, and
+    the records skipped so far (by reason) for `capture_status` and `reme doctor`."""
+    path = _sent_path(workspace, capture["session_id"])
+    before = read_sent(path)
+    counts = dict(before.skipped) if before.transcript_path == capture["transcript_path"] else {}
+    for reason, count in (skipped or {}).items():
+        counts[reason] = counts.get(reason, 0) + int(count)
+    _write_json(path, {"transcript_path": capture["transcript_path"], "offset": offset, "skipped": counts})
+
+
+def skipped_counts(value: JSONValue) -> dict[str, int] | None:
+    """The per-reason counts in a job answer's `skipped` metadata, when it has them."""
+    return _counts(value) if isinstance(value, dict) else None
+
+
+# one drain at a time per workspace ------------------------------------------------------------
+
+
+def drain_lock(workspace: str) -> BaseFileLock:
+    """The lock one drain per workspace holds (taken without waiting)."""
+    from filelock import FileLock
+
+    os.makedirs(marker_dir(workspace), exist_ok=True)
+    return FileLock(os.path.join(marker_dir(workspace), ".drain.lock"), timeout=0)
+
+
+def draining(workspace: str) -> bool:
+    """Whether a drain (a `reme hook drain`, a `capture_retry`) holds the workspace's drain lock now."""
+    from filelock import Timeout
+
+    lock = drain_lock(workspace)
+    try:
+        lock.acquire()
+    except Timeout:
+        return True
+    lock.release()
+    return False
+
+
+# the state a user sees ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Queued:
+    """A capture not saved yet: waiting (no try failed) or failed (with the last failure)."""
+
+    session_id: str
+    transcript_path: str
+    source: str
+    age_s: float
+    failure: Failure | None
+
+
+@dataclass(frozen=True)
+class Damaged:
+    """A session saved with records of its transcript skipped because they could not be used."""
+
+    session_id: str
+    skipped: dict[str, int]
+
+
+@dataclass(frozen=True)
+class CaptureState:
+    failed: list[Queued]
+    pending: list[Queued]  # waiting without a failure; `stale` ones were not picked up in time
+    damaged: list[Damaged]
+
+    def stale(self) -> list[Queued]:
+        return [q for q in self.pending if q.age_s > STALE_CAPTURE_SECONDS]
+
+
+def capture_state(workspace: str, now: float | None = None) -> CaptureState:
+    """Every queued capture (failed ones with their reason) and every session saved with damaged
+    records skipped, read from `metadata/agent/captures/`."""
+    from reme.pipelines.capture.session import DAMAGED
+
+    now = time.time() if now is None else now
+    failed_ones: list[Queued] = []
+    pending: list[Queued] = []
+    for path, raw in markers(workspace):
+        capture = parse_capture(raw)
+        try:
+            age = max(0.0, now - os.path.getmtime(path))
+        except OSError:
+            continue  # saved meanwhile
+        session = os.path.basename(path)[: -len(".json")]
+        failure = read_failure(path)
+        if capture is None and failure is None:
+            failure = Failure("the marker is damaged (not a capture's JSON); drop it", "", 1)
+        queued = Queued(
+            session_id=session,
+            transcript_path=capture["transcript_path"] if capture else "",
+            source=capture["source"] if capture else "",
+            age_s=round(age, 1),
+            failure=failure,
+        )
+        (failed_ones if failure else pending).append(queued)
+    damaged = []
+    with contextlib.suppress(FileNotFoundError):
+        for name in sorted(os.listdir(marker_dir(workspace))):
+            if name.endswith(".sent"):
+                counts = read_sent(os.path.join(marker_dir(workspace), name)).skipped
+                kept = {k: v for k, v in counts.items() if k in DAMAGED and v}
+                if kept:
+                    damaged.append(Damaged(name[: -len(".sent")], kept))
+    return CaptureState(failed_ones, pending, damaged)
+
+
+def retry_command(workspace: str) -> str:
+    return f"reme hook drain workspace_dir={workspace}"
+
+
+def drop_command(workspace: str, session_id: str) -> str:
+    return f"reme hook drop session_id={session_id} workspace_dir={workspace}"
+
+
+# saving queued captures through an application -------------------------------------------------
+
+
+@dataclass
+class DrainReport:
+    """What one drain through an application did."""
+
+    saved: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)  # session -> reason
+
+
+async def drain_in_app(app: JobHost, workspace: str, only: str | None = None) -> DrainReport:
+    """Save every queued capture (or only session `only`) by running `agent_session_append` on
+    `app`, part by part. A capture that fails keeps its marker with the reason; the others go on.
+    Markers written meanwhile are taken too (a rewritten marker is a new capture)."""
+    from reme.app.jobs import ParameterError, validate_params
+
+    report = DrainReport()
+    handled: set[tuple[str, str]] = set()
+    own = marker_path(workspace, only) if only else None
+    while pending := [i for i in markers(workspace) if i not in handled and own in (None, i[0])]:
+        for path, raw in pending:
+            handled.add((path, raw))
+            session = os.path.basename(path)[: -len(".json")]
+            capture = parse_capture(raw)
+            if capture is None:
+                report.failed[session] = failed(path, "the marker is damaged (not a capture's JSON); drop it")
+                continue
+            while True:
+                try:
+                    params, part = append_params(workspace, capture)
+                except OSError as exc:
+                    report.failed[session] = failed(
+                        path, f"its transcript cannot be read: {exc.strerror or exc}"
+                    )
+                    break
+                if params["messages"]:
+                    try:
+                        validate_params(app.jobs["agent_session_append"], dict(params))
+                    except ParameterError as exc:  # the input itself is refused: resending fails again
+                        report.failed[session] = failed(path, f"refused: {exc}")
+                        break
+                    response = await app.run("agent_session_append", **params)
+                    if not response.success:  # a conflict, a failing store: tried again next time
+                        report.failed[session] = failed(path, str(response.answer))
+                        break
+                    counts = skipped_counts(response.metadata.get("skipped"))
+                    saved_up_to(workspace, capture, part.end, part.skipped if counts is None else counts)
+                else:
+                    saved_up_to(workspace, capture, part.end, part.skipped)
+                if not part.more:
+                    done(path, raw)
+                    report.saved.append(session)
+                    break
+    return report
