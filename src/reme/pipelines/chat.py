@@ -69,6 +69,6 @@ async def chat(
         add_usage(failure.usage)
         raise
     add_usage(result.usage)
-    sources = list(dict.fromkeys(c.args["path"] for c in result.tool_calls if c.tool == "read" and c.success))
+    sources = list(dict.fromkeys(str(c.args["path"]) for c in result.tool_calls if c.tool == "read" and c.success))
     calls = [{"tool": c.tool, "args": c.args, "success": c.success} for c in result.tool_calls]
     return ChatAnswer(str(result.output), sources, calls)
