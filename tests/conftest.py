@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+from tests.support import TEST_PLUGINS
 
 from reme import ReMe
 from reme.llm import output_modes
 from reme.llm.testing.fake_openai import FakeOpenAI
-from tests.support import TEST_PLUGINS
 
 # The scripted LLM backend is a test double, never an installed entry point: the suite opts in
 # (docs/testing.md); `reme_env()` passes the same opt-in to the `reme` processes tests start.

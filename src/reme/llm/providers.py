@@ -13,8 +13,8 @@ from reme.llm.attempts import watch
 from reme.llm.settings import ModelSettings
 
 if TYPE_CHECKING:
-    from pydantic_ai.models import Model
     from openai import AsyncOpenAI
+    from pydantic_ai.models import Model
     from pydantic_ai.settings import ModelSettings as RequestSettings
 
 
