@@ -36,6 +36,8 @@ from tests.service.studio_support import (
 )
 from tests.support import ServiceProcess, scripted_overrides, start_service_process
 
+pytestmark = pytest.mark.slow  # starts processes or services (docs/testing.md)
+
 CHAT = {
     "run": "",  # the chat agent's run has no name
     "turns": [
