@@ -107,7 +107,9 @@ class OpenAIEmbedder:
         rows: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
             batch = texts[start : start + self.batch_size]
-            rows.extend(self._request(batch, retries=0, timeout=self.query_timeout) if query else self._request(batch))
+            rows.extend(
+                self._request(batch, retries=0, timeout=self.query_timeout) if query else self._request(batch)
+            )
         matrix = np.asarray(rows, dtype=np.float32).reshape(len(rows), -1) if rows else None
         if matrix is None:
             return np.zeros((0, dimension), dtype=np.float32)

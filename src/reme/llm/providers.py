@@ -40,7 +40,9 @@ def build_model(settings: ModelSettings) -> Model:
     if settings.backend == "ollama":
         from pydantic_ai.providers.ollama import OllamaProvider
 
-        provider: Provider[AsyncOpenAI] = OllamaProvider(base_url=settings.base_url, api_key=settings.api_key or None)
+        provider: Provider[AsyncOpenAI] = OllamaProvider(
+            base_url=settings.base_url, api_key=settings.api_key or None
+        )
     else:
         from pydantic_ai.providers.openai import OpenAIProvider
 

@@ -49,7 +49,9 @@ class ToolSpec:
         }
         schema["properties"] = properties
         required = schema.get("required", [])
-        schema["required"] = [name for name in (required if isinstance(required, list) else ()) if name not in hidden]
+        schema["required"] = [
+            name for name in (required if isinstance(required, list) else ()) if name not in hidden
+        ]
         schema["additionalProperties"] = False
         path_params = tuple(name for name in paths if name in properties)
         return cls(job, description, schema, path_params, writes)

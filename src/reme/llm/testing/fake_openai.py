@@ -191,7 +191,9 @@ def _message(entry: Body, body: Body) -> tuple[JSONObject, str]:
     elif "tool" in entry:
         calls.append((str(entry["tool"]), json.dumps(entry.get("args") or {})))
     elif "tools" in entry:
-        calls.extend((str(obj(c)["tool"]), json.dumps(obj(c).get("args") or {})) for c in items(entry["tools"]))
+        calls.extend(
+            (str(obj(c)["tool"]), json.dumps(obj(c).get("args") or {})) for c in items(entry["tools"])
+        )
     elif "output" in entry and _output_tool(body):
         calls.append((_output_tool(body) or "", json.dumps(entry["output"])))
     if calls:
