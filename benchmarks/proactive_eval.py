@@ -97,6 +97,7 @@ HEADER = (
 def llm_overrides() -> dict[str, Any]:
     if os.environ.get("LLM_BASE_URL"):
         return {}  # the default config reads LLM_BASE_URL / LLM_MODEL / LLM_API_KEY
+    os.environ.setdefault("REME_PLUGINS", "reme.testing")  # the scripted backend is opt-in (docs/testing.md)
     return {"components.llm.backend": "scripted", "components.llm.script": SCRIPT}
 
 

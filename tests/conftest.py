@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
+from tests.support import TEST_PLUGINS
 
 from reme import ReMe
 from reme.llm import output_modes
 from reme.llm.testing.fake_openai import FakeOpenAI
+
+# The scripted LLM backend is a test double, never an installed entry point: the suite opts in
+# (docs/testing.md); `reme_env()` passes the same opt-in to the `reme` processes tests start.
+os.environ["REME_PLUGINS"] = TEST_PLUGINS
 
 # Property tests explore the same examples on every run: a failure is reproducible, never luck.
 settings.register_profile("reme", derandomize=True, deadline=None)

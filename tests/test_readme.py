@@ -139,6 +139,7 @@ def skip_reason(command: str) -> str | None:
     return next((why for needle, why in SKIPPED.items() if needle in command), None)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)  # five services start and stop in turn; a busy machine takes its time
 def test_the_readme_runs_as_printed(tmp_path: Path) -> None:
     if sys.prefix == sys.base_prefix:
@@ -212,6 +213,7 @@ def test_the_readme_runs_as_printed(tmp_path: Path) -> None:
     print("skipped:", *skipped, "deviations:", *deviations, sep="\n  ")
 
 
+@pytest.mark.slow
 def test_the_readme_python_examples_run(tmp_path: Path) -> None:
     scripts = blocks("python")
     assert len(scripts) >= 2

@@ -78,6 +78,7 @@ async def test_app_config_redacts_secrets(workspace_dir):
         assert "s3cret-token" not in response.answer
 
 
+@pytest.mark.slow
 def test_import_reme_stays_light():
     import subprocess
     import sys
@@ -125,6 +126,7 @@ def readme_python_blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", text, flags=re.S)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("index", range(len(readme_python_blocks())))
 def test_readme_python_examples_run_as_scripts(tmp_path, index):
     script = tmp_path / "example.py"

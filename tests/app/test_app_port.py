@@ -85,6 +85,7 @@ def _hold(lock_dir: str, ready, release) -> None:
     asyncio.run(hold())
 
 
+@pytest.mark.slow
 async def test_exclusive_refuses_a_second_holder_in_this_and_another_process(port, workspace_dir):
     async with port.exclusive("dream"):
         with pytest.raises(ReMeError, match=r"a dream run is in progress since .* \(process \d+\)"):

@@ -43,6 +43,7 @@ def post(service: ServiceProcess, job: str, status: int = 200, **params) -> dict
     return reply.json()
 
 
+@pytest.mark.slow
 def test_http_digest_jobs(service):
     root = service.workspace
     buckets = post(service, "digest_buckets")
@@ -73,6 +74,7 @@ def test_http_digest_jobs(service):
     assert edited["metadata"] == {"path": "digest/ops/release.md", "count": 1, "workspace": str(root.resolve())}
 
 
+@pytest.mark.slow
 def test_cli_digest_jobs_against_the_service(service):
     root = service.workspace
     created = service.cli(
@@ -95,6 +97,7 @@ def test_cli_digest_jobs_against_the_service(service):
     assert [b["name"] for b in json.loads(listed.stdout)["metadata"]["buckets"]] == ["wiki", "ops", "unknown"]
 
 
+@pytest.mark.slow
 def test_one_shot_run_types_list_overrides_as_json(tmp_path):
     workspace = tmp_path / "ws"
     shown = run_reme_process(

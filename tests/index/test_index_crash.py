@@ -148,6 +148,7 @@ async def clean_reindex(root: Path, tmp_path: Path) -> dict:
     return await snapshot(clean)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "phase", ["after_intents", "before_engine_commit", "after_engine_commit", "inside_catalog_transaction"]
 )
@@ -165,6 +166,7 @@ async def test_killed_writer_is_repaired_on_restart(workspace: Path, tmp_path: P
     assert after["health"] == "ok"
 
 
+@pytest.mark.slow
 async def test_killed_during_a_reindex_at_some_moment(workspace: Path, tmp_path: Path) -> None:
     for i in range(40, 200):  # enough files for a reindex to span several engine commits
         (workspace / "digest" / f"n{i}.md").write_text(note(i, 3))

@@ -84,6 +84,7 @@ async def test_a_live_service_finishes_what_a_killed_one_shot_writer_left(
     assert health["status"] == "ok" and index.guard.last_catch_up["interrupted_writes"] > 0
 
 
+@pytest.mark.slow
 async def test_a_killed_reindex_leaves_a_live_service_a_complete_index(live, tmp_path: Path) -> None:
     root = live.workspace_dir
     for i in range(40, 700):  # a reindex spanning several engine commits
@@ -255,6 +256,7 @@ async def test_stop_ends_a_reindex_after_its_batch_with_a_consistent_index(tmp_p
         assert not index.ready
 
 
+@pytest.mark.slow
 async def test_sigterm_during_a_served_reindex_stops_it_at_a_batch_with_a_consistent_index(
     tmp_path: Path,
 ) -> None:
@@ -316,6 +318,7 @@ KILLED_REINDEX = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 async def test_the_update_loop_finishes_another_process_s_interrupted_writes_without_a_search(
     tmp_path: Path,
 ) -> None:

@@ -9,6 +9,10 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # starts processes or services (docs/testing.md)
+
 WRITER = textwrap.dedent(
     """
     import asyncio, sys

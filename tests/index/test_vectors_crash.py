@@ -16,6 +16,8 @@ from tests.embedders import HashedWordsComponent, hashed_words_backend, vector_o
 from reme import ReMe
 from reme.index.vectors import VectorCache
 
+pytestmark = pytest.mark.slow  # starts processes or services (docs/testing.md)
+
 pytest.importorskip("numpy", reason="vectors need numpy (pip install 'reme[vectors]')")
 
 CHILD = textwrap.dedent(

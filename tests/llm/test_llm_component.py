@@ -59,6 +59,7 @@ async def test_scripted_backend_is_selected_in_config(tmp_path: Path) -> None:
         assert "components.llm.script" in (llm.missing() or "")
 
 
+@pytest.mark.slow
 def test_import_reme_does_not_load_pydantic_ai() -> None:
     code = "import sys, reme, reme.llm, reme.llm.settings; print('pydantic_ai' in sys.modules, 'openai' in sys.modules)"
     out = subprocess.run(

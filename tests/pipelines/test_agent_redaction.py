@@ -184,6 +184,7 @@ ADVERSARIAL = [
 ]
 
 
+@pytest.mark.slow
 def test_a_long_adversarial_message_is_redacted_in_linear_time() -> None:
     # each shape made the old patterns backtrack super-linearly (minutes for 40k characters); a
     # subprocess bounds the work without a tight timing

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # starts processes or services (docs/testing.md)
+
 ROOT = Path(__file__).resolve().parents[2]
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo" / "notes"
 

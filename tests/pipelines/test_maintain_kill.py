@@ -14,6 +14,8 @@ from tests.pipelines.dream_support import journal_runs
 from tests.pipelines.maintain_support import CHILDREN, PARENT, setup_digest, split_run, split_turns
 from tests.support import reme_env
 
+pytestmark = pytest.mark.slow  # starts processes or services (docs/testing.md)
+
 SCRIPT = [split_run(split_turns())]
 FILES_IN_COMMIT = len(CHILDREN) + 2  # the children, the parent, the run's journal record
 # then one more transaction: the record again, finished (kill_after == FILES_IN_COMMIT dies in it)

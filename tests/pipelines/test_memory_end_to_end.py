@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from tests.pipelines.conftest import LLM_ENV
 from tests.support import free_port, reme_env, run_reme_process, start_service_process
 
 from reme.llm.testing.fake_openai import FakeOpenAI
+
+pytestmark = pytest.mark.slow  # starts processes or services (docs/testing.md)
 
 
 def test_auto_memory_through_the_service_then_search_finds_the_card(

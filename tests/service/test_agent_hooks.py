@@ -80,6 +80,7 @@ def context_of(result: subprocess.CompletedProcess[str], name: str) -> str:
 # with the service running ----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_capture_recall_and_prompt_hooks_with_the_service(tmp_path: Path, reme_service, transcripts) -> None:
     workspace = tmp_path / "ws"
     reme_service(workspace, "service.port=0", "scheduler.cron=false")
@@ -114,6 +115,7 @@ def test_capture_recall_and_prompt_hooks_with_the_service(tmp_path: Path, reme_s
 # with the service down ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_capture_with_the_service_down_returns_at_once_and_is_picked_up_next_time(
     tmp_path: Path, reme_service, transcripts
 ) -> None:
@@ -137,6 +139,7 @@ def test_a_capture_with_the_service_down_returns_at_once_and_is_picked_up_next_t
     assert markers(workspace) == []
 
 
+@pytest.mark.slow
 def test_with_no_service_a_detached_process_saves_the_transcript(tmp_path: Path, transcripts) -> None:
     workspace = tmp_path / "ws"
     began = time.monotonic()
@@ -151,6 +154,7 @@ def test_with_no_service_a_detached_process_saves_the_transcript(tmp_path: Path,
     assert len(saved(workspace, S1)) == 10 and markers(workspace) == []
 
 
+@pytest.mark.slow
 def test_session_start_without_a_service_recalls_in_process(tmp_path: Path, transcripts) -> None:
     workspace = tmp_path / "ws"
     (workspace / "daily" / "2026-06-01").mkdir(parents=True)
@@ -164,6 +168,7 @@ def test_session_start_without_a_service_recalls_in_process(tmp_path: Path, tran
 # never in the way ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "payload"),
     [
@@ -192,6 +197,7 @@ def doctor_agents(workspace: Path) -> list[dict[str, Any]]:
     return [c for c in json.loads(result.stdout) if c["area"] == "agents"]
 
 
+@pytest.mark.slow
 def test_usage_errors_never_exit_2(tmp_path: Path) -> None:
     result = hook("NoSuchEvent", "{}", tmp_path / "ws")
     assert result.returncode == 1 and "usage" in result.stderr
@@ -219,6 +225,7 @@ def hook_in_fresh_python(
     return lines[:-1], json.loads(lines[-1])
 
 
+@pytest.mark.slow
 def test_a_capture_hook_imports_neither_the_app_nor_the_web_stack(tmp_path: Path, transcripts) -> None:
     heavy = (
         "reme.app.application", "reme.app.jobs", "reme.index", "reme.llm", "reme.pipelines",
@@ -229,6 +236,7 @@ def test_a_capture_hook_imports_neither_the_app_nor_the_web_stack(tmp_path: Path
     assert loaded == []
 
 
+@pytest.mark.slow
 def test_codex_notify_and_capture_save_the_rollout(tmp_path: Path, reme_service) -> None:
     workspace = tmp_path / "ws"
     reme_service(workspace, "service.port=0", "scheduler.cron=false")
@@ -262,6 +270,7 @@ def test_codex_notify_and_capture_save_the_rollout(tmp_path: Path, reme_service)
     assert markers(workspace) == []
 
 
+@pytest.mark.slow
 def test_a_session_id_that_is_not_a_plain_name_writes_nothing_anywhere(tmp_path: Path, transcripts) -> None:
     workspace = tmp_path / "ws"
     for bad in ("../../escape", "a/b", ".hidden", "x" * 200):
@@ -300,6 +309,7 @@ def test_each_capture_sends_only_the_lines_added_since_the_last_saved_one(tmp_pa
     assert len(append_params(str(workspace), capture)[0]["messages"]) == 1
 
 
+@pytest.mark.slow
 def test_doctor_names_captures_that_waited_too_long(tmp_path: Path, transcripts) -> None:
     import os
 
@@ -317,6 +327,7 @@ def test_doctor_names_captures_that_waited_too_long(tmp_path: Path, transcripts)
     assert len(saved(workspace, S1)) == 10 and doctor_agents(workspace) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("status", "answer"),
     [(401, "missing or wrong access token"), (500, "internal error"), (200, "Conflict: a dream runs")],

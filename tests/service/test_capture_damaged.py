@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 from tests.service.test_agent_hooks import FIXTURES, S1, doctor_agents, event, hook, markers, saved
 from tests.support import REME, reme_env
 
@@ -28,6 +29,7 @@ def damaged_transcript(folder: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_damaged_transcript_keeps_every_valid_turn_and_doctor_names_the_skips(
     tmp_path: Path, reme_service
 ) -> None:
@@ -46,6 +48,7 @@ def test_a_damaged_transcript_keeps_every_valid_turn_and_doctor_names_the_skips(
     assert "2 not_json" in check["detail"] and "1 not_an_object" in check["detail"]
 
 
+@pytest.mark.slow
 def test_the_answer_of_a_capture_says_what_was_skipped(tmp_path: Path) -> None:
     entries: list[Any] = [json.loads(line) for line in (FIXTURES / "claude_session.jsonl").open()]
     entries.insert(

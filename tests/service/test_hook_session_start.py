@@ -15,6 +15,8 @@ import pytest
 from tests.service.test_agent_hooks import hook_in_fresh_python
 from tests.support import REME, reme_env
 
+pytestmark = pytest.mark.slow  # starts processes or services (docs/testing.md)
+
 
 def session_start(workspace: Path, cwd: str) -> str:
     payload = {"session_id": "s1", "cwd": cwd, "hook_event_name": "SessionStart", "source": "startup"}

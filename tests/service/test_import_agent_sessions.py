@@ -13,7 +13,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 from tests.support import REME, reme_env
+
+pytestmark = pytest.mark.slow  # starts processes or services (docs/testing.md)
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "agents"
 S1 = "4f1c2a9e-8b7d-4c3e-9a10-2b6f0d5e7a11"

@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 import httpx
+import pytest
 
 from reme import ReMeSync
 from reme.pipelines.digest.export import parse_bundle
@@ -18,6 +19,7 @@ from reme.pipelines.digest.export import parse_bundle
 DATA = Path(__file__).resolve().parents[1] / "pipelines" / "imports_data"
 
 
+@pytest.mark.slow
 def test_reme_import_is_idempotent_and_reports(run_reme, tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     first = run_reme("import", "chatgpt", str(DATA / "conversations.json"), f"workspace_dir={workspace}")
@@ -35,6 +37,7 @@ def test_reme_import_is_idempotent_and_reports(run_reme, tmp_path: Path) -> None
     assert after == before
 
 
+@pytest.mark.slow
 def test_reme_import_refuses_bad_input_with_a_clear_message(run_reme, tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     unknown = run_reme("import", "notion", str(DATA), f"workspace_dir={workspace}")
@@ -48,6 +51,7 @@ def test_reme_import_refuses_bad_input_with_a_clear_message(run_reme, tmp_path: 
     assert not (workspace / "imports").exists()
 
 
+@pytest.mark.slow
 def test_a_running_service_refuses_imports_while_the_cli_imports_beside_it(
     reme_service, run_reme, tmp_path: Path, free_port: int
 ) -> None:
@@ -73,6 +77,7 @@ def test_a_running_service_refuses_imports_while_the_cli_imports_beside_it(
     assert json.loads(exported.stdout)["answer"]["nodes"] == []
 
 
+@pytest.mark.slow
 def test_reme_export_writes_a_bundle_and_json_that_round_trip(run_reme, tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     with ReMeSync(workspace_dir=workspace, timezone="UTC") as app:

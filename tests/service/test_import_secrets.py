@@ -9,6 +9,10 @@ import string
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+pytestmark = pytest.mark.slow  # starts processes or services (docs/testing.md)
+
 _RNG = random.Random(7)
 # assembled at run time: no scanner mistakes this file for a leak
 STRIPE = "rk_prod_" + "".join(_RNG.choice(string.ascii_letters + string.digits) for _ in range(24))

@@ -10,7 +10,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
+
+pytestmark = pytest.mark.slow  # starts processes or services (docs/testing.md)
 
 
 def _vault(root: Path) -> Path:

@@ -64,6 +64,7 @@ def home(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_user_install_writes_what_claude_code_reads_and_uninstall_restores_it(
     home: Path, tmp_path: Path
 ) -> None:
@@ -150,6 +151,7 @@ def test_user_install_writes_what_claude_code_reads_and_uninstall_restores_it(
     assert snapshot(home) == before
 
 
+@pytest.mark.slow
 def test_project_install_into_an_empty_project_leaves_nothing_behind(tmp_path: Path) -> None:
     home, project = tmp_path / "home", tmp_path / "project"
     home.mkdir()
@@ -169,6 +171,7 @@ def test_project_install_into_an_empty_project_leaves_nothing_behind(tmp_path: P
     assert snapshot(project) == before
 
 
+@pytest.mark.slow
 def test_installing_twice_adds_reme_once_and_uninstall_still_restores(home: Path) -> None:
     before = snapshot(home)
     assert install(home=home).returncode == 0
@@ -182,6 +185,7 @@ def test_installing_twice_adds_reme_once_and_uninstall_still_restores(home: Path
     assert snapshot(home) == before
 
 
+@pytest.mark.slow
 def test_files_edited_after_the_install_lose_only_reme_s_entries(home: Path) -> None:
     assert install(home=home).returncode == 0
     config = json.loads((home / ".claude.json").read_text())
@@ -193,6 +197,7 @@ def test_files_edited_after_the_install_lose_only_reme_s_entries(home: Path) -> 
     assert after["numStartups"] == 13 and set(after["mcpServers"]) == {"github"}
 
 
+@pytest.mark.slow
 def test_a_broken_settings_file_is_refused_and_nothing_is_written(home: Path) -> None:
     (home / ".claude" / "settings.json").write_text("{not json")
     before = snapshot(home)
@@ -202,6 +207,7 @@ def test_a_broken_settings_file_is_refused_and_nothing_is_written(home: Path) ->
     assert install("--uninstall", home=home).returncode == 1  # nothing recorded, nothing removed
 
 
+@pytest.mark.slow
 def test_claude_config_dir_is_respected(tmp_path: Path) -> None:
     home, config = tmp_path / "home", tmp_path / "cc"
     home.mkdir()
@@ -213,6 +219,7 @@ def test_claude_config_dir_is_respected(tmp_path: Path) -> None:
     assert not config.exists() or snapshot(config) == {}
 
 
+@pytest.mark.slow
 def test_usage_errors_say_how_to_call_it(home: Path) -> None:
     for args in (("cursor",), ("claude-code", "--bogus"), ("claude-code", "colour=red")):
         result = subprocess.run(
@@ -236,6 +243,7 @@ def test_the_packaged_plugin_is_a_valid_claude_code_plugin() -> None:
     assert servers["reme"]["args"][3] == "workspace_dir=${REME_WORKSPACE_DIR:-~/.reme}"
 
 
+@pytest.mark.slow
 def test_the_plugin_hooks_default_to_the_home_workspace(tmp_path: Path) -> None:
     home, project = tmp_path / "home", tmp_path / "project"
     home.mkdir()
@@ -252,6 +260,7 @@ def test_the_plugin_hooks_default_to_the_home_workspace(tmp_path: Path) -> None:
     assert expanded == f"workspace_dir={home}/.reme"
 
 
+@pytest.mark.slow
 def test_a_hook_with_no_workspace_does_nothing_in_the_open_project(tmp_path: Path) -> None:
     transcript = tmp_path / "t.jsonl"
     transcript.write_text("")
@@ -289,6 +298,7 @@ async def tools_of(entry: dict[str, Any], cwd: Path) -> tuple[dict[str, Any], An
         return tools, refused
 
 
+@pytest.mark.slow
 async def test_the_installed_server_runs_with_annotations_and_a_read_only_profile(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
@@ -310,6 +320,7 @@ async def test_the_installed_server_runs_with_annotations_and_a_read_only_profil
     assert refused.is_error and "read_only" in refused.content[0].text
 
 
+@pytest.mark.slow
 def test_a_reinstall_refused_for_a_broken_file_keeps_the_earlier_install(home: Path) -> None:
     assert install(home=home).returncode == 0
     installed = snapshot(home)

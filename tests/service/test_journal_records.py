@@ -8,6 +8,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # starts processes or services (docs/testing.md)
+
 GOOD = "20260101T000000-000000-aaaaaa"
 BAD = {
     "20260102T000000-000000-bbbbbb": None,  # over the size cap (written below)

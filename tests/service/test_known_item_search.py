@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.slow  # starts processes or services (docs/testing.md)
+
 
 def _write(root: Path, files: dict[str, str]) -> None:
     for path, text in files.items():

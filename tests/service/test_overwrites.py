@@ -12,6 +12,8 @@ import pytest
 from reme.llm.testing.fake_openai import FakeOpenAI
 from reme.workspace.replaced import KEEP_VERSIONS
 
+pytestmark = pytest.mark.slow  # starts processes or services (docs/testing.md)
+
 
 @pytest.fixture(scope="module")
 def service(module_services, tmp_path_factory):

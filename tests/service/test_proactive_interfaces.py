@@ -42,6 +42,7 @@ def service(refreshed, module_services):
     return module_services(refreshed, "service.port=0", "timezone=UTC")
 
 
+@pytest.mark.slow
 def test_the_one_shot_refresh_wrote_the_day(refreshed):
     interests = load_yaml(refreshed / f"daily/{DAY}/interests.yaml")
     assert [a["topic_id"] for a in interests["agenda"]] == [topic_id(TITLES[1]), topic_id(TITLES[0])]
@@ -50,6 +51,7 @@ def test_the_one_shot_refresh_wrote_the_day(refreshed):
     assert not day_page.exists() or "interests.yaml" not in day_page.read_text()
 
 
+@pytest.mark.slow
 def test_http_reads_and_resolves_but_never_refreshes(service):
     read = httpx.post(
         f"{service.url}/proactive_read", json={"date": DAY, "include_content": False}, timeout=30
@@ -65,6 +67,7 @@ def test_http_reads_and_resolves_but_never_refreshes(service):
     assert unknown["success"] is False and unknown["metadata"]["resolved"] is False
 
 
+@pytest.mark.slow
 def test_cli_prints_a_readable_agenda_piped_or_on_a_terminal_and_the_object_with_json(
     service, run_reme, reme_env
 ):
@@ -110,6 +113,7 @@ async def test_mcp_tools_read_and_resolve(tmp_path):
             assert again.structured_content["answer"]["topics"] == []
 
 
+@pytest.mark.slow
 def test_cli_resolves_a_topic_and_the_next_read_leaves_it_out(service, run_reme):
     where = f"workspace_dir={service.workspace}"
     done = run_reme(
@@ -129,6 +133,7 @@ def test_cli_resolves_a_topic_and_the_next_read_leaves_it_out(service, run_reme)
     assert unknown.returncode == 1 and "unknown topic id" in unknown.stderr
 
 
+@pytest.mark.slow
 def test_the_one_shot_refresh_over_an_openai_compatible_server(tmp_path, fake_server, run_reme):
     workspace = tmp_path / "ws"
     write_note(workspace, NOTE, "Kyoto booking.\n")

@@ -20,10 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from mcp import Client, StdioServerParameters
 
 from reme import ReMe
 from reme.index.guard import index_content
+
+pytestmark = pytest.mark.slow  # starts processes or services (docs/testing.md)
 
 MARKER = "zanzibarquokka"  # the outside secret: one word, so a search could find it
 PNG = b"\x89PNG\r\n\x1a\n"

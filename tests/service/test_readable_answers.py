@@ -14,6 +14,8 @@ from tests.pipelines.proactive_helpers import found, reply
 from tests.service.test_service_cli import run_in_terminal
 from tests.support import REME, reme_env, run_reme_process, scripted_overrides
 
+pytestmark = pytest.mark.slow  # starts processes or services (docs/testing.md)
+
 
 @pytest.fixture(scope="module")
 def service(module_services, tmp_path_factory):

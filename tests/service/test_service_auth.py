@@ -7,6 +7,8 @@ import pytest
 
 from reme import __version__
 
+pytestmark = pytest.mark.slow  # starts processes or services (docs/testing.md)
+
 TOKEN = "s3cret-token"
 
 

@@ -13,6 +13,8 @@ import pytest
 
 from reme import __version__
 
+pytestmark = pytest.mark.slow  # starts processes or services (docs/testing.md)
+
 
 def port_arg(service) -> str:
     return f"port={service.info['port']}"

@@ -18,6 +18,7 @@ def default_service(module_services, tmp_path_factory):
     return module_services(workspace, "service.port=0")
 
 
+@pytest.mark.slow
 def test_cli_round_trip_over_file_jobs(default_service, run_reme, tmp_path):
     where = f"workspace_dir={default_service.workspace}"
     wrote = run_reme("write", "path=notes/007.md", "content=# Agent 007\nlicensed", where, cwd=tmp_path)
@@ -33,6 +34,7 @@ def test_cli_round_trip_over_file_jobs(default_service, run_reme, tmp_path):
     assert missing.returncode == 1 and missing.stderr.startswith("error:")
 
 
+@pytest.mark.slow
 def test_openapi_lists_every_served_job_with_its_schema(default_service):
     spec = httpx.get(f"{default_service.url}/openapi.json").json()
     jobs = httpx.post(f"{default_service.url}/help", json={}).json()["metadata"]["jobs"]

@@ -95,6 +95,7 @@ def test_an_unreachable_llm_is_a_problem(tmp_path, capsys):
     assert areas["index"][0]["status"] == "ok" and "consistent with the files" in areas["index"][0]["detail"]
 
 
+@pytest.mark.slow
 def test_doctor_names_the_running_service(reme_service, run_reme, tmp_path):
     service = reme_service(tmp_path / "ws", "service.port=0")
     assert service.cli("reindex").returncode == 0  # the service's index is ready once this returns

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from mcp import Client
 from tests.pipelines.dream_support import (
     CARD,
@@ -31,6 +32,7 @@ SCRIPT = [extract_run(unit()), integrate_run(create_turns())]
 SCRIPTED = scripted_overrides(SCRIPT, cron=False)
 
 
+@pytest.mark.slow
 def test_http_and_cli_run_auto_dream_on_the_service(reme_service: Any, tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     put(workspace, CARD, CARD_TEXT)
@@ -62,6 +64,7 @@ async def test_mcp_lists_and_runs_the_dream_jobs(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_two_concurrent_one_shot_runs_one_dreams_the_other_says_so(tmp_path: Path) -> None:
     slow_extract = {"fault": "slow", "seconds": 3.0, "then": {"output": {"units": [unit()]}}}
     server = FakeOpenAI([slow_extract, *create_turns()])

@@ -13,6 +13,8 @@ from tests.support import REME, reme_env
 
 from reme.service import identity
 
+pytestmark = pytest.mark.slow  # starts processes or services (docs/testing.md)
+
 
 @pytest.fixture(scope="module")
 def service(module_services, tmp_path_factory):

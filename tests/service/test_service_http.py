@@ -11,6 +11,8 @@ import pytest
 
 from reme import __version__
 
+pytestmark = pytest.mark.slow  # starts processes or services (docs/testing.md)
+
 
 def post(http_service, path: str, **kwargs) -> httpx.Response:
     return httpx.post(f"{http_service.url}{path}", timeout=30, **kwargs)

@@ -8,7 +8,10 @@ import json
 import os
 import socket
 
+import pytest
 from tests.support import run_reme_process
+
+pytestmark = pytest.mark.slow  # starts processes or services (docs/testing.md)
 
 
 def test_a_second_start_names_the_running_service_and_stop_stops_it(reme_service, tmp_path):

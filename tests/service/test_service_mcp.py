@@ -72,6 +72,7 @@ def mcp_services(module_services, tmp_path_factory, service_config):
     }
 
 
+@pytest.mark.slow
 async def test_streamable_http_session_with_token(mcp_services):
     service = mcp_services["streamable-http"]
     assert {k: service.info[k] for k in ("backend", "transport", "path")} == {
@@ -86,6 +87,7 @@ async def test_streamable_http_session_with_token(mcp_services):
         await check_session(client)
 
 
+@pytest.mark.slow
 async def test_streamable_http_without_token_is_refused(mcp_services):
     service = mcp_services["streamable-http"]
     async with httpx.AsyncClient() as http:
@@ -97,6 +99,7 @@ async def test_streamable_http_without_token_is_refused(mcp_services):
     assert refused.group_contains(MCPError, depth=None)
 
 
+@pytest.mark.slow
 async def test_sse_session(mcp_services):
     service = mcp_services["sse"]
     assert service.info["transport"] == "sse"
@@ -107,6 +110,7 @@ async def test_sse_session(mcp_services):
         await check_session(client)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("transport", ["streamable-http", "sse"])
 async def test_cli_calls_jobs_on_an_mcp_service(mcp_services, run_reme_async, reme_env, transport):
     service = mcp_services[transport]
@@ -139,6 +143,7 @@ async def test_stream_jobs_are_not_tools(tmp_path):
         assert "version" in names
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("transport", ["streamable-http", "sse"])
 async def test_a_plain_http_client_is_told_it_reached_an_mcp_service(
     mcp_services, run_reme_async, reme_env, transport
@@ -151,6 +156,7 @@ async def test_a_plain_http_client_is_told_it_reached_an_mcp_service(
     assert "service.backend=http" in result.stderr
 
 
+@pytest.mark.slow
 async def test_an_mcp_service_of_another_workspace_refuses(mcp_services, run_reme_async, tmp_path):
     service = mcp_services["sse"]
     copy = tmp_path / "copy"

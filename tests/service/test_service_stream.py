@@ -14,6 +14,8 @@ from reme.app.registry import STEPS
 from reme.service.cli import run_once, show_chunk
 from reme.service.runner import run_service
 
+pytestmark = pytest.mark.slow  # runs a service (docs/testing.md)
+
 
 async def words(ctx: JobContext) -> None:
     for word in ctx.params["text"].split():

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from mcp import Client
 from tests.pipelines.maintain_support import CHILDREN, PARENT, setup_digest, split_run, split_turns
 from tests.support import scripted_overrides
@@ -18,6 +19,7 @@ SCRIPT = [split_run(split_turns())]
 SCRIPTED = scripted_overrides(SCRIPT, cron=False)
 
 
+@pytest.mark.slow
 def test_http_split_then_cli_journal_audit_and_revert(reme_service: Any, tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     parent = setup_digest(workspace)

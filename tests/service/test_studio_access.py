@@ -14,6 +14,8 @@ import httpx
 import pytest
 from tests.support import start_service_process
 
+pytestmark = pytest.mark.slow  # starts processes or services (docs/testing.md)
+
 TOKEN = "studio-token-123"
 
 

@@ -38,6 +38,8 @@ from tests.support import ServiceProcess, scripted_overrides, start_service_proc
 
 from reme.app import captures
 
+pytestmark = pytest.mark.slow  # starts processes or services (docs/testing.md)
+
 CHAT = {
     "run": "",  # the chat agent's run has no name
     "turns": [

@@ -115,6 +115,7 @@ def service(tmp_path_factory: pytest.TempPathFactory, module_services: Any) -> A
     return module_services(workspace, "service.port=0", "timezone=UTC")
 
 
+@pytest.mark.slow
 def test_http(service: Any) -> None:
     for as_of in (True, False):
         extra = {"as_of": "2023-05-01"} if as_of else {}
@@ -129,6 +130,7 @@ def test_http(service: Any) -> None:
     check_recall(recall.json()["answer"], as_of=True)
 
 
+@pytest.mark.slow
 def test_cli(service: Any, run_reme: Any) -> None:
     where = f"workspace_dir={service.workspace}"
     found = run_reme(

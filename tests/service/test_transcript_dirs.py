@@ -9,6 +9,7 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
 from tests.service.test_agent_hooks import FIXTURES, S1, event, hook, markers
 
 from reme.service.transcript_dirs import NotATranscript, allowed_transcript
@@ -28,6 +29,7 @@ def captured(workspace: Path) -> list[Path]:
     return sorted((workspace / "session").rglob("*.jsonl")) if (workspace / "session").is_dir() else []
 
 
+@pytest.mark.slow
 def test_a_file_outside_the_transcript_folders_is_refused_by_the_running_service(tmp_path, reme_service):
     workspace, projects, private = lay_out(tmp_path)
     reme_service(workspace, "service.port=0", "scheduler.cron=false")
@@ -44,6 +46,7 @@ def test_a_file_outside_the_transcript_folders_is_refused_by_the_running_service
     assert captured(workspace) == [] and markers(workspace) == []
 
 
+@pytest.mark.slow
 def test_a_configured_folder_and_the_claude_folder_are_read(tmp_path, reme_service):
     workspace, projects, private = lay_out(tmp_path)
     reme_service(workspace, "service.port=0", "scheduler.cron=false")

@@ -10,7 +10,10 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from tests.support import REME, reme_env, run_reme_process
+
+pytestmark = pytest.mark.slow  # starts processes or services (docs/testing.md)
 
 
 def port_is_free(port: int) -> bool:

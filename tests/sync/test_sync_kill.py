@@ -19,6 +19,8 @@ import pytest
 from tests.support import REME, reme_env
 from tests.sync.conftest import Machine, git, tree
 
+pytestmark = pytest.mark.slow  # starts processes or services (docs/testing.md)
+
 STALLING_GIT = """#!/bin/bash
 args=("$@"); i=0
 while [ "${args[$i]}" = "-c" ]; do i=$((i+2)); done

@@ -7,7 +7,10 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from tests.support import run_reme_process, start_service_process
+
+pytestmark = pytest.mark.slow  # starts processes or services (docs/testing.md)
 
 EVERY_SECOND = "sync.interval=* * * * * */1"  # croniter's sixth field: seconds
 

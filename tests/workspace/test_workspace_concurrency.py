@@ -43,6 +43,7 @@ WORKER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_two_processes_editing_the_same_notes_lose_no_write(tmp_path):
     ws = Workspace(tmp_path / "ws")
     ws.ensure_layout()
@@ -105,6 +106,7 @@ CRASH_AT_RENAME = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_writer_killed_before_the_rename_leaves_the_old_file(tmp_path):
     ws = Workspace(tmp_path / "ws")
     ws.ensure_layout()
@@ -141,6 +143,7 @@ WRITE_LOOP = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_writer_killed_at_any_moment_leaves_a_complete_file(tmp_path):
     ws = Workspace(tmp_path / "ws")
     ws.ensure_layout()
@@ -191,6 +194,7 @@ HOLDER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_lock_held_by_another_process_times_out_cleanly_and_changes_nothing(tmp_path):
     from reme.workspace.locks import LockTimeoutError
 

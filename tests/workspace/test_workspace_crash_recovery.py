@@ -63,6 +63,7 @@ def links_to(root: Path, target: str) -> int:
     return sum(f.read_text().count(f"[[{target}") for f in (root / "daily").glob("ref-*.md"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kill_at", [2, 3, 17, INBOUND + 1])
 async def test_a_move_killed_while_rewriting_links_is_finished_and_reported_at_start(tmp_path, kill_at):
     root = tmp_path / "ws"
@@ -81,6 +82,7 @@ async def test_a_move_killed_while_rewriting_links_is_finished_and_reported_at_s
         assert stat.metadata["inlink_count"] == INBOUND  # `[[x]]` and `[[x|again]]` are one edge
 
 
+@pytest.mark.slow
 async def test_a_move_killed_before_its_rename_changes_nothing_and_is_dropped(tmp_path):
     root = tmp_path / "ws"
     linked_workspace(root)
@@ -130,6 +132,7 @@ async def test_move_into_a_folder_named_with_a_trailing_slash(tmp_path):
         assert links_to(root, "daily/archive/old.md") == 2 * INBOUND
 
 
+@pytest.mark.slow
 async def test_temporary_files_of_a_dead_writer_are_removed_at_start(tmp_path):
     root = tmp_path / "ws"
     linked_workspace(root)
@@ -150,6 +153,7 @@ async def test_temporary_files_of_a_dead_writer_are_removed_at_start(tmp_path):
         assert alive.exists()  # a live writer's file (this process) is left alone
 
 
+@pytest.mark.slow
 async def test_a_live_service_finishes_a_move_another_process_left_half_done(tmp_path):
     root = tmp_path / "ws"
     linked_workspace(root)

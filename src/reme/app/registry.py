@@ -2,7 +2,9 @@
 
 Built-in steps and components register themselves when their modules under `reme.app.steps` and
 `reme.app.components` are imported; third-party plugins do the same from the `reme.plugins` entry
-point group. `load_plugins()` imports all of them once, at application start (never at CLI start).
+point group, and the modules named in `REME_PLUGINS` (comma-separated) are imported as an explicit
+opt-in — how the test suite brings in `reme.testing` without shipping it as an entry point
+(docs/testing.md). `load_plugins()` imports all of them once, at application start (never at CLI start).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import os
 import pkgutil
 import typing
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
@@ -25,6 +28,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 S = TypeVar("S")
 _WORDS: dict[object, str] = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+PLUGINS_ENV = "REME_PLUGINS"
 
 
 class Registry(Generic[T]):
@@ -135,12 +139,27 @@ def load_plugins(step_modules: Sequence[str] | None = None) -> None:
         _import_all("reme.app.components")
         for name in step_modules:
             importlib.import_module(f"reme.app.steps.{name}")
+        _import_opted_in()
         return
     for package_name in ("reme.app.components", "reme.app.steps"):
         _import_all(package_name)
     for ep in entry_points(group="reme.plugins"):
         ep.load()
+    _import_opted_in()
     _loaded = True
+
+
+def opted_in_plugins() -> list[str]:
+    """The module names listed in `REME_PLUGINS` (comma-separated; blanks ignored)."""
+    return [name.strip() for name in os.environ.get(PLUGINS_ENV, "").split(",") if name.strip()]
+
+
+def _import_opted_in() -> None:
+    for name in opted_in_plugins():
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            raise ConfigError(f"{PLUGINS_ENV} names {name!r}, which cannot be imported: {exc}") from exc
 
 
 def _import_all(package_name: str) -> None:

@@ -8,25 +8,24 @@ concurrent runs on one client keep their own counts).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
 
 _current: ContextVar[list[int] | None] = ContextVar("reme_llm_attempts", default=None)
 
 
-async def count_request(request: Any) -> None:
+async def count_request(request: object) -> None:
     counter = _current.get()
     if counter is not None:
         counter[0] += 1
 
 
-def watch(http_client: Any) -> None:
+def watch(http_client: object) -> None:
     """Add the counting hook to an httpx(2) client (once)."""
     hooks = getattr(http_client, "event_hooks", None)
     if isinstance(hooks, dict) and count_request not in hooks.get("request", []):
-        http_client.event_hooks = {**hooks, "request": [*hooks.get("request", []), count_request]}
+        setattr(http_client, "event_hooks", {**hooks, "request": [*hooks.get("request", []), count_request]})  # noqa: B010
 
 
 @contextmanager
@@ -40,9 +39,9 @@ def counting() -> Iterator[list[int]]:
         _current.reset(token)
 
 
-def reported(usage: dict[str, Any]) -> dict[str, Any]:
+def reported(usage: Mapping[str, object]) -> dict[str, object]:
     """Summed usage as shown to the user: tokens no reply reported are "not reported", not 0."""
-    shown: dict[str, Any] = dict(usage)
+    shown = dict(usage)
     if usage.get("replies_without_usage") and not (usage.get("input_tokens") or usage.get("output_tokens")):
         shown["input_tokens"] = shown["output_tokens"] = "not reported"
     return shown

@@ -104,10 +104,12 @@ class OpenAIEmbedder:
         import numpy as np
 
         dimension = self.stamp.dimension
-        policy: dict[str, Any] = {"retries": 0, "timeout": self.query_timeout} if query else {}
         rows: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
-            rows.extend(self._request(texts[start : start + self.batch_size], **policy))
+            batch = texts[start : start + self.batch_size]
+            rows.extend(
+                self._request(batch, retries=0, timeout=self.query_timeout) if query else self._request(batch)
+            )
         matrix = np.asarray(rows, dtype=np.float32).reshape(len(rows), -1) if rows else None
         if matrix is None:
             return np.zeros((0, dimension), dtype=np.float32)
@@ -125,11 +127,12 @@ class OpenAIEmbedder:
         """One POST, retried on transient failures (`max_retries` unless `retries`); the vectors in input order."""
         body = {"model": self.model, "input": texts, "encoding_format": "float"}
         retries = self.max_retries if retries is None else retries
-        extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
         for attempt in range(retries + 1):
             last = attempt == retries
             try:
-                response = self._client.post(self.url, json=body, **extra)
+                response = self._client.post(
+                    self.url, json=body, timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else timeout
+                )
             except httpx.TransportError as exc:
                 if last:
                     raise ReMeError(f"cannot reach the embeddings endpoint {self.url}: {exc}") from None

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from reme.jsontypes import JSONObject
 from reme.llm.settings import ModelSettings
 from reme.workspace.atomic import atomic_write
 
@@ -39,7 +40,7 @@ def _key(settings: ModelSettings) -> tuple[str, str, str, str]:
     return (settings.backend, settings.base_url, settings.model, settings.output_mode)
 
 
-def _read(path: str) -> dict[str, Any]:
+def _read(path: str) -> JSONObject:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -9,10 +9,14 @@ output mode, and says which step failed, quoting the server.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from reme.llm.settings import OUTPUT_MODES, ModelSettings
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
 
 DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com/v1"}
 REACH_TIMEOUT_S = 3.0
@@ -85,7 +89,7 @@ def describe_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:REASON_CHARS]
 
 
-async def probe_round_trip(model: Any, settings: ModelSettings) -> RoundTrip:
+async def probe_round_trip(model: Model, settings: ModelSettings) -> RoundTrip:
     """Ask for one call of a `ping` tool and an answer after it (text output, `tool_choice: auto`)."""
     from pydantic_ai import Agent, Tool, capture_run_messages
     from pydantic_ai.messages import ModelResponse, ToolCallPart
@@ -97,7 +101,7 @@ async def probe_round_trip(model: Any, settings: ModelSettings) -> RoundTrip:
     agent = Agent(model, tools=[Tool(_ping(called))], retries=1)
     with capture_run_messages() as messages:
         try:
-            await agent.run(  # type: ignore[call-overload]  # model settings are a plain dict here
+            await agent.run(
                 "Call the ping tool once, then answer with the word it returned.",
                 model_settings=request_settings(_quick(settings)),
                 usage_limits=UsageLimits(request_limit=PROBE_STEPS),
@@ -114,7 +118,7 @@ async def probe_round_trip(model: Any, settings: ModelSettings) -> RoundTrip:
     return RoundTrip(bool(called), "turn after the tool call" if calls else "tool call", error)
 
 
-async def probe_output_modes(model: Any, settings: ModelSettings) -> list[ModeReport]:
+async def probe_output_modes(model: Model, settings: ModelSettings) -> list[ModeReport]:
     """Ask for a one-field structured answer in each output mode (one short request each, plus one retry)."""
     from pydantic import BaseModel
     from pydantic_ai import Agent
@@ -130,7 +134,7 @@ async def probe_output_modes(model: Any, settings: ModelSettings) -> list[ModeRe
     for mode in OUTPUT_MODES:
         agent = Agent(model, output_type=output_spec(Answer, mode), retries=1)
         try:
-            result = await agent.run(  # type: ignore[call-overload]  # model settings are a plain dict here
+            result = await agent.run(
                 "Answer with the word pong.",
                 model_settings=request_settings(_quick(settings)),
                 usage_limits=UsageLimits(request_limit=PROBE_STEPS),
@@ -141,7 +145,7 @@ async def probe_output_modes(model: Any, settings: ModelSettings) -> list[ModeRe
     return reports
 
 
-def _ping(called: list[bool]) -> Any:
+def _ping(called: list[bool]) -> Callable[[], str]:
     def ping() -> str:
         """Returns the secret word."""
         called.append(True)

@@ -6,14 +6,16 @@ pays for the import.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from reme.llm import wire
 from reme.llm.attempts import watch
 from reme.llm.settings import ModelSettings
 
 if TYPE_CHECKING:
+    from openai import AsyncOpenAI
     from pydantic_ai.models import Model
+    from pydantic_ai.settings import ModelSettings as RequestSettings
 
 
 class LLMNotConfigured(RuntimeError):
@@ -29,38 +31,41 @@ def build_model(settings: ModelSettings) -> Model:
         from pydantic_ai.models.anthropic import AnthropicModel
         from pydantic_ai.providers.anthropic import AnthropicProvider
 
-        provider: Any = AnthropicProvider(api_key=settings.api_key, base_url=settings.base_url or None)
-        _count_attempts(provider)
-        return AnthropicModel(settings.model, provider=provider)
+        anthropic = AnthropicProvider(api_key=settings.api_key, base_url=settings.base_url or None)
+        _count_attempts(anthropic.client)
+        return AnthropicModel(settings.model, provider=anthropic)
     from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers import Provider
 
     if settings.backend == "ollama":
         from pydantic_ai.providers.ollama import OllamaProvider
 
-        provider = OllamaProvider(base_url=settings.base_url, api_key=settings.api_key or None)
+        provider: Provider[AsyncOpenAI] = OllamaProvider(
+            base_url=settings.base_url, api_key=settings.api_key or None
+        )
     else:
         from pydantic_ai.providers.openai import OpenAIProvider
 
         provider = OpenAIProvider(
             base_url=settings.base_url or None, api_key=settings.api_key or "api-key-not-set"
         )
-    _count_attempts(provider)
+    _count_attempts(provider.client)
     return OpenAIChatModel(settings.model, provider=provider)
 
 
-def _count_attempts(provider: Any) -> None:
+def _count_attempts(sdk_client: object) -> None:
     """Count every HTTP request the provider's SDK sends (its retries too) in the run's usage, and
     send them through `wire.CompatTransport` (requests every server accepts, final refusals not retried).
 
     Both go on the HTTP client the provider built itself (kept, so the provider still closes it);
     the SDK client keeps it in `_client`, which pydantic-ai itself relies on.
     """
-    http_client = getattr(provider.client, "_client", None)
+    http_client = getattr(sdk_client, "_client", None)
     watch(http_client)
     wire.install(http_client)
 
 
-def request_settings(settings: ModelSettings) -> dict[str, Any]:
+def request_settings(settings: ModelSettings) -> RequestSettings:
     """Per-request timeout, output-token limit and bounded transport retries (HTTP 408/409/429/5xx, timeouts)."""
     if settings.backend == "scripted":
         return {}

@@ -14,11 +14,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterable, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterable, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, overload
 
 from reme.errors import ReMeError
+from reme.jsontypes import JSONObject, JSONValue
 from reme.llm import budget, output_modes, wire
 from reme.llm.attempts import counting
 from reme.llm.providers import request_settings
@@ -26,10 +27,27 @@ from reme.llm.settings import ModelSettings
 from reme.llm.tools import PathPolicy, ToolSpec
 
 if TYPE_CHECKING:
+    from pydantic_ai import Agent, AgentRunResult, RunContext, Tool
+    from pydantic_ai.messages import AgentStreamEvent, ModelMessage
     from pydantic_ai.models import Model
+    from pydantic_ai.usage import RunUsage
 
-RunJob = Callable[..., Awaitable[Any]]  # `Application.run`: (job, **params) -> Response
-OnEvent = Callable[[dict[str, Any]], Awaitable[None]]
+
+class JobAnswer(Protocol):
+    """What a tool call gets back from a job (the application's `Response`, read-only)."""
+
+    @property
+    def success(self) -> bool: ...
+    @property
+    def answer(self) -> object: ...
+    @property
+    def metadata(self) -> Mapping[str, object]: ...
+
+
+OutputT = TypeVar("OutputT", covariant=True)
+# `Application.run`: (job, **params) -> Response; the port's callers read the response's fields
+RunJob = Callable[..., Awaitable[Any]]
+OnEvent = Callable[[JSONObject], Awaitable[None]]
 MAX_TOOL_ANSWER_CHARS = 12_000
 MAX_REASON_CHARS = 300  # of the server's reason in a failure answer; the whole body goes to the log
 log = logging.getLogger(__name__)
@@ -46,20 +64,20 @@ class AgentFailed(ReMeError):
 @dataclass
 class ToolCall:
     tool: str
-    args: dict[str, Any]
+    args: JSONObject
     success: bool
     refused: bool = False
 
 
 @dataclass
-class AgentResult:
-    output: Any
+class AgentResult(Generic[OutputT]):
+    output: OutputT
     usage: dict[str, int]
     tool_calls: list[ToolCall] = field(default_factory=list)
     output_mode: str | None = None  # the mode structured output came back in (None for text)
 
 
-def usage_dict(usage: Any, sent: int = 0, messages: Sequence[Any] = ()) -> dict[str, int]:
+def usage_dict(usage: RunUsage, sent: int = 0, messages: Sequence[ModelMessage] = ()) -> dict[str, int]:
     """Token and call counts; `requests` is the HTTP requests sent when they were counted (`sent`).
 
     `replies_without_usage` counts the replies (in `messages`) whose server reported no token usage
@@ -81,7 +99,7 @@ def usage_dict(usage: Any, sent: int = 0, messages: Sequence[Any] = ()) -> dict[
     return {**counts, "replies_without_usage": unreported} if unreported else counts
 
 
-def _tool_reply(response: Any) -> str:
+def _tool_reply(response: JobAnswer) -> str:
     """What the model sees of a job result: success, answer and metadata, bounded in size."""
     answer = response.answer
     if not isinstance(answer, str):
@@ -90,7 +108,7 @@ def _tool_reply(response: Any) -> str:
         extra = len(answer) - MAX_TOOL_ANSWER_CHARS
         answer = answer[:MAX_TOOL_ANSWER_CHARS] + f"\n[... truncated, {extra} more characters]"
     metadata = {k: v for k, v in (response.metadata or {}).items() if k not in ("content", "chunks")}
-    reply = {"success": response.success, "answer": answer, "metadata": metadata}
+    reply: dict[str, object] = {"success": response.success, "answer": answer, "metadata": metadata}
     text = json.dumps(reply, ensure_ascii=False, default=str)
     if len(text) <= 2 * MAX_TOOL_ANSWER_CHARS:
         return text
@@ -103,10 +121,10 @@ def _tool_reply(response: Any) -> str:
 
 def _make_tool(
     spec: ToolSpec, policy: PathPolicy, run_job: RunJob, calls: list[ToolCall], on_event: OnEvent | None
-) -> Any:
+) -> Tool[None]:
     from pydantic_ai import Tool
 
-    async def call(**args: Any) -> str:
+    async def call(**args: JSONValue) -> str:
         refusal = spec.invalid(args) or policy.refusal(spec, args)
         if on_event:
             await on_event({"type": "tool_call", "tool": spec.job, "args": args})
@@ -177,6 +195,7 @@ def _failure_message(exc: BaseException, settings: ModelSettings, sent: int, bud
     return f"LLM run failed ({asked}): {type(exc).__name__}: {_one_line(exc)}"
 
 
+@overload
 async def run_agent(
     *,
     model: Model,
@@ -186,9 +205,37 @@ async def run_agent(
     prompt: str,
     tools: Sequence[ToolSpec],
     policy: PathPolicy,
-    output_type: Any = str,
     on_event: OnEvent | None = None,
-) -> AgentResult:
+) -> AgentResult[str]: ...
+
+
+@overload
+async def run_agent(
+    *,
+    model: Model,
+    settings: ModelSettings,
+    run_job: RunJob,
+    instructions: str,
+    prompt: str,
+    tools: Sequence[ToolSpec],
+    policy: PathPolicy,
+    output_type: type[OutputT],
+    on_event: OnEvent | None = None,
+) -> AgentResult[OutputT]: ...
+
+
+async def run_agent(
+    *,
+    model: Model,
+    settings: ModelSettings,
+    run_job: RunJob,
+    instructions: str,
+    prompt: str,
+    tools: Sequence[ToolSpec],
+    policy: PathPolicy,
+    output_type: type[object] = str,
+    on_event: OnEvent | None = None,
+) -> AgentResult[object]:
     """Run one agent to completion; raise `AgentFailed` when the model cannot finish within bounds."""
     from pydantic_ai import Agent
     from pydantic_ai.messages import PartDeltaEvent, PartStartEvent, TextPart, TextPartDelta
@@ -196,7 +243,7 @@ async def run_agent(
 
     calls: list[ToolCall] = []
 
-    def agent_for(mode: str) -> Any:
+    def agent_for(mode: str) -> Agent[None, object]:
         return Agent(
             model,
             output_type=output_modes.output_spec(output_type, mode),
@@ -205,7 +252,7 @@ async def run_agent(
             retries={"tools": settings.output_retries, "output": settings.output_retries},
         )
 
-    async def stream_text(_ctx: Any, events: AsyncIterable[Any]) -> None:
+    async def stream_text(_ctx: RunContext[None], events: AsyncIterable[AgentStreamEvent]) -> None:
         async for event in events:
             if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart) and event.part.content:
                 await on_event({"type": "text", "text": event.part.content})  # type: ignore[misc]
@@ -217,9 +264,9 @@ async def run_agent(
                 await on_event({"type": "text", "text": event.delta.content_delta})  # type: ignore[misc]
 
     usage = RunUsage()
-    replies: list[Any] = []
+    replies: list[ModelMessage] = []
 
-    async def run(mode: str, seconds: float) -> Any:
+    async def run(mode: str, seconds: float) -> AgentRunResult[object]:
         from pydantic_ai import capture_run_messages
 
         timeout = min(settings.timeout, max(seconds, 0.001))
@@ -270,7 +317,7 @@ def _refusal_reason(exc: BaseException) -> str:
     return f"HTTP {getattr(exc, 'status_code', '?')}: {wire.reason(body, MAX_REASON_CHARS)}"
 
 
-def _fallback_after(exc: Exception, mode: str, output_type: Any, usage: Any) -> str | None:
+def _fallback_after(exc: Exception, mode: str, output_type: type[object], usage: RunUsage) -> str | None:
     """The mode to try once more in when the endpoint refused this one at the first request."""
     if output_type is str or usage.requests or not output_modes.is_refusal(exc, asked_feature=True):
         return None

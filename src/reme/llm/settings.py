@@ -5,8 +5,11 @@ Kept free of pydantic-ai so that checking configuration (and `import reme`) stay
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+from reme.jsontypes import JSONObject
 
 BACKENDS = ("openai", "anthropic", "ollama", "scripted")
 # How an agent returns structured output: a call of an output tool (`tool_choice: "required"`), the
@@ -63,7 +66,7 @@ class ModelSettings:
             return "LLM_API_KEY (or LLM_BASE_URL for a local OpenAI-compatible server)"
         return None
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JSONObject:
         """Public view for health checks: no secrets."""
         return {
             "backend": self.backend,
@@ -79,19 +82,20 @@ class ModelSettings:
 
     def lowered(self, *, timeout: float | None = None, max_tokens: int | None = None) -> ModelSettings:
         """These settings with a pipeline's own limits applied: they may lower, never raise, the configured ones."""
-        changes: dict[str, Any] = {}
-        if timeout is not None:
-            changes["timeout"] = min(self.timeout, float(timeout))
-        if max_tokens is not None:
-            changes["max_tokens"] = min(self.max_tokens, int(max_tokens))
-        return replace(self, **changes)
+        return replace(
+            self,
+            timeout=self.timeout if timeout is None else min(self.timeout, float(timeout)),
+            max_tokens=self.max_tokens if max_tokens is None else min(self.max_tokens, int(max_tokens)),
+        )
 
 
-def _number(value: Any, kind: type[int] | type[float], where: str, minimum: float) -> Any:
+def _number(value: object, kind: type[int] | type[float], where: str, minimum: float) -> float:
     """`value` as an int or float of at least `minimum`; a ValueError naming the setting otherwise."""
     try:
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise ValueError
         number = kind(value)
-        if isinstance(value, bool) or not number >= minimum:
+        if not number >= minimum:
             raise ValueError
     except (TypeError, ValueError):
         raise ValueError(f"{where} must be a number of at least {minimum:g}, not {value!r}") from None
@@ -108,14 +112,14 @@ _NUMBERS: dict[str, tuple[type[int] | type[float], float]] = {
 }
 
 
-def _output_mode(value: Any, where: str) -> str:
+def _output_mode(value: object, where: str) -> str:
     mode = str(value)
     if mode not in OUTPUT_MODES:
         raise ValueError(f"{where} must be one of {', '.join(OUTPUT_MODES)}, not {value!r}")
     return mode
 
 
-def resolve_settings(settings: dict[str, Any], role: str | None = None) -> ModelSettings:
+def resolve_settings(settings: Mapping[str, object], role: str | None = None) -> ModelSettings:
     """Settings of the component, with `settings[role]` (e.g. `memory`) overriding per-role keys.
 
     Empty role values (an unset `${LLM_MEMORY_MODEL:-}`) fall back to the shared value. A value that
@@ -124,7 +128,7 @@ def resolve_settings(settings: dict[str, Any], role: str | None = None) -> Model
     defaults = replace(
         ModelSettings(), max_tokens=DEFAULT_MAX_TOKENS.get(role or "chat", FALLBACK_MAX_TOKENS)
     )
-    numbers = {}
+    numbers: dict[str, Any] = {}  # each checked by `_number` for its field's kind
     for key, (kind, minimum) in _NUMBERS.items():
         value = settings.get(key)
         value = getattr(defaults, key) if value in (None, "") else value
@@ -143,7 +147,7 @@ def resolve_settings(settings: dict[str, Any], role: str | None = None) -> Model
     overrides = settings.get(role) if role else None
     if not isinstance(overrides, dict):
         return base
-    changes: dict[str, Any] = {}
+    changes: dict[str, Any] = {}  # each checked for its field's kind
     for key in ROLE_KEYS:
         value = overrides.get(key)
         if value in (None, ""):

@@ -9,19 +9,23 @@ pipeline's `PathPolicy` before the job runs; anything not explicitly allowed is 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING
 
+from reme.jsontypes import JSONObject, JSONValue
 from reme.workspace.paths import UnsafePathError, check_relative
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 
 @dataclass(frozen=True)
 class ToolSpec:
     job: str
     description: str
-    parameters: dict[str, Any] = field(hash=False, compare=False)
+    parameters: JSONObject = field(hash=False, compare=False)
     path_params: tuple[str, ...] = ("path",)
     writes: bool = False
 
@@ -30,7 +34,7 @@ class ToolSpec:
         cls,
         job: str,
         description: str,
-        parameters: dict[str, Any],
+        parameters: JSONObject,
         *,
         hide: Iterable[str] = (),
         paths: Iterable[str] = ("path",),
@@ -39,20 +43,26 @@ class ToolSpec:
         """The agent's view of a job: its declared schema without the hidden parameters."""
         hidden = set(hide)
         schema = copy.deepcopy(parameters)
-        properties = {k: v for k, v in schema.get("properties", {}).items() if k not in hidden}
+        declared = schema.get("properties", {})
+        properties: JSONObject = {
+            k: v for k, v in (declared.items() if isinstance(declared, dict) else ()) if k not in hidden
+        }
         schema["properties"] = properties
-        schema["required"] = [name for name in schema.get("required", []) if name not in hidden]
+        required = schema.get("required", [])
+        schema["required"] = [
+            name for name in (required if isinstance(required, list) else ()) if name not in hidden
+        ]
         schema["additionalProperties"] = False
         path_params = tuple(name for name in paths if name in properties)
         return cls(job, description, schema, path_params, writes)
 
     @cached_property
-    def _validator(self) -> Any:
+    def _validator(self) -> Draft202012Validator:
         from jsonschema import Draft202012Validator
 
         return Draft202012Validator(self.parameters)
 
-    def invalid(self, args: dict[str, Any]) -> str | None:
+    def invalid(self, args: Mapping[str, JSONValue]) -> str | None:
         """Why `args` do not match this tool's schema (unknown arguments included), or None."""
         errors = sorted(self._validator.iter_errors(args), key=lambda e: list(e.path))
         if not errors:
@@ -60,9 +70,17 @@ class ToolSpec:
         where = ".".join(str(p) for p in errors[0].absolute_path)
         return f"invalid arguments for {self.job}: {(where + ': ') if where else ''}{errors[0].message}"
 
+    def default(self, name: str) -> JSONValue:
+        """The schema's default for parameter `name` (None when it declares none)."""
+        properties = self.parameters.get("properties")
+        declared = properties.get(name) if isinstance(properties, dict) else None
+        return declared.get("default") if isinstance(declared, dict) else None
 
-def _safe(path: Any) -> bool:
+
+def _safe(path: object) -> bool:
     """A canonical workspace-relative path by the workspace's one path gate (no normalising)."""
+    if not isinstance(path, str):
+        return False
     try:
         return check_relative(path) == path
     except UnsafePathError:
@@ -80,20 +98,20 @@ class PathPolicy:
     read: tuple[str, ...] = ()
     write: tuple[str, ...] = ()
 
-    def allows(self, path: Any, *, writing: bool) -> bool:
+    def allows(self, path: object, *, writing: bool) -> bool:
         allowed = self.write if writing else (*self.read, *self.write)
         if path == "":  # the workspace root
             return "*" in allowed
-        if not _safe(path):
+        if not isinstance(path, str) or not _safe(path):
             return False
         return any(
             rule == "*" or path == rule or (rule.endswith("/") and path.startswith(rule)) for rule in allowed
         )
 
-    def refusal(self, spec: ToolSpec, args: dict[str, Any]) -> str | None:
+    def refusal(self, spec: ToolSpec, args: Mapping[str, JSONValue]) -> str | None:
         """Why this call is not allowed, or None when every path argument is allowed."""
         for name in spec.path_params:
-            value = args.get(name, spec.parameters["properties"][name].get("default"))
+            value = args[name] if name in args else spec.default(name)
             if not self.allows(value, writing=spec.writes):
                 verb = "write" if spec.writes else "read"
                 return f"refused: this agent may not {verb} {value!r}; allowed: {', '.join(self.write if spec.writes else (*self.read, *self.write)) or 'nothing'}"

@@ -19,7 +19,13 @@ from __future__ import annotations
 import json
 import logging
 import re
-from typing import Any
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from reme.jsontypes import JSONObject, JSONValue
+
+if TYPE_CHECKING:
+    import httpx2
 
 log = logging.getLogger(__name__)
 
@@ -36,15 +42,16 @@ VALIDATION = re.compile(
 OPENAI_HOSTS = ("api.openai.com",)
 
 
-def error_text(body: Any) -> str:
+def error_text(body: object) -> str:
     """The server's error message from a parsed or raw error body (`{"error": {"message": ...}}` and kin)."""
     if isinstance(body, (bytes, bytearray)):
         body = body.decode("utf-8", "replace")
     if isinstance(body, str):
+        text = body
         try:
-            body = json.loads(body)
+            body = json.loads(text)
         except ValueError:
-            return body.strip()
+            return text.strip()
     if isinstance(body, dict):
         inner = body.get("error", body)
         if isinstance(inner, dict):
@@ -60,7 +67,7 @@ def error_text(body: Any) -> str:
     return "" if body is None else str(body).strip()
 
 
-def asks_feature(body: Any) -> bool:
+def asks_feature(body: object) -> bool:
     """The request asks for something servers often lack: a forced tool choice or a JSON-schema format."""
     if not isinstance(body, dict):
         return False
@@ -71,7 +78,7 @@ def asks_feature(body: Any) -> bool:
     return forced or schema
 
 
-def deterministic(status: int, body: Any, *, asked_feature: bool = False) -> bool:
+def deterministic(status: int, body: object, *, asked_feature: bool = False) -> bool:
     """True for an answer that the same request would get again: retrying it only costs time."""
     if status in TRANSIENT_4XX:
         return False
@@ -84,7 +91,7 @@ def deterministic(status: int, body: Any, *, asked_feature: bool = False) -> boo
     return bool(VALIDATION.search(text)) or (asked_feature and not text)
 
 
-def reason(body: Any, limit: int = 600) -> str:
+def reason(body: object, limit: int = 600) -> str:
     """The server's reason on one line, bounded, leading with the error that names the cause.
 
     A validation error against a union (llama-cpp-python's message types) lists one error per
@@ -101,9 +108,9 @@ def reason(body: Any, limit: int = 600) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def compatible_body(body: dict[str, Any], *, openai_host: bool) -> dict[str, Any]:
+def compatible_body(body: JSONObject, *, openai_host: bool) -> JSONObject:
     """The chat-completions request in the form the strictest servers accept (see module doc)."""
-    fixed = {k: v for k, v in body.items() if v is not None}
+    fixed: JSONObject = {k: v for k, v in body.items() if v is not None}
     messages = fixed.get("messages")
     if isinstance(messages, list):
         fixed["messages"] = [_message(m) for m in messages]
@@ -112,10 +119,10 @@ def compatible_body(body: dict[str, Any], *, openai_host: bool) -> dict[str, Any
     return fixed
 
 
-def _message(message: Any) -> Any:
+def _message(message: JSONValue) -> JSONValue:
     if not isinstance(message, dict):
         return message
-    fixed = {k: v for k, v in message.items() if v is not None}
+    fixed: JSONObject = {k: v for k, v in message.items() if v is not None}
     if "content" in message and message["content"] is None:
         fixed["content"] = ""
     if fixed.get("tool_calls") == []:
@@ -126,10 +133,10 @@ def _message(message: Any) -> Any:
 class CompatTransport:
     """Wraps an httpx(2) async transport: rewrites chat requests, marks final refusals, logs their bodies."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
         self.inner = inner
 
-    async def handle_async_request(self, request: Any) -> Any:
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         asked = False
         if request.method == "POST" and request.url.path.endswith("/chat/completions"):
             request, asked = await self._rewritten(request)
@@ -156,7 +163,7 @@ class CompatTransport:
             request=request,
         )
 
-    async def _rewritten(self, request: Any) -> tuple[Any, bool]:
+    async def _rewritten(self, request: httpx2.Request) -> tuple[httpx2.Request, bool]:
         raw = await request.aread()
         try:
             body = json.loads(raw)
@@ -181,12 +188,17 @@ class CompatTransport:
         await self.inner.__aenter__()
         return self
 
-    async def __aexit__(self, *exc: Any) -> None:
-        await self.inner.__aexit__(*exc)
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None = None,
+        exc: BaseException | None = None,
+        traceback: TracebackType | None = None,
+    ) -> None:
+        await self.inner.__aexit__(exc_type, exc, traceback)
 
 
-def install(http_client: Any) -> None:
+def install(http_client: object) -> None:
     """Put `CompatTransport` in front of an httpx(2) client's own transport (once)."""
     transport = getattr(http_client, "_transport", None)
     if transport is not None and not isinstance(transport, CompatTransport):
-        http_client._transport = CompatTransport(transport)
+        setattr(http_client, "_transport", CompatTransport(transport))  # noqa: B010 (a private slot)

@@ -28,6 +28,7 @@ import os
 import re
 import sys
 import time
+from collections.abc import Mapping
 from typing import IO, TYPE_CHECKING, cast
 
 from reme.app import captures

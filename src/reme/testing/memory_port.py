@@ -32,7 +32,7 @@ from reme.errors import LLMUnavailable, ReMeError
 from reme.index import as_of as as_of_marks
 from reme.index.sources import default_scope
 from reme.index.tokenizer import Tokenizer
-from reme.jsontypes import JSONObject
+from reme.jsontypes import JSONObject, JSONValue
 from reme.llm.settings import resolve_settings
 from reme.pipelines.port import (
     Embeddings,
@@ -119,7 +119,7 @@ class InMemoryPort(WorkspacePort):
         self,
         root: Path,
         *,
-        script: Sequence[Mapping[str, object]] = (),
+        script: Sequence[Mapping[str, JSONValue]] = (),
         tz: str = "UTC",
         today: date | None = None,
         buckets: Sequence[Bucket] | None = None,
@@ -143,7 +143,7 @@ class InMemoryPort(WorkspacePort):
         )
         self.root = workspace.root
         self.jobs = jobs
-        self.script: list[Mapping[str, object]] = list(script)
+        self.script: list[Mapping[str, JSONValue]] = list(script)
         self.tool_calls: list[tuple[str, dict[str, object]]] = []  # every tool call an agent made, in order
         self.run_job = self._run_tool
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from reme.workspace import confined_read
 from reme.workspace.atomic import atomic_write
@@ -47,7 +46,7 @@ DEFAULT_BUCKETS: tuple[Bucket, ...] = (
 )
 
 
-def parse_buckets(raw: Any) -> tuple[Bucket, ...]:
+def parse_buckets(raw: object) -> tuple[Bucket, ...]:
     """The configured buckets in order, `unknown` appended when missing; ValueError names the key."""
     if raw is None:
         return DEFAULT_BUCKETS
@@ -69,7 +68,7 @@ def parse_buckets(raw: Any) -> tuple[Bucket, ...]:
     return tuple(buckets)
 
 
-def _bucket(where: str, item: Any) -> Bucket:
+def _bucket(where: str, item: object) -> Bucket:
     if not isinstance(item, dict):
         raise ValueError(f"config key {where!r} must be a mapping {{name, description}}")
     unknown = sorted(set(item) - {"name", "description"})

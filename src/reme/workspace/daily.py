@@ -140,5 +140,5 @@ def _day_text(old: str, day: str, notes: list[dict[str, str]]) -> str:
     return frontmatter.update(document.head + body, metadata)
 
 
-def _one_line(value: Any) -> str:
+def _one_line(value: object) -> str:
     return " ".join(str(value).split())

@@ -7,7 +7,7 @@ A refusal raises a `ReMeError` saying what to fix and leaves every file as it wa
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from reme.errors import Conflict
@@ -29,7 +29,7 @@ def digest_write(
     content: str,
     name: str | None = None,
     description: str | None = None,
-    metadata: dict[str, Any] | None = None,
+    metadata: Mapping[str, object] | None = None,
     limits: Limits = Limits(),
 ) -> dict[str, Any]:
     """Create the node `digest/<bucket>/<slug>.md`; front matter gets `name` (the stem) and `description`."""
@@ -53,7 +53,7 @@ def draft_node(
     content: str,
     name: str | None = None,
     description: str | None = None,
-    metadata: dict[str, Any] | None = None,
+    metadata: Mapping[str, object] | None = None,
     limits: Limits = Limits(),
 ) -> tuple[str, str]:
     """(path, file text) of a new node after every rule of `digest_write`, nothing written."""

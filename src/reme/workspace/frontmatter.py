@@ -17,12 +17,13 @@ import io
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, time
-from typing import Any
+from typing import Any, overload
 
 import yaml
 from ruamel.yaml import YAML
 from ruamel.yaml.scalarstring import LiteralScalarString, SingleQuotedScalarString
 
+from reme.jsontypes import JSONObject, JSONValue
 from reme.workspace import yamlsafe
 from reme.workspace.fmsplit import TOP_LEVEL_KEY, split
 
@@ -66,13 +67,21 @@ def parse(text: str) -> Document:
         return Document(
             {}, text, "", False, f"front matter must be a YAML mapping, not {type(loaded).__name__}"
         )
-    return Document(to_json(loaded), parts.body(text), parts.head(text), True)
+    return Document(_json_object(loaded), parts.body(text), parts.head(text), True)
 
 
-def to_json(value: Any) -> Any:
+def _json_object(mapping: Mapping[object, object]) -> JSONObject:
+    return {str(key): to_json(item) for key, item in mapping.items()}
+
+
+@overload
+def to_json(value: Mapping[object, object]) -> JSONObject: ...
+@overload
+def to_json(value: object) -> JSONValue: ...
+def to_json(value: object) -> JSONValue:
     """A JSON-serialisable copy of loaded YAML: dates as ISO strings, keys as strings."""
     if isinstance(value, dict):
-        return {str(key): to_json(item) for key, item in value.items()}
+        return _json_object(value)
     if isinstance(value, (list, tuple, set)):
         return [to_json(item) for item in value]
     if isinstance(value, (datetime, date, time)):
@@ -84,7 +93,7 @@ def to_json(value: Any) -> Any:
     return str(value)
 
 
-def check_metadata(metadata: object) -> dict[str, Any]:
+def check_metadata(metadata: object) -> dict[str, object]:
     """Refuse metadata that cannot be front matter; `name`/`description` must be strings."""
     if not isinstance(metadata, Mapping):
         raise FrontMatterError("metadata must be an object of key: value pairs")
@@ -94,13 +103,13 @@ def check_metadata(metadata: object) -> dict[str, Any]:
         if key in RESERVED_KEYS and value is not None and not isinstance(value, str):
             raise FrontMatterError(f"front-matter key {key!r} is reserved and must be a string")
     _check_size(metadata)
-    return dict(metadata)
+    return {str(key): value for key, value in metadata.items()}
 
 
-def _check_size(metadata: Mapping[str, Any]) -> None:
+def _check_size(metadata: Mapping[str, object]) -> None:
     """Front matter is read back within `yamlsafe`'s limits, so nothing larger is written either."""
     count = 0
-    stack: list[tuple[Any, int]] = [(metadata, 1)]
+    stack: list[tuple[object, int]] = [(metadata, 1)]
     while stack:
         value, depth = stack.pop()
         count += 1
@@ -121,14 +130,14 @@ def _check_size(metadata: Mapping[str, Any]) -> None:
         stack.extend((child, depth + 1) for child in children)
 
 
-def render_new(metadata: Mapping[str, Any]) -> str:
+def render_new(metadata: Mapping[str, object]) -> str:
     """A fresh front-matter block (fences included) with `name` and `description` first."""
     ordered = {key: metadata[key] for key in RESERVED_KEYS if key in metadata}
     ordered.update({key: value for key, value in metadata.items() if key not in RESERVED_KEYS})
     return f"---\n{_dump(ordered)}---\n" if ordered else ""
 
 
-def update(text: str, changes: Mapping[str, Any]) -> str:
+def update(text: str, changes: Mapping[str, object]) -> str:
     """`text` with `changes` merged into its front matter; the body stays byte-identical."""
     changes = check_metadata(changes)
     document = _strict(text)
@@ -181,7 +190,9 @@ def _strict(text: str) -> Document:
     return document
 
 
-def _surgery(raw: str, replace: Mapping[str, Any], remove: set[str], indent: tuple[int, int]) -> str | None:
+def _surgery(
+    raw: str, replace: Mapping[str, object], remove: set[str], indent: tuple[int, int]
+) -> str | None:
     """Re-emit only the lines of top-level keys in `replace`, drop those in `remove`; None when unsure."""
     lines = raw.splitlines(keepends=True)
     starts: list[tuple[int, str]] = []
@@ -225,7 +236,7 @@ def _trailing_comments(block: list[str]) -> int:
     return count
 
 
-def _round_trip(raw: str, changes: Mapping[str, Any], remove: Iterable[str], expected: dict[str, Any]) -> str:
+def _round_trip(raw: str, changes: Mapping[str, object], remove: Iterable[str], expected: JSONValue) -> str:
     """Whole-block ruamel round trip: comments and order survive, indentation may be normalised."""
     try:
         loader = YAML(typ="rt")
@@ -248,7 +259,7 @@ def _round_trip(raw: str, changes: Mapping[str, Any], remove: Iterable[str], exp
     return result
 
 
-def _loads_as(raw: str, expected: dict[str, Any]) -> bool:
+def _loads_as(raw: str, expected: JSONValue) -> bool:
     try:
         loaded = yamlsafe.load(raw)
     except yaml.YAMLError:
@@ -277,7 +288,7 @@ def _emitter(indent: tuple[int, int] = (2, 0)) -> YAML:
     return emitter
 
 
-def _dump(mapping: Mapping[str, Any], indent: tuple[int, int] = (2, 0)) -> str:
+def _dump(mapping: Mapping[str, object], indent: tuple[int, int] = (2, 0)) -> str:
     """Emit a mapping block; each value reads back with PyYAML exactly as given or this raises."""
     if not mapping:
         return ""
@@ -293,7 +304,7 @@ def _dump(mapping: Mapping[str, Any], indent: tuple[int, int] = (2, 0)) -> str:
     return text
 
 
-def _styled(value: Any) -> Any:
+def _styled(value: object) -> object:
     """Quote links, indicator-led strings and strings YAML 1.1 would read otherwise; multi-line text as a block."""
     if isinstance(value, dict):
         return {_styled_key(key): _styled(item) for key, item in value.items()}

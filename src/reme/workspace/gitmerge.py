@@ -21,7 +21,6 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 import yaml
 
@@ -177,14 +176,14 @@ def merge_transcript(base: str, ours: str, theirs: str) -> str | None:
 # YAML topic files ---------------------------------------------------------------------------------------
 
 
-def _load(text: str) -> Any:
+def _load(text: str) -> object:
     try:
         return yaml.safe_load(text) if text.strip() else {}
     except yaml.YAMLError:
         return _MISSING
 
 
-def _key_of(item: Any) -> str | None:
+def _key_of(item: object) -> str | None:
     if isinstance(item, dict):
         for key in TOPIC_KEYS:
             if isinstance(item.get(key), (str, int)):
@@ -192,7 +191,7 @@ def _key_of(item: Any) -> str | None:
     return None
 
 
-def _three_way(base: Any, ours: Any, theirs: Any) -> tuple[Any, bool]:
+def _three_way(base: object, ours: object, theirs: object) -> tuple[object, bool]:
     """One value merged: the side that changed wins; both changed differently → ours, conflict."""
     if ours == theirs or theirs == base:
         return ours, False
@@ -201,7 +200,7 @@ def _three_way(base: Any, ours: Any, theirs: Any) -> tuple[Any, bool]:
     return ours, True
 
 
-def _merge_items(base: list[Any], ours: list[Any], theirs: list[Any]) -> list[Any] | None:
+def _merge_items(base: list[object], ours: list[object], theirs: list[object]) -> list[object] | None:
     """Lists of topics merged item by item by id; None when the lists are not all keyed."""
     if not all(_key_of(item) for item in (*base, *ours, *theirs)):
         return None
@@ -224,11 +223,10 @@ def _merge_items(base: list[Any], ours: list[Any], theirs: list[Any]) -> list[An
 
 def merge_topics_yaml(base: str, ours: str, theirs: str) -> str | None:
     """Mappings merged key by key, keyed lists item by item; None when that does not apply."""
-    loaded = [_load(base), _load(ours), _load(theirs)]
-    if not all(isinstance(value, dict) for value in loaded):
+    old, mine, other = _load(base), _load(ours), _load(theirs)
+    if not (isinstance(old, dict) and isinstance(mine, dict) and isinstance(other, dict)):
         return None
-    old, mine, other = loaded
-    merged: dict[str, Any] = {}
+    merged: dict[str, object] = {}
     for key in list(dict.fromkeys([*mine, *other])):
         b, o, t = old.get(key, _MISSING), mine.get(key, _MISSING), other.get(key, _MISSING)
         if isinstance(o, list) and isinstance(t, list):
@@ -245,7 +243,7 @@ def merge_topics_yaml(base: str, ours: str, theirs: str) -> str | None:
 # Markdown -----------------------------------------------------------------------------------------------
 
 
-def _parts(text: str) -> tuple[dict[str, Any] | None, str]:
+def _parts(text: str) -> tuple[dict[str, object] | None, str]:
     """(front matter, or None when unreadable, body)."""
     parts = split(text)
     if not parts.has_front_matter:
@@ -255,9 +253,9 @@ def _parts(text: str) -> tuple[dict[str, Any] | None, str]:
 
 
 def _merge_front(
-    base: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any]
-) -> tuple[dict[str, Any], bool]:
-    merged: dict[str, Any] = {}
+    base: dict[str, object], ours: dict[str, object], theirs: dict[str, object]
+) -> tuple[dict[str, object], bool]:
+    merged: dict[str, object] = {}
     conflict = False
     for key in dict.fromkeys([*ours, *theirs]):
         b, o, t = base.get(key, _MISSING), ours.get(key, _MISSING), theirs.get(key, _MISSING)
@@ -293,7 +291,7 @@ def merge_markdown(
     return text, False
 
 
-def _render(ours: str, front: dict[str, Any], our_front: dict[str, Any], body: str) -> str:
+def _render(ours: str, front: dict[str, object], our_front: dict[str, object], body: str) -> str:
     """The local note's front matter block with the merged keys, then the merged body."""
     parts = split(ours)
     text = parts.head(ours) + body if parts.has_front_matter else body

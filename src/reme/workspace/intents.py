@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from filelock import FileLock, Timeout
 
+from reme.jsontypes import JSONObject
 
-def settle_dead(folder: Path, settle: Callable[[Path], dict[str, Any]]) -> list[dict[str, Any]]:
+
+def settle_dead(folder: Path, settle: Callable[[Path], JSONObject]) -> list[JSONObject]:
     """`settle(record)` for every unlocked `*.json` record in `folder`; one report per record."""
     if not folder.is_dir():
         return []

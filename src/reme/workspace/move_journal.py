@@ -18,10 +18,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from filelock import FileLock
 
+from reme.jsontypes import JSONObject
 from reme.workspace.atomic import atomic_write, fsync_dir
 from reme.workspace.intents import settle_dead
 from reme.workspace.layout import Workspace
@@ -60,7 +60,7 @@ def recorded(ws: Workspace, src: str, dst: str, inbound: list[dict[str, str]]) -
     (folder / f"{intent.id}.lock").unlink(missing_ok=True)
 
 
-def recover(ws: Workspace, finish: Callable[[MoveIntent], dict[str, Any]]) -> list[dict[str, Any]]:
+def recover(ws: Workspace, finish: Callable[[MoveIntent], JSONObject]) -> list[JSONObject]:
     """Settle every intent left by a dead writer; `finish` rewrites the links of a renamed one.
 
     Returns one report per intent: `{id, src, dst, state, ...}` with state `finished` (rolled
@@ -70,14 +70,14 @@ def recover(ws: Workspace, finish: Callable[[MoveIntent], dict[str, Any]]) -> li
     return settle_dead(journal_dir(ws), lambda record: _settle(ws, record, finish))
 
 
-def _settle(ws: Workspace, record: Path, finish: Callable[[MoveIntent], dict[str, Any]]) -> dict[str, Any]:
+def _settle(ws: Workspace, record: Path, finish: Callable[[MoveIntent], JSONObject]) -> JSONObject:
     try:
         intent = MoveIntent(**json.loads(record.read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError) as exc:
         log.warning("move intent %s is unreadable and is dropped: %s", record.name, exc)
         _forget(record)
         return {"id": record.stem, "state": "unreadable", "error": str(exc)}
-    report: dict[str, Any] = {"id": intent.id, "src": intent.src, "dst": intent.dst}
+    report: JSONObject = {"id": intent.id, "src": intent.src, "dst": intent.dst}
     if _exists(ws.root / intent.src) or not _exists(ws.root / intent.dst):
         _forget(record)
         log.warning(
@@ -90,11 +90,12 @@ def _settle(ws: Workspace, record: Path, finish: Callable[[MoveIntent], dict[str
         log.warning("finishing the interrupted move %s -> %s failed", intent.src, intent.dst, exc_info=True)
         return {**report, "state": "failed", "error": f"{type(exc).__name__}: {exc}"}
     _forget(record)
+    retargeted = done.get("retargeted_files")
     log.warning(
         "finished the interrupted move %s -> %s (%d file(s) rewritten)",
         intent.src,
         intent.dst,
-        len(done.get("retargeted_files", ())),
+        len(retargeted) if isinstance(retargeted, list) else 0,
     )
     return {**report, "state": "finished", **done}
 

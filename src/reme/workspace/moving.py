@@ -10,6 +10,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from typing import Any
 
+from reme.jsontypes import JSONObject
 from reme.workspace import confined, move_journal
 from reme.workspace.atomic import atomic_write
 from reme.workspace.layout import Workspace
@@ -95,7 +96,7 @@ def move(
     return {"src": source, "dst": destination, "retargeted_files": changed, "retargeted_links": count}
 
 
-def recover_moves(ws: Workspace, links: LinkSource) -> list[dict[str, Any]]:
+def recover_moves(ws: Workspace, links: LinkSource) -> list[JSONObject]:
     """Finish the moves a killed writer left half done (see `move_journal`); reports what it did."""
 
     def finish(intent: move_journal.MoveIntent) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from typing import Any
 from filelock import FileLock
 
 from reme.errors import Conflict, ReMeError
+from reme.jsontypes import JSONObject
 from reme.workspace import confined
 from reme.workspace.atomic import atomic_write, fsync_dir
 from reme.workspace.intents import settle_dead
@@ -172,12 +173,12 @@ def apply_change(ws: Workspace, relative: str, content: str | None) -> None:
         confined.remove(ws.root, relative, folder=False)
 
 
-def recover(ws: Workspace, links: LinkSource | None = None) -> list[dict[str, Any]]:
+def recover(ws: Workspace, links: LinkSource | None = None) -> list[JSONObject]:
     """Roll back every transaction a dead writer left; one report `{id, paths, state}` per intent."""
     return settle_dead(journal_dir(ws), lambda record: _roll_back(ws, record, links))
 
 
-def _roll_back(ws: Workspace, record: Path, links: LinkSource | None) -> dict[str, Any]:
+def _roll_back(ws: Workspace, record: Path, links: LinkSource | None) -> JSONObject:
     try:
         intent = json.loads(record.read_text(encoding="utf-8"))
         images = [
@@ -202,7 +203,7 @@ def _roll_back(ws: Workspace, record: Path, links: LinkSource | None) -> dict[st
                     conflicts.append(path)  # edited since the crash: that edit is kept
     except Exception as exc:  # left on disk: the next recovery tries again
         log.warning("rolling back the interrupted transaction %s failed", record.stem, exc_info=True)
-        return {"id": record.stem, "paths": paths, "state": "failed", "error": f"{type(exc).__name__}: {exc}"}
+        return {"id": record.stem, "paths": [*paths], "state": "failed", "error": f"{type(exc).__name__}: {exc}"}
     _forget(record)
     if links is not None:
         links.sync_paths(paths)
@@ -214,16 +215,16 @@ def _roll_back(ws: Workspace, record: Path, links: LinkSource | None) -> dict[st
         )
         return {
             "id": record.stem,
-            "paths": paths,
+            "paths": [*paths],
             "state": "conflict",
-            "conflicts": conflicts,
+            "conflicts": [*conflicts],
             "error": (
                 f"{', '.join(conflicts)} changed after the interrupted transaction and were left as they are; "
                 "the other files were rolled back: check these by hand"
             ),
         }
     log.warning("rolled back the interrupted transaction %s (%s)", record.stem, ", ".join(paths))
-    return {"id": record.stem, "paths": paths, "state": "rolled_back"}
+    return {"id": record.stem, "paths": [*paths], "state": "rolled_back"}
 
 
 def _sha_or_none(text: str | None) -> str | None:

@@ -55,7 +55,7 @@ def is_transcript_path(path: str) -> bool:
     return pure.suffix == ".jsonl" and pure.parent.name == DIALOG
 
 
-def content_text(content: Any) -> str:
+def content_text(content: object) -> str:
     """Plain text of a stored message's content, whether a string or a list of content blocks."""
     if isinstance(content, str):
         return content

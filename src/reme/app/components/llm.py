@@ -1,7 +1,7 @@
 """The `llm` component: chat models per role (`chat`, `memory`) from config, built on first use.
 
 Backends: `openai` (any OpenAI-compatible endpoint), `anthropic` and `ollama`; the `scripted` test
-double is registered by `reme.testing` through the plugin entry point. Missing credentials never stop the
+double is registered by `reme.testing` when a process opts in (`REME_PLUGINS`). Missing credentials never stop the
 application from starting: the LLM jobs report them instead.
 """
 

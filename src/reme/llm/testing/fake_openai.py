@@ -43,12 +43,12 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 from urllib.parse import urlsplit
 
-from reme.llm.testing.server_profiles import Profile
+from reme.jsontypes import JSONObject, JSONValue
+from reme.llm.testing.server_profiles import Body, Profile, items, obj
 from reme.llm.testing.server_profiles import profile as server_profile
 
 PROMPT_TOKENS = 11
@@ -60,7 +60,7 @@ class FakeOpenAI:
 
     def __init__(
         self,
-        script: Sequence[Mapping[str, Any]] = ({"text": "ok"},),
+        script: Sequence[Body] = ({"text": "ok"},),
         model: str = "fake-model",
         *,
         refuse_tool_choice: bool = False,
@@ -73,14 +73,14 @@ class FakeOpenAI:
         self.statuses: list[int] = []
         self.serving = threading.Lock()  # held while answering, for servers that answer one at a time
         self.embedding_dimension = embedding_dimension
-        self.embedding_faults: list[dict[str, Any]] = []
-        self.embedding_requests: list[dict[str, Any]] = []
+        self.embedding_faults: list[JSONObject] = []
+        self.embedding_requests: list[JSONObject] = []
         self.embedding_reject: set[str] = set()
         self.embedding_down = False
         self.refuse_tool_choice = refuse_tool_choice
         self.refuse_json_schema = refuse_json_schema
-        self.requests: list[dict[str, Any]] = []
-        self._script: list[dict[str, Any]] = []
+        self.requests: list[JSONObject] = []
+        self._script: list[JSONObject] = []
         self._lock = threading.Lock()
         self.set_script(script)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
@@ -95,7 +95,7 @@ class FakeOpenAI:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}/v1"
 
-    def set_script(self, script: Sequence[Mapping[str, Any]]) -> None:
+    def set_script(self, script: Sequence[Body]) -> None:
         """Replace the script and start it from its first entry."""
         if not script:
             raise ValueError("the fake server needs at least one scripted entry")
@@ -103,7 +103,7 @@ class FakeOpenAI:
             self._script = [dict(e) for e in script]
             self._position = 0
 
-    def refusal(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+    def refusal(self, body: JSONObject) -> tuple[int, JSONObject] | None:
         """The HTTP status and body with which this server refuses the request (recorded), if it does."""
         choice = body.get("tool_choice")
         refused = self.profile.refusal(body)
@@ -115,7 +115,7 @@ class FakeOpenAI:
         elif (
             refused is None
             and self.refuse_json_schema
-            and (body.get("response_format") or {}).get("type") == "json_schema"
+            and obj(body.get("response_format")).get("type") == "json_schema"
         ):
             refused = (
                 400,
@@ -131,20 +131,20 @@ class FakeOpenAI:
         self.record(body, refused[0])
         return refused
 
-    def record(self, body: dict[str, Any], status: int) -> int:
+    def record(self, body: JSONObject, status: int) -> int:
         """Keep the request and the status answered (0 until it is known); its index in `requests`."""
         with self._lock:
             self.requests.append(body)
             self.statuses.append(status)
             return len(self.requests) - 1
 
-    def next_entry(self, body: dict[str, Any]) -> dict[str, Any]:
+    def next_entry(self, body: JSONObject) -> JSONObject:
         with self._lock:
             entry = self._script[min(self._position, len(self._script) - 1)]
             self._position += 1
         return self.profile.entry(entry, body)
 
-    def next_embedding_fault(self, body: dict[str, Any]) -> dict[str, Any]:
+    def next_embedding_fault(self, body: JSONObject) -> JSONObject:
         with self._lock:
             self.embedding_requests.append(body)
             return self.embedding_faults.pop(0) if self.embedding_faults else {}
@@ -167,29 +167,37 @@ def hashed_words(text: str, dimension: int) -> list[float]:
     return vector
 
 
-def _output_tool(body: Mapping[str, Any]) -> str | None:
-    for tool in body.get("tools") or []:
-        name = tool.get("function", {}).get("name") or tool.get("name", "")
+def _number(value: JSONValue, default: float) -> float:
+    """A numeric script field (`seconds`, `status`, `dimension`), or `default` when absent."""
+    return float(value) if isinstance(value, (int, float, str)) else default
+
+
+def _output_tool(body: Body) -> str | None:
+    for value in items(body.get("tools")):
+        tool = obj(value)
+        name = str(obj(tool.get("function")).get("name") or tool.get("name", ""))
         if name.startswith("final_result"):
             return name
     return None
 
 
-def _message(entry: Mapping[str, Any], body: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+def _message(entry: Body, body: Body) -> tuple[JSONObject, str]:
     """The assistant message for an entry and its finish reason."""
     calls: list[tuple[str, str]] = []
     if entry.get("fault") == "bad_tool_json":
-        calls.append((entry.get("tool", "write"), '{"path": "daily/oops.md", "content": '))
+        calls.append((str(entry.get("tool", "write")), '{"path": "daily/oops.md", "content": '))
     elif entry.get("fault") == "ignore_schema":
         calls.append((_output_tool(body) or "final_result", json.dumps({"unexpected": "ignored the schema"})))
     elif "tool" in entry:
-        calls.append((entry["tool"], json.dumps(entry.get("args") or {})))
+        calls.append((str(entry["tool"]), json.dumps(entry.get("args") or {})))
     elif "tools" in entry:
-        calls.extend((c["tool"], json.dumps(c.get("args") or {})) for c in entry["tools"])
+        calls.extend(
+            (str(obj(c)["tool"]), json.dumps(obj(c).get("args") or {})) for c in items(entry["tools"])
+        )
     elif "output" in entry and _output_tool(body):
         calls.append((_output_tool(body) or "", json.dumps(entry["output"])))
     if calls:
-        tool_calls = [
+        tool_calls: list[JSONValue] = [
             {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": a}}
             for i, (n, a) in enumerate(calls)
         ]
@@ -200,19 +208,17 @@ def _message(entry: Mapping[str, Any], body: Mapping[str, Any]) -> tuple[dict[st
     return {"role": "assistant", "content": str(text or "")}, "stop"
 
 
-def _anthropic_reply(message: dict[str, Any], model: str) -> dict[str, Any]:
+def _anthropic_reply(message: JSONObject, model: str) -> JSONObject:
     """The same reply in the shape of Anthropic's Messages API (not streamed)."""
-    blocks: list[dict[str, Any]] = (
-        [{"type": "text", "text": message["content"]}] if message.get("content") else []
-    )
-    for call in message.get("tool_calls") or []:
+    blocks: list[JSONValue] = [{"type": "text", "text": message["content"]}] if message.get("content") else []
+    for value in items(message.get("tool_calls")):
+        call = obj(value)
+        function = obj(call.get("function"))
         try:
-            arguments = json.loads(call["function"]["arguments"])
+            arguments = json.loads(str(function["arguments"]))
         except json.JSONDecodeError:
-            arguments = {"unparsable_arguments": call["function"]["arguments"]}
-        blocks.append(
-            {"type": "tool_use", "id": call["id"], "name": call["function"]["name"], "input": arguments}
-        )
+            arguments = {"unparsable_arguments": function["arguments"]}
+        blocks.append({"type": "tool_use", "id": call["id"], "name": function["name"], "input": arguments})
     return {
         "id": "msg_fake",
         "type": "message",
@@ -225,7 +231,7 @@ def _anthropic_reply(message: dict[str, Any], model: str) -> dict[str, Any]:
     }
 
 
-_USAGE = {
+_USAGE: JSONObject = {
     "prompt_tokens": PROMPT_TOKENS,
     "completion_tokens": COMPLETION_TOKENS,
     "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS,
@@ -236,7 +242,7 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+        def log_message(self, format: str, *args: object) -> None:  # keep test output quiet
             return
 
         def do_GET(self) -> None:
@@ -253,7 +259,7 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
         def _answer(self) -> None:
             length = int(self.headers.get("content-length") or 0)
             try:
-                body = json.loads(self.rfile.read(length) or b"{}")
+                body = obj(json.loads(self.rfile.read(length) or b"{}"))
             except json.JSONDecodeError:
                 return self._json(400, {"error": {"message": "invalid JSON body"}})
             route = urlsplit(self.path).path.rstrip("/")
@@ -266,16 +272,16 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                     return self._chat(route, body)
             self._chat(route, body)
 
-        def _chat(self, route: str, body: dict[str, Any]) -> None:
+        def _chat(self, route: str, body: JSONObject) -> None:
             refused = server.refusal(body)
             if refused is not None:
                 return self._json(*refused)
             entry = server.next_entry(body)
             index = server.record(body, 0)
             if entry.get("fault") == "slow":
-                time.sleep(float(entry.get("seconds", 2.0)))
-                entry = entry.get("then") or {"text": "late reply"}
-            status = int(entry.get("status", 500)) if entry.get("fault") == "http" else 200
+                time.sleep(_number(entry.get("seconds"), 2.0))
+                entry = obj(entry.get("then")) or {"text": "late reply"}
+            status = int(_number(entry.get("status"), 500)) if entry.get("fault") == "http" else 200
             server.statuses[index] = status
             if status != 200:
                 return self._json(status, {"error": {"message": f"injected HTTP {status}", "type": "fake"}})
@@ -288,29 +294,30 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 return self._stream(message, finish, usage=server.profile.stream_usage(body))
             self._json(200, self._completion(message, finish))
 
-        def _embeddings(self, body: dict[str, Any]) -> None:
+        def _embeddings(self, body: JSONObject) -> None:
             fault = server.next_embedding_fault(body)
             if fault.get("fault") == "slow":
-                time.sleep(float(fault.get("seconds", 2.0)))
+                time.sleep(_number(fault.get("seconds"), 2.0))
             if fault.get("fault") == "http":
-                status = int(fault.get("status", 500))
+                status = int(_number(fault.get("status"), 500))
                 return self._json(status, {"error": {"message": f"injected HTTP {status}", "type": "fake"}})
-            texts = body.get("input")
-            texts = [texts] if isinstance(texts, str) else texts
-            if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            given = body.get("input")
+            given = [given] if isinstance(given, str) else given
+            if not isinstance(given, list) or not all(isinstance(t, str) for t in given):
                 return self._json(400, {"error": {"message": "input must be a string or a list of strings"}})
+            texts = [str(t) for t in given]
             if server.embedding_down:
                 return self._json(503, {"error": {"message": "embedding service down", "type": "fake"}})
             if any(marker in text for marker in server.embedding_reject for text in texts):
                 return self._json(400, {"error": {"message": "input rejected: too long", "type": "fake"}})
-            dimension = int(fault.get("dimension", server.embedding_dimension))
-            data = [
-                {"object": "embedding", "index": i, "embedding": hashed_words(text, dimension)}
+            dimension = int(_number(fault.get("dimension"), server.embedding_dimension))
+            data: list[JSONValue] = [
+                {"object": "embedding", "index": i, "embedding": [*hashed_words(text, dimension)]}
                 for i, text in enumerate(texts)
             ]
             self._json(200, {"object": "list", "data": data, "model": body.get("model", server.model)})
 
-        def _completion(self, message: dict[str, Any], finish: str) -> dict[str, Any]:
+        def _completion(self, message: JSONObject, finish: str) -> JSONObject:
             return {
                 "id": "chatcmpl-fake",
                 "object": "chat.completion",
@@ -320,19 +327,19 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 "usage": _USAGE,
             }
 
-        def _stream(self, message: dict[str, Any], finish: str, usage: bool) -> None:
+        def _stream(self, message: JSONObject, finish: str, usage: bool) -> None:
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
             self.send_header("connection", "close")
             self.end_headers()
-            deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
-            text = message.get("content") or ""
+            deltas: list[JSONObject] = [{"role": "assistant", "content": ""}]
+            text = str(message.get("content") or "")
             deltas += [{"content": text[i : i + 16]} for i in range(0, len(text), 16)]
-            for i, call in enumerate(message.get("tool_calls") or []):
-                deltas.append({"tool_calls": [{"index": i, **call}]})
+            for i, call in enumerate(items(message.get("tool_calls"))):
+                deltas.append({"tool_calls": [{"index": i, **obj(call)}]})
             for delta in deltas:
                 self._event({"choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
-            last: dict[str, Any] = {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
+            last: JSONObject = {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
             if usage and server.profile.name == "strict-openai":
                 self._event(last)
                 last = {"choices": [], "usage": _USAGE}  # OpenAI's own usage chunk has no choices
@@ -343,7 +350,7 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             self.wfile.flush()
             self.close_connection = True
 
-        def _event(self, payload: dict[str, Any]) -> None:
+        def _event(self, payload: JSONObject) -> None:
             chunk = {
                 "id": "chatcmpl-fake",
                 "object": "chat.completion.chunk",
@@ -353,7 +360,7 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             }
             self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
 
-        def _json(self, status: int, payload: dict[str, Any]) -> None:
+        def _json(self, status: int, payload: JSONObject) -> None:
             data = json.dumps(payload).encode()
             self.send_response(status)
             self.send_header("content-type", "application/json")

@@ -21,7 +21,9 @@ import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from fnmatch import fnmatchcase
 from string import Template
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from reme.jsontypes import JSONObject, JSONValue
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -32,7 +34,10 @@ class ScriptExhausted(RuntimeError):
     """The model was asked for more turns than the script has."""
 
 
-def fill(value: Any, variables: Mapping[str, Any]) -> Any:
+Turn = Mapping[str, JSONValue]
+
+
+def fill(value: JSONValue, variables: Mapping[str, object]) -> JSONValue:
     """Substitute `$name` placeholders in every string of a nested value."""
     if isinstance(value, str):
         return Template(value).safe_substitute({k: str(v) for k, v in variables.items()})
@@ -49,18 +54,34 @@ def _turn_index(messages: list[ModelMessage]) -> int:
     return sum(isinstance(m, ModelResponse) for m in messages)
 
 
-def _calls(turn: Mapping[str, Any], info: AgentInfo) -> list[tuple[str, dict[str, Any]]]:
+def _object(value: JSONValue, what: str) -> JSONObject:
+    """`value` as a JSON object (absent = empty); anything else is a malformed script."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError(f"scripted turn: {what} must be an object, not {value!r}")
+    return value
+
+
+def _call(turn: Turn) -> tuple[str, JSONObject]:
+    return str(turn["tool"]), _object(turn.get("args"), "args")
+
+
+def _calls(turn: Turn, info: AgentInfo) -> list[tuple[str, JSONObject]]:
     """Tool calls of a turn as (tool name, arguments); `output` becomes a call of the output tool."""
     if "tool" in turn:
-        return [(turn["tool"], dict(turn.get("args") or {}))]
+        return [_call(turn)]
     if "tools" in turn:
-        return [(c["tool"], dict(c.get("args") or {})) for c in turn["tools"]]
+        calls = turn["tools"]
+        if not isinstance(calls, list):
+            raise ValueError(f"scripted turn: tools must be a list, not {calls!r}")
+        return [_call(_object(c, "a tools entry")) for c in calls]
     if "output" in turn and info.output_tools:
-        return [(info.output_tools[0].name, dict(turn["output"]))]
+        return [(info.output_tools[0].name, _object(turn["output"], "output"))]
     return []
 
 
-def _text(turn: Mapping[str, Any]) -> str:
+def _text(turn: Turn) -> str:
     if "text" in turn:
         return str(turn["text"])
     if "output" in turn:
@@ -68,31 +89,30 @@ def _text(turn: Mapping[str, Any]) -> str:
     raise ValueError(f"scripted turn has none of tool/tools/text/output: {dict(turn)!r}")
 
 
-def select_turns(
-    script: Sequence[Mapping[str, Any]], variables: Mapping[str, Any]
-) -> list[Mapping[str, Any]] | None:
+def select_turns(script: Sequence[Turn], variables: Mapping[str, object]) -> list[Turn] | None:
     """The turns this run plays: the whole script, or the first `run` entry matching `variables["run"]`."""
     if not script or not all("run" in entry for entry in script):
         return list(script)
     run = str(variables.get("run", ""))
     for entry in script:
         if fnmatchcase(run, str(entry["run"])):
-            return list(entry.get("turns") or [])
+            turns = entry.get("turns") or []
+            if not isinstance(turns, list):
+                raise ValueError(f"scripted run {entry['run']!r}: turns must be a list")
+            return [_object(turn, "a turn") for turn in turns]
     return None
 
 
-def scripted_model(
-    script: Sequence[Mapping[str, Any]], variables: Mapping[str, Any] | None = None
-) -> FunctionModel:
+def scripted_model(script: Sequence[Turn], variables: Mapping[str, object] | None = None) -> FunctionModel:
     """A FunctionModel (plain and streamed) that plays `script` with `variables` filled in."""
     from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
     from pydantic_ai.models.function import DeltaToolCall, FunctionModel
 
     variables = variables or {}
     selected = select_turns(script, variables)
-    turns = [fill(dict(t), variables) for t in selected or ()]
+    turns = [_object(fill(dict(t), variables), "a turn") for t in selected or ()]
 
-    def next_turn(messages: list[ModelMessage]) -> Mapping[str, Any]:
+    def next_turn(messages: list[ModelMessage]) -> Turn:
         if selected is None:
             raise ScriptExhausted(f"scripted model: no scripted run matches run {variables.get('run', '')!r}")
         index = _turn_index(messages)

@@ -26,7 +26,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+
+from reme.jsontypes import JSONObject, JSONValue
 
 PROFILES = ("openai", "strict-openai", "llama-cpp-chatml", "llama-cpp-template", "ollama")
 
@@ -50,10 +51,21 @@ LLAMA_MESSAGE_TYPES = (
     ("ChatCompletionRequestFunctionMessage", "function"),
 )
 
-Refusal = tuple[int, dict[str, Any]]
+Refusal = tuple[int, JSONObject]
+Body = Mapping[str, JSONValue]  # a request body as the server parsed it
 
 
-def _error(message: str, kind: str, **extra: Any) -> dict[str, Any]:
+def obj(value: JSONValue | object) -> JSONObject:
+    """`value` when it is a JSON object, else empty: a fake server reads what it can."""
+    return value if isinstance(value, dict) else {}
+
+
+def items(value: JSONValue | object) -> list[JSONValue]:
+    """`value` when it is a JSON list, else empty."""
+    return value if isinstance(value, list) else []
+
+
+def _error(message: str, kind: str, **extra: JSONValue) -> JSONObject:
     return {"error": {"message": message, "type": kind, "param": None, "code": None, **extra}}
 
 
@@ -66,7 +78,7 @@ class Profile:
         """Answers one request at a time (llama-cpp-python's server holds a lock around its model)."""
         return self.name.startswith("llama-cpp")
 
-    def refusal(self, body: Mapping[str, Any]) -> Refusal | None:
+    def refusal(self, body: Body) -> Refusal | None:
         if self.name == "strict-openai":
             return _strict_openai(body)
         if self.name.startswith("llama-cpp"):
@@ -75,7 +87,7 @@ class Profile:
             return 400, _error("invalid message format", "invalid_request_error")
         return None
 
-    def entry(self, entry: dict[str, Any], body: Mapping[str, Any]) -> dict[str, Any]:
+    def entry(self, entry: JSONObject, body: Body) -> JSONObject:
         """What this server's model can reply for a scripted entry."""
         if self.name != "llama-cpp-template":
             return entry
@@ -83,28 +95,31 @@ class Profile:
         if isinstance(forced, dict) and "tool" in entry:
             return entry  # a named tool choice makes the server constrain the reply to that call
         if "tool" in entry or "tools" in entry:
-            calls = entry.get("tools") or [{"tool": entry["tool"], "args": entry.get("args") or {}}]
-            text = "\n".join(json.dumps({"name": c["tool"], "arguments": c.get("args") or {}}) for c in calls)
+            calls = items(entry.get("tools")) or [{"tool": entry["tool"], "args": entry.get("args") or {}}]
+            text = "\n".join(
+                json.dumps({"name": obj(c)["tool"], "arguments": obj(c).get("args") or {}}) for c in calls
+            )
             return {"text": text}
         if "output" in entry and "text" not in entry:
             return {"text": json.dumps(entry["output"])}
         return entry
 
-    def max_tokens(self, body: Mapping[str, Any]) -> int | None:
+    def max_tokens(self, body: Body) -> int | None:
         """The output limit this server applies (llama-cpp-python reads only `max_tokens`)."""
         keys = (
             ("max_tokens",) if self.name.startswith("llama-cpp") else ("max_completion_tokens", "max_tokens")
         )
         for key in keys:
-            if isinstance(body.get(key), int):
-                return int(body[key])
+            value = body.get(key)
+            if isinstance(value, int):
+                return value
         return None
 
-    def stream_usage(self, body: Mapping[str, Any]) -> bool:
+    def stream_usage(self, body: Body) -> bool:
         if self.name.startswith("llama-cpp"):
             return False
         if self.name in ("strict-openai", "ollama"):
-            return bool((body.get("stream_options") or {}).get("include_usage"))
+            return bool(obj(body.get("stream_options")).get("include_usage"))
         return True
 
     def tool_finish_reason(self) -> str:
@@ -117,12 +132,13 @@ def profile(name: str) -> Profile:
     return Profile(name)
 
 
-def _strict_openai(body: Mapping[str, Any]) -> Refusal | None:
+def _strict_openai(body: Body) -> Refusal | None:
     unknown = sorted(set(body) - OPENAI_PARAMETERS)
     if unknown:
         return 400, _error(f"Unrecognized request argument supplied: {unknown[0]}", "invalid_request_error")
     open_calls: set[str] = set()
-    for i, message in enumerate(body.get("messages") or []):
+    for i, value in enumerate(items(body.get("messages"))):
+        message = obj(value)
         role = message.get("role")
         if open_calls and role != "tool":
             ids = ", ".join(sorted(open_calls))
@@ -133,7 +149,7 @@ def _strict_openai(body: Mapping[str, Any]) -> Refusal | None:
                 param=f"messages.[{i}].role",
             )
         if role == "assistant":
-            open_calls = {c.get("id", "") for c in message.get("tool_calls") or []}
+            open_calls = {str(obj(c).get("id", "")) for c in items(message.get("tool_calls"))}
         elif role == "tool":
             if message.get("tool_call_id") not in open_calls:
                 return 400, _error(
@@ -142,11 +158,11 @@ def _strict_openai(body: Mapping[str, Any]) -> Refusal | None:
                     "invalid_request_error",
                     param=f"messages.[{i}].role",
                 )
-            open_calls.discard(message["tool_call_id"])
-    response_format = body.get("response_format") or {}
+            open_calls.discard(str(message["tool_call_id"]))
+    response_format = obj(body.get("response_format"))
     if response_format.get("type") == "json_schema":
-        spec = response_format.get("json_schema") or {}
-        problem = _not_strict(spec.get("schema") or {}) if spec.get("strict") else None
+        spec = obj(response_format.get("json_schema"))
+        problem = _not_strict(obj(spec.get("schema"))) if spec.get("strict") else None
         if problem:
             return 400, _error(
                 f"Invalid schema for response_format '{spec.get('name', '')}': {problem}",
@@ -156,18 +172,18 @@ def _strict_openai(body: Mapping[str, Any]) -> Refusal | None:
     return None
 
 
-def _not_strict(schema: Any, where: str = "context=()") -> str | None:
+def _not_strict(schema: JSONValue, where: str = "context=()") -> str | None:
     """Why a schema cannot be used with `strict: true` (objects closed, every property required)."""
     if not isinstance(schema, dict):
         return None
     if schema.get("type") == "object" or "properties" in schema:
-        properties = schema.get("properties") or {}
+        properties = obj(schema.get("properties"))
         if schema.get("additionalProperties") is not False:
             return f"In {where}, 'additionalProperties' is required to be supplied and to be false."
-        missing = sorted(set(properties) - set(schema.get("required") or []))
+        missing = sorted(set(properties) - {str(key) for key in items(schema.get("required"))})
         if missing:
             return f"In {where}, 'required' is required to include every key in properties. Missing '{missing[0]}'."
-    children = [*(schema.get("properties") or {}).values(), *(schema.get("$defs") or {}).values()]
+    children = [*obj(schema.get("properties")).values(), *obj(schema.get("$defs")).values()]
     for key in ("items", "anyOf", "allOf"):
         value = schema.get(key)
         children.extend(value if isinstance(value, list) else [value] if isinstance(value, dict) else [])
@@ -178,9 +194,9 @@ def _not_strict(schema: Any, where: str = "context=()") -> str | None:
     return None
 
 
-def _llama_cpp(body: Mapping[str, Any], *, chatml: bool) -> Refusal | None:
-    errors: list[dict[str, Any]] = []
-    for i, message in enumerate(body.get("messages") or []):
+def _llama_cpp(body: Body, *, chatml: bool) -> Refusal | None:
+    errors: list[dict[str, object]] = []
+    for i, message in enumerate(items(body.get("messages"))):
         errors.extend(_llama_message_errors(i, message))
     response_format = body.get("response_format")
     if isinstance(response_format, dict) and response_format.get("type") not in (None, "text", "json_object"):
@@ -205,7 +221,7 @@ def _llama_cpp(body: Mapping[str, Any], *, chatml: bool) -> Refusal | None:
     return None
 
 
-def _llama_message_errors(i: int, message: Any) -> list[dict[str, Any]]:
+def _llama_message_errors(i: int, message: JSONValue) -> list[dict[str, object]]:
     """One error per member of the message union that does not match, as pydantic lists them."""
     if not isinstance(message, dict):
         return [
@@ -214,7 +230,7 @@ def _llama_message_errors(i: int, message: Any) -> list[dict[str, Any]]:
     role = message.get("role")
     if role != "assistant" or "content" not in message or isinstance(message["content"], str):
         return []
-    errors = []
+    errors: list[dict[str, object]] = []
     for name, expected in LLAMA_MESSAGE_TYPES:
         loc = ("body", "messages", i, name)
         if expected == "assistant":
