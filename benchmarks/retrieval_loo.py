@@ -414,6 +414,58 @@ def stage_grid(base: Sequence[Ranker]) -> list[Ranker]:
     return [replace(b, order="group", piece_decay=PIECE_DECAY, grouping=g) for b in base for g in groupings]
 
 
+def check(units: list[Unit], vectors: bool, conversation: str) -> None:
+    """The shipped ordering replayed offline vs the search job itself, on one conversation and the LongMemEval units."""
+    from reme.index.grouping import SEARCH_GROUPING
+    from retrieval_engines import Mode, search_modes
+
+    weight = 0.5 if vectors else None
+    shipped = Ranker(weight, "relative_score", 3, order="group", grouping=SEARCH_GROUPING)
+    mode = Mode("hybrid" if vectors else "bm25", weight)
+    table = Table(units)
+    table.run([shipped])
+    print(
+        "\n| check | LoCoMo T@500 | T@2000 | T@8000 | LME any@5 | all@3 | all@5 | all@10 | T@2000 | T@8000 |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    job_locomo: list[dict] = []
+    job_lme: list[dict] = []
+    replay_locomo: list[dict] = []
+    replay_lme: list[dict] = []
+    conversations = {c.name: c for c in locomo_conversations()}
+    cases = {c["case_id"]: c for c in lme_cases(HAYSTACKS)}
+    for unit in units:
+        replay = table.rows[shipped][f"{unit.kind}/{unit.name}"]
+        if unit.kind == "locomo":
+            if unit.name != conversation:
+                continue
+            c = conversations[unit.name]
+            files = conversation_files(c)
+            questions = [q.question for q in c.questions if q.evidence]
+            job_locomo += scored_rows(
+                row(hits)
+                for row, hits in zip(
+                    unit.row, search_modes(files, questions, unit.limit, [mode])[mode], strict=True
+                )
+            )
+            replay_locomo += scored_rows(replay)
+        else:
+            files, _, _ = case_files(cases[unit.name])
+            questions = [q["question"] for q in answered(cases[unit.name])]
+            job_lme += [
+                row(hits)
+                for row, hits in zip(
+                    unit.row, search_modes(files, questions, unit.limit, [mode])[mode], strict=True
+                )
+            ]
+            replay_lme += replay
+    print(f"| search job | {figures(job_locomo, job_lme)} |")
+    print(f"| offline replay | {figures(replay_locomo, replay_lme)} |")
+
+
+HAYSTACKS = "full"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -429,6 +481,10 @@ def main() -> None:
     parser.add_argument("--weights", default="0.3,0.4,0.5,0.6")
     parser.add_argument("--multipliers", default="2,3,4")
     parser.add_argument("--fusions", default="relative_score,rrf")
+    parser.add_argument(
+        "--check", default="", help="a LoCoMo conversation: compare the replay with the search job"
+    )
+    parser.add_argument("--capture-only", action="store_true", help="capture what is cached, rank nothing")
     parser.add_argument("--every", action="store_true", help="also print every setting's dev figures")
     args = parser.parse_args()
     if not DATA_DIR.is_dir():
@@ -436,6 +492,13 @@ def main() -> None:
     started = time.perf_counter()
     units = load_units(args.vectors, args.haystacks, args.conversations)
     print(f"(captured in {time.perf_counter() - started:.0f} s)")
+    if args.capture_only:
+        return
+    if args.check:
+        global HAYSTACKS
+        HAYSTACKS = args.haystacks
+        check(units, args.vectors, args.check)
+        return
     table = Table(units)
     families: dict[str, list[Ranker]] = {
         "BM25, score order": [BM25],
