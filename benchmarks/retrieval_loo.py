@@ -526,6 +526,8 @@ def main() -> None:
     if args.vectors:
         weights = [float(w) for w in args.weights.split(",")]
         grid = hybrid_grid(weights, [int(m) for m in args.multipliers.split(",")], args.fusions.split(","))
+        for title in ("BM25 + transcript session boost grid", "BM25 + grouping grid"):
+            del families[title]  # measured on the full haystacks (no vectors needed)
         families |= {
             "hybrid today (relative 0.5, m 3)": [HYBRID_TODAY],
             "hybrid grid, today's ordering": [HYBRID_TODAY] + grid,
