@@ -99,12 +99,15 @@ class Ranker:
     order: str = "diversify"  # "score" | "diversify" (today: pieces + transcript sessions) | "group"
     piece_decay: float = 0.5
     grouping: Grouping = Grouping()
+    chunk_chars: int | None = None  # None: the default chunker; else the units captured with this size
 
     def label(self) -> str:
         branch = "bm25" if self.vector_weight is None else f"{self.fusion} w {self.vector_weight:g}"
         if self.vector_weight == 1.0:
             branch = "dense"
         head = f"{branch} m {self.multiplier}, {self.order}"
+        if self.chunk_chars:
+            head = f"chunk_chars {self.chunk_chars}, {head}"
         if self.order == "group":
             g = self.grouping
             scope = ", transcripts" if g.transcripts_only else ""
@@ -169,11 +172,13 @@ def rank(ranker: Ranker, cand: Candidates, limit: int) -> list[Hit]:
 # capture ----------------------------------------------------------------------------------------
 
 
-def capture(files: dict[str, str], queries: list[str], limit: int, vectors: bool) -> list[Candidates]:
-    return asyncio.run(_capture(files, queries, limit * MAX_MULTIPLIER, vectors))
+def capture(
+    files: dict[str, str], queries: list[str], limit: int, vectors: bool, chunk_chars: int | None = None
+) -> list[Candidates]:
+    return asyncio.run(_capture(files, queries, limit * MAX_MULTIPLIER, vectors, chunk_chars))
 
 
-async def _capture(files, queries, fetch, vectors) -> list[Candidates]:
+async def _capture(files, queries, fetch, vectors, chunk_chars) -> list[Candidates]:
     from reme import ReMe
     from reme.index.date_query import with_iso_dates
     from reme.index.search import SearchFilters
@@ -183,6 +188,8 @@ async def _capture(files, queries, fetch, vectors) -> list[Candidates]:
         from embedding_cache import register_cached_backend
 
         overrides = {"components": {"embedding": {"enabled": True, "backend": register_cached_backend()}}}
+    if chunk_chars:
+        overrides.setdefault("components", {})["index"] = {"chunk_chars": chunk_chars}
     with tempfile.TemporaryDirectory(prefix="reme-loo-") as directory:
         workspace = Path(directory) / "workspace"
         for path, text in files.items():
@@ -229,9 +236,12 @@ def lme_cases(haystacks: str) -> list[dict]:
     return cases
 
 
-def load_units(vectors: bool, haystacks: str, conversations: str) -> list[Unit]:
+def load_units(
+    vectors: bool, haystacks: str, conversations: str, chunk_chars: int | None = None
+) -> list[Unit]:
     """Every unit, captured (or read from the pickle); with vectors, only units whose vectors are all cached."""
-    path = CACHE_DIR / f"loo-{'vec' if vectors else 'bm25'}-lme{haystacks}.pickle"
+    size = f"-chunk{chunk_chars}" if chunk_chars else ""
+    path = CACHE_DIR / f"loo-{'vec' if vectors else 'bm25'}-lme{haystacks}{size}.pickle"
     stored = pickle.loads(path.read_bytes()) if path.exists() else {}
     units: list[Unit] = []
     fresh = False
@@ -248,7 +258,7 @@ def load_units(vectors: bool, haystacks: str, conversations: str) -> list[Unit]:
                 skipped.append(key)
                 continue
             fresh = True
-            stored[key] = capture(files, [q.question for q in questions], LOCOMO_LIMIT, vectors)
+            stored[key] = capture(files, [q.question for q in questions], LOCOMO_LIMIT, vectors, chunk_chars)
         rows = [lambda hits, q=q, lines=lines: locomo_row(q, hits, lines) for q in questions]
         units.append(Unit(conversation.name, "locomo", LOCOMO_LIMIT, stored[key], rows))
     for case in lme_cases(haystacks):
@@ -262,7 +272,7 @@ def load_units(vectors: bool, haystacks: str, conversations: str) -> list[Unit]:
                 skipped.append(key)
                 continue
             fresh = True
-            stored[key] = capture(files, [q["question"] for q in queries], LME_LIMIT, vectors)
+            stored[key] = capture(files, [q["question"] for q in queries], LME_LIMIT, vectors, chunk_chars)
         rows = [lambda hits, q=q, s=session_of, e=evidence: lme_row(q, hits, s, e) for q in queries]
         units.append(Unit(case["case_id"], "longmemeval", LME_LIMIT, stored[key], rows))
     if fresh:
@@ -294,8 +304,9 @@ def objectives(locomo: list[dict], lme: list[dict]) -> tuple[float, float]:
 class Table:
     """rows[ranker][unit] = metric rows of that unit's questions."""
 
-    def __init__(self, units: list[Unit]) -> None:
+    def __init__(self, units: list[Unit], sized: dict[int, list[Unit]] | None = None) -> None:
         self.units = units
+        self.sized = sized or {}  # chunk_chars -> the same units chunked at that size
         self.rows: dict[Ranker, dict[str, list[dict]]] = {}
 
     def run(self, rankers: Iterable[Ranker]) -> None:
@@ -307,7 +318,7 @@ class Table:
                 f"{u.kind}/{u.name}": [
                     row(rank(ranker, c, u.limit)) for c, row in zip(u.candidates, u.row, strict=True)
                 ]
-                for u in self.units
+                for u in (self.sized[ranker.chunk_chars] if ranker.chunk_chars else self.units)
             }
 
     def pooled(self, ranker: Ranker, units: Iterable[str], kind: str) -> list[dict]:
@@ -499,6 +510,9 @@ def main() -> None:
     parser.add_argument(
         "--check", default="", help="a LoCoMo conversation: compare the replay with the search job"
     )
+    parser.add_argument(
+        "--chunk-sizes", default="", help="also these chunk_chars (e.g. 300,500): a family choosing the size"
+    )
     parser.add_argument("--capture-only", action="store_true", help="capture what is cached, rank nothing")
     parser.add_argument("--every", action="store_true", help="also print every setting's dev figures")
     args = parser.parse_args()
@@ -514,7 +528,10 @@ def main() -> None:
         HAYSTACKS = args.haystacks
         check(units, args.vectors, args.check)
         return
-    table = Table(units)
+    sizes = [int(v) for v in args.chunk_sizes.split(",") if v]
+    table = Table(
+        units, {size: load_units(args.vectors, args.haystacks, args.conversations, size) for size in sizes}
+    )
     pieces = replace(BM25, order="group")  # the new ordering: pieces yield, SEARCH_GROUPING neutral
     families: dict[str, list[Ranker]] = {
         "BM25, score order": [BM25],
@@ -523,6 +540,10 @@ def main() -> None:
         "BM25 + transcript session boost grid": [pieces] + transcript_grid(BM25),
         "BM25 + grouping grid": stage_grid([BM25]),
     }
+    if sizes:
+        families["BM25 new ordering, chunk_chars grid"] = [pieces] + [
+            replace(pieces, chunk_chars=n) for n in sizes
+        ]
     if args.vectors:
         weights = [float(w) for w in args.weights.split(",")]
         grid = hybrid_grid(weights, [int(m) for m in args.multipliers.split(",")], args.fusions.split(","))
