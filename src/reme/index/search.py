@@ -15,8 +15,8 @@ from datetime import date
 from typing import Any, Protocol
 
 from reme.errors import ReMeError
-from reme.index.diversify import diversify
 from reme.index.graph import LinkGraph
+from reme.index.grouping import order_hits
 from reme.index.keyword import KeywordIndex
 from reme.index.store import MetadataStore
 from reme.workspace.dates import path_day
@@ -283,7 +283,7 @@ class Searcher:
         """The best `limit` hits of `scored`, and whether folding or generated pages removed some."""
         passing = [hit for hit in self.hydrate(scored) if hit.score >= min_score]
         kept = [hit for hit in passing if not is_generated_page(hit.path, generated_folder)]
-        hits = diversify(kept)
+        hits = order_hits(kept)
         shown = fold(hits) if fold_files else hits
         return shown[:limit], len(shown) < len(passing)
 
@@ -373,8 +373,7 @@ def fold(hits: Sequence[Hit]) -> list[Hit]:
 
     Logs are left as they are: a session transcript or a dated page (`daily/2023-05-08.md`) holds
     many separate entries, each an answer of its own (folding them costs LoCoMo turn recall at
-    8,000 characters 0.887 → 0.567, benchmarks/README.md), and the diversifier already ranks a
-    transcript as a session (`reme.index.diversify`)."""
+    8,000 characters 0.887 → 0.567, benchmarks/README.md); `reme.index.grouping` orders them."""
     out: list[Hit] = []
     first: dict[str, Hit] = {}
     for hit in hits:
