@@ -80,14 +80,6 @@ APP_FACADE = frozenset(
     }
 )
 SERVICE_MAY_IMPORT = frozenset({"reme", "reme.errors", "reme.jsontypes"}) | APP_FACADE
-# Known violations being removed in parallel; the lead drops each entry when its owner's branch lands.
-NOT_THIN_YET: dict[str, frozenset[str]] = {
-    # issue #20 item 5: the capture engineer moves hooks.py's session-id reading behind a job/facade
-    "reme.service.hooks": frozenset({"reme.pipelines.capture.transcripts"}),
-    # issue #20 item 5: the capture engineer's branch reads capture state through reme.app.captures
-    "reme.service.doctor": frozenset({"reme.pipelines.capture.session"}),
-}
-DRAWS_YET: frozenset[str] = frozenset()  # steps.index reports through reme.app.progress now (index branch)
 
 
 def _target(name: str, imported: list[str]) -> list[str]:
@@ -101,17 +93,16 @@ def _target(name: str, imported: list[str]) -> list[str]:
     return found
 
 
-def _outside_facade(name: str, allowed: frozenset[str]) -> bool:
+def _outside_facade(name: str) -> bool:
     inside = name == "reme" or name.startswith("reme.")
     service = name == "reme.service" or name.startswith("reme.service.")
-    return inside and not service and name not in SERVICE_MAY_IMPORT and name not in allowed
+    return inside and not service and name not in SERVICE_MAY_IMPORT
 
 
 def thin_service_violations(module: str, path: Path) -> list[str]:
     """The imports of `module` (a module under `reme.service`, source at `path`) that break the
     thin-service rule of this file's docstring, as `line N: reme.x.y`."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    allowed = NOT_THIN_YET.get(module, frozenset())
     wrong: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -123,7 +114,7 @@ def thin_service_violations(module: str, path: Path) -> list[str]:
             names = _target(base, [alias.name for alias in node.names])
         else:
             continue
-        wrong += [f"line {node.lineno}: {name}" for name in names if _outside_facade(name, allowed)]
+        wrong += [f"line {node.lineno}: {name}" for name in names if _outside_facade(name)]
     return wrong
 
 
@@ -202,18 +193,12 @@ def test_the_thin_service_rule_fails_on_a_planted_violation(tmp_path: Path) -> N
         "line 9: reme.index.service",
         "line 10: reme.pipelines.capture.transcripts",
     ]
-    # the allow-list names one module's known violations, not everyone's
-    assert thin_service_violations("reme.service.hooks", planted) == [
-        "line 2: reme.workspace",
-        "line 7: reme.app.components.index",
-        "line 9: reme.index.service",
-    ]
 
 
 @pytest.mark.parametrize(("module", "path"), _modules(), ids=[m for m, _ in _modules()])
 def test_only_the_service_draws(module: str, path: Path) -> None:
     """Progress and output drawing (rich) is the service's; steps report through `reme.app.progress`."""
-    if module.startswith("reme.service.") or module in DRAWS_YET:
+    if module.startswith("reme.service."):
         return
     tree = ast.parse(path.read_text(encoding="utf-8"))
     drawing = [f"line {line}: {name}" for line, name in _imports(tree, module) if name.split(".")[0] == "rich"]
