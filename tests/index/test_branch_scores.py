@@ -23,7 +23,13 @@ async def test_fused_hits_carry_each_branchs_score_and_keyword_hits_none(app) ->
     assert keyword_only[0].branch_scores == {} and "branch_scores" not in keyword_only[0].to_dict()
 
     hybrid = Searcher(
-        index.store, index.keyword, index.graph, vector=TrigramVectors(index.store), vector_weight=0.7
+        index.store,
+        index.keyword,
+        index.graph,
+        candidate_multiplier=3,
+        fusion="relative_score",
+        vector=TrigramVectors(index.store),
+        vector_weight=0.7,
     )
     a, b = await hybrid.search("kiwifruit", limit=5)
     keyword_score = keyword_only[0].score

@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.pipelines.conftest import scripted
-from tests.pipelines.port_jobs import MakePortApp, port_app_fixture  # noqa: F401  (the fixture)
+from tests.pipelines.conftest import MakeApp, scripted
 
 from reme.workspace.relative_dates import annotate as annotate_relative_dates
 
@@ -35,9 +34,10 @@ def days_of_first_user() -> dict[str, list[dict[str, Any]]]:
     return days
 
 
-async def test_ten_days_of_chat_become_one_card_per_day(make_port_app: MakePortApp) -> None:
+async def test_ten_days_of_chat_become_one_card_per_day(make_app: MakeApp) -> None:
+    """Through the whole application: the cards are then found by the `search` job (the index)."""
     days = days_of_first_user()
-    app = make_port_app("Asia/Shanghai", **scripted(COPY_TRANSCRIPT))
+    app = await make_app("Asia/Shanghai", **scripted(COPY_TRANSCRIPT))
     for day, messages in days.items():
         response = await app.run("auto_memory", session_id="memorybank-1", messages=messages)
         assert response.success, response.answer

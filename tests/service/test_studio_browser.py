@@ -425,7 +425,7 @@ def test_a_token_service_lets_the_browser_in_only_after_login(browser: Any, tmp_
         page.wait_for_selector("textarea.editor")
         page.locator("textarea.editor").fill("Written through a logged-in session.\n")
         page.click("button[data-action=save]")
-        page.wait_for_selector(".toast")
+        page.wait_for_selector(".toast:has-text('Saved')")  # the save's own toast, not an earlier one
         written = (guarded.workspace / "digest/wiki/from-browser.md").read_text(encoding="utf-8")
         assert written == "Written through a logged-in session.\n"
     finally:

@@ -13,6 +13,9 @@ export function hasUnsavedEdits() {
 
 export async function editView(path) {
   const loaded = await job("load", { path });
+  const open = document.querySelector("textarea.editor");
+  // A live refresh that finds the user typed meanwhile keeps the edits (the save's compare-and-set guards them).
+  if (dirty && open && open.getAttribute("aria-label") === path) return open.parentElement;
   if (!loaded.success) return show(path, failure(loaded));
   let base = loaded.metadata.sha256;
   const area = h("textarea", { class: "editor", spellcheck: "false", "aria-label": path });
