@@ -28,16 +28,25 @@ async function timeline() {
       h("span", { class: "muted" }, " · " + counts(run)))));
 }
 
+// Topics resolved or suppressed on this page: a live refresh (the truth source changed) no longer lists
+// them, but the user still sees what they just did, marked done, until they leave the page.
+const doneHere = new Map();
+
 async function agenda() {
   const reply = await job("proactive_read", { include_content: false });
   if (!reply.success) return failure(reply);
-  const topics = reply.metadata.topics || [];
+  const listed = reply.metadata.topics || [];
+  const topics = [...listed, ...[...doneHere.values()].filter((d) => !listed.some((x) => x.id === d.id))];
   if (!topics.length) return h("p", { class: "muted" }, t("No topics today."));
+  const markDone = (li) => {
+    li.classList.add("resolved");
+    li.querySelectorAll("button").forEach((b) => (b.disabled = true));
+  };
   const act = (topic, reason, li) => async () => {
     const done = await job("proactive_resolve", { topic_id: topic.id, reason });
     if (!done.success) return toast(done.answer, "error");
-    li.classList.add("resolved");
-    li.querySelectorAll("button").forEach((b) => (b.disabled = true));
+    doneHere.set(topic.id, topic);
+    markDone(li);
     toast(`${t("Resolve")}: ${topic.title}`);
   };
   return h("ul", { class: "agenda" }, topics.map((topic) => {
@@ -49,6 +58,7 @@ async function agenda() {
     li.append(h("div", { class: "buttons" },
       h("button", { type: "button", dataset: { action: "resolve" }, onclick: act(topic, "resolved in Studio", li) }, t("Resolve")),
       h("button", { type: "button", dataset: { action: "suppress" }, onclick: act(topic, "suppressed in Studio: not wanted", li) }, t("Suppress"))));
+    if (doneHere.has(topic.id)) markDone(li);
     return li;
   }));
 }
@@ -101,6 +111,7 @@ export function refreshReview() {
 }
 
 export async function reviewView() {
+  doneHere.clear();
   const section = (title, cls, load) => {
     const body = h("div", { class: "section-body" });
     fill(body, load);
