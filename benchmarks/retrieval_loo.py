@@ -34,7 +34,6 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TypeVar
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -42,9 +41,7 @@ from datasets import DATA_DIR, locomo_conversations, longmemeval_cases  # noqa: 
 from embedding_cache import CACHE_DIR  # noqa: E402
 from reme.index.diversify import PIECE_DECAY, piece_relative  # noqa: E402
 from reme.index.grouping import Grouping, group  # noqa: E402
-from reme.index.grouping import Ranked as Rankable  # noqa: E402
 from reme.index.search import fold, fuse  # noqa: E402
-from reme.workspace.transcript import is_transcript_path  # noqa: E402
 from retrieval_locomo import SEARCH_LIMIT as LOCOMO_LIMIT  # noqa: E402
 from retrieval_locomo import conversation_files  # noqa: E402
 from retrieval_locomo import question_row as locomo_row  # noqa: E402
@@ -55,7 +52,6 @@ from retrieval_metrics import Hit, mean  # noqa: E402
 from subsamples import longmemeval_hard_haystacks, longmemeval_small_haystacks  # noqa: E402
 
 MAX_MULTIPLIER = 4
-R = TypeVar("R", bound=Rankable)
 
 
 @dataclass(frozen=True)
@@ -96,7 +92,7 @@ class Ranker:
     vector_weight: float | None = None  # None: keyword alone
     fusion: str = "relative_score"
     multiplier: int = 3
-    order: str = "diversify"  # "score" | "diversify" (today: pieces + transcript sessions) | "group"
+    order: str = "group"  # "score" | "group" (pieces yield, then `grouping`; the search job's order)
     piece_decay: float = 0.5
     grouping: Grouping = Grouping()
     chunk_chars: int | None = None  # None: the default chunker; else the units captured with this size
@@ -125,26 +121,6 @@ class Ranked:
     folded: list = field(default_factory=list, compare=False)
 
 
-def today_order(hits: Sequence[R], piece_decay: float = 0.5, boost: float = 0.1, depth: int = 5) -> list[R]:
-    """The ordering before this change (reme.index.diversify until issue 27), kept here to measure against:
-    pieces of one line × 0.5 per repeat; a transcript's first hit + 0.1 × its next 4 distinct spans."""
-    relative = piece_relative(hits, piece_decay)
-    distinct: dict[str, list[float]] = {}
-    spans: set[tuple[str, int, int]] = set()
-    top = max((h.score for h in hits), default=0.0)
-    for hit in hits:
-        span = (hit.path, hit.start_line, hit.end_line)
-        if span not in spans and is_transcript_path(hit.path) and top > 0:
-            distinct.setdefault(hit.path, []).append(hit.score / top)
-        spans.add(span)
-    boosts = {path: boost * sum(sorted(v, reverse=True)[1:depth]) for path, v in distinct.items()}
-    keyed = [
-        (-(value + boosts.pop(hit.path, 0.0)), i)
-        for i, (hit, value) in enumerate(zip(hits, relative, strict=True))
-    ]
-    return [hits[i] for _, i in sorted(keyed)]
-
-
 def rank(ranker: Ranker, cand: Candidates, limit: int) -> list[Hit]:
     fetch = limit * ranker.multiplier
     key = (ranker.vector_weight, ranker.fusion, fetch)
@@ -161,9 +137,7 @@ def rank(ranker: Ranker, cand: Candidates, limit: int) -> list[Hit]:
             if (c := cand.chunks.get(i))
         ]
     hits = cache[key]
-    if ranker.order == "diversify":
-        hits = today_order(hits)
-    elif ranker.order == "group":
+    if ranker.order == "group":
         hits = group(hits, piece_relative(hits, ranker.piece_decay), ranker.grouping)
     hits = fold(hits)  # type: ignore[arg-type]  # logs only here: nothing folds
     return [Hit(h.path, h.start_line, h.end_line, h.text) for h in hits[:limit]]
@@ -412,12 +386,22 @@ def report(table: Table, families: dict[str, list[Ranker]], every: bool = False)
 # families ---------------------------------------------------------------------------------------
 
 BM25 = Ranker(None, order="score")
-BM25_TODAY = Ranker(None, order="diversify")
-HYBRID_TODAY = Ranker(0.5, "relative_score", 3, order="diversify")
+HYBRID_BEFORE = Ranker(0.5, "relative_score", 3, order="group")  # the defaults until this change
+BEFORE_CHUNK_CHARS = 400  # notes' chunk size until this change (transcripts keep it)
+
+
+def shipped_hybrid() -> Ranker:
+    """The search job's hybrid setting: the index component's defaults."""
+    from reme.app.components.index import INDEX_SETTINGS
+
+    defaults = INDEX_SETTINGS.defaults()
+    return Ranker(
+        defaults["vector_weight"], defaults["fusion"], defaults["candidate_multiplier"], order="group"
+    )
 
 
 def hybrid_grid(weights: Sequence[float], multipliers: Sequence[int], fusions: Sequence[str]) -> list[Ranker]:
-    return [Ranker(w, f, m, order="diversify") for f in fusions for w in weights for m in multipliers]
+    return [Ranker(w, f, m) for f in fusions for w in weights for m in multipliers]
 
 
 def transcript_grid(base: Ranker) -> list[Ranker]:
@@ -442,12 +426,10 @@ def stage_grid(base: Sequence[Ranker]) -> list[Ranker]:
 
 def check(units: list[Unit], vectors: bool, conversation: str) -> None:
     """The shipped ordering replayed offline vs the search job itself, on one conversation and the LongMemEval units."""
-    from reme.index.grouping import SEARCH_GROUPING
     from retrieval_engines import Mode, search_modes
 
-    weight = 0.5 if vectors else None
-    shipped = Ranker(weight, "relative_score", 3, order="group", grouping=SEARCH_GROUPING)
-    mode = Mode("hybrid" if vectors else "bm25", weight)
+    shipped = shipped_hybrid() if vectors else replace(BM25, order="group")
+    mode = Mode("hybrid" if vectors else "bm25", shipped.vector_weight)
     table = Table(units)
     table.run([shipped])
     print(
@@ -511,7 +493,9 @@ def main() -> None:
         "--check", default="", help="a LoCoMo conversation: compare the replay with the search job"
     )
     parser.add_argument(
-        "--chunk-sizes", default="", help="also these chunk_chars (e.g. 300,500): a family choosing the size"
+        "--chunk-sizes",
+        default=str(BEFORE_CHUNK_CHARS),
+        help="also these notes' chunk_chars (400: the size before; e.g. 400,500): a family choosing the size",
     )
     parser.add_argument("--capture-only", action="store_true", help="capture what is cached, rank nothing")
     parser.add_argument("--every", action="store_true", help="also print every setting's dev figures")
@@ -532,32 +516,38 @@ def main() -> None:
     table = Table(
         units, {size: load_units(args.vectors, args.haystacks, args.conversations, size) for size in sizes}
     )
-    pieces = replace(BM25, order="group")  # the new ordering: pieces yield, SEARCH_GROUPING neutral
+    pieces = replace(BM25, order="group")  # the shipped ordering: pieces yield, SEARCH_GROUPING neutral
+    before = BEFORE_CHUNK_CHARS if BEFORE_CHUNK_CHARS in sizes else None
     families: dict[str, list[Ranker]] = {
         "BM25, score order": [BM25],
-        "BM25, today's ordering": [BM25_TODAY],
-        "BM25, new ordering (pieces only)": [pieces],
+        "BM25 before (pieces, notes 400)": [replace(pieces, chunk_chars=before)],
         "BM25 + transcript session boost grid": [pieces] + transcript_grid(BM25),
         "BM25 + grouping grid": stage_grid([BM25]),
+        "BM25 + notes chunk size grid": [replace(pieces, chunk_chars=before), pieces]
+        + [replace(pieces, chunk_chars=n) for n in sizes if n != before],
+        "**BM25, new default (notes 300)**": [pieces],
     }
-    if sizes:
-        families["BM25 new ordering, chunk_chars grid"] = [pieces] + [
-            replace(pieces, chunk_chars=n) for n in sizes
-        ]
     if args.vectors:
         weights = [float(w) for w in args.weights.split(",")]
-        grid = hybrid_grid(weights, [int(m) for m in args.multipliers.split(",")], args.fusions.split(","))
+        multipliers = [int(m) for m in args.multipliers.split(",")]
+        grid = hybrid_grid(weights, multipliers, args.fusions.split(","))
         for title in ("BM25 + transcript session boost grid", "BM25 + grouping grid"):
             del families[title]  # measured on the full haystacks (no vectors needed)
+        shipped = shipped_hybrid()
+        old = replace(HYBRID_BEFORE, chunk_chars=before)
         families |= {
-            "hybrid today (relative 0.5, m 3)": [HYBRID_TODAY],
-            "hybrid grid, today's ordering": [HYBRID_TODAY] + grid,
-            "hybrid new default (relative 0.5, m 3, pieces only)": [replace(HYBRID_TODAY, order="group")],
-            "hybrid + transcript session boost grid": [replace(HYBRID_TODAY, order="group")]
-            + transcript_grid(HYBRID_TODAY),
-            "hybrid grid, new ordering + grouping grid": [replace(HYBRID_TODAY, order="group")]
-            + [replace(r, order="group") for r in grid]
-            + stage_grid([Ranker(w, "relative_score", 3) for w in weights]),
+            "hybrid before (relative 0.5, m 3, notes 400)": [old],
+            "hybrid grid before (notes 400)": [old] + [replace(r, chunk_chars=before) for r in grid],
+            "hybrid + transcript session boost grid": [shipped] + transcript_grid(shipped),
+            "hybrid + grouping grid": [shipped]
+            + stage_grid([Ranker(w, "relative_score", m) for w in weights for m in multipliers]),
+            "hybrid grid + notes chunk size grid": [old]
+            + [replace(r, chunk_chars=before) for r in grid]
+            + grid
+            + [replace(r, chunk_chars=n) for r in grid for n in sizes if n != before],
+            f"**hybrid, new default ({shipped.fusion} {shipped.vector_weight:g}, m {shipped.multiplier}, notes 300)**": [
+                shipped
+            ],
         }
     report(table, families, args.every)
     print(f"\n({time.perf_counter() - started:.0f} s)")

@@ -39,7 +39,7 @@ def test_transcript_chunks_use_jsonl_line_numbers() -> None:
         message(f"message number {i} about tea", created_at=f"2024-03-01T09:{i:02d}:00") for i in range(30)
     ]
     text = "\n".join(lines[:10]) + "\n\n" + "\n".join(lines[10:]) + "\n"
-    chunks = chunk_text("session/dialog/abc.jsonl", text, chunk_chars=300)
+    chunks = chunk_text("session/dialog/abc.jsonl", text, transcript_chunk_chars=300)
     assert len(chunks) > 3
     rendered = [line for c in chunks for line in c.text.split("\n")]
     assert rendered[0] == "[user @ 2024-03-01T09:00:00] message number 0 about tea"
@@ -54,7 +54,7 @@ def test_transcript_chunks_use_jsonl_line_numbers() -> None:
 
 def test_long_message_is_cut_into_labelled_parts_on_its_line() -> None:
     text = message("short") + "\n" + message("word " * 400) + "\n" + message("after")
-    chunks = chunk_text("session/dialog/long.jsonl", text, chunk_chars=500)
+    chunks = chunk_text("session/dialog/long.jsonl", text, transcript_chunk_chars=500)
     parts = [c for c in chunks if c.start_line == 2]
     assert len(parts) >= 4
     assert all(
@@ -85,7 +85,7 @@ def test_plain_text_is_packed_by_lines() -> None:
 def test_long_chinese_message_is_cut_after_punctuation() -> None:
     sentence = "我们今天在杭州西湖边散步，聊到了明年的旅行计划。"
     text = message(sentence * 40, name="小王")
-    chunks = chunk_text("session/dialog/zh.jsonl", text, chunk_chars=200)
+    chunks = chunk_text("session/dialog/zh.jsonl", text, transcript_chunk_chars=200)
     assert len(chunks) > 3
     for chunk in chunks:
         body = chunk.text.split("\n", 1)[1]
@@ -96,7 +96,7 @@ def test_long_chinese_message_is_cut_after_punctuation() -> None:
 
 def test_transcript_search_text_holds_the_bordering_messages() -> None:
     lines = [message(f"turn {i} mentions topic{i}", created_at=f"t{i}") for i in range(12)]
-    chunks = chunk_text("session/dialog/ctx.jsonl", "\n".join(lines), chunk_chars=120, context_chars=50)
+    chunks = chunk_text("session/dialog/ctx.jsonl", "\n".join(lines), transcript_chunk_chars=120, context_chars=50)
     assert len(chunks) >= 4
     for before, chunk, after in zip(chunks, chunks[1:], chunks[2:], strict=False):
         assert before.text.split("\n")[-1] in chunk.search_text
@@ -110,7 +110,7 @@ def test_pieces_of_a_long_message_borrow_nothing_while_whole_messages_do() -> No
         message("tuna and cats " * 60, name="assistant", role="assistant", created_at="t1"),
         message("thanks, what about a collar", created_at="t2"),
     ]
-    chunks = chunk_text("session/dialog/parts.jsonl", "\n".join(lines), chunk_chars=200, context_chars=400)
+    chunks = chunk_text("session/dialog/parts.jsonl", "\n".join(lines), transcript_chunk_chars=200, context_chars=400)
     pieces = [c for c in chunks if c.start_line == c.end_line == 2]
     assert len(pieces) >= 3 and all(c.text.startswith("[Part ") for c in pieces)
     assert all(c.search_text == c.text for c in pieces)
@@ -120,3 +120,14 @@ def test_pieces_of_a_long_message_borrow_nothing_while_whole_messages_do() -> No
     assert pieces[0].text.split("\n", 1)[1] in first.search_text
     assert pieces[-1].text.split("\n", 1)[1] in last.search_text
     assert "[Part" not in first.search_text and first.search_text.count("Miso") == 2
+
+
+def test_transcripts_and_notes_are_sized_apart() -> None:
+    """A transcript packs messages to transcript_chunk_chars, a note packs lines to chunk_chars."""
+    messages = [message("x" * 90, created_at=f"t{i}") for i in range(8)]
+    note = "\n".join(f"- line {i} " + "y" * 80 for i in range(8))
+    sizes = {"chunk_chars": 200, "transcript_chunk_chars": 1000}
+    transcript = chunk_text("session/dialog/s.jsonl", "\n".join(messages), **sizes)
+    notes = chunk_text("notes/n.md", note, **sizes)
+    assert len(transcript) == 1 and transcript[0].end_line == 8
+    assert len(notes) >= 4 and all(len(c.text) <= 200 for c in notes)

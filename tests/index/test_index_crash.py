@@ -245,3 +245,24 @@ async def test_a_busy_catalog_is_waited_for_never_deleted(tmp_path: Path, monkey
         holder.execute("ROLLBACK")
         holder.close()
     assert MetadataStore(root / "metadata" / "index.sqlite3").counts()["files"] == 31  # + _buckets.md
+
+
+async def test_changed_transcript_chunk_size_rebuilds(tmp_path: Path) -> None:
+    """transcript_chunk_chars is part of the index layout: changing it re-chunks the transcripts."""
+    import json
+
+    root = tmp_path / "ws"
+    (root / "session" / "dialog").mkdir(parents=True)
+    lines = [
+        json.dumps({"id": f"m{i}", "role": "user", "content": f"message {i} " + "z" * 80, "created_at": "t"})
+        for i in range(12)
+    ]
+    (root / "session" / "dialog" / "s1.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    counts = []
+    for size in (400, 100):
+        settings = {"components.index.transcript_chunk_chars": size}
+        async with ReMe(workspace_dir=root, timezone="UTC", **settings) as app:
+            index = app.component("index").service
+            index.ensure_ready()
+            counts.append(index.store.counts()["chunks"])
+    assert counts[1] > counts[0] >= 1

@@ -77,7 +77,8 @@ def test_the_packaged_yaml_leaves_every_index_default_to_the_table() -> None:
     block = yaml.safe_load((SRC / "config/jobs/index.yaml").read_text())["components"]["index"]
     assert block == {"backend": "sqlite_tantivy"}
     defaults = INDEX_SETTINGS.defaults()
-    assert defaults["chunk_chars"] == 400 and defaults["vector"] == "embedding"
+    assert defaults["chunk_chars"] == 300 and defaults["transcript_chunk_chars"] == 400
+    assert defaults["vector"] == "embedding"
     assert defaults["fusion"] == "relative_score" and defaults["vector_context"] == 0.3
     help_text = INDEX_SETTINGS.help()
     assert all(f"{name} (" in help_text for name in INDEX_SETTINGS.names())

@@ -10,8 +10,12 @@ from dataclasses import dataclass, field
 
 from reme.workspace.dates import path_day
 
-# Both chosen by the LoCoMo retrieval sweep, conversation by conversation (benchmarks/README.md).
-DEFAULT_CHUNK_CHARS = 400
+# Notes and transcripts are sized apart, each by leave-one-out over LoCoMo and LongMemEval
+# (benchmarks/README.md, "Chunk sizes"): notes pack lines into 300 characters (LoCoMo turn recall
+# within 2,000 characters up in every fold); transcripts keep 400, as 300 cuts long replies into
+# more pieces and loses LongMemEval session recall.
+DEFAULT_CHUNK_CHARS = 300
+DEFAULT_TRANSCRIPT_CHUNK_CHARS = 400
 # Neighbouring text (whole lines, at least one per side) added to a chunk's search text only.
 DEFAULT_CONTEXT_CHARS = 400
 # Bump when the same text and settings would give different chunks or search text (indexes rebuild).

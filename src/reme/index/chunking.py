@@ -8,6 +8,7 @@ from reme.index.chunk_base import (
     CHUNKER_VERSION,
     DEFAULT_CHUNK_CHARS,
     DEFAULT_CONTEXT_CHARS,
+    DEFAULT_TRANSCRIPT_CHUNK_CHARS,
     Chunk,
     with_neighbour_context,
 )
@@ -20,6 +21,7 @@ __all__ = [
     "CHUNKER_VERSION",
     "DEFAULT_CHUNK_CHARS",
     "DEFAULT_CONTEXT_CHARS",
+    "DEFAULT_TRANSCRIPT_CHUNK_CHARS",
     "Chunk",
     "chunk_text",
     "chunk_windows",
@@ -33,14 +35,22 @@ def chunk_text(
     text: str,
     *,
     chunk_chars: int = DEFAULT_CHUNK_CHARS,
+    transcript_chunk_chars: int = DEFAULT_TRANSCRIPT_CHUNK_CHARS,
     context_chars: int = DEFAULT_CONTEXT_CHARS,
 ) -> list[Chunk]:
     """Split one file's text into chunks with 1-based inclusive line ranges and stable ids.
 
+    Session transcripts are packed to ``transcript_chunk_chars``, everything else to ``chunk_chars``.
     ``context_chars`` of bordering lines go into each chunk's ``search_text`` (never its text);
     in transcripts the pieces of a long message borrow none.
     """
-    windows = chunk_windows(path, text, chunk_chars=chunk_chars, context_chars=context_chars)
+    windows = chunk_windows(
+        path,
+        text,
+        chunk_chars=chunk_chars,
+        transcript_chunk_chars=transcript_chunk_chars,
+        context_chars=context_chars,
+    )
     return [chunk for window in windows for chunk in window]
 
 
@@ -49,21 +59,22 @@ def chunk_windows(
     text: str,
     *,
     chunk_chars: int = DEFAULT_CHUNK_CHARS,
+    transcript_chunk_chars: int = DEFAULT_TRANSCRIPT_CHUNK_CHARS,
     context_chars: int = DEFAULT_CONTEXT_CHARS,
     window_chars: int = WINDOW_CHARS,
 ) -> Iterator[list[Chunk]]:
     """`chunk_text` one window of about `window_chars` at a time, so a caller that indexes and drops
     each window holds a bounded amount of chunks (search text is several times the file's text).
     Context is borrowed within a window; a file within one window gives exactly `chunk_text`."""
-    if chunk_chars < 1:
-        raise ValueError("chunk_chars must be a positive number of characters")
+    if chunk_chars < 1 or transcript_chunk_chars < 1:
+        raise ValueError("chunk_chars and transcript_chunk_chars must be positive numbers of characters")
     if context_chars < 0:
         raise ValueError("context_chars must not be negative")
     if not text.strip():
         return
     if is_transcript_path(path):
         yield with_neighbour_context(
-            chunk_transcript(path, text, chunk_chars), context_chars, cut_pieces_borrow=False
+            chunk_transcript(path, text, transcript_chunk_chars), context_chars, cut_pieces_borrow=False
         )
         return
     if path.lower().endswith(_MARKDOWN_SUFFIXES):

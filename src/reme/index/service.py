@@ -63,6 +63,7 @@ class IndexSettings:
     defaults, checks and help are the component's settings table, `reme.app.components.index`)."""
 
     chunk_chars: int
+    transcript_chunk_chars: int
     watch: bool
     debounce_ms: int
     max_file_bytes: int
@@ -124,6 +125,7 @@ class IndexService:
             lock_path=self.metadata_dir / "index.lock",
             scope=self.scope,
             chunk_chars=self.settings.chunk_chars,
+            transcript_chunk_chars=self.settings.transcript_chunk_chars,
             max_file_bytes=self.settings.max_file_bytes,
         )
         self.guard = IndexGuard(self.indexer)  # foreign interrupted writes, reasons for `degraded`
@@ -181,6 +183,7 @@ class IndexService:
         return json.dumps(
             {
                 "chunk_chars": self.settings.chunk_chars,
+                "transcript_chunk_chars": self.settings.transcript_chunk_chars,
                 "chunker": [CHUNKER_VERSION, DEFAULT_CONTEXT_CHARS],
                 **self.scope.describe(),
             },

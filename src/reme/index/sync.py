@@ -76,6 +76,7 @@ class Indexer:
         lock_path: Path,
         scope: Scope,
         chunk_chars: int,
+        transcript_chunk_chars: int,
         max_file_bytes: int,
     ) -> None:
         self.root = root
@@ -83,6 +84,7 @@ class Indexer:
         self.keyword = keyword
         self.scope = scope
         self.chunk_chars = chunk_chars
+        self.transcript_chunk_chars = transcript_chunk_chars
         self.max_file_bytes = max_file_bytes
         self._thread_lock = threading.RLock()
         self._file_lock = FileLock(lock_path, timeout=120)
@@ -388,7 +390,9 @@ class Indexer:
                 LinkRow(path, ln.target, ln.predicate, ln.anchor, ln.alias, ln.embed, ln.line)
                 for ln in parse_links(text)
             ]
-        windows = chunk_windows(path, text, chunk_chars=self.chunk_chars)
+        windows = chunk_windows(
+            path, text, chunk_chars=self.chunk_chars, transcript_chunk_chars=self.transcript_chunk_chars
+        )
         record = FileRecord(FileRow(path, mtime_ns, size, name, description, error), [], links)
         return record, windows, title_text(path, name, body)
 

@@ -16,7 +16,7 @@ from reme.app.components.workspace import WorkspaceComponent, workspace_of
 from reme.app.registry import register_component
 from reme.app.settings import Setting, SettingsTable
 from reme.errors import ReMeError
-from reme.index.chunking import DEFAULT_CHUNK_CHARS
+from reme.index.chunking import DEFAULT_CHUNK_CHARS, DEFAULT_TRANSCRIPT_CHUNK_CHARS
 from reme.index.embedding import Embedder, is_embedder
 from reme.index.search import FUSIONS
 from reme.index.service import CANNOT_ANSWER, IndexService, IndexSettings
@@ -34,7 +34,14 @@ INDEX_SETTINGS = SettingsTable(
         "chunk_chars",
         int,
         DEFAULT_CHUNK_CHARS,
-        "chunk size budget; set by the LoCoMo retrieval benchmark",
+        "chunk size budget of notes and other text; set by leave-one-out over LoCoMo and LongMemEval",
+        minimum=100,
+    ),
+    Setting(
+        "transcript_chunk_chars",
+        int,
+        DEFAULT_TRANSCRIPT_CHUNK_CHARS,
+        "chunk size budget of session transcripts (messages packed, a longer one cut in pieces)",
         minimum=100,
     ),
     Setting("watch", bool, True, "index_update_loop follows file changes live"),
@@ -123,6 +130,7 @@ class IndexComponent(Component):
         name: str,
         *,
         chunk_chars: int,
+        transcript_chunk_chars: int,
         watch: bool,
         debounce_ms: int,
         tokenizer: JSONObject | None,
@@ -138,6 +146,7 @@ class IndexComponent(Component):
         super().__init__(app, name)
         self.index_settings = IndexSettings(
             chunk_chars=chunk_chars,
+            transcript_chunk_chars=transcript_chunk_chars,
             watch=watch,
             debounce_ms=debounce_ms,
             max_file_bytes=max_file_bytes,
