@@ -119,13 +119,14 @@ async def test_by_default_both_branches_are_fused_by_relative_score(workspace_di
         assert len({h.score for h in hits}) == 3  # distinct, so a swapped weight would show
 
 
-async def test_the_default_weight_is_the_locomo_choice(tmp_path: Path) -> None:
+async def test_the_default_weight_is_the_held_out_choice(tmp_path: Path) -> None:
+    """relative_score, 0.4, multiplier 2: chosen by leave-one-out over LoCoMo and LongMemEval."""
     async with vector_app(tmp_path / "ws") as app:
         searcher = app.component("index").service.searcher
         assert (searcher.fusion, searcher.vector_weight, searcher.candidate_multiplier) == (
             "relative_score",
-            0.5,
-            3,
+            0.4,
+            2,
         )
 
 

@@ -78,8 +78,9 @@ INDEX_SETTINGS = SettingsTable(
     Setting(
         "candidate_multiplier",
         int,
-        3,
-        "each search branch fetches limit × this many candidates (LoCoMo dev choice, benchmarks/README.md)",
+        2,
+        "each search branch fetches limit × this many candidates (held out over LoCoMo and LongMemEval, "
+        "benchmarks/README.md)",
         minimum=1,
     ),
     Setting(
@@ -101,8 +102,8 @@ INDEX_SETTINGS = SettingsTable(
     Setting(
         "vector_weight",
         float,
-        0.5,
-        "weight of the vector ranking in the fusion, keywords 1 - it (LoCoMo dev choice)",
+        0.4,
+        "weight of the vector ranking in the fusion, keywords 1 - it (held out over LoCoMo and LongMemEval)",
         minimum=0,
         maximum=1,
         rule="between 0 and 1 (the keyword ranking weighs 1 - it)",
