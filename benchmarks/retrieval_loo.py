@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import itertools
 import pickle
 import sys
@@ -210,13 +211,21 @@ def lme_cases(haystacks: str) -> list[dict]:
     return cases
 
 
+class _Unpickler(pickle.Unpickler):
+    """Reads captures whichever way they were written: pickles from before this module ran itself
+    by name (see the bottom of the file) name their classes `__main__.Candidates`."""
+
+    def find_class(self, module: str, name: str) -> type:
+        return super().find_class(__name__ if module == "__main__" else module, name)
+
+
 def load_units(
     vectors: bool, haystacks: str, conversations: str, chunk_chars: int | None = None
 ) -> list[Unit]:
     """Every unit, captured (or read from the pickle); with vectors, only units whose vectors are all cached."""
     size = f"-chunk{chunk_chars}" if chunk_chars else ""
     path = CACHE_DIR / f"loo-{'vec' if vectors else 'bm25'}-lme{haystacks}{size}.pickle"
-    stored = pickle.loads(path.read_bytes()) if path.exists() else {}
+    stored = _Unpickler(io.BytesIO(path.read_bytes())).load() if path.exists() else {}
     units: list[Unit] = []
     fresh = False
     skipped = []
@@ -554,4 +563,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    import retrieval_loo  # run as the importable module, so captures pickle as `retrieval_loo.*`
+
+    retrieval_loo.main()
