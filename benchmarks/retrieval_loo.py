@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from datasets import DATA_DIR, locomo_conversations, longmemeval_cases  # noqa: E402
 from embedding_cache import CACHE_DIR  # noqa: E402
+from reme.index.chunking import DEFAULT_CHUNK_CHARS  # noqa: E402
 from reme.index.diversify import PIECE_DECAY, piece_relative  # noqa: E402
 from reme.index.grouping import Grouping, group  # noqa: E402
 from reme.index.search import fold, fuse  # noqa: E402
@@ -212,8 +213,8 @@ def lme_cases(haystacks: str) -> list[dict]:
 
 
 class _Unpickler(pickle.Unpickler):
-    """Reads captures whichever way they were written: pickles from before this module ran itself
-    by name (see the bottom of the file) name their classes `__main__.Candidates`."""
+    """Reads captures whichever way they were written: run as a script, this module pickles its
+    classes as `__main__.Candidates`, which another script replaying them must find here."""
 
     def find_class(self, module: str, name: str) -> type:
         return super().find_class(__name__ if module == "__main__" else module, name)
@@ -503,8 +504,8 @@ def main() -> None:
     )
     parser.add_argument(
         "--chunk-sizes",
-        default=str(BEFORE_CHUNK_CHARS),
-        help="also these notes' chunk_chars (400: the size before; e.g. 400,500): a family choosing the size",
+        default="",
+        help="also these notes' chunk_chars (e.g. 500), beside the size before (400): a family choosing the size",
     )
     parser.add_argument("--capture-only", action="store_true", help="capture what is cached, rank nothing")
     parser.add_argument("--every", action="store_true", help="also print every setting's dev figures")
@@ -521,12 +522,12 @@ def main() -> None:
         HAYSTACKS = args.haystacks
         check(units, args.vectors, args.check)
         return
-    sizes = [int(v) for v in args.chunk_sizes.split(",") if v]
+    sizes = sorted({BEFORE_CHUNK_CHARS, *(int(v) for v in args.chunk_sizes.split(",") if v)})
     table = Table(
         units, {size: load_units(args.vectors, args.haystacks, args.conversations, size) for size in sizes}
     )
     pieces = replace(BM25, order="group")  # the shipped ordering: pieces yield, SEARCH_GROUPING neutral
-    before = BEFORE_CHUNK_CHARS if BEFORE_CHUNK_CHARS in sizes else None
+    before = BEFORE_CHUNK_CHARS
     families: dict[str, list[Ranker]] = {
         "BM25, score order": [BM25],
         "BM25 before (pieces, notes 400)": [replace(pieces, chunk_chars=before)],
@@ -534,7 +535,7 @@ def main() -> None:
         "BM25 + grouping grid": stage_grid([BM25]),
         "BM25 + notes chunk size grid": [replace(pieces, chunk_chars=before), pieces]
         + [replace(pieces, chunk_chars=n) for n in sizes if n != before],
-        "**BM25, new default (notes 300)**": [pieces],
+        f"**BM25, new default (notes {DEFAULT_CHUNK_CHARS})**": [pieces],
     }
     if args.vectors:
         weights = [float(w) for w in args.weights.split(",")]
@@ -554,15 +555,12 @@ def main() -> None:
             + [replace(r, chunk_chars=before) for r in grid]
             + grid
             + [replace(r, chunk_chars=n) for r in grid for n in sizes if n != before],
-            f"**hybrid, new default ({shipped.fusion} {shipped.vector_weight:g}, m {shipped.multiplier}, notes 300)**": [
-                shipped
-            ],
+            f"**hybrid, new default ({shipped.fusion} {shipped.vector_weight:g}, m {shipped.multiplier}, "
+            f"notes {DEFAULT_CHUNK_CHARS})**": [shipped],
         }
     report(table, families, args.every)
     print(f"\n({time.perf_counter() - started:.0f} s)")
 
 
 if __name__ == "__main__":
-    import retrieval_loo  # run as the importable module, so captures pickle as `retrieval_loo.*`
-
-    retrieval_loo.main()
+    main()

@@ -96,7 +96,9 @@ def test_long_chinese_message_is_cut_after_punctuation() -> None:
 
 def test_transcript_search_text_holds_the_bordering_messages() -> None:
     lines = [message(f"turn {i} mentions topic{i}", created_at=f"t{i}") for i in range(12)]
-    chunks = chunk_text("session/dialog/ctx.jsonl", "\n".join(lines), transcript_chunk_chars=120, context_chars=50)
+    chunks = chunk_text(
+        "session/dialog/ctx.jsonl", "\n".join(lines), transcript_chunk_chars=120, context_chars=50
+    )
     assert len(chunks) >= 4
     for before, chunk, after in zip(chunks, chunks[1:], chunks[2:], strict=False):
         assert before.text.split("\n")[-1] in chunk.search_text
@@ -110,7 +112,9 @@ def test_pieces_of_a_long_message_borrow_nothing_while_whole_messages_do() -> No
         message("tuna and cats " * 60, name="assistant", role="assistant", created_at="t1"),
         message("thanks, what about a collar", created_at="t2"),
     ]
-    chunks = chunk_text("session/dialog/parts.jsonl", "\n".join(lines), transcript_chunk_chars=200, context_chars=400)
+    chunks = chunk_text(
+        "session/dialog/parts.jsonl", "\n".join(lines), transcript_chunk_chars=200, context_chars=400
+    )
     pieces = [c for c in chunks if c.start_line == c.end_line == 2]
     assert len(pieces) >= 3 and all(c.text.startswith("[Part ") for c in pieces)
     assert all(c.search_text == c.text for c in pieces)

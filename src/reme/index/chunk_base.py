@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from reme.workspace.dates import path_day
 
 # Notes and transcripts are sized apart, each by leave-one-out over LoCoMo and LongMemEval
-# (benchmarks/README.md, "Chunk sizes"): notes pack lines into 300 characters (LoCoMo turn recall
+# (benchmarks/README.md, "Round two"): notes pack lines into 300 characters (LoCoMo turn recall
 # within 2,000 characters up in every fold); transcripts keep 400, as 300 cuts long replies into
 # more pieces and loses LongMemEval session recall.
 DEFAULT_CHUNK_CHARS = 300
