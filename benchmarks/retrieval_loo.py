@@ -40,10 +40,13 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from datasets import DATA_DIR, locomo_conversations, longmemeval_cases  # noqa: E402
 from embedding_cache import CACHE_DIR  # noqa: E402
+from reme.index.chunk_transcript import shared_role  # noqa: E402
 from reme.index.chunking import DEFAULT_CHUNK_CHARS  # noqa: E402
-from reme.index.diversify import PIECE_DECAY, piece_relative  # noqa: E402
-from reme.index.grouping import Grouping, group  # noqa: E402
+from reme.index.diversify import PIECE_DECAY  # noqa: E402
+from reme.index.grouping import Grouping, order_hits  # noqa: E402
 from reme.index.search import fold, fuse  # noqa: E402
+from reme.index.speakers import REPLY_WEIGHT  # noqa: E402
+from reme.workspace.transcript import is_transcript_path, line_role  # noqa: E402
 from retrieval_locomo import SEARCH_LIMIT as LOCOMO_LIMIT  # noqa: E402
 from retrieval_locomo import conversation_files  # noqa: E402
 from retrieval_locomo import question_row as locomo_row  # noqa: E402
@@ -74,6 +77,7 @@ class Candidates:
     fused: dict[tuple, list] = field(
         default_factory=dict, repr=False
     )  # per (weight, fusion, fetch), this run
+    roles: dict[str, str] = field(default_factory=dict, repr=False)  # transcripts' chunks, set on loading
 
 
 @dataclass
@@ -98,6 +102,7 @@ class Ranker:
     piece_decay: float = 0.5
     grouping: Grouping = Grouping()
     chunk_chars: int | None = None  # None: the default chunker; else the units captured with this size
+    reply_weight: float | None = None  # None: fused order; else the user's lines first within a session
 
     def label(self) -> str:
         branch = "bm25" if self.vector_weight is None else f"{self.fusion} w {self.vector_weight:g}"
@@ -110,6 +115,8 @@ class Ranker:
             g = self.grouping
             scope = ", transcripts" if g.transcripts_only else ""
             head += f" (pieces {self.piece_decay:g}, weight {g.weight:g} × {g.depth - 1} ≥ {g.threshold:g}, per_file {g.per_file}{scope})"
+        if self.reply_weight is not None:
+            head += f", replies × {self.reply_weight:g} within a session"
         return head
 
 
@@ -120,6 +127,7 @@ class Ranked:
     end_line: int
     score: float
     text: str
+    role: str = ""
     folded: list = field(default_factory=list, compare=False)
 
 
@@ -133,14 +141,21 @@ def rank(ranker: Ranker, cand: Candidates, limit: int) -> list[Hit]:
         if ranker.vector_weight == 1.0:
             keyword = []
         scored = fuse(keyword, vector, ranker.vector_weight or 0.0, ranker.fusion)
+        roles = cand.__dict__.get("roles", {})
         cache[key] = [
-            Ranked(c.path, c.start_line, c.end_line, s, c.text)
+            Ranked(c.path, c.start_line, c.end_line, s, c.text, roles.get(i, ""))
             for i, s in scored
             if (c := cand.chunks.get(i))
         ]
     hits = cache[key]
     if ranker.order == "group":
-        hits = group(hits, piece_relative(hits, ranker.piece_decay), ranker.grouping)
+        hits = order_hits(
+            hits,
+            None if ranker.reply_weight is None else [h.role for h in hits],
+            piece_decay=ranker.piece_decay,
+            grouping=ranker.grouping,
+            reply_weight=ranker.reply_weight or 0.0,
+        )
     hits = fold(hits)  # type: ignore[arg-type]  # logs only here: nothing folds
     return [Hit(h.path, h.start_line, h.end_line, h.text) for h in hits[:limit]]
 
@@ -203,6 +218,16 @@ def embedded(files: dict[str, str], queries: list[str]) -> bool:
         cache.close()
 
 
+def chunk_roles(files: dict[str, str], chunks: dict[str, Chunk]) -> dict[str, str]:
+    """Each transcript chunk's role as the chunker records it (captures older than roles lack it)."""
+    lines = {path: [line_role(line) for line in text.split("\n")] for path, text in files.items()}
+    return {
+        cid: shared_role(lines[c.path][c.start_line - 1 : c.end_line])
+        for cid, c in chunks.items()
+        if is_transcript_path(c.path)
+    }
+
+
 def lme_cases(haystacks: str) -> list[dict]:
     cases = longmemeval_cases()
     if haystacks == "hard":
@@ -257,6 +282,8 @@ def load_units(
                 continue
             fresh = True
             stored[key] = capture(files, [q["question"] for q in queries], LME_LIMIT, vectors, chunk_chars)
+        for candidates in stored[key]:
+            candidates.roles = chunk_roles(files, candidates.chunks)
         rows = [lambda hits, q=q, s=session_of, e=evidence: lme_row(q, hits, s, e) for q in queries]
         units.append(Unit(case["case_id"], "longmemeval", LME_LIMIT, stored[key], rows))
     if fresh:
@@ -406,8 +433,21 @@ def shipped_hybrid() -> Ranker:
 
     defaults = INDEX_SETTINGS.defaults()
     return Ranker(
-        defaults["vector_weight"], defaults["fusion"], defaults["candidate_multiplier"], order="group"
+        defaults["vector_weight"],
+        defaults["fusion"],
+        defaults["candidate_multiplier"],
+        order="group",
+        reply_weight=REPLY_WEIGHT,
     )
+
+
+SHIPPED_BM25 = Ranker(None, order="group", reply_weight=REPLY_WEIGHT)  # the search job without vectors
+REPLY_WEIGHTS = (0.6, 0.4, 0.3, 0.2, 0.1, 0.0)
+
+
+def reply_grid(base: Ranker) -> list[Ranker]:
+    """`base` in fused order, then with the user's lines first within a session at each weight."""
+    return [replace(base, reply_weight=None)] + [replace(base, reply_weight=w) for w in REPLY_WEIGHTS]
 
 
 def hybrid_grid(weights: Sequence[float], multipliers: Sequence[int], fusions: Sequence[str]) -> list[Ranker]:
@@ -438,7 +478,7 @@ def check(units: list[Unit], vectors: bool, conversation: str) -> None:
     """The shipped ordering replayed offline vs the search job itself, on one conversation and the LongMemEval units."""
     from retrieval_engines import Mode, search_modes
 
-    shipped = shipped_hybrid() if vectors else replace(BM25, order="group")
+    shipped = shipped_hybrid() if vectors else SHIPPED_BM25
     mode = Mode("hybrid" if vectors else "bm25", shipped.vector_weight)
     table = Table(units)
     table.run([shipped])
@@ -481,6 +521,28 @@ def check(units: list[Unit], vectors: bool, conversation: str) -> None:
     print(f"| offline replay | {figures(replay_locomo, replay_lme)} |")
 
 
+def session_ranks(units: list[Unit], haystacks: str, weights: Sequence[float]) -> None:
+    """Per LongMemEval case, the distinct-session rank of its last answer session under the
+    shipped order at each vector weight (1.0: dense alone): which misses any fusion could lift."""
+    cases = {c["case_id"]: c for c in lme_cases(haystacks)}
+    shipped = shipped_hybrid()
+    print("| case | type | " + " | ".join(f"w {w:g}" for w in weights) + " |")
+    print("|---|---|" + "---|" * len(weights))
+    for unit in units:
+        if unit.kind != "longmemeval":
+            continue
+        _, session_of, _ = case_files(cases[unit.name])
+        for question, candidates in zip(answered(cases[unit.name]), unit.candidates, strict=True):
+            gold = set(question["metadata"]["answer_session_ids"])
+            worst = []
+            for weight in weights:
+                hits = rank(replace(shipped, vector_weight=weight), candidates, unit.limit)
+                order = list(dict.fromkeys(session_of[hit.path] for hit in hits))
+                worst.append(max(order.index(g) + 1 if g in order else len(order) + 1 for g in gold))
+            kind = question["metadata"]["question_type"]
+            print(f"| {unit.name} | {kind} | " + " | ".join(map(str, worst)) + " |")
+
+
 HAYSTACKS = "full"
 
 
@@ -509,6 +571,11 @@ def main() -> None:
     )
     parser.add_argument("--capture-only", action="store_true", help="capture what is cached, rank nothing")
     parser.add_argument("--every", action="store_true", help="also print every setting's dev figures")
+    parser.add_argument(
+        "--session-ranks",
+        action="store_true",
+        help="with --vectors: each LongMemEval case's last answer session's rank at vector weights 0.4 … 1",
+    )
     args = parser.parse_args()
     if not DATA_DIR.is_dir():
         sys.exit(f"no benchmark data at {DATA_DIR} (set REME_BENCH_DATA)")
@@ -516,6 +583,9 @@ def main() -> None:
     units = load_units(args.vectors, args.haystacks, args.conversations)
     print(f"(captured in {time.perf_counter() - started:.0f} s)")
     if args.capture_only:
+        return
+    if args.session_ranks:
+        session_ranks(units, args.haystacks, (0.4, 0.6, 0.8, 1.0))
         return
     if args.check:
         global HAYSTACKS
@@ -535,7 +605,9 @@ def main() -> None:
         "BM25 + grouping grid": stage_grid([BM25]),
         "BM25 + notes chunk size grid": [replace(pieces, chunk_chars=before), pieces]
         + [replace(pieces, chunk_chars=n) for n in sizes if n != before],
-        f"**BM25, new default (notes {DEFAULT_CHUNK_CHARS})**": [pieces],
+        f"BM25, round two (notes {DEFAULT_CHUNK_CHARS})": [pieces],
+        "BM25 + user lines first within a session, grid": reply_grid(SHIPPED_BM25),
+        f"**BM25, new default (replies × {REPLY_WEIGHT:g} within a session)**": [SHIPPED_BM25],
     }
     if args.vectors:
         weights = [float(w) for w in args.weights.split(",")]
@@ -544,19 +616,22 @@ def main() -> None:
         for title in ("BM25 + transcript session boost grid", "BM25 + grouping grid"):
             del families[title]  # measured on the full haystacks (no vectors needed)
         shipped = shipped_hybrid()
+        round_two = replace(shipped, reply_weight=None)
         old = replace(HYBRID_BEFORE, chunk_chars=before)
         families |= {
             "hybrid before (relative 0.5, m 3, notes 400)": [old],
             "hybrid grid before (notes 400)": [old] + [replace(r, chunk_chars=before) for r in grid],
-            "hybrid + transcript session boost grid": [shipped] + transcript_grid(shipped),
-            "hybrid + grouping grid": [shipped]
+            "hybrid + transcript session boost grid": [round_two] + transcript_grid(round_two),
+            "hybrid + grouping grid": [round_two]
             + stage_grid([Ranker(w, "relative_score", m) for w in weights for m in multipliers]),
             "hybrid grid + notes chunk size grid": [old]
             + [replace(r, chunk_chars=before) for r in grid]
             + grid
             + [replace(r, chunk_chars=n) for r in grid for n in sizes if n != before],
-            f"**hybrid, new default ({shipped.fusion} {shipped.vector_weight:g}, m {shipped.multiplier}, "
-            f"notes {DEFAULT_CHUNK_CHARS})**": [shipped],
+            f"hybrid, round two ({shipped.fusion} {shipped.vector_weight:g}, m {shipped.multiplier}, "
+            f"notes {DEFAULT_CHUNK_CHARS})": [round_two],
+            "hybrid + user lines first within a session, grid": reply_grid(shipped),
+            f"**hybrid, new default (round two + replies × {REPLY_WEIGHT:g} within a session)**": [shipped],
         }
     report(table, families, args.every)
     print(f"\n({time.perf_counter() - started:.0f} s)")

@@ -10,6 +10,7 @@ import pytest
 
 from reme.index.diversify import piece_relative
 from reme.index.grouping import Grouping, group, order_hits
+from reme.index.speakers import users_first
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,46 @@ def test_scale_free_and_zero_scores() -> None:
     ]
     zeros = [H("a.md", 1, 1, 0.0), H("a.md", 1, 1, 0.0)]
     assert order_hits(zeros) == zeros
+
+
+# The user's lines first within a session (reme.index.speakers): sessions keep their places.
+
+
+def test_a_users_line_takes_its_sessions_first_place_and_sessions_keep_theirs() -> None:
+    reply = H("session/dialog/a.jsonl", 4, 4, 10.0)
+    other = H("session/dialog/b.jsonl", 2, 2, 9.0)
+    said = H("session/dialog/a.jsonl", 3, 3, 6.0)
+    note = H("daily/2026-06-01/x.md", 1, 3, 5.0)
+    hits = [reply, other, said, note]
+    roles = ["assistant", "user", "user", ""]
+    result = order_hits(hits, roles)
+    assert result == [said, other, reply, note]  # 6.0 > 10.0 × 0.2: a's place 1 goes to the user's line
+    assert [h.path for h in result] == [h.path for h in hits]  # every file keeps its places
+    assert [h.score for h in result] == [6.0, 9.0, 10.0, 5.0]  # scores are reported unchanged
+
+
+def test_a_weak_user_line_stays_behind_a_strong_reply() -> None:
+    reply = H("session/dialog/a.jsonl", 4, 4, 10.0)
+    said = H("session/dialog/a.jsonl", 1, 1, 1.0)  # 1.0 < 10.0 × 0.2
+    assert users_first([reply, said], [1.0, 0.1], ["assistant", "user"], 0.2) == [reply, said]
+    assert users_first([reply, said], [1.0, 0.1], ["assistant", "user"], 0.0) == [said, reply]
+
+
+def test_without_roles_or_replies_the_order_is_fusions() -> None:
+    hits = [H("session/dialog/a.jsonl", 4, 4, 10.0), H("session/dialog/a.jsonl", 1, 1, 6.0)]
+    assert order_hits(hits) == hits
+    assert order_hits(hits, ["user", "user"]) == hits
+    assert order_hits(hits, ["", ""]) == hits  # mixed chunks have no role and keep their score
+    assert order_hits([], []) == []
+
+
+def test_pieces_of_a_long_reply_still_yield_after_the_users_line() -> None:
+    pieces = [H("session/dialog/a.jsonl", 2, 2, s) for s in (10.0, 9.8, 9.6)]
+    said = H("session/dialog/a.jsonl", 1, 1, 5.0)
+    other = H("session/dialog/b.jsonl", 1, 1, 7.0)
+    result = order_hits([*pieces, said, other], ["assistant"] * 3 + ["user", "user"])
+    # fused: piece 1.0, other 0.7, said 0.5, piece 0.98 × 0.5, piece 0.96 × 0.25; a's places refilled
+    assert result == [said, other, *pieces]
 
 
 # Ranking above the chunk (reme.index.grouping): measured, off by default in the search job.

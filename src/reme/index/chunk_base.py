@@ -35,17 +35,25 @@ class Chunk:
     # What the keyword index tokenizes: heading path, the path's date in words, bordering lines and
     # the chunk's own text, counted twice (see with_neighbour_context).
     search_text: str = ""
+    # Transcripts: the role every message of the chunk shares (`user`, `assistant`); '' when mixed or not a transcript.
+    role: str = ""
 
 
 def make_chunk(
-    path: str, start_line: int, end_line: int, text: str, heading_path: list[str], extra_search_text: str = ""
+    path: str,
+    start_line: int,
+    end_line: int,
+    text: str,
+    heading_path: list[str],
+    extra_search_text: str = "",
+    role: str = "",
 ) -> Chunk:
     """Build a chunk whose id is a stable hash of (path, lines, text)."""
     digest = hashlib.sha1(f"{path}\0{start_line}\0{end_line}\0{text}".encode()).hexdigest()[:16]
     context = " > ".join(heading_path)
     parts = (context, path_date_words(path), extra_search_text, text)
     search_text = "\n".join(part for part in parts if part)
-    return Chunk(digest, path, start_line, end_line, text, list(heading_path), search_text)
+    return Chunk(digest, path, start_line, end_line, text, list(heading_path), search_text, role)
 
 
 _MONTHS = (

@@ -2,11 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from reme.index.chunk_base import Chunk, make_chunk, pack_lines
-from reme.workspace.transcript import render_line
+from reme.workspace.transcript import line_role, render_line
 
 
 def chunk_transcript(path: str, text: str, chunk_chars: int) -> list[Chunk]:
-    """Pack rendered messages into chunks; line numbers are the transcript's jsonl lines."""
-    numbered = ((n, render_line(line)) for n, line in enumerate(text.split("\n"), 1) if line.strip())
-    return [make_chunk(path, s.start, s.end, s.text, []) for s in pack_lines(numbered, chunk_chars)]
+    """Pack rendered messages into chunks; line numbers are the transcript's jsonl lines.
+
+    Each chunk records the role its messages share, so search can tell what the user said from
+    the assistant's replies (`reme.index.speakers`).
+    """
+    lines = text.split("\n")
+    roles = [line_role(line) if line.strip() else "" for line in lines]
+    numbered = ((n, render_line(line)) for n, line in enumerate(lines, 1) if line.strip())
+    return [
+        make_chunk(path, s.start, s.end, s.text, [], role=shared_role(roles[s.start - 1 : s.end]))
+        for s in pack_lines(numbered, chunk_chars)
+    ]
+
+
+def shared_role(roles: Iterable[str]) -> str:
+    """The one role of a chunk's messages (blank lines say nothing); '' when they differ or none is known."""
+    known = {role for role in roles if role}
+    return known.pop() if len(known) == 1 else ""

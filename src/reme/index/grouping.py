@@ -24,7 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from reme.index.diversify import Ranked, piece_relative
+from reme.index.diversify import PIECE_DECAY, Ranked, piece_relative
+from reme.index.speakers import REPLY_WEIGHT, users_first
 from reme.workspace.transcript import is_transcript_path
 
 H = TypeVar("H", bound=Ranked)
@@ -96,6 +97,21 @@ SEARCH_GROUPING = Grouping()
 """The search job's setting: what held out on both sets (benchmarks/README.md, "Leave-one-out")."""
 
 
-def order_hits(hits: Sequence[H]) -> list[H]:
-    """The search job's order of its candidates: pieces of one line yield, then `SEARCH_GROUPING`."""
-    return group(hits, piece_relative(hits), SEARCH_GROUPING)
+def order_hits(
+    hits: Sequence[H],
+    roles: Sequence[str] | None = None,
+    *,
+    piece_decay: float = PIECE_DECAY,
+    grouping: Grouping = SEARCH_GROUPING,
+    reply_weight: float = REPLY_WEIGHT,
+) -> list[H]:
+    """The search job's order of its candidates: pieces of one line yield, then `grouping`; with
+    `roles` (hit i's transcript role), the user's lines first within each session's places.
+    The keywords are the settings the benchmarks replay (benchmarks/retrieval_loo.py)."""
+    relative = piece_relative(hits, piece_decay)
+    ordered = group(hits, relative, grouping)
+    if not roles:
+        return ordered
+    index = {id(hit): i for i, hit in enumerate(hits)}
+    places = [index[id(hit)] for hit in ordered]
+    return users_first(ordered, [relative[i] for i in places], [roles[i] for i in places], reply_weight)

@@ -77,7 +77,7 @@ def index_content(indexer: Indexer) -> dict[str, Any]:
             "SELECT path, mtime_ns, size, name, description, error FROM files ORDER BY path"
         ),
         "chunks": store.query(
-            "SELECT chunk_id, path, seq, start_line, end_line, heading_path, text FROM chunks ORDER BY chunk_id"
+            "SELECT chunk_id, path, seq, start_line, end_line, heading_path, text, role FROM chunks ORDER BY chunk_id"
         ),
         "links": store.query(
             "SELECT source, seq, target, predicate, anchor, alias FROM links ORDER BY source, seq"

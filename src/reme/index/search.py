@@ -18,6 +18,7 @@ from reme.errors import ReMeError
 from reme.index.graph import LinkGraph
 from reme.index.grouping import order_hits
 from reme.index.keyword import KeywordIndex
+from reme.index.speakers import asks_about_replies
 from reme.index.store import MetadataStore
 from reme.workspace.dates import path_day
 from reme.workspace.transcript import is_transcript_path
@@ -208,7 +209,7 @@ class Searcher:
         a search that thins nothing ranks exactly the same candidates as before.
         """
         fetch = limit * self.candidate_multiplier
-        shape = (limit, min_score, fold_files, generated_folder)
+        shape = (limit, min_score, fold_files, generated_folder, not asks_about_replies(query))
         for _ in range(REFETCH_ROUNDS):
             vector_hits: list[tuple[str, float]] = []
             if self.vector is None:  # one worker-thread hop for the whole keyword search
@@ -249,7 +250,7 @@ class Searcher:
             hit.branch_scores = scores.get((hit.path, hit.start_line, hit.end_line), {})
 
     def _keyword_round(
-        self, query: str, fetch: int, filters: SearchFilters, shape: tuple[int, float, bool, str | None]
+        self, query: str, fetch: int, filters: SearchFilters, shape: tuple[int, float, bool, str | None, bool]
     ) -> tuple[list[tuple[str, float]], tuple[list[Hit], bool]]:
         keyword_hits = self._keyword(query, fetch, filters)
         return keyword_hits, self._finish(keyword_hits, *shape)
@@ -279,16 +280,22 @@ class Searcher:
         min_score: float,
         fold_files: bool,
         generated_folder: str | None,
+        users_first: bool,
     ) -> tuple[list[Hit], bool]:
-        """The best `limit` hits of `scored`, and whether folding or generated pages removed some."""
-        passing = [hit for hit in self.hydrate(scored) if hit.score >= min_score]
-        kept = [hit for hit in passing if not is_generated_page(hit.path, generated_folder)]
-        hits = order_hits(kept)
+        """The best `limit` hits of `scored`, and whether folding or generated pages removed some;
+        `users_first`: within a session, the user's lines before the assistant's (`reme.index.speakers`)."""
+        passing = [(hit, role) for hit, role in self._hydrate_with_roles(scored) if hit.score >= min_score]
+        kept = [(hit, role) for hit, role in passing if not is_generated_page(hit.path, generated_folder)]
+        hits = order_hits([hit for hit, _ in kept], [role for _, role in kept] if users_first else None)
         shown = fold(hits) if fold_files else hits
         return shown[:limit], len(shown) < len(passing)
 
     def hydrate(self, scored: Sequence[tuple[str, float]]) -> list[Hit]:
         """Catalog rows for engine hits, in score order; unknown chunk ids are dropped."""
+        return [hit for hit, _ in self._hydrate_with_roles(scored)]
+
+    def _hydrate_with_roles(self, scored: Sequence[tuple[str, float]]) -> list[tuple[Hit, str]]:
+        """`hydrate`, each hit with its chunk's transcript role ('' for notes)."""
         chunks = self.store.chunks_by_id([chunk_id for chunk_id, _ in scored])
         files = self.store.files(chunk.path for chunk in chunks.values())
         hits = []
@@ -297,11 +304,8 @@ class Searcher:
             if chunk is None or chunk.path not in files:
                 continue
             row = files[chunk.path]
-            hits.append(
-                Hit(
-                    chunk.path, chunk.start_line, chunk.end_line, score, chunk.text, row.name, row.description
-                )
-            )
+            hit = Hit(chunk.path, chunk.start_line, chunk.end_line, score, chunk.text, row.name, row.description)
+            hits.append((hit, chunk.role))
         return hits
 
     def expand_links(self, hits: list[Hit], per_direction: int) -> None:

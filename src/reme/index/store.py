@@ -24,7 +24,7 @@ from pathlib import Path
 
 from reme.index.wal import WalDatabase
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: chunks.role
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -44,7 +44,8 @@ CREATE TABLE IF NOT EXISTS chunks (
     start_line INTEGER NOT NULL,
     end_line INTEGER NOT NULL,
     heading_path TEXT NOT NULL,
-    text TEXT NOT NULL
+    text TEXT NOT NULL,
+    role TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS chunks_by_path ON chunks (path, seq);
 CREATE TABLE IF NOT EXISTS links (
@@ -71,6 +72,7 @@ class ChunkRow:
     end_line: int
     heading_path: list[str]
     text: str
+    role: str = ""  # transcripts: the role its messages share (see Chunk.role)
 
 
 @dataclass(frozen=True)
@@ -166,9 +168,9 @@ class MetadataStore(WalDatabase):
                     (f.path, f.mtime_ns, f.size, f.name, f.description, f.error, f.keyword_docs),
                 )
                 db.executemany(
-                    "INSERT OR REPLACE INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT OR REPLACE INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     [
-                        (c.chunk_id, f.path, i, c.start_line, c.end_line, json.dumps(c.heading_path), c.text)
+                        (c.chunk_id, f.path, i, c.start_line, c.end_line, json.dumps(c.heading_path), c.text, c.role)
                         for i, c in enumerate(record.chunks)
                     ],
                 )
@@ -216,12 +218,12 @@ class MetadataStore(WalDatabase):
         for batch in _batches(list(chunk_ids)):
             marks = ",".join("?" * len(batch))
             rows = self.query(
-                "SELECT chunk_id, path, start_line, end_line, heading_path, text FROM chunks "
+                "SELECT chunk_id, path, start_line, end_line, heading_path, text, role FROM chunks "
                 f"WHERE chunk_id IN ({marks})",
                 batch,
             )
-            for cid, path, start, end, heading, text in rows:
-                found[cid] = ChunkRow(cid, path, start, end, json.loads(heading), text)
+            for cid, path, start, end, heading, text, role in rows:
+                found[cid] = ChunkRow(cid, path, start, end, json.loads(heading), text, role)
         return found
 
     def chunk_order(self) -> list[tuple[str, str]]:

@@ -329,7 +329,7 @@ class Indexer:
                 for window in windows:
                     for c in window:
                         record.chunks.append(
-                            ChunkRow(c.id, path, c.start_line, c.end_line, list(c.heading_path), c.text)
+                            ChunkRow(c.id, path, c.start_line, c.end_line, list(c.heading_path), c.text, c.role)
                         )
                         yield c.id, c.search_text
             except Exception as exc:  # the chunker, on this one file: recorded, as in `_read_safely`

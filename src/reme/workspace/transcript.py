@@ -70,16 +70,29 @@ def content_text(content: object) -> str:
     return "" if content is None else str(content)
 
 
+def _message(raw_line: str) -> dict[str, Any] | None:
+    """The JSON object a transcript line holds, or None for a line that is not one."""
+    try:
+        message = json.loads(raw_line)
+    except ValueError:
+        return None
+    return message if isinstance(message, dict) else None
+
+
+def line_role(raw_line: str) -> str:
+    """Who wrote a transcript line: its message's `role` (`user`, `assistant`, ...), '' when unknown."""
+    message = _message(raw_line)
+    role = message.get("role") if message else None
+    return role if isinstance(role, str) else ""
+
+
 def render_line(raw_line: str) -> str:
     """One transcript line as `[<speaker> @ <created_at>] <text>` on a single line.
 
     A line that is not a JSON message is kept as it is, so nothing written is lost from search.
     """
-    try:
-        message = json.loads(raw_line)
-    except ValueError:
-        return raw_line.strip()
-    if not isinstance(message, dict):
+    message = _message(raw_line)
+    if message is None:
         return raw_line.strip()
     speaker = message.get("name") or message.get("role") or "unknown"
     text = " ".join(content_text(message.get("content")).split())
