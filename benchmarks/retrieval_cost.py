@@ -7,6 +7,12 @@ notes, front matter, links) is written once and copied; one copy is indexed with
 before this change (notes' `chunk_chars` 400, `candidate_multiplier` 3), the other with today's
 defaults. Both applications stay open and every query is asked of each in turn, so both see the
 same machine load. Prints each index's size and p50 / p95 of the `search` job, and their ratio.
+
+    .venv/bin/python benchmarks/retrieval_cost.py --transcripts --rounds 20   # round three's stage
+
+`--transcripts` indexes every session of the LongMemEval-S dev cases in one workspace (transcripts
+only, where the user's lines are put first within a session) and asks their questions with the
+stage on and off in turn, in one application: the cost of `reme.index.speakers` alone.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from datasets import longmemeval_cases  # noqa: E402
+from retrieval_longmemeval import answered, case_files  # noqa: E402
 from speed_index import QUERIES, percentile, write_workspace  # noqa: E402
 
 BEFORE = {"components.index.chunk_chars": 400, "components.index.candidate_multiplier": 3}
@@ -54,6 +62,52 @@ async def measure(roots: dict[str, Path], rounds: int) -> dict[str, list[float]]
     return times
 
 
+async def measure_speakers(root: Path, rounds: int) -> dict[str, list[float]]:
+    """The search job with the user's lines first within a session (on) and in fused order (off)."""
+    import reme.index.search as search
+    from reme import ReMe
+
+    questions = [q["question"] for case in longmemeval_cases() for q in answered(case)]
+    times: dict[str, list[float]] = {"off": [], "on": []}
+    gate = search.asks_about_replies
+    async with ReMe(workspace_dir=root, timezone="UTC") as app:
+        started = time.perf_counter()
+        await app.run("reindex")
+        stats = app.component("index").stats()
+        print(
+            f"{stats['files']:,} transcripts, {stats['chunks']:,} chunks, reindex {time.perf_counter() - started:.0f} s"
+        )
+        try:
+            for _ in range(rounds):
+                for question in questions:
+                    for name in times:
+                        search.asks_about_replies = (lambda _q: True) if name == "off" else gate
+                        t = time.perf_counter()
+                        response = await app.run("search", query=question, limit=5)
+                        times[name].append((time.perf_counter() - t) * 1e3)
+                        assert response.success, response.answer
+        finally:
+            search.asks_about_replies = gate
+    return times
+
+
+def write_transcripts(root: Path) -> None:
+    for case in longmemeval_cases():
+        for path, text in case_files(case)[0].items():
+            target = root / path.replace("/s", f"/{case['case_id']}-s", 1)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+
+
+def report(times: dict[str, list[float]], before: str, after: str) -> None:
+    p50 = {name: percentile(values, 0.5) for name, values in times.items()}
+    for name, values in times.items():
+        print(
+            f"{name:>6}: p50 {p50[name]:.2f} ms, p95 {percentile(values, 0.95):.2f} ms ({len(values)} queries)"
+        )
+    print(f"ratio {after} / {before} at p50: {p50[after] / p50[before]:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -63,19 +117,18 @@ def main() -> None:
     parser.add_argument(
         "--rounds", type=int, default=1, help="times each of the 200 queries is asked per index"
     )
+    parser.add_argument("--transcripts", action="store_true", help="the LongMemEval sessions, stage on/off")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="reme-retrieval-cost-"))
     try:
+        if args.transcripts:
+            write_transcripts(base / "sessions")
+            report(asyncio.run(measure_speakers(base / "sessions", args.rounds)), "off", "on")
+            return
         roots = {"before": base / "before", "new": base / "new"}
         write_workspace(roots["before"], args.files, args.sections)
         shutil.copytree(roots["before"], roots["new"])
-        times = asyncio.run(measure(roots, args.rounds))
-        p50 = {name: percentile(values, 0.5) for name, values in times.items()}
-        for name, values in times.items():
-            print(
-                f"{name:>6}: p50 {p50[name]:.2f} ms, p95 {percentile(values, 0.95):.2f} ms ({len(values)} queries)"
-            )
-        print(f"ratio new / before at p50: {p50['new'] / p50['before']:.2f}")
+        report(asyncio.run(measure(roots, args.rounds)), "before", "new")
     finally:
         shutil.rmtree(base, ignore_errors=True)
 

@@ -22,6 +22,9 @@ from reme.index.store import MetadataStore
         "You told me about a hiking trail near Lyon, which one was it?",
         "你之前推荐的那本书叫什么?",
         "What did you suggest for my sourdough starter?",
+        "How did we fix the login redirect bug?",
+        "We decided on a cache key format, what was it?",
+        "我们上次讨论的缓存方案是什么?",
     ],
 )
 def test_questions_about_the_assistants_words_keep_fusions_order(question: str) -> None:

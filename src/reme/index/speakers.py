@@ -10,8 +10,9 @@ Held out: LongMemEval turn recall within 2,000 characters 0.51 → 0.58 (BM25) a
 (hybrid) in every fold, session recall unchanged by construction, LoCoMo (day notes) unchanged
 (benchmarks/README.md, "Round two").
 
-A question about what the assistant said ("what was the recipe you suggested?") keeps the order
-as fusion gave it.
+A question about what the assistant said ("what was the recipe you suggested?") or what was
+worked out together ("how did we fix the login bug?" — a coding session's answer is often the
+assistant's) keeps the order as fusion gave it.
 """
 
 from __future__ import annotations
@@ -34,8 +35,11 @@ _PAST_REPLY = re.compile(
     r"|\bdid you\s+(?:say|tell|recommend|suggest|mention|give|provide|list|share|write|"
     r"explain|describe|propose|answer|reply|offer|advise|point out)\b"
     r"|\b(?:our|the)\s+(?:previous|last|earlier|past)\s+(?:conversation|chat|discussion|session)\b"
+    r"|\b(?:did|have|had) we\b|\bwe(?:'ve| have)?\s+(?:decided|agreed|chose|fixed|discussed|talked|settled|"
+    r"planned|concluded)\b"
     r"|\bremind me\b.*\byou\b"
-    r"|你(?:之前|上次|刚才|曾经|以前)(?:说|提到|推荐|建议|告诉|讲)|你(?:说|提到|推荐|建议|告诉|讲)过",
+    r"|你(?:之前|上次|刚才|曾经|以前)(?:说|提到|推荐|建议|告诉|讲)|你(?:说|提到|推荐|建议|告诉|讲)过"
+    r"|我们(?:之前|上次|刚才|以前)",
     re.IGNORECASE,
 )
 
