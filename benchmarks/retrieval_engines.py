@@ -151,7 +151,7 @@ async def _search_modes(files, queries, limit, modes) -> dict[Mode, list[list[Hi
                     searcher.vector_weight = mode.vector_weight or 0.0
                     searcher.candidate_multiplier = mode.candidate_multiplier or multiplier
                     searcher.fusion = mode.fusion or fusion
-                    search_module.order_hits = order_hits if mode.diversify else list
+                    search_module.order_hits = order_hits if mode.diversify else _score_order
                     results[mode] = [await _ask(app, query, limit, files) for query in queries]
             finally:
                 search_module.order_hits = order_hits
@@ -165,6 +165,11 @@ async def _ask(app, query: str, limit: int, files: dict[str, str]) -> list[Hit]:
         raise RuntimeError(f"search failed: {response.answer}")
     rows = [r for r in response.metadata.get("results", []) if r["path"] in files]  # not app pages
     return [Hit(r["path"], r["start_line"], r["end_line"], r["text"]) for r in rows]
+
+
+def _score_order(hits: list, roles: list | None = None) -> list:
+    """The search job's candidates as fused, with no ordering stage (`order_hits` switched off)."""
+    return list(hits)
 
 
 def _write(workspace: Path, files: dict[str, str]) -> None:

@@ -45,7 +45,7 @@ from reme.index.chunking import DEFAULT_CHUNK_CHARS  # noqa: E402
 from reme.index.diversify import PIECE_DECAY  # noqa: E402
 from reme.index.grouping import Grouping, order_hits  # noqa: E402
 from reme.index.search import fold, fuse  # noqa: E402
-from reme.index.speakers import REPLY_WEIGHT  # noqa: E402
+from reme.index.speakers import REPLY_WEIGHT, asks_about_replies  # noqa: E402
 from reme.workspace.transcript import is_transcript_path, line_role  # noqa: E402
 from retrieval_locomo import SEARCH_LIMIT as LOCOMO_LIMIT  # noqa: E402
 from retrieval_locomo import conversation_files  # noqa: E402
@@ -78,6 +78,7 @@ class Candidates:
         default_factory=dict, repr=False
     )  # per (weight, fusion, fetch), this run
     roles: dict[str, str] = field(default_factory=dict, repr=False)  # transcripts' chunks, set on loading
+    user_lines_first: bool = True  # False for a question about the assistant's words; set on loading
 
 
 @dataclass
@@ -93,7 +94,8 @@ class Unit:
 
 @dataclass(frozen=True)
 class Ranker:
-    """One ranking setting, replayed as Searcher._finish does it."""
+    """One ranking setting, replayed as Searcher._finish does it (the question gate of
+    `reme.index.speakers` included: each Candidates knows whether its question trips it)."""
 
     vector_weight: float | None = None  # None: keyword alone
     fusion: str = "relative_score"
@@ -141,7 +143,7 @@ def rank(ranker: Ranker, cand: Candidates, limit: int) -> list[Hit]:
         if ranker.vector_weight == 1.0:
             keyword = []
         scored = fuse(keyword, vector, ranker.vector_weight or 0.0, ranker.fusion)
-        roles = cand.__dict__.get("roles", {})
+        roles = cand.roles
         cache[key] = [
             Ranked(c.path, c.start_line, c.end_line, s, c.text, roles.get(i, ""))
             for i, s in scored
@@ -151,7 +153,7 @@ def rank(ranker: Ranker, cand: Candidates, limit: int) -> list[Hit]:
     if ranker.order == "group":
         hits = order_hits(
             hits,
-            None if ranker.reply_weight is None else [h.role for h in hits],
+            None if ranker.reply_weight is None or not cand.user_lines_first else [h.role for h in hits],
             piece_decay=ranker.piece_decay,
             grouping=ranker.grouping,
             reply_weight=ranker.reply_weight or 0.0,
@@ -268,6 +270,8 @@ def load_units(
                 continue
             fresh = True
             stored[key] = capture(files, [q.question for q in questions], LOCOMO_LIMIT, vectors, chunk_chars)
+        for candidates, question in zip(stored[key], questions, strict=True):
+            candidates.roles, candidates.user_lines_first = {}, not asks_about_replies(question.question)
         rows = [lambda hits, q=q, lines=lines: locomo_row(q, hits, lines) for q in questions]
         units.append(Unit(conversation.name, "locomo", LOCOMO_LIMIT, stored[key], rows))
     for case in lme_cases(haystacks):
@@ -282,8 +286,9 @@ def load_units(
                 continue
             fresh = True
             stored[key] = capture(files, [q["question"] for q in queries], LME_LIMIT, vectors, chunk_chars)
-        for candidates in stored[key]:
+        for candidates, query in zip(stored[key], queries, strict=True):
             candidates.roles = chunk_roles(files, candidates.chunks)
+            candidates.user_lines_first = not asks_about_replies(query["question"])
         rows = [lambda hits, q=q, s=session_of, e=evidence: lme_row(q, hits, s, e) for q in queries]
         units.append(Unit(case["case_id"], "longmemeval", LME_LIMIT, stored[key], rows))
     if fresh:
@@ -441,7 +446,11 @@ def shipped_hybrid() -> Ranker:
     )
 
 
-SHIPPED_BM25 = Ranker(None, order="group", reply_weight=REPLY_WEIGHT)  # the search job without vectors
+def shipped_bm25() -> Ranker:
+    """The search job without vectors: keyword candidates alone, as many as with them."""
+    return replace(shipped_hybrid(), vector_weight=None)
+
+
 REPLY_WEIGHTS = (0.6, 0.4, 0.3, 0.2, 0.1, 0.0)
 
 
@@ -478,7 +487,7 @@ def check(units: list[Unit], vectors: bool, conversation: str) -> None:
     """The shipped ordering replayed offline vs the search job itself, on one conversation and the LongMemEval units."""
     from retrieval_engines import Mode, search_modes
 
-    shipped = shipped_hybrid() if vectors else SHIPPED_BM25
+    shipped = shipped_hybrid() if vectors else shipped_bm25()
     mode = Mode("hybrid" if vectors else "bm25", shipped.vector_weight)
     table = Table(units)
     table.run([shipped])
@@ -606,8 +615,10 @@ def main() -> None:
         "BM25 + notes chunk size grid": [replace(pieces, chunk_chars=before), pieces]
         + [replace(pieces, chunk_chars=n) for n in sizes if n != before],
         f"BM25, round two (notes {DEFAULT_CHUNK_CHARS})": [pieces],
-        "BM25 + user lines first within a session, grid": reply_grid(SHIPPED_BM25),
-        f"**BM25, new default (replies × {REPLY_WEIGHT:g} within a session)**": [SHIPPED_BM25],
+        "BM25 + user lines first within a session, grid": reply_grid(shipped_bm25()),
+        f"**BM25, new default (m {shipped_bm25().multiplier}, replies × {REPLY_WEIGHT:g} within a session)**": [
+            shipped_bm25()
+        ],
     }
     if args.vectors:
         weights = [float(w) for w in args.weights.split(",")]

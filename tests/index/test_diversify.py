@@ -103,6 +103,22 @@ def test_pieces_of_a_long_reply_still_yield_after_the_users_line() -> None:
     assert result == [said, other, *pieces]
 
 
+def test_a_reply_is_lowered_whatever_the_sign_of_its_score() -> None:
+    reply = H("session/dialog/a.jsonl", 4, 4, -1.0)
+    said = H("session/dialog/a.jsonl", 1, 1, -1.5)
+    # -0.5 lowered to -0.9 falls below the user's -0.75 (× 0.2 would have raised it to -0.1)
+    assert users_first([reply, said], [-0.5, -0.75], ["assistant", "user"], 0.2) == [said, reply]
+    assert users_first([said, reply], [-0.75, -0.5], ["user", "assistant"], 0.2) == [said, reply]
+
+
+def test_roles_must_match_the_hits() -> None:
+    hits = [H("session/dialog/a.jsonl", 1, 1, 1.0), H("session/dialog/a.jsonl", 2, 2, 0.5)]
+    with pytest.raises(ValueError, match="one role per hit"):
+        order_hits(hits, ["assistant"])
+    with pytest.raises(ValueError, match="one relative score and one role per hit"):
+        users_first(hits, [1.0, 0.5], ["assistant", "user", "user"])
+
+
 # Ranking above the chunk (reme.index.grouping): measured, off by default in the search job.
 
 

@@ -25,6 +25,11 @@ from reme.index.store import MetadataStore
         "How did we fix the login redirect bug?",
         "We decided on a cache key format, what was it?",
         "我们上次讨论的缓存方案是什么?",
+        "What was the third item on the list you’ve recommended?",
+        "Did you just say the meeting moved?",
+        "Can I see your suggestions for the trip again?",
+        "您之前推荐的餐厅在哪里?",
+        "你给我推荐过什么书?",
     ],
 )
 def test_questions_about_the_assistants_words_keep_fusions_order(question: str) -> None:
@@ -40,6 +45,10 @@ def test_questions_about_the_assistants_words_keep_fusions_order(question: str) 
         "我上个月买了几盆植物?",
         "你推荐一本书吧",
         "Could you suggest a recipe for dinner?",
+        "How did we meet?",
+        "What did we name our dog?",
+        "Remind me when my dentist appointment is, thank you",
+        "When is the last session of my yoga class?",
     ],
 )
 def test_questions_about_the_user_do_not(question: str) -> None:
@@ -125,3 +134,15 @@ def test_a_catalog_written_before_roles_is_rebuilt(tmp_path: Path) -> None:
         assert "role" in columns
     finally:
         store.close()
+
+
+def test_the_gate_reads_a_bounded_start_of_the_question() -> None:
+    """A long hostile question cannot make the gate slow: it reads at most QUESTION_CHARS, and
+    no pattern spans more than 200 characters between two words (no backtracking over the rest)."""
+    from reme.index.speakers import QUESTION_CHARS
+
+    assert asks_about_replies("x " * (QUESTION_CHARS // 2 - 20) + "did you say so?")
+    assert not asks_about_replies("x " * QUESTION_CHARS + "did you say so?")
+    assert asks_about_replies("remind me " + "a" * 150 + " what you said")
+    assert not asks_about_replies("remind me " + "a" * 250 + " what you found")
+    assert not asks_about_replies("remind me " * 100_000)

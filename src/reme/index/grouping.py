@@ -112,6 +112,8 @@ def order_hits(
     ordered = group(hits, relative, grouping)
     if not roles:
         return ordered
-    index = {id(hit): i for i, hit in enumerate(hits)}
+    if len(roles) != len(hits):
+        raise ValueError("order_hits needs one role per hit")
+    index = {id(hit): i for i, hit in enumerate(hits)}  # `group` returns the same objects, reordered
     places = [index[id(hit)] for hit in ordered]
     return users_first(ordered, [relative[i] for i in places], [roles[i] for i in places], reply_weight)

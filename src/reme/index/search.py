@@ -280,13 +280,13 @@ class Searcher:
         min_score: float,
         fold_files: bool,
         generated_folder: str | None,
-        users_first: bool,
+        user_lines_first: bool,
     ) -> tuple[list[Hit], bool]:
         """The best `limit` hits of `scored`, and whether folding or generated pages removed some;
-        `users_first`: within a session, the user's lines before the assistant's (`reme.index.speakers`)."""
+        `user_lines_first`: within a session, the user's lines before the assistant's (`reme.index.speakers`)."""
         passing = [(hit, role) for hit, role in self._hydrate_with_roles(scored) if hit.score >= min_score]
         kept = [(hit, role) for hit, role in passing if not is_generated_page(hit.path, generated_folder)]
-        hits = order_hits([hit for hit, _ in kept], [role for _, role in kept] if users_first else None)
+        hits = order_hits([hit for hit, _ in kept], [role for _, role in kept] if user_lines_first else None)
         shown = fold(hits) if fold_files else hits
         return shown[:limit], len(shown) < len(passing)
 

@@ -168,7 +168,8 @@ class MetadataStore(WalDatabase):
                     (f.path, f.mtime_ns, f.size, f.name, f.description, f.error, f.keyword_docs),
                 )
                 db.executemany(
-                    "INSERT OR REPLACE INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT OR REPLACE INTO chunks (chunk_id, path, seq, start_line, end_line, heading_path, text, role)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     [
                         (c.chunk_id, f.path, i, c.start_line, c.end_line, json.dumps(c.heading_path), c.text, c.role)
                         for i, c in enumerate(record.chunks)
