@@ -10,7 +10,7 @@ import pytest
 
 from reme.index.chunking import chunk_text
 from reme.index.speakers import asks_about_replies
-from reme.index.store import MetadataStore
+from reme.index.store import SCHEMA_VERSION, MetadataStore
 
 
 @pytest.mark.parametrize(
@@ -128,7 +128,7 @@ def test_a_catalog_written_before_roles_is_rebuilt(tmp_path: Path) -> None:
         db.execute("CREATE TABLE chunks (chunk_id TEXT PRIMARY KEY, path TEXT, text TEXT)")
     store = MetadataStore(db_path)
     try:
-        assert store.get_meta("schema_version") == "2"
+        assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
         assert store.get_meta("layout") is None  # nothing recorded: the index service rebuilds
         columns = [row[1] for row in store.query("PRAGMA table_info(chunks)")]
         assert "role" in columns

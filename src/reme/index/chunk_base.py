@@ -188,14 +188,14 @@ def with_neighbour_context(
     """
     if context_chars <= 0:
         return chunks
-    edges = [_searchable_lines(chunk.text) for chunk in chunks]
+    edges = [searchable_lines(chunk.text) for chunk in chunks]
     result = []
     for index, chunk in enumerate(chunks):
         if not cut_pieces_borrow and _is_cut_piece(chunk):
             result.append(chunk)
             continue
-        before = _take(_section_lines(chunks, edges, index, -1), context_chars)
-        after = _take(_section_lines(chunks, edges, index, 1), context_chars)
+        before = take_lines(_section_lines(chunks, edges, index, -1), context_chars)
+        after = take_lines(_section_lines(chunks, edges, index, 1), context_chars)
         head = chunk.search_text[: len(chunk.search_text) - len(chunk.text)]
         body = "\n".join([*reversed(before), chunk.text, *after, chunk.text])
         result.append(dataclasses.replace(chunk, search_text=head + body))
@@ -207,7 +207,7 @@ def _is_cut_piece(chunk: Chunk) -> bool:
     return chunk.start_line == chunk.end_line and chunk.text.startswith("[Part ")
 
 
-def _searchable_lines(text: str) -> list[str]:
+def searchable_lines(text: str) -> list[str]:
     """The lines of a chunk worth borrowing: not blank, not a ``[Part i/N]`` label."""
     return [line for line in text.split("\n") if line.strip() and not _PART_LABEL.match(line)]
 
@@ -220,7 +220,7 @@ def _section_lines(chunks: list[Chunk], edges: list[list[str]], index: int, step
         position += step
 
 
-def _take(lines: Iterable[str], budget: int) -> list[str]:
+def take_lines(lines: Iterable[str], budget: int) -> list[str]:
     """Whole lines in the order given: at least one, then more while within ``budget`` characters."""
     taken: list[str] = []
     size = 0

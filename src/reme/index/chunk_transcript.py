@@ -8,17 +8,25 @@ from reme.index.chunk_base import Chunk, make_chunk, pack_lines
 from reme.workspace.transcript import line_role, render_line
 
 
-def chunk_transcript(path: str, text: str, chunk_chars: int) -> list[Chunk]:
-    """Pack rendered messages into chunks; line numbers are the transcript's jsonl lines.
+def chunk_transcript(path: str, text: str, chunk_chars: int, first_line: int = 1) -> list[Chunk]:
+    """Pack rendered messages into chunks; line numbers are the transcript's jsonl lines (`text`
+    starting at line `first_line`, for the end of a transcript re-chunked alone).
 
     Each chunk records the role its messages share, so search can tell what the user said from
     the assistant's replies (`reme.index.speakers`).
     """
     lines = text.split("\n")
     roles = [line_role(line) if line.strip() else "" for line in lines]
-    numbered = ((n, render_line(line)) for n, line in enumerate(lines, 1) if line.strip())
+    numbered = ((n, render_line(line)) for n, line in enumerate(lines, first_line) if line.strip())
     return [
-        make_chunk(path, s.start, s.end, s.text, [], role=shared_role(roles[s.start - 1 : s.end]))
+        make_chunk(
+            path,
+            s.start,
+            s.end,
+            s.text,
+            [],
+            role=shared_role(roles[s.start - first_line : s.end - first_line + 1]),
+        )
         for s in pack_lines(numbered, chunk_chars)
     ]
 

@@ -177,8 +177,13 @@ class KeywordIndex:
         equal to Lucene's.
         """
         with self._write_lock:
+            self._open_writer().delete_documents_by_term("path", path)
+            return self.add(path, chunks, title)
+
+    def add(self, path: str, chunks: Iterable[tuple[str, str]], title: str = "") -> int:
+        """Add chunks of `path` beside those it has (as `upsert` adds them); returns docs added."""
+        with self._write_lock:
             writer = self._open_writer()
-            writer.delete_documents_by_term("path", path)
             day = path_date(path)
             title_terms = " ".join(self.tokenizer.tokenize(title)) if title else ""
             added = 0
@@ -196,6 +201,17 @@ class KeywordIndex:
                 writer.add_document(doc)
                 added += 1
             return added
+
+    def delete_chunks(self, chunk_ids: Iterable[str]) -> None:
+        """Delete these chunks' documents (applied at the next commit)."""
+        with self._write_lock:
+            writer = self._open_writer()
+            for chunk_id in chunk_ids:
+                writer.delete_documents_by_term("chunk_id", chunk_id)
+
+    def has_terms(self, search_text: str) -> bool:
+        """Whether a chunk with this search text gets a document (one without terms is skipped)."""
+        return bool(self.tokenizer.tokenize(search_text))
 
     def delete_path(self, path: str) -> None:
         with self._write_lock:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from reme.index.wal import WalDatabase
 
-SCHEMA_VERSION = 2  # 2: chunks.role
+SCHEMA_VERSION = 3  # 2: chunks.role; 3: files.content_sha
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -35,7 +35,8 @@ CREATE TABLE IF NOT EXISTS files (
     name TEXT,
     description TEXT,
     error TEXT,
-    keyword_docs INTEGER NOT NULL DEFAULT 0
+    keyword_docs INTEGER NOT NULL DEFAULT 0,
+    content_sha TEXT
 );
 CREATE TABLE IF NOT EXISTS chunks (
     chunk_id TEXT PRIMARY KEY,
@@ -95,6 +96,9 @@ class FileRow:
     description: str | None = None
     error: str | None = None
     keyword_docs: int = 0
+    content_sha: str | None = (
+        None  # transcripts: sha256 of the indexed bytes (a grown one re-indexes its end)
+    )
 
 
 @dataclass
@@ -104,6 +108,7 @@ class FileRecord:
     file: FileRow
     chunks: list[ChunkRow] = field(default_factory=list)
     links: list[LinkRow] = field(default_factory=list)
+    keep: int | None = None  # a grown transcript: its first `keep` chunk rows stay, `chunks` follow them
 
 
 class MetadataStore(WalDatabase):
@@ -159,19 +164,41 @@ class MetadataStore(WalDatabase):
         with self.transaction() as db:
             for path in [*deleted, *(r.file.path for r in records)]:
                 db.execute("DELETE FROM files WHERE path = ?", (path,))
-                db.execute("DELETE FROM chunks WHERE path = ?", (path,))
                 db.execute("DELETE FROM links WHERE source = ?", (path,))
+            for path in deleted:
+                db.execute("DELETE FROM chunks WHERE path = ?", (path,))
             for record in records:
                 f = record.file
+                first = record.keep or 0
+                db.execute("DELETE FROM chunks WHERE path = ? AND seq >= ?", (f.path, first))
                 db.execute(
-                    "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (f.path, f.mtime_ns, f.size, f.name, f.description, f.error, f.keyword_docs),
+                    "INSERT INTO files (path, mtime_ns, size, name, description, error, keyword_docs, content_sha)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        f.path,
+                        f.mtime_ns,
+                        f.size,
+                        f.name,
+                        f.description,
+                        f.error,
+                        f.keyword_docs,
+                        f.content_sha,
+                    ),
                 )
                 db.executemany(
                     "INSERT OR REPLACE INTO chunks (chunk_id, path, seq, start_line, end_line, heading_path, text, role)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     [
-                        (c.chunk_id, f.path, i, c.start_line, c.end_line, json.dumps(c.heading_path), c.text, c.role)
+                        (
+                            c.chunk_id,
+                            f.path,
+                            first + i,
+                            c.start_line,
+                            c.end_line,
+                            json.dumps(c.heading_path),
+                            c.text,
+                            c.role,
+                        )
                         for i, c in enumerate(record.chunks)
                     ],
                 )
@@ -226,6 +253,18 @@ class MetadataStore(WalDatabase):
             for cid, path, start, end, heading, text, role in rows:
                 found[cid] = ChunkRow(cid, path, start, end, json.loads(heading), text, role)
         return found
+
+    def chunks_of(self, path: str) -> list[ChunkRow]:
+        """The chunk rows of one file, in file order."""
+        rows = self.query(
+            "SELECT chunk_id, path, start_line, end_line, heading_path, text, role FROM chunks "
+            "WHERE path = ? ORDER BY seq",
+            (path,),
+        )
+        return [
+            ChunkRow(cid, p, start, end, json.loads(heading), text, role)
+            for cid, p, start, end, heading, text, role in rows
+        ]
 
     def chunk_order(self) -> list[tuple[str, str]]:
         """Every chunk's `(chunk_id, path)` in file order (by path, then position in the file)."""

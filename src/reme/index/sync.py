@@ -9,6 +9,7 @@ the catalog by mtime and size and syncs only the difference.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import stat
@@ -21,22 +22,33 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from reme.index.chunking import Chunk, chunk_windows
+from reme.index.chunking import DEFAULT_CONTEXT_CHARS, Chunk, chunk_windows
 from reme.index.keyword import KeywordIndex
 from reme.index.memory import release_memory
 from reme.index.progress import Progress
 from reme.index.sources import MARKDOWN_EXTENSIONS, Scope, Source
 from reme.index.store import ChunkRow, FileRecord, FileRow, LinkRow, MetadataStore
 from reme.index.titles import title_text
+from reme.index.transcript_tail import transcript_tail
 from reme.workspace import confined_read
 from reme.workspace.frontmatter import parse as parse_front_matter
 from reme.workspace.paths import UnsafePathError
 from reme.workspace.textio import DEFAULT_MAX_TEXT_BYTES
+from reme.workspace.transcript import is_transcript_path
 from reme.workspace.wikilinks import parse_links
 
-Read = tuple[FileRecord, Iterable[list[Chunk]], str]
-"""A file read for indexing: its catalog record (chunk rows still to come), its chunk windows and
-its title text (`reme.index.titles`)."""
+
+@dataclass(frozen=True)
+class Grown:
+    """A transcript that only grew: its end replaces these chunks; the others stay as indexed."""
+
+    replaced: list[Chunk]  # the old chunks from `FileRecord.keep` on, as they were indexed
+    kept_docs: int  # engine documents of the chunks that stay
+
+
+Read = tuple[FileRecord, Iterable[list[Chunk]], str, Grown | None]
+"""A file read for indexing: its catalog record (chunk rows still to come), its chunk windows, its
+title text (`reme.index.titles`), and for a grown transcript what its new end replaces."""
 
 log = logging.getLogger(__name__)
 
@@ -264,7 +276,7 @@ class Indexer:
             if done and self._stopping.is_set():
                 report.stopped = True  # shutting down: what is left stays as it was (or in intents)
                 break
-            self._write_batch(batch, report)
+            self._write_batch(batch, report, grow=not force)
             done += len(batch)
             if progress is not None:
                 progress(done, len(todo))
@@ -272,18 +284,22 @@ class Indexer:
                 release_memory()  # what one large file took goes back to the system, not just to Python
         return report
 
-    def _write_batch(self, batch: list[tuple[str, tuple[int, int] | None]], report: SyncReport) -> None:
+    def _write_batch(
+        self, batch: list[tuple[str, tuple[int, int] | None]], report: SyncReport, *, grow: bool = False
+    ) -> None:
+        """`grow`: a transcript that only grew re-indexes its end (not after a crash: then the engine
+        may hold a half-applied write, which only replacing the whole file clears)."""
         paths = [path for path, _ in batch]
         try:
             self.store.begin_intents(paths)
             try:
-                records, deleted = self._write_engine(batch)
+                records, deleted = self._write_engine(batch, grow)
             except Exception:
                 removed = self.keyword.remove_leftovers()  # a killed commit's files block new commits
                 if not removed:
                     raise
                 log.warning("engine commit failed; removed %d leftover file(s) and retried", len(removed))
-                records, deleted = self._write_engine(batch)
+                records, deleted = self._write_engine(batch, False)
             self.store.apply(records, deleted, paths)
         except Exception as exc:
             self.failure = f"{type(exc).__name__}: {exc}"
@@ -293,14 +309,14 @@ class Indexer:
         report.deleted += deleted
 
     def _write_engine(
-        self, batch: list[tuple[str, tuple[int, int] | None]]
+        self, batch: list[tuple[str, tuple[int, int] | None]], grow: bool
     ) -> tuple[list[FileRecord], list[str]]:
         """Replace the batch's documents in the engine and commit; the catalog records to apply."""
         records: list[FileRecord] = []
         deleted: list[str] = []
         try:
             for path, stamp in batch:
-                read = self._read_safely(path, stamp) if stamp is not None else None
+                read = self._read_safely(path, stamp, grow) if stamp is not None else None
                 if read is None:
                     self.keyword.delete_path(path)
                     deleted.append(path)
@@ -319,6 +335,7 @@ class Indexer:
         record: FileRecord,
         windows: Iterable[list[Chunk]],
         title: str,
+        grown: Grown | None,
     ) -> FileRecord:
         """Feed the engine one window of chunks at a time, keeping only their catalog rows: a chunk's
         search text is several times its text, so a large file never has all of it in memory."""
@@ -329,14 +346,20 @@ class Indexer:
                 for window in windows:
                     for c in window:
                         record.chunks.append(
-                            ChunkRow(c.id, path, c.start_line, c.end_line, list(c.heading_path), c.text, c.role)
+                            ChunkRow(
+                                c.id, path, c.start_line, c.end_line, list(c.heading_path), c.text, c.role
+                            )
                         )
                         yield c.id, c.search_text
             except Exception as exc:  # the chunker, on this one file: recorded, as in `_read_safely`
                 log.warning("chunking %s failed", path, exc_info=True)
                 failed.append(exc)
 
-        docs = self.keyword.upsert(path, documents(), title)
+        if grown is None:
+            docs = self.keyword.upsert(path, documents(), title)
+        else:
+            self.keyword.delete_chunks(chunk.id for chunk in grown.replaced)
+            docs = grown.kept_docs + self.keyword.add(path, documents(), title)
         if failed:
             self.keyword.delete_path(path)
             exc = failed[0]
@@ -344,16 +367,16 @@ class Indexer:
         record.file = replace(record.file, keyword_docs=docs)
         return record
 
-    def _read_safely(self, path: str, stamp: tuple[int, int]) -> Read | None:
+    def _read_safely(self, path: str, stamp: tuple[int, int], grow: bool = False) -> Read | None:
         """`_read`, with any failure on this one file recorded in the catalog instead of raised: one
         pathological note must not stop every later sync (or the start-up repair) forever."""
         try:
-            return self._read(path, stamp)
+            return self._read(path, stamp, grow)
         except Exception as exc:
             log.warning("indexing %s failed", path, exc_info=True)
             return _unindexed(path, stamp, f"could not be indexed: {type(exc).__name__}: {exc}")
 
-    def _read(self, path: str, stamp: tuple[int, int]) -> Read | None:
+    def _read(self, path: str, stamp: tuple[int, int], grow: bool = False) -> Read | None:
         """Catalog record of a file (chunk rows still to come) and its chunks, window by window;
         problems become the record's `error`, never an exception."""
         mtime_ns, size = stamp
@@ -375,9 +398,16 @@ class Indexer:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
             return _unindexed(path, stamp, "not UTF-8 text; not indexed")
+        transcript = is_transcript_path(path)
+        content_sha = hashlib.sha256(raw).hexdigest() if transcript else None
+        grown = self._grown(path, raw, text) if transcript and grow else None
         del raw
         if "\x00" in text:
             return _unindexed(path, stamp, "binary data; not indexed")
+        if grown is not None:
+            keep, new, replaced = grown
+            record = FileRecord(FileRow(path, mtime_ns, size, content_sha=content_sha), [], [], keep)
+            return record, [new], title_text(path, None, None), replaced
         name = description = error = body = None
         links: list[LinkRow] = []
         if path.lower().endswith(MARKDOWN_EXTENSIONS):
@@ -393,8 +423,29 @@ class Indexer:
         windows = chunk_windows(
             path, text, chunk_chars=self.chunk_chars, transcript_chunk_chars=self.transcript_chunk_chars
         )
-        record = FileRecord(FileRow(path, mtime_ns, size, name, description, error), [], links)
-        return record, windows, title_text(path, name, body)
+        record = FileRecord(
+            FileRow(path, mtime_ns, size, name, description, error, content_sha=content_sha), [], links
+        )
+        return record, windows, title_text(path, name, body), None
+
+    def _grown(self, path: str, raw: bytes, text: str) -> tuple[int, list[Chunk], Grown] | None:
+        """For a transcript whose indexed bytes are still its start (a capture appended messages):
+        how many chunks stay, the chunks that follow them and what they replace; None to index it whole."""
+        old = self.store.files([path]).get(path)
+        if old is None or old.content_sha is None or old.error is not None or not 0 < old.size < len(raw):
+            return None
+        if (
+            raw[old.size - 1 : old.size] != b"\n"
+            or hashlib.sha256(raw[: old.size]).hexdigest() != old.content_sha
+        ):
+            return None
+        tail = transcript_tail(
+            path, self.store.chunks_of(path), text, self.transcript_chunk_chars, DEFAULT_CONTEXT_CHARS
+        )
+        if tail is None:
+            return None
+        gone = sum(self.keyword.has_terms(chunk.search_text) for chunk in tail.old)
+        return tail.keep, tail.new, Grown(tail.old, old.keyword_docs - gone)
 
 
 def _batches(
@@ -416,7 +467,7 @@ def _batches(
 
 def _unindexed(path: str, stamp: tuple[int, int], error: str) -> Read:
     """A catalog entry without content (no chunk windows), so reconcile skips the file until it changes."""
-    return FileRecord(FileRow(path, *stamp, error=error)), (), ""
+    return FileRecord(FileRow(path, *stamp, error=error)), (), "", None
 
 
 def _listing(fd: int) -> list[tuple[str, bool, os.stat_result]]:
