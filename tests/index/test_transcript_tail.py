@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import shutil
@@ -204,3 +205,40 @@ async def test_a_crash_after_the_engine_wrote_an_end_is_repaired_whole(tmp_path:
             await asyncio.to_thread(indexer.sync_paths, [PATH])
         monkeypatch.undo()
     assert await _observe(root) == await _clean(root, tmp_path)  # the restart's repair re-indexed it whole
+
+
+async def test_a_failed_catalog_write_then_a_grown_sync_indexes_whole(tmp_path: Path, monkeypatch) -> None:
+    """A write that died between the engine and the catalog leaves an intent: the next sync of the
+    path, even an append, replaces the whole file (the engine may hold chunks the catalog lacks)."""
+    root = tmp_path / "ws"
+    (root / "session" / "dialog").mkdir(parents=True)
+    rng = random.Random(5)
+    lines = _messages(rng, 30)
+    (root / PATH).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    original = MetadataStore.apply
+    failures = iter([True])
+
+    def apply_failing_once(self, records, deleted, settled):  # type: ignore[no-untyped-def]
+        if next(failures, False):
+            raise OSError("disk full")
+        return original(self, records, deleted, settled)
+
+    async with ReMe(workspace_dir=root, timezone="UTC") as app:
+        indexer = app.component("index").service.indexer
+        await asyncio.to_thread(indexer.sync_paths, [PATH])
+        for _ in range(2):
+            lines += _messages(rng, 6, start=len(lines))
+            (root / PATH).write_text("\n".join(lines) + "\n", encoding="utf-8")
+            monkeypatch.setattr(MetadataStore, "apply", apply_failing_once)
+            with contextlib.suppress(
+                OSError
+            ):  # the first grown sync's catalog write fails; the second heals it
+                await asyncio.to_thread(indexer.sync_paths, [PATH])
+        service = app.component("index").service
+        assert service.store.intents() == []
+        assert service.store.keyword_doc_total() == service.keyword.num_docs
+        ids = service.keyword.chunk_ids()
+        assert len(ids) == len(set(ids))
+    monkeypatch.undo()
+    after, expected = await _observe(root), await _clean(root, tmp_path)
+    assert after["chunks"] == expected["chunks"] and after["engine"] == expected["engine"]

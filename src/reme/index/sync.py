@@ -287,19 +287,22 @@ class Indexer:
     def _write_batch(
         self, batch: list[tuple[str, tuple[int, int] | None]], report: SyncReport, *, grow: bool = False
     ) -> None:
-        """`grow`: a transcript that only grew re-indexes its end (not after a crash: then the engine
-        may hold a half-applied write, which only replacing the whole file clears)."""
+        """`grow`: a transcript that only grew re-indexes its end — not when the path still has an
+        intent (a write that died between the engine and the catalog: the engine may hold what the
+        catalog lacks, which only replacing the whole file clears), nor in a repair."""
         paths = [path for path, _ in batch]
+        unsettled = set(self.store.intents()) & set(paths) if grow else set()
+        growable = frozenset(paths) - unsettled if grow else frozenset()
         try:
             self.store.begin_intents(paths)
             try:
-                records, deleted = self._write_engine(batch, grow)
+                records, deleted = self._write_engine(batch, growable)
             except Exception:
                 removed = self.keyword.remove_leftovers()  # a killed commit's files block new commits
                 if not removed:
                     raise
                 log.warning("engine commit failed; removed %d leftover file(s) and retried", len(removed))
-                records, deleted = self._write_engine(batch, False)
+                records, deleted = self._write_engine(batch, frozenset())
             self.store.apply(records, deleted, paths)
         except Exception as exc:
             self.failure = f"{type(exc).__name__}: {exc}"
@@ -309,14 +312,14 @@ class Indexer:
         report.deleted += deleted
 
     def _write_engine(
-        self, batch: list[tuple[str, tuple[int, int] | None]], grow: bool
+        self, batch: list[tuple[str, tuple[int, int] | None]], growable: frozenset[str]
     ) -> tuple[list[FileRecord], list[str]]:
         """Replace the batch's documents in the engine and commit; the catalog records to apply."""
         records: list[FileRecord] = []
         deleted: list[str] = []
         try:
             for path, stamp in batch:
-                read = self._read_safely(path, stamp, grow) if stamp is not None else None
+                read = self._read_safely(path, stamp, path in growable) if stamp is not None else None
                 if read is None:
                     self.keyword.delete_path(path)
                     deleted.append(path)
@@ -398,16 +401,16 @@ class Indexer:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
             return _unindexed(path, stamp, "not UTF-8 text; not indexed")
+        if "\x00" in text:
+            return _unindexed(path, stamp, "binary data; not indexed")
         transcript = is_transcript_path(path)
         content_sha = hashlib.sha256(raw).hexdigest() if transcript else None
         grown = self._grown(path, raw, text) if transcript and grow else None
         del raw
-        if "\x00" in text:
-            return _unindexed(path, stamp, "binary data; not indexed")
         if grown is not None:
-            keep, new, replaced = grown
+            keep, new, ending = grown
             record = FileRecord(FileRow(path, mtime_ns, size, content_sha=content_sha), [], [], keep)
-            return record, [new], title_text(path, None, None), replaced
+            return record, [new], title_text(path, None, None), ending
         name = description = error = body = None
         links: list[LinkRow] = []
         if path.lower().endswith(MARKDOWN_EXTENSIONS):
@@ -436,7 +439,7 @@ class Indexer:
             return None
         if (
             raw[old.size - 1 : old.size] != b"\n"
-            or hashlib.sha256(raw[: old.size]).hexdigest() != old.content_sha
+            or hashlib.sha256(memoryview(raw)[: old.size]).hexdigest() != old.content_sha
         ):
             return None
         tail = transcript_tail(
@@ -444,8 +447,8 @@ class Indexer:
         )
         if tail is None:
             return None
-        gone = sum(self.keyword.has_terms(chunk.search_text) for chunk in tail.old)
-        return tail.keep, tail.new, Grown(tail.old, old.keyword_docs - gone)
+        kept_docs = old.keyword_docs - sum(self.keyword.has_terms(chunk.search_text) for chunk in tail.old)
+        return (tail.keep, tail.new, Grown(tail.old, kept_docs)) if kept_docs >= 0 else None
 
 
 def _batches(

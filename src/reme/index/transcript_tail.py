@@ -44,8 +44,9 @@ class Tail:
 def transcript_tail(
     path: str, rows: Sequence[CatalogChunk], text: str, chunk_chars: int, context_chars: int
 ) -> Tail | None:
-    """The chunks of `text` (the grown transcript) that differ from `rows` (the old text's chunks);
-    None when the rows are not what this chunker makes of the old text (then index it whole)."""
+    """The chunks of `text` (the grown transcript) that differ from `rows` (the old text's chunks,
+    made with the same settings: a change of settings rebuilds the index first); None when a row is
+    not a chunk this chunker makes (then index the file whole)."""
     old = [make_chunk(path, r.start_line, r.end_line, r.text, [], role=r.role) for r in rows]
     if not old or any(chunk.id != row.chunk_id for chunk, row in zip(old, rows, strict=True)):
         return None
@@ -76,9 +77,10 @@ def _first_changed(old: list[Chunk], context_chars: int) -> int:
 
 
 def _context_start(old: list[Chunk], keep: int, context_chars: int) -> int:
-    """The first old chunk the context of chunk `keep` can borrow from (one more, to be sure)."""
+    """The first old chunk the context of chunk `keep` can borrow from: going back until the lines
+    passed exceed what `take_lines` takes."""
     index, size = keep, 0
     while index > 0 and size <= context_chars:
         index -= 1
         size += sum(len(line) + 1 for line in searchable_lines(old[index].text))
-    return max(index - 1, 0)
+    return index
