@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from reme.index.chunk_base import Chunk, make_chunk, pack_lines
-from reme.workspace.transcript import line_role, render_line
+from reme.workspace.transcript import read_line
 
 
 def chunk_transcript(path: str, text: str, chunk_chars: int, first_line: int = 1) -> list[Chunk]:
@@ -15,9 +15,9 @@ def chunk_transcript(path: str, text: str, chunk_chars: int, first_line: int = 1
     Each chunk records the role its messages share, so search can tell what the user said from
     the assistant's replies (`reme.index.speakers`).
     """
-    lines = text.split("\n")
-    roles = [line_role(line) if line.strip() else "" for line in lines]
-    numbered = ((n, render_line(line)) for n, line in enumerate(lines, first_line) if line.strip())
+    read = [read_line(line) if line.strip() else None for line in text.split("\n")]
+    roles = [line[1] if line else "" for line in read]
+    numbered = ((n, line[0]) for n, line in enumerate(read, first_line) if line)
     return [
         make_chunk(
             path,

@@ -96,9 +96,8 @@ class FileRow:
     description: str | None = None
     error: str | None = None
     keyword_docs: int = 0
-    content_sha: str | None = (
-        None  # transcripts: sha256 of the indexed bytes (a grown one re-indexes its end)
-    )
+    # transcripts: sha256 of the indexed bytes (one that only grew since re-indexes its end)
+    content_sha: str | None = None
 
 
 @dataclass
@@ -109,6 +108,14 @@ class FileRecord:
     chunks: list[ChunkRow] = field(default_factory=list)
     links: list[LinkRow] = field(default_factory=list)
     keep: int | None = None  # a grown transcript: its first `keep` chunk rows stay, `chunks` follow them
+
+
+_CHUNK_ROWS = "SELECT chunk_id, path, start_line, end_line, heading_path, text, role FROM chunks"
+
+
+def _chunk_row(row: Sequence) -> ChunkRow:
+    chunk_id, path, start, end, heading, text, role = row
+    return ChunkRow(chunk_id, path, start, end, json.loads(heading), text, role)
 
 
 class MetadataStore(WalDatabase):
@@ -245,26 +252,13 @@ class MetadataStore(WalDatabase):
         found: dict[str, ChunkRow] = {}
         for batch in _batches(list(chunk_ids)):
             marks = ",".join("?" * len(batch))
-            rows = self.query(
-                "SELECT chunk_id, path, start_line, end_line, heading_path, text, role FROM chunks "
-                f"WHERE chunk_id IN ({marks})",
-                batch,
-            )
-            for cid, path, start, end, heading, text, role in rows:
-                found[cid] = ChunkRow(cid, path, start, end, json.loads(heading), text, role)
+            for row in self.query(f"{_CHUNK_ROWS} WHERE chunk_id IN ({marks})", batch):
+                found[row[0]] = _chunk_row(row)
         return found
 
     def chunks_of(self, path: str) -> list[ChunkRow]:
         """The chunk rows of one file, in file order."""
-        rows = self.query(
-            "SELECT chunk_id, path, start_line, end_line, heading_path, text, role FROM chunks "
-            "WHERE path = ? ORDER BY seq",
-            (path,),
-        )
-        return [
-            ChunkRow(cid, p, start, end, json.loads(heading), text, role)
-            for cid, p, start, end, heading, text, role in rows
-        ]
+        return [_chunk_row(row) for row in self.query(f"{_CHUNK_ROWS} WHERE path = ? ORDER BY seq", (path,))]
 
     def chunk_order(self) -> list[tuple[str, str]]:
         """Every chunk's `(chunk_id, path)` in file order (by path, then position in the file)."""

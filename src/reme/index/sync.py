@@ -14,7 +14,7 @@ import logging
 import os
 import stat
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -276,7 +276,7 @@ class Indexer:
             if done and self._stopping.is_set():
                 report.stopped = True  # shutting down: what is left stays as it was (or in intents)
                 break
-            self._write_batch(batch, report, grow=not force)
+            self._write_batch(batch, report, {} if force else catalog)
             done += len(batch)
             if progress is not None:
                 progress(done, len(todo))
@@ -285,14 +285,18 @@ class Indexer:
         return report
 
     def _write_batch(
-        self, batch: list[tuple[str, tuple[int, int] | None]], report: SyncReport, *, grow: bool = False
+        self,
+        batch: list[tuple[str, tuple[int, int] | None]],
+        report: SyncReport,
+        catalogued: Mapping[str, FileRow] | None = None,
     ) -> None:
-        """`grow`: a transcript that only grew re-indexes its end — not when the path still has an
-        intent (a write that died between the engine and the catalog: the engine may hold what the
-        catalog lacks, which only replacing the whole file clears), nor in a repair."""
+        """`catalogued`: the batch's catalog rows, so a transcript that only grew re-indexes its end —
+        not when the path still has an intent (a write that died between the engine and the catalog:
+        the engine may hold what the catalog lacks, which only replacing the whole file clears), nor
+        in a repair (none given)."""
         paths = [path for path, _ in batch]
-        unsettled = set(self.store.intents()) & set(paths) if grow else set()
-        growable = frozenset(paths) - unsettled if grow else frozenset()
+        unsettled = set(self.store.intents()) if catalogued else set()
+        growable = {p: row for p in paths if (row := (catalogued or {}).get(p)) and p not in unsettled}
         try:
             self.store.begin_intents(paths)
             try:
@@ -302,7 +306,7 @@ class Indexer:
                 if not removed:
                     raise
                 log.warning("engine commit failed; removed %d leftover file(s) and retried", len(removed))
-                records, deleted = self._write_engine(batch, frozenset())
+                records, deleted = self._write_engine(batch, {})
             self.store.apply(records, deleted, paths)
         except Exception as exc:
             self.failure = f"{type(exc).__name__}: {exc}"
@@ -312,14 +316,14 @@ class Indexer:
         report.deleted += deleted
 
     def _write_engine(
-        self, batch: list[tuple[str, tuple[int, int] | None]], growable: frozenset[str]
+        self, batch: list[tuple[str, tuple[int, int] | None]], growable: Mapping[str, FileRow]
     ) -> tuple[list[FileRecord], list[str]]:
         """Replace the batch's documents in the engine and commit; the catalog records to apply."""
         records: list[FileRecord] = []
         deleted: list[str] = []
         try:
             for path, stamp in batch:
-                read = self._read_safely(path, stamp, path in growable) if stamp is not None else None
+                read = self._read_safely(path, stamp, growable.get(path)) if stamp is not None else None
                 if read is None:
                     self.keyword.delete_path(path)
                     deleted.append(path)
@@ -370,18 +374,19 @@ class Indexer:
         record.file = replace(record.file, keyword_docs=docs)
         return record
 
-    def _read_safely(self, path: str, stamp: tuple[int, int], grow: bool = False) -> Read | None:
+    def _read_safely(self, path: str, stamp: tuple[int, int], indexed: FileRow | None = None) -> Read | None:
         """`_read`, with any failure on this one file recorded in the catalog instead of raised: one
         pathological note must not stop every later sync (or the start-up repair) forever."""
         try:
-            return self._read(path, stamp, grow)
+            return self._read(path, stamp, indexed)
         except Exception as exc:
             log.warning("indexing %s failed", path, exc_info=True)
             return _unindexed(path, stamp, f"could not be indexed: {type(exc).__name__}: {exc}")
 
-    def _read(self, path: str, stamp: tuple[int, int], grow: bool = False) -> Read | None:
+    def _read(self, path: str, stamp: tuple[int, int], indexed: FileRow | None = None) -> Read | None:
         """Catalog record of a file (chunk rows still to come) and its chunks, window by window;
-        problems become the record's `error`, never an exception."""
+        problems become the record's `error`, never an exception. `indexed`: its catalog row, when
+        a transcript that only grew since may re-index just its end."""
         mtime_ns, size = stamp
         if size > self.max_file_bytes:
             return _unindexed(
@@ -405,7 +410,7 @@ class Indexer:
             return _unindexed(path, stamp, "binary data; not indexed")
         transcript = is_transcript_path(path)
         content_sha = hashlib.sha256(raw).hexdigest() if transcript else None
-        grown = self._grown(path, raw, text) if transcript and grow else None
+        grown = self._grown(path, raw, text, indexed) if transcript and indexed else None
         del raw
         if grown is not None:
             keep, new, ending = grown
@@ -431,11 +436,10 @@ class Indexer:
         )
         return record, windows, title_text(path, name, body), None
 
-    def _grown(self, path: str, raw: bytes, text: str) -> tuple[int, list[Chunk], Grown] | None:
+    def _grown(self, path: str, raw: bytes, text: str, old: FileRow) -> tuple[int, list[Chunk], Grown] | None:
         """For a transcript whose indexed bytes are still its start (a capture appended messages):
         how many chunks stay, the chunks that follow them and what they replace; None to index it whole."""
-        old = self.store.files([path]).get(path)
-        if old is None or old.content_sha is None or old.error is not None or not 0 < old.size < len(raw):
+        if old.content_sha is None or old.error is not None or not 0 < old.size < len(raw):
             return None
         if (
             raw[old.size - 1 : old.size] != b"\n"

@@ -13,25 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from reme.index.chunk_base import Chunk, make_chunk, searchable_lines, take_lines, with_neighbour_context
 from reme.index.chunk_transcript import chunk_transcript
-
-
-class CatalogChunk(Protocol):
-    """A catalogued chunk of the old text (`reme.index.store.ChunkRow`), in file order."""
-
-    @property
-    def chunk_id(self) -> str: ...
-    @property
-    def start_line(self) -> int: ...
-    @property
-    def end_line(self) -> int: ...
-    @property
-    def text(self) -> str: ...
-    @property
-    def role(self) -> str: ...
+from reme.index.store import ChunkRow
 
 
 @dataclass(frozen=True)
@@ -42,45 +27,47 @@ class Tail:
 
 
 def transcript_tail(
-    path: str, rows: Sequence[CatalogChunk], text: str, chunk_chars: int, context_chars: int
+    path: str, rows: Sequence[ChunkRow], text: str, chunk_chars: int, context_chars: int
 ) -> Tail | None:
     """The chunks of `text` (the grown transcript) that differ from `rows` (the old text's chunks,
-    made with the same settings: a change of settings rebuilds the index first); None when a row is
-    not a chunk this chunker makes (then index the file whole)."""
-    old = [make_chunk(path, r.start_line, r.end_line, r.text, [], role=r.role) for r in rows]
-    if not old or any(chunk.id != row.chunk_id for chunk, row in zip(old, rows, strict=True)):
+    made with the same settings: a change of settings rebuilds the index first); None when a row
+    this needs is not a chunk this chunker makes (then index the file whole). Only the rows near
+    the end are read again: the work is bounded by the context, not by the file."""
+    if not rows:
         return None
-    keep = _first_changed(old, context_chars)
-    start = old[keep].start_line
+    keep = _first_changed(rows, context_chars)
+    before = _context_start(rows, keep, context_chars)
+    old = [make_chunk(path, r.start_line, r.end_line, r.text, [], role=r.role) for r in rows[before:]]
+    if any(chunk.id != row.chunk_id for chunk, row in zip(old, rows[before:], strict=True)):
+        return None
+    start = rows[keep].start_line
     lines = text.split("\n")
     new = chunk_transcript(path, "\n".join(lines[start - 1 :]), chunk_chars, first_line=start)
-    before = _context_start(old, keep, context_chars)
-    borrowed = with_neighbour_context(old[before:keep] + new, context_chars, cut_pieces_borrow=False)
-    indexed = with_neighbour_context(old[before:], context_chars, cut_pieces_borrow=False)
+    borrowed = with_neighbour_context(old[: keep - before] + new, context_chars, cut_pieces_borrow=False)
+    indexed = with_neighbour_context(old, context_chars, cut_pieces_borrow=False)
     return Tail(keep, indexed[keep - before :], borrowed[keep - before :])
 
 
-def _first_changed(old: list[Chunk], context_chars: int) -> int:
+def _first_changed(rows: Sequence[ChunkRow], context_chars: int) -> int:
     """The first old chunk that new lines can change: the last span (it may take them), any chunk
     whose context took every line to the old end, and a long line's earlier pieces with its last."""
-    edges = [searchable_lines(chunk.text) for chunk in old]
-    first = len(old) - 1
-    after: list[str] = list(edges[first])
-    for index in range(len(old) - 2, -1, -1):
+    first = len(rows) - 1
+    after = searchable_lines(rows[first].text)
+    for index in range(len(rows) - 2, -1, -1):
         if len(take_lines(after, context_chars)) < len(after):
             break  # its context stops before the old end, and so does every earlier chunk's
         first = index
-        after = edges[index] + after
-    while first > 0 and old[first - 1].end_line >= old[first].start_line:
+        after = searchable_lines(rows[index].text) + after
+    while first > 0 and rows[first - 1].end_line >= rows[first].start_line:
         first -= 1  # the pieces of one long line are chunked together
     return first
 
 
-def _context_start(old: list[Chunk], keep: int, context_chars: int) -> int:
+def _context_start(rows: Sequence[ChunkRow], keep: int, context_chars: int) -> int:
     """The first old chunk the context of chunk `keep` can borrow from: going back until the lines
     passed exceed what `take_lines` takes."""
     index, size = keep, 0
     while index > 0 and size <= context_chars:
         index -= 1
-        size += sum(len(line) + 1 for line in searchable_lines(old[index].text))
+        size += sum(len(line) + 1 for line in searchable_lines(rows[index].text))
     return index

@@ -79,25 +79,31 @@ def _message(raw_line: str) -> dict[str, Any] | None:
     return message if isinstance(message, dict) else None
 
 
-def line_role(raw_line: str) -> str:
-    """Who wrote a transcript line: its message's `role` (`user`, `assistant`, ...), '' when unknown."""
-    message = _message(raw_line)
-    role = message.get("role") if message else None
-    return role if isinstance(role, str) else ""
-
-
-def render_line(raw_line: str) -> str:
-    """One transcript line as `[<speaker> @ <created_at>] <text>` on a single line.
+def read_line(raw_line: str) -> tuple[str, str]:
+    """One transcript line rendered as `[<speaker> @ <created_at>] <text>` on a single line, and who
+    wrote it (its message's `role`: `user`, `assistant`, ...; '' when unknown), from one parse.
 
     A line that is not a JSON message is kept as it is, so nothing written is lost from search.
     """
     message = _message(raw_line)
     if message is None:
-        return raw_line.strip()
-    speaker = message.get("name") or message.get("role") or "unknown"
+        return raw_line.strip(), ""
+    role = message.get("role")
+    speaker = message.get("name") or role or "unknown"
     text = " ".join(content_text(message.get("content")).split())
     created_at = message.get("created_at")
-    return f"[{speaker} @ {created_at}] {text}" if created_at else f"[{speaker}] {text}"
+    rendered = f"[{speaker} @ {created_at}] {text}" if created_at else f"[{speaker}] {text}"
+    return rendered, role if isinstance(role, str) else ""
+
+
+def render_line(raw_line: str) -> str:
+    """`read_line`'s rendering alone."""
+    return read_line(raw_line)[0]
+
+
+def line_role(raw_line: str) -> str:
+    """`read_line`'s role alone."""
+    return read_line(raw_line)[1]
 
 
 def parse_records(text: str) -> list[dict[str, Any]]:
