@@ -11,7 +11,9 @@ the same job hybrid, the vector branch alone, and the vector branch under a `pat
 Then the first vector-branch search after one background batch of 16 new chunks (a new note
 synced, one `embed_batch`): with the neighbour mix recomputed for every row (what each change
 cost before the mix was kept up incrementally) and incrementally (the rows the batch touched),
-median of 7 batches each.
+median of 7 batches each. And the first vector-branch search after one note is written (the
+catalog changed, nothing embedded yet): with every chunk of the catalog re-read (what each write cost
+before the catalog logged the paths it wrote) and with only the written file re-read.
 `--blas-threads 1` pins numpy's BLAS to one thread: on a busy machine a multi-threaded
 matrix-vector product spends most of its time waiting for its threads.
 
@@ -159,14 +161,30 @@ async def latency(chunks: int) -> dict[str, float]:
                     (root / path).write_text(f"# New\n\n{text}\n", encoding="utf-8")
                     service.sync_paths([path])
                     assert vectors.embed_batch() == 16
-                    if way == "full":
-                        vectors._remix = None  # what every change meant before the incremental upkeep
+                    if way == "full" and vectors.mix is not None:
+                        vectors.mix.changed = None  # what every change meant before the incremental upkeep
                     t = time.perf_counter()
                     vectors.search(queries[batch], 15, SearchFilters())
                     firsts.append((time.perf_counter() - t) * 1e3)
                     while vectors.embed_batch():  # the rest of the note, untimed
                         vectors.search(queries[batch], 15, SearchFilters())
                 figures[f"first vector search after 16 new chunks, {way} re-mix p50"] = percentile(
+                    firsts, 0.5
+                )
+            store = service.store
+            for way in ("every chunk", "the written file"):
+                firsts = []
+                for edit in range(BATCHES):
+                    path = f"digest/edited-{edit}.md"  # a note the catalog gets (its chunks wait for vectors)
+                    (root / path).write_text(f"# Edited\n\n{' '.join(vocabulary[:40])} {way} {edit}\n")
+                    if way == "every chunk":  # what a write cost before the catalog logged its paths
+                        store.changed_paths = lambda since: None  # type: ignore[method-assign]
+                    service.sync_paths([path])
+                    t = time.perf_counter()
+                    vectors.search(queries[edit], 15, SearchFilters())
+                    firsts.append((time.perf_counter() - t) * 1e3)
+                    vars(store).pop("changed_paths", None)
+                figures[f"first vector search after a note is written, {way} re-read p50"] = percentile(
                     firsts, 0.5
                 )
             figures["rss_mb"] = psutil.Process().memory_info().rss / 2**20

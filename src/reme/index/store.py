@@ -11,12 +11,14 @@ at any point the catalog is either old or new, and the start-up repair re-syncs 
 `intents`. Readers never need a lock (WAL); writers are serialised by the caller's file lock.
 
 Every write transaction bumps `meta.generation`, so any process notices with one read that the
-catalog changed under it (see `guard`).
+catalog changed under it (see `guard`), and logs the paths it wrote in `changes`, so a reader that
+follows the catalog (the vector index) re-reads only those paths' rows (`changed_paths`).
 """
 
 from __future__ import annotations
 
 import json
+import secrets
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -62,7 +64,12 @@ CREATE TABLE IF NOT EXISTS links (
 CREATE INDEX IF NOT EXISTS links_by_source ON links (source, seq);
 CREATE INDEX IF NOT EXISTS links_by_target ON links (target);
 CREATE TABLE IF NOT EXISTS intents (path TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS changes (generation INTEGER NOT NULL, path TEXT);
+CREATE INDEX IF NOT EXISTS changes_by_generation ON changes (generation);
 """
+
+# write transactions whose paths the change log keeps; a reader further behind re-reads everything
+CHANGE_LOG_GENERATIONS = 1000
 
 
 @dataclass(frozen=True)
@@ -74,6 +81,14 @@ class ChunkRow:
     heading_path: list[str]
     text: str
     role: str = ""  # transcripts: the role its messages share (see Chunk.role)
+
+
+@dataclass(frozen=True)
+class ChangeMark:
+    """A point in the catalog's history (`MetadataStore.change_mark`)."""
+
+    catalog_id: str
+    generation: int
 
 
 @dataclass(frozen=True)
@@ -132,6 +147,7 @@ class MetadataStore(WalDatabase):
                 if statement.strip():
                     db.execute(statement)
             db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            db.execute("INSERT OR IGNORE INTO meta VALUES ('catalog_id', ?)", (secrets.token_hex(8),))
 
     # meta ----------------------------------------------------------------------------------------
 
@@ -153,13 +169,35 @@ class MetadataStore(WalDatabase):
     def begin_intents(self, paths: Iterable[str]) -> None:
         """Durably note that these paths are about to change (repair re-syncs them after a crash)."""
         with self.transaction() as db:
+            paths = list(paths)
             db.executemany("INSERT OR IGNORE INTO intents VALUES (?)", [(p,) for p in paths])
-            _bump_generation(db)
+            _bump_generation(db, paths)
 
     def generation(self) -> int:
         """How many write transactions the catalog has seen, from any process."""
         value = self.get_meta("generation")
         return int(value) if value else 0
+
+    def change_mark(self) -> ChangeMark:
+        """Where the catalog stands now: which catalog (a rebuilt one is another) and its generation."""
+        rows: dict[str, str] = dict(
+            self.query("SELECT key, value FROM meta WHERE key IN ('catalog_id', 'generation')")
+        )
+        return ChangeMark(rows.get("catalog_id", ""), int(rows.get("generation", 0)))
+
+    def changed_paths(self, since: ChangeMark) -> set[str] | None:
+        """The paths written since `since` (a `change_mark`), or None when the log cannot tell: another
+        catalog, a mark older than the log keeps, or a write that did not log (an older reme)."""
+        with self._lock:
+            if self._get_meta(self._db, "catalog_id") != since.catalog_id:
+                return None
+            now = int(self._get_meta(self._db, "generation") or 0)
+            rows = self._db.execute(
+                "SELECT generation, path FROM changes WHERE generation > ?", (since.generation,)
+            ).fetchall()
+        if len({generation for generation, _ in rows}) != now - since.generation:
+            return None
+        return {path for _, path in rows if path is not None}
 
     def intents(self) -> list[str]:
         return [row[0] for row in self.query("SELECT path FROM intents ORDER BY path")]
@@ -217,7 +255,7 @@ class MetadataStore(WalDatabase):
                     ],
                 )
             db.executemany("DELETE FROM intents WHERE path = ?", [(p,) for p in settled])
-            _bump_generation(db)
+            _bump_generation(db, [*deleted, *(r.file.path for r in records)])
 
     # catalog reads -------------------------------------------------------------------------------
 
@@ -260,11 +298,19 @@ class MetadataStore(WalDatabase):
         """The chunk rows of one file, in file order."""
         return [_chunk_row(row) for row in self.query(f"{_CHUNK_ROWS} WHERE path = ? ORDER BY seq", (path,))]
 
-    def chunk_order(self) -> list[tuple[str, str]]:
-        """Every chunk's `(chunk_id, path)` in file order (by path, then position in the file)."""
-        return [
-            (row[0], row[1]) for row in self.query("SELECT chunk_id, path FROM chunks ORDER BY path, seq")
-        ]
+    def chunk_order(self, paths: Iterable[str] | None = None) -> list[tuple[str, str]]:
+        """Every chunk's `(chunk_id, path)` in file order (by path, then position in the file); only
+        these files' chunks when `paths` is given."""
+        if paths is None:
+            return [
+                (row[0], row[1]) for row in self.query("SELECT chunk_id, path FROM chunks ORDER BY path, seq")
+            ]
+        order: list[tuple[str, str]] = []
+        for batch in _batches(sorted(set(paths))):
+            marks = ",".join("?" * len(batch))
+            sql = f"SELECT chunk_id, path FROM chunks WHERE path IN ({marks}) ORDER BY path, seq"
+            order += [(row[0], row[1]) for row in self.query(sql, batch)]
+        return order
 
     def keyword_doc_total(self) -> int:
         return int(self.query("SELECT COALESCE(SUM(keyword_docs), 0) FROM files")[0][0])
@@ -310,11 +356,18 @@ class MetadataStore(WalDatabase):
         return [row[0] for row in rows]
 
 
-def _bump_generation(db: sqlite3.Connection) -> None:
-    db.execute(
+def _bump_generation(db: sqlite3.Connection, paths: Sequence[str]) -> None:
+    """Count one more write transaction and log its paths (a NULL row when it wrote none, so every
+    generation the log keeps has a row and a gap shows)."""
+    generation = db.execute(
         "INSERT INTO meta VALUES ('generation', '1') "
-        "ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+        "ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1 RETURNING CAST(value AS INTEGER)"
+    ).fetchone()[0]
+    db.executemany(
+        "INSERT INTO changes VALUES (?, ?)",
+        [(generation, path) for path in dict.fromkeys(paths)] or [(generation, None)],
     )
+    db.execute("DELETE FROM changes WHERE generation <= ?", (generation - CHANGE_LOG_GENERATIONS,))
 
 
 def _inside(folder: str) -> tuple[str, str]:

@@ -20,7 +20,7 @@ import numpy as np
 from reme.index.embedding import Embedder, embedding_key, embedding_text
 from reme.index.progress import Progress
 from reme.index.search import SearchFilters
-from reme.index.store import MetadataStore
+from reme.index.store import ChangeMark, MetadataStore
 from reme.index.vectors.breaker import CircuitBreaker
 from reme.index.vectors.cache import VECTORS_DB, VectorCache
 from reme.index.vectors.mix import NeighbourMix
@@ -62,7 +62,8 @@ class VectorIndex:
         self.rows = RowStore()
         self.mix = NeighbourMix(self.context, self.rows) if self.context else None  # 0: own vector only
         self.breaker = CircuitBreaker()
-        self._seen: tuple[int, int] | None = None  # (catalog generation, cache version) last synced
+        self._seen: tuple[ChangeMark, int] | None = None  # (catalog mark, cache version) last followed
+        self._by_path: dict[str, list[str]] = {}  # each catalogued file's chunk ids, as last followed
         self.last_error: str | None = None
         self.embedded = 0  # vectors this process computed (figures, tests)
 
@@ -87,22 +88,13 @@ class VectorIndex:
         """Follow the catalog: drop gone chunks, pick up new ones (cached vector, else queued)."""
         cache = self.cache()
         with self._lock:
-            seen = (self.catalog.generation(), cache.version())
+            seen = (self.catalog.change_mark(), cache.version())
             if seen == self._seen:
                 return
-            order = self.catalog.chunk_order()
-            ids = {chunk_id for chunk_id, _ in order}
-            if self.mix is not None:
-                self.mix.follow(order)
-            for chunk_id in [c for c in self.rows.row_of if c not in ids]:
-                row = self.rows.drop(chunk_id)
-                if self.mix is not None:
-                    self.mix.freed(row)
-            for chunk_id in [c for c in self.queue.chunk_ids() if c not in ids]:
-                self.queue.remove(chunk_id)
+            reread = self._follow_catalog(seen[0])
             known = self.rows.row_of.keys() | self.queue.chunk_ids()
             keys: set[str] = set()
-            for chunk in self.catalog.chunks_by_id([c for c in ids if c not in known]).values():
+            for chunk in self.catalog.chunks_by_id([c for c in reread if c not in known]).values():
                 text = embedding_text(chunk)
                 waiting = Waiting(embedding_key(text), text, chunk.path)
                 self.queue.add(chunk.chunk_id, waiting)
@@ -119,6 +111,37 @@ class VectorIndex:
                 self.queue.failed = cache.failed()
             self._adopt(cache, keys)
             self._seen = seen
+
+    def _follow_catalog(self, mark: ChangeMark) -> set[str]:
+        """Drop the rows, queued chunks and links of chunks the catalog no longer has, take the new
+        links; the chunk ids re-read. Only the files written since the last look when the catalog's
+        change log covers them, so a write costs the next search its own files, not every chunk."""
+        last = None if self._seen is None else self._seen[0]
+        changed = None if last is None else set() if last == mark else self.catalog.changed_paths(last)
+        if changed is None:
+            order = self.catalog.chunk_order()
+            replaced: list[str] | None = None
+            candidates: Iterable[str] = [*self.rows.row_of, *self.queue.chunk_ids()]
+            self._by_path = {}
+        elif changed:
+            order = self.catalog.chunk_order(changed)
+            replaced = [chunk_id for path in changed for chunk_id in self._by_path.pop(path, ())]
+            candidates = replaced
+        else:
+            return set()
+        ids = {chunk_id for chunk_id, _ in order}
+        for chunk_id, path in order:
+            self._by_path.setdefault(path, []).append(chunk_id)
+        if self.mix is not None:
+            self.mix.follow(order, replaced)
+        for chunk_id in [c for c in candidates if c not in ids]:
+            if chunk_id in self.rows.row_of:
+                row = self.rows.drop(chunk_id)
+                if self.mix is not None:
+                    self.mix.freed(row)
+            elif chunk_id in self.queue:
+                self.queue.remove(chunk_id)
+        return ids
 
     def _adopt(self, cache: VectorCache, keys: Iterable[str]) -> None:
         """Give the queued chunks of these keys their row where their vector is cached (by any process)."""

@@ -11,7 +11,7 @@ s_next)), so a query costs one extra pass over the scores, never a second matrix
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -35,14 +35,20 @@ class NeighbourMix:
         self.inverse = np.zeros(0, dtype=np.float32)
         self.changed: set[str] | None = None  # chunk ids changed since the last mix; None: every row
 
-    def follow(self, order: Sequence[tuple[str, str]]) -> None:
-        """New links from the catalog's (chunk id, path) rows in file order; a chunk whose links
-        changed (moved, edited around) is re-mixed."""
+    def follow(self, order: Sequence[tuple[str, str]], replaced: Iterable[str] | None = None) -> None:
+        """New links from the catalog's (chunk id, path) rows in file order: every chunk's, or when
+        `replaced` (the old chunk ids of the files in `order`) is given, only those files'. A chunk
+        whose links changed (moved, edited around) is re-mixed."""
         links = neighbours(order)
+        old = self.links
         if self.changed is not None:
-            old = self.links
             self.changed.update(c for c, link in links.items() if old.get(c) != link)
-        self.links = links
+        if replaced is None:
+            self.links = links
+            return
+        for chunk_id in replaced:
+            old.pop(chunk_id, None)
+        old.update(links)
 
     def placed(self, chunk_id: str) -> None:
         """A chunk got a row (its vector arrived): size the arrays, re-mix it and its neighbours."""
