@@ -14,6 +14,7 @@ from tests.support import REME, reme_env
 
 from reme import ReMe
 from reme.app import captures
+from reme.app.jobs import execute
 from reme.app.recent_errors import MAX_ERRORS, RecentErrors
 
 
@@ -141,3 +142,29 @@ def test_capture_status_through_the_cli(tmp_path: Path) -> None:
         reply["success"]
         and reply["metadata"]["failed"][0]["reason"] == "the service answered HTTP 400: refused"
     )
+
+
+def test_a_burst_of_caller_mistakes_cannot_hide_a_failure_nobody_was_told_of() -> None:
+    ring = RecentErrors()
+    ring.add("dream", "the model is down")
+    for n in range(MAX_ERRORS + 10):
+        ring.add("read", f"no note at path {n}", caller_mistake=True)
+    ring.add("sync", "the remote refused the push")
+    newest = ring.newest()
+    assert len(newest) == MAX_ERRORS
+    assert [f.job for f in newest[:2]] == ["sync", "read"] and newest[-1].job == "dream"  # newest first
+    assert newest[1].message == f"no note at path {MAX_ERRORS + 9}"
+    assert [f.job for f in ring.newest(3)] == ["sync", "read", "dream"]
+    assert [f.job for f in ring.newest(1)] == ["sync"]
+    assert "order" not in newest[0].to_dict()
+
+
+async def test_a_scheduled_run_failing_is_no_caller_mistake(tmp_path: Path) -> None:
+    async with app(tmp_path / "ws") as reme:
+        drop = reme.jobs["capture_drop"]
+        await execute(reme, drop, {"session_id": "cron"}, scheduled=True)  # nobody waits for its answer
+        for n in range(MAX_ERRORS + 5):  # an agent repeating its mistake
+            assert not (await reme.run("capture_drop", session_id=f"typo{n}")).success
+        errors = (await reme.run("recent_errors", limit=MAX_ERRORS)).metadata["errors"]
+    assert len(errors) == MAX_ERRORS and "session 'cron'" in errors[-1]["message"]
+    assert f"session 'typo{MAX_ERRORS + 4}'" in errors[0]["message"]

@@ -335,13 +335,16 @@ async def execute(
     job: JobSpec,
     params: Mapping[str, object],
     emit: Emit | None = None,
+    *,
+    scheduled: bool = False,
 ) -> Response:
-    """Validate, then run the job's steps in order; always return a Response."""
+    """Validate, then run the job's steps in order; always return a Response. `scheduled`: a
+    background or cron run, which no caller waits for."""
     try:
         checked = validate_params(job, params)
     except ParameterError as exc:
         return Response(False, exc.message, {}, "user")
-    return await run_steps(app, job, checked, emit)
+    return await run_steps(app, job, checked, emit, scheduled=scheduled)
 
 
 async def run_steps(
@@ -349,6 +352,8 @@ async def run_steps(
     job: JobSpec,
     checked: dict[str, Any],
     emit: Emit | None = None,
+    *,
+    scheduled: bool = False,
 ) -> Response:
     """Run the steps on parameters `validate_params` already accepted; always return a Response."""
     ctx = JobContext(app=app, job=job, params=checked, _emit=emit)
@@ -364,7 +369,8 @@ async def run_steps(
     except Exception as exc:  # a failing step must never crash the service: every failure becomes an answer
         response = failed(job.name, exc, ctx.response.metadata)
     if not response.success:  # for the status view (`recent_errors` job)
-        recent_errors(app).add(job.name, str(response.answer))
+        mistake = response.error == "user" and not scheduled  # the caller was told, and can fix it
+        recent_errors(app).add(job.name, str(response.answer), caller_mistake=mistake)
     if ctx.usage:
         response.metadata.setdefault("usage", dict(ctx.usage))
     if isinstance(response.metadata.get("usage"), dict):

@@ -28,7 +28,7 @@ async def supervise(app: Scheduler, job: JobSpec) -> None:
     """Run a background job; restart it with exponential back-off after each crash."""
     delay = job.restart_delay
     while True:
-        response = await execute(app, job, {})
+        response = await execute(app, job, {}, scheduled=True)
         app.job_runs.append((job.name, response))
         if response.success:
             log.info("background job %s finished", job.name)
@@ -48,7 +48,7 @@ async def run_on_schedule(app: Scheduler, job: JobSpec) -> None:
         # asyncio may wake a little early (monotonic vs wall clock); never fire before the time.
         while (wait := (fire_at - datetime.now(app.tz)).total_seconds()) > 0:
             await asyncio.sleep(wait)
-        response = await execute(app, job, {})
+        response = await execute(app, job, {}, scheduled=True)
         app.job_runs.append((job.name, response))
         if not response.success:
             log.warning("cron job %s failed: %s", job.name, response.answer)
