@@ -13,7 +13,9 @@ from datasets import BeirSet
 # LongMemEval-S dev: the first two cases (by id) whose question has answer sessions, in full:
 # 000001 multi-session (2 answer sessions) and 000002 single-session preference.
 LONGMEMEVAL_CASES = 2
-SMALL_HAYSTACK_CASES = 22  # the other answered cases (all of them), each cut to its answer sessions + seeded others
+SMALL_HAYSTACK_CASES = (
+    22  # the other answered cases (all of them), each cut to its answer sessions + seeded others
+)
 SMALL_HAYSTACK_DISTRACTORS = 8
 SCIFACT_QUERIES = 100  # seeded test queries
 SCIFACT_DOCS = 300  # their relevant documents + seeded random distractors

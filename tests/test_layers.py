@@ -88,7 +88,9 @@ def _target(name: str, imported: list[str]) -> list[str]:
     for alias in imported:
         candidate = f"{name}.{alias}"
         parts = candidate.split(".")[1:]
-        is_module = (PACKAGE.joinpath(*parts).with_suffix(".py")).is_file() or PACKAGE.joinpath(*parts).is_dir()
+        is_module = (PACKAGE.joinpath(*parts).with_suffix(".py")).is_file() or PACKAGE.joinpath(
+            *parts
+        ).is_dir()
         found.append(candidate if is_module else name)
     return found
 
@@ -201,5 +203,7 @@ def test_only_the_service_draws(module: str, path: Path) -> None:
     if module.startswith("reme.service."):
         return
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    drawing = [f"line {line}: {name}" for line, name in _imports(tree, module) if name.split(".")[0] == "rich"]
+    drawing = [
+        f"line {line}: {name}" for line, name in _imports(tree, module) if name.split(".")[0] == "rich"
+    ]
     assert not drawing, f"{module} draws itself; report through reme.app.progress instead: {drawing}"

@@ -164,5 +164,7 @@ def test_an_unquoted_comma_in_a_parameter_description_is_a_config_error():
         "    n: {type: integer, description: how many, at most ten}\n"
         "steps: [{backend: version}]\n"
     )
-    with pytest.raises(ConfigError, match=r"jobs\.echo\.parameters\.properties\.n: key 'at most ten' has no value"):
+    with pytest.raises(
+        ConfigError, match=r"jobs\.echo\.parameters\.properties\.n: key 'at most ten' has no value"
+    ):
         build_job("echo", raw)

@@ -57,7 +57,10 @@ def circle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_no_module_of_the_app_layer_imports_itself_back() -> None:
     modules = _modules()
-    graph = {name: imports_of(path.read_text(encoding="utf-8"), set(modules)) - {name} for name, path in modules.items()}
+    graph = {
+        name: imports_of(path.read_text(encoding="utf-8"), set(modules)) - {name}
+        for name, path in modules.items()
+    }
     assert circle(graph) is None, " -> ".join(circle(graph) or [])
 
 
@@ -65,6 +68,8 @@ def test_the_check_finds_a_planted_circle() -> None:
     known = {"reme.app.a", "reme.app.b"}
     graph = {
         "reme.app.a": imports_of("from reme.app.b import x\n", known),
-        "reme.app.b": imports_of("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import reme.app.a\n", known),
+        "reme.app.b": imports_of(
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import reme.app.a\n", known
+        ),
     }
     assert circle(graph) == ["reme.app.a", "reme.app.b", "reme.app.a"]

@@ -180,12 +180,18 @@ async def test_unknown_backend_and_bad_job_config_name_the_key(tmp_path):
         await make_app(tmp_path, "components:\n  x: {backend: nope}\n").start()
     with pytest.raises(ConfigError, match=r"jobs.j.steps\[0\].backend: unknown step 'nope'"):
         await make_app(tmp_path, "jobs:\n  j: {steps: [{backend: nope}]}\n").start()
-    with pytest.raises(ConfigError, match=r"unknown config key 'jobs.j.steps\[0\].prefx': step 'test_echo' takes prefix"):
+    with pytest.raises(
+        ConfigError, match=r"unknown config key 'jobs.j.steps\[0\].prefx': step 'test_echo' takes prefix"
+    ):
         await make_app(tmp_path, "jobs:\n  j: {steps: [{backend: test_echo, prefx: '> '}]}\n").start()
-    with pytest.raises(ConfigError, match=r"'jobs.j.steps\[0\].page_line': step 'read' takes max_text_bytes, page_lines"):
+    with pytest.raises(
+        ConfigError, match=r"'jobs.j.steps\[0\].page_line': step 'read' takes max_text_bytes, page_lines"
+    ):
         await make_app(tmp_path, "jobs:\n  j: {steps: [{backend: read, page_line: 3}]}\n").start()
     with pytest.raises(ConfigError, match=r"'jobs.j.steps\[0\].x': step 'test_stream' takes no settings"):
-        await make_app(tmp_path, "jobs:\n  j: {kind: stream, steps: [{backend: test_stream, x: 1}]}\n").start()
+        await make_app(
+            tmp_path, "jobs:\n  j: {kind: stream, steps: [{backend: test_stream, x: 1}]}\n"
+        ).start()
     with pytest.raises(ConfigError, match="jobs.j.kind"):
         await make_app(tmp_path, "jobs:\n  j: {kind: weird, steps: [{backend: test_echo}]}\n").start()
     with pytest.raises(ConfigError, match="jobs.j.cron"):

@@ -21,7 +21,12 @@ TABLE = SettingsTable(
 
 
 def test_defaults_fill_what_the_block_leaves_out() -> None:
-    assert TABLE.resolve("components.x", {"size": 4}) == {"size": 4, "weight": 0.5, "mode": "fast", "limit": None}
+    assert TABLE.resolve("components.x", {"size": 4}) == {
+        "size": 4,
+        "weight": 0.5,
+        "mode": "fast",
+        "limit": None,
+    }
 
 
 def test_a_zero_is_a_value_not_a_missing_setting() -> None:
@@ -66,7 +71,9 @@ def test_a_row_whose_default_breaks_its_own_rule_is_refused() -> None:
 
 
 async def test_the_application_fills_component_defaults_from_the_table(tmp_path: Path) -> None:
-    async with ReMe(workspace_dir=tmp_path / "ws", timezone="UTC", **{"components.workspace.lock_timeout": 0}) as app:
+    async with ReMe(
+        workspace_dir=tmp_path / "ws", timezone="UTC", **{"components.workspace.lock_timeout": 0}
+    ) as app:
         block = app.config["components"]["workspace"]
         assert block["lock_timeout"] == 0.0  # a 0 set by the user stays 0
         assert block["dirs"] == WORKSPACE_SETTINGS.defaults()["dirs"]
@@ -111,4 +118,7 @@ async def test_help_lists_a_components_settings_from_its_table(tmp_path: Path) -
             "help": "seconds a writer waits for another writer of the same path",
         }
         unknown = await app.run("help", component="workspac")
-        assert not unknown.success and unknown.answer == "no component 'workspac' is configured; did you mean 'workspace'?"
+        assert (
+            not unknown.success
+            and unknown.answer == "no component 'workspac' is configured; did you mean 'workspace'?"
+        )

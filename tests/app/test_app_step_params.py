@@ -8,7 +8,14 @@ import pytest
 
 from reme import ReMe
 
-TRIP = [{"id": "u1", "role": "user", "content": "Flight to Lisbon on Monday.", "created_at": "2026-06-01T09:00:00Z"}]
+TRIP = [
+    {
+        "id": "u1",
+        "role": "user",
+        "content": "Flight to Lisbon on Monday.",
+        "created_at": "2026-06-01T09:00:00Z",
+    }
+]
 
 
 @pytest.fixture(autouse=True)

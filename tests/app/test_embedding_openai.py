@@ -167,7 +167,11 @@ async def test_a_text_the_model_rejects_is_bisected_out_and_the_rest_is_embedded
             assert index.embed_pending() == 0  # nothing left: the failed text is not retried
         assert len(fake_server.embedding_requests) == sent
         figures = index.vector_figures()
-        assert (figures["vectors"], figures["vectors_pending"], figures["vectors_failed"]) == (chunks - 1, 0, 1)
+        assert (figures["vectors"], figures["vectors_pending"], figures["vectors_failed"]) == (
+            chunks - 1,
+            0,
+            1,
+        )
         assert figures["last_error"] is None
         assert sum("rejected a chunk text" in r.getMessage() for r in caplog.records) == 1
         status = await app.run("health_check")
@@ -205,7 +209,9 @@ def two_notes(tmp_path: Path) -> Path:
     return root
 
 
-async def test_a_down_endpoint_costs_a_search_one_attempt_then_none(fake_server: FakeOpenAI, tmp_path: Path) -> None:
+async def test_a_down_endpoint_costs_a_search_one_attempt_then_none(
+    fake_server: FakeOpenAI, tmp_path: Path
+) -> None:
     """Queries make one attempt (no retries, even for the dimension probe) and a failure opens a
     breaker: the next searches answer from keywords without a request and say vectors are off."""
     overrides = openai_overrides(fake_server, **{"components.embedding.backoff_s": 0.001})
@@ -215,7 +221,9 @@ async def test_a_down_endpoint_costs_a_search_one_attempt_then_none(fake_server:
         first = await app.run("search", query="steeps minutes")
         assert first.success and first.metadata["results"][0]["path"] == "digest/tea.md"
         assert len(fake_server.embedding_requests) == 1  # one attempt, not 1 + max_retries
-        assert "semantic search is unavailable" in first.answer and "HTTP 503" in first.metadata["vector_error"]
+        assert (
+            "semantic search is unavailable" in first.answer and "HTTP 503" in first.metadata["vector_error"]
+        )
         second = await app.run("node_search", query="steeps minutes")
         assert second.metadata["results"][0]["path"] == "digest/tea.md"
         assert len(fake_server.embedding_requests) == 1  # the breaker: no request at all
@@ -229,7 +237,9 @@ async def test_a_down_endpoint_costs_a_search_one_attempt_then_none(fake_server:
         assert "vector_error" not in back.metadata and back.metadata["vectors_pending"] == 0
 
 
-async def test_a_slow_endpoint_costs_a_query_one_short_attempt(fake_server: FakeOpenAI, tmp_path: Path) -> None:
+async def test_a_slow_endpoint_costs_a_query_one_short_attempt(
+    fake_server: FakeOpenAI, tmp_path: Path
+) -> None:
     overrides = openai_overrides(
         fake_server, **{"components.embedding.dimension": 8, "components.embedding.query_timeout": 0.2}
     )
@@ -257,8 +267,17 @@ def test_the_stamp_names_the_endpoint_and_the_prefixes(fake_server: FakeOpenAI) 
 
     plain = stamp()
     assert plain == stamp(base_url=fake_server.base_url + "/")  # a trailing slash is the same endpoint
-    assert len({plain, stamp(base_url="http://other:1/v1"), stamp(passage_prefix="passage: "),
-                stamp(query_prefix="query: ")}) == 4
+    assert (
+        len(
+            {
+                plain,
+                stamp(base_url="http://other:1/v1"),
+                stamp(passage_prefix="passage: "),
+                stamp(query_prefix="query: "),
+            }
+        )
+        == 4
+    )
 
 
 async def test_another_endpoint_with_a_same_named_model_re_embeds(tmp_path: Path) -> None:
@@ -303,7 +322,11 @@ async def test_the_background_loop_gets_past_a_rejected_text(fake_server: FakeOp
                 if figures["vectors"] == chunks - 1:
                     break
                 await asyncio.sleep(0.01)
-            assert (figures["vectors"], figures["vectors_failed"], figures["vectors_pending"]) == (chunks - 1, 1, 0)
+            assert (figures["vectors"], figures["vectors_failed"], figures["vectors_pending"]) == (
+                chunks - 1,
+                1,
+                0,
+            )
         finally:
             loop.cancel()
             await asyncio.gather(loop, return_exceptions=True)

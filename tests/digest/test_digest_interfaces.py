@@ -71,7 +71,11 @@ def test_http_digest_jobs(service):
     edited = post(
         service, "digest_edit", path="digest/ops/release.md", old="Ship weekly.", new="Ship on Mondays."
     )
-    assert edited["metadata"] == {"path": "digest/ops/release.md", "count": 1, "workspace": str(root.resolve())}
+    assert edited["metadata"] == {
+        "path": "digest/ops/release.md",
+        "count": 1,
+        "workspace": str(root.resolve()),
+    }
 
 
 @pytest.mark.slow

@@ -95,7 +95,9 @@ async def test_the_indexer_drops_each_window_before_chunking_the_next(app, monke
 
 
 async def test_index_cap_is_the_write_cap(app) -> None:
-    assert app.component("index").service.settings.max_file_bytes == Limits().max_text_bytes == 16 * 1024 * 1024
+    assert (
+        app.component("index").service.settings.max_file_bytes == Limits().max_text_bytes == 16 * 1024 * 1024
+    )
 
 
 async def test_a_file_over_the_cap_is_catalogued_not_chunked(app, tmp_path: Path) -> None:

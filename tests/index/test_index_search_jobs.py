@@ -229,8 +229,6 @@ async def test_node_search_leaves_out_generated_pages(app) -> None:
     assert paths == ["digest/wiki/solar.md"]  # digest/_buckets.md also says "buckets" but is no node
 
 
-
-
 async def test_chinese_words_find_their_split_and_longer_forms(app) -> None:
     write(
         app.workspace_dir,

@@ -76,7 +76,11 @@ def test_tool_schemas_are_the_job_schemas_minus_what_an_agent_must_not_set() -> 
 def test_a_bad_agent_block_is_a_config_error_naming_the_key(block: dict, message: str) -> None:
     from reme.app.config import ConfigError
 
-    raw = {"parameters": {"properties": {"path": {"type": "string"}}}, "steps": [{"backend": "read"}], "agent": block}
+    raw = {
+        "parameters": {"properties": {"path": {"type": "string"}}},
+        "steps": [{"backend": "read"}],
+        "agent": block,
+    }
     with pytest.raises(ConfigError, match=message):
         build_job("x", raw)
 

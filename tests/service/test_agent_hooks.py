@@ -25,7 +25,11 @@ def hook(
     event: str, payload: dict[str, Any] | str, workspace: Path, *extra: str, **env: str
 ) -> subprocess.CompletedProcess[str]:
     """Run one hook; a generous service budget unless the test sets one (this machine is shared)."""
-    env = {"REME_HOOK_BUDGET": "60", "HOME": str(workspace.parent / "home"), **env}  # `transcripts` live there
+    env = {
+        "REME_HOOK_BUDGET": "60",
+        "HOME": str(workspace.parent / "home"),
+        **env,
+    }  # `transcripts` live there
     return subprocess.run(
         [REME, "hook", event, f"workspace_dir={workspace}", *extra],
         input=payload if isinstance(payload, str) else json.dumps(payload),
@@ -264,7 +268,9 @@ def test_codex_notify_and_capture_save_the_rollout(tmp_path: Path, reme_service)
     records = saved(workspace, CODEX)
     assert len(records) == 4 and "AKIAQ3EGUKLB7XRZ2M4P" not in json.dumps(records)
     before = (workspace / "session" / "dialog" / f"{CODEX}.jsonl").read_bytes()
-    again = hook("capture", "", workspace, "source=codex", f"transcript_path={rollout}", CODEX_HOME=str(codex_home))
+    again = hook(
+        "capture", "", workspace, "source=codex", f"transcript_path={rollout}", CODEX_HOME=str(codex_home)
+    )
     assert again.returncode == 0, again.stderr
     assert (workspace / "session" / "dialog" / f"{CODEX}.jsonl").read_bytes() == before
     assert markers(workspace) == []
@@ -394,7 +400,12 @@ def test_a_background_drain_leaves_the_service_idle_between_parts(tmp_path: Path
     monkeypatch.setattr(hooks.time, "sleep", lambda s: pauses.append(s))
     for session, pace in (("paced", True), ("hook", False)):
         capture = captures.Capture(
-            session_id=session, transcript_path=str(transcript), source="claude_code", event="Stop", cwd=None, at=0
+            session_id=session,
+            transcript_path=str(transcript),
+            source="claude_code",
+            event="Stop",
+            cwd=None,
+            at=0,
         )
         marker = captures.write_marker(str(workspace), capture)
         raw = Path(marker).read_text(encoding="utf-8")

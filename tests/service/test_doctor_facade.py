@@ -11,7 +11,12 @@ from reme.service.doctor import Check, index_report, mode_checks
 
 
 def test_each_model_is_listed_once_whatever_roles_share_it() -> None:
-    shared = {"backend": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1", "memory": {"max_tokens": 9}}
+    shared = {
+        "backend": "openai",
+        "model": "m",
+        "base_url": "http://127.0.0.1:9/v1",
+        "memory": {"max_tokens": 9},
+    }
     assert [m.role for m in role_models(shared)] == ["chat"]  # a role's own limit is no other model
     split = {**shared, "memory": {"model": "small"}}
     models = role_models(split, modes_file="/tmp/modes.json")

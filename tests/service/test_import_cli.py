@@ -66,7 +66,9 @@ def test_a_running_service_refuses_imports_while_the_cli_imports_beside_it(
     (vault / "b.md").write_text("Target.\n", encoding="utf-8")
     imported = run_reme("import", "obsidian", str(vault), f"workspace_dir={workspace}")
     assert imported.returncode == 0, imported.stderr
-    assert "Links to [[b]]." in (workspace / "imports/obsidian/vault/notes/a.md").read_text()  # resolves as written
+    assert (
+        "Links to [[b]]." in (workspace / "imports/obsidian/vault/notes/a.md").read_text()
+    )  # resolves as written
     # the service sees the imported notes and their resolved links
     traversed = service.cli("traverse", "path=imports/obsidian/vault/notes/a.md", "--json")
     edges = json.loads(traversed.stdout)["metadata"]["edges"]

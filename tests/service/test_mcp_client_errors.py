@@ -29,7 +29,9 @@ def failing_client(error: BaseException) -> type:
 
 def status_error(status: int) -> httpx2.HTTPStatusError:
     request = httpx2.Request("GET", "http://127.0.0.1:9/sse")
-    return httpx2.HTTPStatusError("refused", request=request, response=httpx2.Response(status, request=request))
+    return httpx2.HTTPStatusError(
+        "refused", request=request, response=httpx2.Response(status, request=request)
+    )
 
 
 async def test_a_409_is_a_wrong_workspace(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -40,8 +42,12 @@ async def test_a_409_is_a_wrong_workspace(monkeypatch: pytest.MonkeyPatch) -> No
 
 async def test_a_transport_failure_is_unreachable(monkeypatch: pytest.MonkeyPatch) -> None:
     refused = httpx2.ConnectError("connection refused")
-    monkeypatch.setattr(mcp, "Client", failing_client(ExceptionGroup("sdk", [ExceptionGroup("inner", [refused])])))
-    with pytest.raises(ServiceUnreachable, match="no MCP service answered at http://127.0.0.1:9/mcp .*ConnectError"):
+    monkeypatch.setattr(
+        mcp, "Client", failing_client(ExceptionGroup("sdk", [ExceptionGroup("inner", [refused])]))
+    )
+    with pytest.raises(
+        ServiceUnreachable, match="no MCP service answered at http://127.0.0.1:9/mcp .*ConnectError"
+    ):
         await call_tool(INFO, "version", {}, None)
 
 
@@ -53,6 +59,8 @@ async def test_a_bug_is_not_reported_as_an_absent_service(monkeypatch: pytest.Mo
 
 
 async def test_an_error_text_mentioning_409_is_not_a_refusal(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(mcp, "Client", failing_client(httpx2.ReadError("read 409 bytes, then the peer closed")))
+    monkeypatch.setattr(
+        mcp, "Client", failing_client(httpx2.ReadError("read 409 bytes, then the peer closed"))
+    )
     with pytest.raises(ServiceUnreachable):
         await call_tool(INFO, "version", {}, None, "/ws")

@@ -47,7 +47,9 @@ def test_the_one_shot_refresh_wrote_the_day(refreshed):
     interests = load_yaml(refreshed / f"daily/{DAY}/interests.yaml")
     assert [a["topic_id"] for a in interests["agenda"]] == [topic_id(TITLES[1]), topic_id(TITLES[0])]
     assert (refreshed / "daily/_proactive.yaml").is_file()
-    day_page = refreshed / f"daily/{DAY}.md"  # docs/spec.md §8: the block lists cards only, never interests.yaml
+    day_page = (
+        refreshed / f"daily/{DAY}.md"
+    )  # docs/spec.md §8: the block lists cards only, never interests.yaml
     assert not day_page.exists() or "interests.yaml" not in day_page.read_text()
 
 

@@ -235,4 +235,7 @@ def test_a_bug_in_the_cli_shows_its_traceback_and_says_it_is_one(monkeypatch, ca
     monkeypatch.setattr(cli, "call", broken)
     assert cli.main(["status"]) == 1
     err = capsys.readouterr().err
-    assert "Traceback" in err and "reme: internal error (a bug in reme; its traceback is in the log): KeyError" in err
+    assert (
+        "Traceback" in err
+        and "reme: internal error (a bug in reme; its traceback is in the log): KeyError" in err
+    )

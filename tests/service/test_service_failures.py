@@ -56,7 +56,10 @@ def test_a_stream_that_breaks_mid_way_ends_with_the_bug_named_and_a_done_chunk(
         chunks = asyncio.run(collect())
     assert chunks == [
         {"type": "text", "text": "partial"},
-        {"type": "error", "message": "internal error (a bug in reme; its traceback is in the log): RuntimeError: queue gone"},
+        {
+            "type": "error",
+            "message": "internal error (a bug in reme; its traceback is in the log): RuntimeError: queue gone",
+        },
         {"type": "done", "success": False},
     ]
     assert [r.getMessage() for r in caplog.records] == ["stream chat failed (a bug)"]

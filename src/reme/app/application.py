@@ -78,7 +78,9 @@ class Application:
                 await self._close_components()
                 if isinstance(exc, ConfigError):
                     raise
-                if kind_of(exc) == "bug":  # the message stays short (the CLI prints it); the log keeps the traceback
+                if (
+                    kind_of(exc) == "bug"
+                ):  # the message stays short (the CLI prints it); the log keeps the traceback
                     log.error("component %s failed to start", name, exc_info=exc)
                 raise ComponentError(f"component {name!r} failed to start: {exc}") from exc
             self.components[name] = component
@@ -131,7 +133,9 @@ class Application:
             configs[str(name)] = raw
         return configs
 
-    def _requirements(self, name: str, raw: Mapping[str, object], configured: Mapping[str, object]) -> list[str]:
+    def _requirements(
+        self, name: str, raw: Mapping[str, object], configured: Mapping[str, object]
+    ) -> list[str]:
         try:
             cls = COMPONENTS.get(str(raw["backend"]))
         except KeyError as exc:
@@ -170,7 +174,9 @@ class Application:
         given = {k: v for k, v in raw.items() if k not in ("backend", "requires", "enabled")}
         cls = COMPONENTS.get(str(raw["backend"]))
         settings: Mapping[str, object] = given
-        if cls.settings_table is not None:  # the table owns the defaults; the config shows the effective values
+        if (
+            cls.settings_table is not None
+        ):  # the table owns the defaults; the config shows the effective values
             settings = cls.settings_table.resolve(f"components.{name}", given)
             raw.update(settings)
         try:

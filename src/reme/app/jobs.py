@@ -252,15 +252,24 @@ def _agent_tool(
         raise ConfigError(f"{where}.agent must be a mapping with keys {', '.join(sorted(_AGENT_KEYS))}")
     for key in raw:
         if key not in _AGENT_KEYS:
-            raise ConfigError(f"unknown config key '{where}.agent.{key}' (known: {', '.join(sorted(_AGENT_KEYS))})")
+            raise ConfigError(
+                f"unknown config key '{where}.agent.{key}' (known: {', '.join(sorted(_AGENT_KEYS))})"
+            )
     properties = parameters.get("properties", {})
     default_paths = ["path"] if "path" in properties else []
     lists = {key: raw.get(key, default_paths if key == "paths" else []) for key in ("paths", "hide")}
     for key, names in lists.items():
         if not isinstance(names, list) or any(n not in properties for n in names):
-            raise ConfigError(f"{where}.agent.{key}: must list parameters of the job (known: {', '.join(properties)})")
+            raise ConfigError(
+                f"{where}.agent.{key}: must list parameters of the job (known: {', '.join(properties)})"
+            )
     return ToolSpec.of_job(
-        name, description, parameters, hide=lists["hide"], paths=lists["paths"], writes=bool(raw.get("writes"))
+        name,
+        description,
+        parameters,
+        hide=lists["hide"],
+        paths=lists["paths"],
+        writes=bool(raw.get("writes")),
     )
 
 
@@ -358,7 +367,10 @@ async def run_steps(
     """Run the steps on parameters `validate_params` already accepted; always return a Response."""
     ctx = JobContext(app=app, job=job, params=checked, _emit=emit)
     try:
-        with running(job.name), llm_budget.job_run():  # files written are this job's (sync); model requests share one budget
+        with (
+            running(job.name),
+            llm_budget.job_run(),
+        ):  # files written are this job's (sync); model requests share one budget
             for step in job.steps:
                 fn = STEPS.get(step.backend)
                 if inspect.iscoroutinefunction(fn):

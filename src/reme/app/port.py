@@ -449,7 +449,11 @@ def _step_limits(app: JobHost, job: str) -> Limits:
     """The text caps a file job's step settings give (its config), so a pipeline's writes meet the same caps."""
     spec = app.jobs.get(job)
     for step in spec.steps if spec is not None else ():
-        fields = {k: int(v) for k, v in step.settings.items() if k in Limits.__dataclass_fields__ and isinstance(v, int)}
+        fields = {
+            k: int(v)
+            for k, v in step.settings.items()
+            if k in Limits.__dataclass_fields__ and isinstance(v, int)
+        }
         if fields:
             return Limits(**fields)
     return Limits()

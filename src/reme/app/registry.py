@@ -78,9 +78,7 @@ COMPONENTS: Registry[type[Component]] = Registry("component backend")
 _SETTINGS_ATTR = "__reme_step_settings__"
 
 
-def register_step(
-    name: str, *, settings: type | None = None
-) -> Callable[[Step], Step]:
+def register_step(name: str, *, settings: type | None = None) -> Callable[[Step], Step]:
     """Register `fn(ctx, **settings)` as the step backend `name`.
 
     The settings a step takes are its keyword parameters after `ctx`; a step that forwards
@@ -111,7 +109,8 @@ def settings_of(cls: Callable[..., S], step: str, settings: Mapping[str, object]
     for key, value in settings.items():
         expected = hints.get(key)
         if expected in (int, float, str, bool) and not (
-            isinstance(value, expected) and (expected is bool or not isinstance(value, bool))
+            isinstance(value, expected)
+            and (expected is bool or not isinstance(value, bool))
             or (expected is float and isinstance(value, int) and not isinstance(value, bool))
         ):
             raise ConfigError(f"step {step!r}: setting {key!r} must be {_WORDS[expected]}, got {value!r}")

@@ -21,6 +21,7 @@ class Scheduler(JobHost, Protocol):
     @property
     def job_runs(self) -> list[tuple[str, Response]]: ...
 
+
 log = logging.getLogger(__name__)
 
 

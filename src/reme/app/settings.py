@@ -84,7 +84,9 @@ class Setting:
         if self.choices and value not in self.choices:
             return False
         if isinstance(value, (int, float)):
-            return (self.minimum is None or value >= self.minimum) and (self.maximum is None or value <= self.maximum)
+            return (self.minimum is None or value >= self.minimum) and (
+                self.maximum is None or value <= self.maximum
+            )
         return True
 
     def describe(self) -> str:

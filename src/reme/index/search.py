@@ -304,7 +304,9 @@ class Searcher:
             if chunk is None or chunk.path not in files:
                 continue
             row = files[chunk.path]
-            hit = Hit(chunk.path, chunk.start_line, chunk.end_line, score, chunk.text, row.name, row.description)
+            hit = Hit(
+                chunk.path, chunk.start_line, chunk.end_line, score, chunk.text, row.name, row.description
+            )
             hits.append((hit, chunk.role))
         return hits
 

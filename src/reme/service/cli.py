@@ -72,7 +72,9 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush must not fail again
         return 141
-    except Exception as exc:  # a bug (expected failures are answered where they happen): traceback, then say so
+    except (
+        Exception
+    ) as exc:  # a bug (expected failures are answered where they happen): traceback, then say so
         import traceback
 
         from reme.errors import bug_message
@@ -198,7 +200,9 @@ def call(job: str, assigned: dict[str, str], bare: list[str], as_json: bool) -> 
     try:
         info = discover(host=where.get("host"), port=where.get("port"), workspace_dir=folder)
     except NoService as exc:
-        start_here = "`reme start`" if folder and _is_local(folder) else f"`reme start workspace_dir={folder}`"
+        start_here = (
+            "`reme start`" if folder and _is_local(folder) else f"`reme start workspace_dir={folder}`"
+        )
         print(
             f"reme: {exc}; nothing was done.\n"
             f"start one with {start_here}, pass workspace_dir=DIR for another workspace, "

@@ -275,7 +275,9 @@ def index_report(state: IndexState) -> list[Check]:
     if state.rebuild_due:
         return [Check("index", "warn", f"{about}: settings changed, a rebuild is due", "reme reindex")]
     if state.added or state.changed or state.gone:
-        detail = f"{about}; behind the files: {state.added} new, {state.changed} changed, {state.gone} deleted"
+        detail = (
+            f"{about}; behind the files: {state.added} new, {state.changed} changed, {state.gone} deleted"
+        )
         return [Check("index", "warn", detail, "catches up at the next start or search (or `reme reindex`)")]
     return [Check("index", "ok", f"{about}; consistent with the files")]
 

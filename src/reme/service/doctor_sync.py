@@ -109,5 +109,9 @@ def _last_sync(workspace: Path, config: JSONObject) -> list[Check]:
             )
         ]
     return [
-        Check("sync", "ok", f"last sync {last.get('at')}: {len(merged) if isinstance(merged, list) else 0} file(s) merged")
+        Check(
+            "sync",
+            "ok",
+            f"last sync {last.get('at')}: {len(merged) if isinstance(merged, list) else 0} file(s) merged",
+        )
     ]

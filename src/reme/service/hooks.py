@@ -124,7 +124,9 @@ def call_service(
     """A job's Response from the service; raises OSError/ServiceUnreachable when it does not answer in time."""
     from reme.service.client import call_job, client_token
 
-    reply = call_job(info, job, cast("JSONObject", dict(params)), client_token(), workspace, timeout=max(timeout, 0.05))
+    reply = call_job(
+        info, job, cast("JSONObject", dict(params)), client_token(), workspace, timeout=max(timeout, 0.05)
+    )
     return {
         **(reply.response or {"success": False, "answer": f"HTTP {reply.status}"}),
         "status": reply.status,
@@ -151,9 +153,7 @@ def _skipped(response: JSONObject, part: Part) -> dict[str, int]:
     return part.skipped if counts is None else counts
 
 
-def _send(
-    info: ServiceInfo, workspace: str, path: str, raw: str, timeout: float, pace: bool = False
-) -> bool:
+def _send(info: ServiceInfo, workspace: str, path: str, raw: str, timeout: float, pace: bool = False) -> bool:
     """Send one capture, part by part; False when the service did not take it or time ran out
     (the marker stays queued). A capture the service refuses, or whose transcript is gone, keeps
     its marker with a failure note and the drain goes on with the others. `pace`: after each part

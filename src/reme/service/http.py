@@ -223,7 +223,9 @@ def build_http_app(
             return failure("POST /<job> with the parameters as a JSON object; POST /help lists the jobs", 404)
         if exc.status_code == 404 and name in app.jobs and is_local(app.jobs[name]):
             command = local_command(app.jobs[name], app.workspace_dir, await _params_of(request))
-            return failure(f"job {name!r} is not served over HTTP (a local job); run it here with `{command}`", 404)
+            return failure(
+                f"job {name!r} is not served over HTTP (a local job); run it here with `{command}`", 404
+            )
         if exc.status_code == 404:
             why = "is not served over HTTP" if name in app.jobs else f"is unknown{did_you_mean(name, served)}"
             return failure(f"job {name!r} {why}; POST /help (or `reme help`) lists the jobs", 404)

@@ -91,7 +91,12 @@ def reme_executable() -> str:
 
 
 def server_entry(reme: str, workspace: Path, read_only: bool) -> JSONObject:
-    args: list[JSONValue] = ["start", "service.backend=mcp", "service.transport=stdio", f"workspace_dir={workspace}"]
+    args: list[JSONValue] = [
+        "start",
+        "service.backend=mcp",
+        "service.transport=stdio",
+        f"workspace_dir={workspace}",
+    ]
     if read_only:
         args.append("service.mcp_profile=read_only")
     return {"type": "stdio", "command": reme, "args": args, "env": {}}
@@ -205,7 +210,11 @@ def install(target: Target, prompt_recall: bool, read_only: bool) -> list[str]:
     steps = plan(target, reme, prompt_recall, read_only)
     files = [Recorded(path, _encode(_read(path)), _sha(raw), added) for path, raw, added in steps]
     created: list[JSONValue] = [*_missing_dirs([target.manifest, *(path for path, _, _ in steps)])]
-    manifest: JSONObject = {"version": 1, "files": [entry.to_json() for entry in files], "created_dirs": created}
+    manifest: JSONObject = {
+        "version": 1,
+        "files": [entry.to_json() for entry in files],
+        "created_dirs": created,
+    }
     _write(target.manifest, _dump(manifest))  # first: a crash mid-install can still be undone
     lines.append(f"wrote {target.manifest}: the install record (--uninstall puts every file back from it)")
     for (path, raw, added), entry in zip(steps, files, strict=True):

@@ -111,7 +111,9 @@ def build_mcp_server(app: Application) -> Server[object]:
             ]
         )
 
-    async def call_tool(ctx: ServerRequestContext[object], params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(
+        ctx: ServerRequestContext[object], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
         tools = tool_jobs(app)
         if params.name not in tools:
             message = f"unknown tool {params.name!r}; available: {', '.join(sorted(tools))}"

@@ -43,7 +43,9 @@ async def call_tool(
         statuses.append(response.status_code)
 
     try:
-        async with httpx2.AsyncClient(headers=headers, timeout=timeout, event_hooks={"response": [seen]}) as http:
+        async with httpx2.AsyncClient(
+            headers=headers, timeout=timeout, event_hooks={"response": [seen]}
+        ) as http:
             connection = (
                 sse_client(url, headers=headers)
                 if transport == "sse"

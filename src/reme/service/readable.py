@@ -62,7 +62,9 @@ def _stat(answer: JSONValue, meta: JSONObject) -> str | None:
         f"{meta.get('outlink_count', 0)} outlink(s), {meta.get('inlink_count', 0)} inlink(s)"
     )
     front = meta.get("front_matter")
-    return "\n".join([head, *(["front matter:", *_fields(front, "  ")] if isinstance(front, dict) and front else [])])
+    return "\n".join(
+        [head, *(["front matter:", *_fields(front, "  ")] if isinstance(front, dict) and front else [])]
+    )
 
 
 def _front_matter(answer: JSONValue, meta: JSONObject) -> str | None:

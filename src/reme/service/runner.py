@@ -76,7 +76,9 @@ def bind_socket(host: str, port: int) -> socket.socket:
         sock.bind(address)
     except OSError as exc:
         sock.close()
-        holder = f"it is taken by {port_holder(host, port)}" if exc.errno == errno.EADDRINUSE else exc.strerror
+        holder = (
+            f"it is taken by {port_holder(host, port)}" if exc.errno == errno.EADDRINUSE else exc.strerror
+        )
         raise ServiceConfigError(
             f"cannot listen on {host}:{port}: {holder}; choose another port with service.port=..."
         ) from None

@@ -26,7 +26,9 @@ class ServiceConfigError(ValueError):
     """The service configuration is unsafe or incomplete; the message says what to set."""
 
 
-def resolve_token(service_config: Mapping[str, object], environ: Mapping[str, str] | None = None) -> str | None:
+def resolve_token(
+    service_config: Mapping[str, object], environ: Mapping[str, str] | None = None
+) -> str | None:
     """`service.auth_token`, else `REME_API_TOKEN`, else None (empty values count as unset)."""
     env = os.environ if environ is None else environ
     token = service_config.get("auth_token") or env.get(ENV_TOKEN) or None

@@ -29,7 +29,9 @@ def service_settings(config: JSONObject) -> ServiceSettings:
     """Settings from `service.*`, refusing unknown backends/transports and unsafe binds."""
     service = config.get("service") or {}
     if not isinstance(service, dict):
-        raise ServiceConfigError(f"service must be a mapping of settings (service.backend, ...), got {service!r}")
+        raise ServiceConfigError(
+            f"service must be a mapping of settings (service.backend, ...), got {service!r}"
+        )
     backend = service.get("backend") or "http"
     transport = service.get("transport") or "stdio"
     profile = service.get("mcp_profile") or "full"

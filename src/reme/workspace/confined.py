@@ -125,7 +125,9 @@ def _walk(root: Path, folders: list[str], *, create: bool = True) -> tuple[int, 
                 child = os.open(segment, _DIR_FLAGS, dir_fd=fd)
             except OSError as exc:
                 if exc.errno == errno.ENOTDIR and not create and _link_target(fd, segment) is None:
-                    raise NotADirectoryError(f"{'/'.join([*where, segment])!r} is a file, not a folder") from None
+                    raise NotADirectoryError(
+                        f"{'/'.join([*where, segment])!r} is a file, not a folder"
+                    ) from None
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # swapped for a link or a file meanwhile
                     raise UnsafePathError(
                         f"{'/'.join([*where, segment])!r} changed while being written; try again"

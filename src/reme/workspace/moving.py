@@ -103,7 +103,9 @@ def recover_moves(ws: Workspace, links: LinkSource) -> list[JSONObject]:
         full = tree_mapping(intent.src, intent.dst)
         # A short link (`[[solar]]`) is finished as the full new path of the file it named.
         short = {e["target_path"]: full(e.get("resolved_path") or e["target_path"]) for e in intent.inbound}
-        changed, count = _retarget_sources(ws, intent.inbound, lambda target: short.get(target) or full(target))
+        changed, count = _retarget_sources(
+            ws, intent.inbound, lambda target: short.get(target) or full(target)
+        )
         links.sync_paths([intent.src, intent.dst, *changed])
         return {"retargeted_files": changed, "retargeted_links": count}
 

@@ -30,7 +30,9 @@ def read_text(root: Path, relative: str, max_bytes: int = DEFAULT_MAX_TEXT_BYTES
     return read_text_stat(root, relative, max_bytes)[0]
 
 
-def read_text_stat(root: Path, relative: str, max_bytes: int = DEFAULT_MAX_TEXT_BYTES) -> tuple[str, os.stat_result]:
+def read_text_stat(
+    root: Path, relative: str, max_bytes: int = DEFAULT_MAX_TEXT_BYTES
+) -> tuple[str, os.stat_result]:
     """`read_text` with the `stat` of the very file read (its mtime for `load`)."""
     try:
         data, info = confined_read.read_bytes(root, relative, max_bytes)

@@ -203,7 +203,12 @@ def _roll_back(ws: Workspace, record: Path, links: LinkSource | None) -> JSONObj
                     conflicts.append(path)  # edited since the crash: that edit is kept
     except Exception as exc:  # left on disk: the next recovery tries again
         log.warning("rolling back the interrupted transaction %s failed", record.stem, exc_info=True)
-        return {"id": record.stem, "paths": [*paths], "state": "failed", "error": f"{type(exc).__name__}: {exc}"}
+        return {
+            "id": record.stem,
+            "paths": [*paths],
+            "state": "failed",
+            "error": f"{type(exc).__name__}: {exc}",
+        }
     _forget(record)
     if links is not None:
         links.sync_paths(paths)

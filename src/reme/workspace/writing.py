@@ -182,7 +182,11 @@ def save(
 
 def _check_unchanged(
     ws: Workspace,
-    target: Path, relative: str, expected_mtime: float | None, expected_sha256: str | None, limits: Limits
+    target: Path,
+    relative: str,
+    expected_mtime: float | None,
+    expected_sha256: str | None,
+    limits: Limits,
 ) -> None:
     if not target.is_file():
         raise ConflictError(f"conflict: {relative!r} no longer exists; load it again", {"path": relative})

@@ -84,7 +84,12 @@ OPENAI_SETTINGS = SettingsTable(
         rule="a positive integer, or null to ask the endpoint",
     ),
     Setting("timeout", float, 30.0, "seconds for one batch request"),
-    Setting("query_timeout", float, 5.0, "seconds for a query (one attempt; after a failure search skips vectors for 30 s)"),
+    Setting(
+        "query_timeout",
+        float,
+        5.0,
+        "seconds for a query (one attempt; after a failure search skips vectors for 30 s)",
+    ),
     Setting("max_retries", int, 3, "retries of a failed batch request", minimum=0),
     Setting("backoff_s", float, 0.5, "first wait between retries, doubled each time", minimum=0),
     Setting("query_prefix", str, "", "text put before each query (some models expect one)"),

@@ -26,12 +26,16 @@ log = logging.getLogger(__name__)
 
 
 SETTINGS = SettingsTable(
-    Setting("lock_timeout", float, 30.0, "seconds a writer waits for another writer of the same path", minimum=0),
+    Setting(
+        "lock_timeout", float, 30.0, "seconds a writer waits for another writer of the same path", minimum=0
+    ),
     Setting(
         "dirs",
         dict,
         dict(DEFAULT_DIRS),
-        "role -> folder name inside the workspace (roles: " + ", ".join(DEFAULT_DIRS) + "); journal is created on first write",
+        "role -> folder name inside the workspace (roles: "
+        + ", ".join(DEFAULT_DIRS)
+        + "); journal is created on first write",
     ),
 )
 

@@ -77,9 +77,7 @@ async def _run_import(
         batch = build(port, folder)
     except ValueError as exc:
         raise ReMeError(f"{origin}: {exc}; nothing was imported") from None
-    report = await write_import(
-        port, batch, kind=kind, origin=str(origin), dry_run=ctx.params["dry_run"]
-    )
+    report = await write_import(port, batch, kind=kind, origin=str(origin), dry_run=ctx.params["dry_run"])
     ctx.response.answer = report.answer()
     ctx.response.metadata.update(report.metadata())
     return port, batch, report
@@ -181,7 +179,9 @@ async def import_mem0(
 @register_step("import_obsidian", settings=FolderLimits)
 async def import_obsidian(ctx: JobContext, **settings: object) -> None:
     vault = source_path(ctx.params["source"])
-    files, skipped = read_folder(vault, settings_of(FolderLimits, "import_obsidian", settings), workspace=Path(ctx.app.workspace_dir))
+    files, skipped = read_folder(
+        vault, settings_of(FolderLimits, "import_obsidian", settings), workspace=Path(ctx.app.workspace_dir)
+    )
     name = _folder_name(ctx.params.get("name") or vault.resolve().name)
     port = AppPort(ctx.app)
     existing = [entry.path for entry in await port.list_files("", recursive=True)]
@@ -216,7 +216,9 @@ def _folder_name(name: str) -> str:
 async def export_digest(ctx: JobContext, **settings: object) -> None:
     port = AppPort(ctx.app)
     texts = await export.digest_files(
-        port, bucket=ctx.params.get("bucket"), limits=settings_of(export.ExportLimits, "export_digest", settings)
+        port,
+        bucket=ctx.params.get("bucket"),
+        limits=settings_of(export.ExportLimits, "export_digest", settings),
     )
     nodes = [export.node_of(path, text) for path, text in texts.items()]
     exported_at = datetime.now(ctx.app.tz).isoformat(timespec="seconds")

@@ -40,9 +40,7 @@ async def digest_maintain_step(
 
 @register_step("dream_revert")
 async def dream_revert_step(ctx: JobContext) -> None:
-    outcome = await dream_revert(
-        AppPort(ctx.app), run_id=ctx.params["run_id"], force=ctx.params["force"]
-    )
+    outcome = await dream_revert(AppPort(ctx.app), run_id=ctx.params["run_id"], force=ctx.params["force"])
     ctx.response.answer = outcome.answer
     ctx.response.metadata.update(outcome.metadata)
 

@@ -40,7 +40,9 @@ async def _stage(ctx: JobContext, stage: Awaitable[None]) -> None:
 
 
 @register_step("proactive_extract_step", settings=chain.ExtractSettings)
-async def proactive_extract_step(ctx: JobContext, file_catalog: str = "proactive", **settings: object) -> None:
+async def proactive_extract_step(
+    ctx: JobContext, file_catalog: str = "proactive", **settings: object
+) -> None:
     day = _day(ctx)
     options = settings_of(chain.ExtractSettings, "proactive_extract_step", settings)
     try:

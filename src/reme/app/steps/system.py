@@ -77,10 +77,14 @@ def _component_help(ctx: JobContext, name: str) -> None:
         raise JobError(f"no component {name!r} is configured{did_you_mean(name, blocks)}")
     table = COMPONENTS.get(backend).settings_table
     if table is None:
-        ctx.response.answer = f"{name} (backend {backend}) declares no settings table: see components.{name} in the config"
+        ctx.response.answer = (
+            f"{name} (backend {backend}) declares no settings table: see components.{name} in the config"
+        )
         ctx.response.metadata["settings"] = []
         return
-    rows = [{"name": row.name, "type": row.expected, "default": row.default, "help": row.help} for row in table]
+    rows = [
+        {"name": row.name, "type": row.expected, "default": row.default, "help": row.help} for row in table
+    ]
     ctx.response.metadata["settings"] = rows
     lines = [f"components.{name} (backend {backend}):", *(f"  {line}" for line in table.help().splitlines())]
     ctx.response.answer = "\n".join(lines)
@@ -182,7 +186,9 @@ def status(ctx: JobContext) -> None:
             files, size = _folder_size(child)
             folders[child.name] = {"files": files, "bytes": size}
     memory = psutil.Process().memory_info()
-    components = {name: stats for name, component in ctx.app.components.items() if (stats := component.stats())}
+    components = {
+        name: stats for name, component in ctx.app.components.items() if (stats := component.stats())
+    }
     ctx.response.metadata.update(
         {"workspace_dir": str(root), "folders": folders, "rss_bytes": memory.rss, "components": components}
     )

@@ -140,7 +140,9 @@ def obsidian_batch(
     for relative, text in notes.items():
         rewritten, _count = retarget_links(text, _mapping(index, names, relative, located, batch.links))
         name = None if "name" in frontmatter.parse(text).metadata else _stem(relative)
-        batch.notes.append(ImportedNote(located[relative], redact_note(rewritten), relative, name and redact(name)))
+        batch.notes.append(
+            ImportedNote(located[relative], redact_note(rewritten), relative, name and redact(name))
+        )
     for relative, data in attachments.items():
         batch.files.append(ImportedFile(f"{destination}/{relative}", data, relative))
     return batch
