@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -26,7 +27,10 @@ class MemoryBM25:
         self._frozen: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
 
     def add(self, key, text: str) -> None:
-        tokens = self.tokenizer.tokenize(text)
+        self.add_tokens(key, self.tokenizer.tokenize(text))
+
+    def add_tokens(self, key, tokens: list[str]) -> None:
+        """`add` for text already tokenized."""
         doc = len(self.keys)
         self.keys.append(key)
         self._lengths.append(len(tokens))
@@ -52,15 +56,19 @@ class MemoryBM25:
 
     def search(self, query: str, limit: int) -> list[tuple[object, float]]:
         """Best ``limit`` documents for an OR of the query terms (a repeated term counts again)."""
-        frozen = self._frozen if self._frozen is not None else self._freeze()
-        scores = np.zeros(len(self.keys))
-        matched = False
-        for term in self.tokenizer.tokenize(query):
-            if term in frozen:
-                docs, contribution = frozen[term]
-                scores[docs] += contribution
-                matched = True
-        if not matched:
-            return []
+        scores = self.scores(Counter(self.tokenizer.tokenize(query)))
         top = np.argsort(-scores, kind="stable")[:limit]
         return [(self.keys[i], float(scores[i])) for i in top if scores[i] > 0]
+
+    def scores(self, weights: Mapping[str, float]) -> np.ndarray:
+        """Every document's score (in ``add`` order) for query terms of these weights."""
+        frozen = self._frozen if self._frozen is not None else self._freeze()
+        scores = np.zeros(len(self.keys))
+        for term, weight in weights.items():
+            if term in frozen:
+                docs, contribution = frozen[term]
+                scores[docs] += weight * contribution
+        return scores
+
+    def document_frequency(self, term: str) -> int:
+        return len(self._postings[term][0])

@@ -35,54 +35,39 @@ from datasets import DATA_DIR, locomo_conversations, longmemeval_cases  # noqa: 
 from reme.index.chunking import chunk_text  # noqa: E402
 from reme.index.embedding import embedding_text  # noqa: E402
 from reme.index.tokenizer import Tokenizer  # noqa: E402
+from retrieval_bm25 import MemoryBM25  # noqa: E402
 from retrieval_locomo import workspace_path  # noqa: E402
 from retrieval_longmemeval import answered, case_files  # noqa: E402
-from retrieval_metrics import Hit, mean, recall_within, visible_lines  # noqa: E402
+from retrieval_metrics import Hit, last_answer_rank, mean, recall_within, visible_lines  # noqa: E402
 from subsamples import longmemeval_subset  # noqa: E402
 
 RM3 = ((10, 10, 0.3), (10, 10, 1.0), (10, 20, 0.5), (5, 10, 0.5))  # (k, m, λ)
 ROCCHIO = ((3, 0.5), (5, 0.5), (5, 1.0), (10, 0.5), (10, 1.0), (20, 1.0))  # (k, β)
 
 
-class Bm25:
-    """BM25 over token lists, with postings so a query costs only its terms."""
+class Corpus:
+    """Chunks in the benchmarks' BM25 (`retrieval_bm25.MemoryBM25`), with each chunk's term counts
+    for RM3."""
 
-    def __init__(self, documents: Sequence[list[str]]) -> None:
-        self.count = len(documents)
-        lengths = np.array([max(len(d), 1) for d in documents], dtype=np.float64)
-        self.norm = 1.2 * (0.25 + 0.75 * lengths / lengths.mean())
-        self.lengths = lengths
-        self.frequencies = [Counter(d) for d in documents]
-        postings: dict[str, list[tuple[int, int]]] = {}
-        for i, counts in enumerate(self.frequencies):
-            for term, tf in counts.items():
-                postings.setdefault(term, []).append((i, tf))
-        self.postings = {
-            t: (np.array([i for i, _ in p]), np.array([tf for _, tf in p], float))
-            for t, p in postings.items()
-        }
-
-    def idf(self, term: str) -> float:
-        df = len(self.postings[term][0])
-        return math.log(1 + (self.count - df + 0.5) / (df + 0.5))
-
-    def scores(self, query: Counter | dict[str, float]) -> np.ndarray:
-        scores = np.zeros(self.count)
-        for term, weight in query.items():
-            if term in self.postings:
-                rows, tf = self.postings[term]
-                scores[rows] += weight * self.idf(term) * tf * 2.2 / (tf + self.norm[rows])
-        return scores
+    def __init__(self, tokenizer: Tokenizer, texts: Sequence[str]) -> None:
+        self.bm25 = MemoryBM25(tokenizer)
+        self.frequencies: list[Counter] = []
+        for i, text in enumerate(texts):
+            tokens = tokenizer.tokenize(text)
+            self.bm25.add_tokens(i, tokens)
+            self.frequencies.append(Counter(tokens))
 
     def rm3(self, query: Counter, first: np.ndarray, k: int, m: int, lam: float) -> dict[str, float]:
         """The question's terms (weight 1 each) plus the `m` best feedback terms, λ of its weight."""
+        count = len(self.frequencies)
         top = np.argsort(-first)[:k]
         shares = first[top] / max(float(first[top].sum()), 1e-9)
         weights: Counter = Counter()
         for row, share in zip(top.tolist(), shares.tolist(), strict=True):
-            for term, tf in self.frequencies[row].items():
-                df = len(self.postings[term][0])
-                weights[term] += share * tf / self.lengths[row] * math.log(self.count / df)
+            counts = self.frequencies[row]
+            length = max(sum(counts.values()), 1)
+            for term, tf in counts.items():
+                weights[term] += share * tf / length * math.log(count / self.bm25.document_frequency(term))
         chosen = [(t, w) for t, w in weights.most_common(m + len(query)) if t not in query][:m]
         total = sum(w for _, w in chosen) or 1.0
         expanded = {term: 1.0 for term in query}
@@ -93,8 +78,8 @@ class Bm25:
 
 def worst_session_rank(scores: np.ndarray, sessions: list[str], gold: set[str], floor: float = 0.0) -> int:
     """The last answer session's place among distinct sessions (chunks scoring ≤ `floor` unranked)."""
-    order = list(dict.fromkeys(sessions[i] for i in np.argsort(-scores, kind="stable") if scores[i] > floor))
-    return max(order.index(g) + 1 if g in order else len(order) + 1 for g in gold)
+    ranked = np.argsort(-scores, kind="stable")
+    return last_answer_rank((sessions[i] for i in ranked if scores[i] > floor), gold)
 
 
 def longmemeval(tokenizer: Tokenizer, vectors: bool) -> dict[str, list[int]]:
@@ -109,7 +94,7 @@ def longmemeval(tokenizer: Tokenizer, vectors: bool) -> dict[str, list[int]]:
         files, session_of, _ = case_files(case)
         chunks = [(path, chunk) for path, text in files.items() for chunk in chunk_text(path, text)]
         sessions = [session_of[path] for path, _ in chunks]
-        bm25 = Bm25([tokenizer.tokenize(chunk.text) for _, chunk in chunks])
+        corpus = Corpus(tokenizer, [chunk.text for _, chunk in chunks])
         matrix = None
         if cache is not None:
             texts = [embedding_text(chunk) for _, chunk in chunks]
@@ -121,10 +106,10 @@ def longmemeval(tokenizer: Tokenizer, vectors: bool) -> dict[str, list[int]]:
         for question in answered(case):
             gold = set(question["metadata"]["answer_session_ids"])
             terms = Counter(tokenizer.tokenize(question["question"]))
-            first = bm25.scores(terms)
+            first = corpus.bm25.scores(terms)
             ranks.setdefault("BM25", []).append(worst_session_rank(first, sessions, gold))
             for k, m, lam in RM3:
-                scores = bm25.scores(bm25.rm3(terms, first, k, m, lam))
+                scores = corpus.bm25.scores(corpus.rm3(terms, first, k, m, lam))
                 ranks.setdefault(f"BM25 + RM3 k {k}, m {m}, λ {lam:g}", []).append(
                     worst_session_rank(scores, sessions, gold)
                 )
@@ -151,16 +136,16 @@ def locomo(tokenizer: Tokenizer) -> dict[str, dict[str, float]]:
         lines = {path: text.splitlines() for path, text in files.items()}
         chunks = [(path, chunk) for path, text in files.items() for chunk in chunk_text(path, text)]
         hits = [Hit(path, chunk.start_line, chunk.end_line) for path, chunk in chunks]
-        bm25 = Bm25([tokenizer.tokenize(chunk.text) for _, chunk in chunks])
+        corpus = Corpus(tokenizer, [chunk.text for _, chunk in chunks])
         rows: dict[str, list[float]] = {}
         for question in conversation.questions:
             if not question.evidence or question.category == 5:
                 continue
             evidence = [(workspace_path(f), line) for f, line in question.evidence]
             terms = Counter(tokenizer.tokenize(question.question))
-            first = bm25.scores(terms)
+            first = corpus.bm25.scores(terms)
             settings = {"BM25": first} | {
-                f"BM25 + RM3 k {k}, m {m}, λ {lam:g}": bm25.scores(bm25.rm3(terms, first, k, m, lam))
+                f"BM25 + RM3 k {k}, m {m}, λ {lam:g}": corpus.bm25.scores(corpus.rm3(terms, first, k, m, lam))
                 for k, m, lam in RM3
             }
             for label, scores in settings.items():

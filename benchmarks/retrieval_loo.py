@@ -46,14 +46,14 @@ from reme.index.diversify import PIECE_DECAY  # noqa: E402
 from reme.index.grouping import Grouping, order_hits  # noqa: E402
 from reme.index.search import fold, fuse  # noqa: E402
 from reme.index.speakers import REPLY_WEIGHT, asks_about_replies  # noqa: E402
-from reme.workspace.transcript import is_transcript_path, line_role  # noqa: E402
+from reme.workspace.transcript import is_transcript_path, read_line  # noqa: E402
 from retrieval_locomo import SEARCH_LIMIT as LOCOMO_LIMIT  # noqa: E402
 from retrieval_locomo import conversation_files  # noqa: E402
 from retrieval_locomo import question_row as locomo_row  # noqa: E402
 from retrieval_longmemeval import SEARCH_LIMIT as LME_LIMIT  # noqa: E402
 from retrieval_longmemeval import answered, case_files  # noqa: E402
 from retrieval_longmemeval import question_row as lme_row  # noqa: E402
-from retrieval_metrics import Hit, mean  # noqa: E402
+from retrieval_metrics import Hit, last_answer_rank, mean  # noqa: E402
 from subsamples import longmemeval_hard_haystacks, longmemeval_small_haystacks  # noqa: E402
 
 MAX_MULTIPLIER = 4
@@ -222,7 +222,7 @@ def embedded(files: dict[str, str], queries: list[str]) -> bool:
 
 def chunk_roles(files: dict[str, str], chunks: dict[str, Chunk]) -> dict[str, str]:
     """Each transcript chunk's role as the chunker records it (captures older than roles lack it)."""
-    lines = {path: [line_role(line) for line in text.split("\n")] for path, text in files.items()}
+    lines = {path: [read_line(line)[1] for line in text.split("\n")] for path, text in files.items()}
     return {
         cid: shared_role(lines[c.path][c.start_line - 1 : c.end_line])
         for cid, c in chunks.items()
@@ -546,8 +546,7 @@ def session_ranks(units: list[Unit], haystacks: str, weights: Sequence[float]) -
             worst = []
             for weight in weights:
                 hits = rank(replace(shipped, vector_weight=weight), candidates, unit.limit)
-                order = list(dict.fromkeys(session_of[hit.path] for hit in hits))
-                worst.append(max(order.index(g) + 1 if g in order else len(order) + 1 for g in gold))
+                worst.append(last_answer_rank((session_of[hit.path] for hit in hits), gold))
             kind = question["metadata"]["question_type"]
             print(f"| {unit.name} | {kind} | " + " | ".join(map(str, worst)) + " |")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 BUDGETS = (500, 1000, 2000, 4000, 8000)
@@ -78,6 +78,13 @@ def reciprocal_rank(hits: Sequence[Hit], evidence: Sequence[tuple[str, int]]) ->
         if any(path == hit.path and hit.start_line <= line <= hit.end_line for path, line in evidence):
             return 1.0 / rank
     return 0.0
+
+
+def last_answer_rank(sessions: Iterable[str], gold: Iterable[str]) -> int:
+    """Place of the last answer session among the distinct sessions in ranked order (one past the
+    end for one never reached): all@k holds when it is at most k."""
+    order = list(dict.fromkeys(sessions))
+    return max(order.index(g) + 1 if g in order else len(order) + 1 for g in gold)
 
 
 def mean(values: Sequence[float]) -> float:

@@ -230,9 +230,8 @@ async def test_a_failed_catalog_write_then_a_grown_sync_indexes_whole(tmp_path: 
             lines += _messages(rng, 6, start=len(lines))
             (root / PATH).write_text("\n".join(lines) + "\n", encoding="utf-8")
             monkeypatch.setattr(MetadataStore, "apply", apply_failing_once)
-            with contextlib.suppress(
-                OSError
-            ):  # the first grown sync's catalog write fails; the second heals it
+            # the first grown sync's catalog write fails; the second heals it
+            with contextlib.suppress(OSError):
                 await asyncio.to_thread(indexer.sync_paths, [PATH])
         service = app.component("index").service
         assert service.store.intents() == []

@@ -290,17 +290,15 @@ def test_each_capture_sends_only_the_lines_added_since_the_last_saved_one(tmp_pa
 
     workspace, transcript = tmp_path / "ws", tmp_path / "t.jsonl"
     lines = (FIXTURES / "claude_session.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
-    transcript.write_text(
-        "".join(lines[:10]) + lines[10].rstrip("\n"), encoding="utf-8"
-    )  # the last one half-written
+    half_written = lines[10].rstrip("\n")  # the last one
+    transcript.write_text("".join(lines[:10]) + half_written, encoding="utf-8")
     capture = {"session_id": S1, "source": "claude_code", "transcript_path": str(transcript)}
     (workspace / "metadata" / "agent" / "captures").mkdir(parents=True)
     params, part = append_params(str(workspace), capture)
     end = part.end
     assert len(params["messages"]) == 10 and end == len("".join(lines[:10]).encode())
-    assert (
-        append_params(str(workspace), capture)[0]["messages"] == params["messages"]
-    )  # not saved yet: all again
+    again = append_params(str(workspace), capture)[0]["messages"]  # not saved yet: all again
+    assert again == params["messages"]
     saved_up_to(str(workspace), capture, end)
     with transcript.open("a", encoding="utf-8") as handle:
         handle.write("\n" + "".join(lines[11:]))

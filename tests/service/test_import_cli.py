@@ -66,9 +66,8 @@ def test_a_running_service_refuses_imports_while_the_cli_imports_beside_it(
     (vault / "b.md").write_text("Target.\n", encoding="utf-8")
     imported = run_reme("import", "obsidian", str(vault), f"workspace_dir={workspace}")
     assert imported.returncode == 0, imported.stderr
-    assert (
-        "Links to [[b]]." in (workspace / "imports/obsidian/vault/notes/a.md").read_text()
-    )  # resolves as written
+    imported_note = (workspace / "imports/obsidian/vault/notes/a.md").read_text()
+    assert "Links to [[b]]." in imported_note  # resolves as written
     # the service sees the imported notes and their resolved links
     traversed = service.cli("traverse", "path=imports/obsidian/vault/notes/a.md", "--json")
     edges = json.loads(traversed.stdout)["metadata"]["edges"]

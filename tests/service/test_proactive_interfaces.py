@@ -47,9 +47,8 @@ def test_the_one_shot_refresh_wrote_the_day(refreshed):
     interests = load_yaml(refreshed / f"daily/{DAY}/interests.yaml")
     assert [a["topic_id"] for a in interests["agenda"]] == [topic_id(TITLES[1]), topic_id(TITLES[0])]
     assert (refreshed / "daily/_proactive.yaml").is_file()
-    day_page = (
-        refreshed / f"daily/{DAY}.md"
-    )  # docs/spec.md §8: the block lists cards only, never interests.yaml
+    # docs/spec.md §8: the block lists cards only, never interests.yaml
+    day_page = refreshed / f"daily/{DAY}.md"
     assert not day_page.exists() or "interests.yaml" not in day_page.read_text()
 
 
@@ -59,9 +58,8 @@ def test_http_reads_and_resolves_but_never_refreshes(service):
         f"{service.url}/proactive_read", json={"date": DAY, "include_content": False}, timeout=30
     )
     body = read.json()
-    assert (
-        body["success"] is True and [t["title"] for t in body["answer"]["topics"]] == TITLES[::-1]
-    )  # agenda order
+    assert body["success"] is True
+    assert [t["title"] for t in body["answer"]["topics"]] == TITLES[::-1]  # agenda order
     assert body["metadata"]["path"] == f"daily/{DAY}/interests.yaml"
     hidden = httpx.post(f"{service.url}/proactive_refresh", json={"date": DAY}, timeout=30)
     assert hidden.status_code == 404 or hidden.json()["success"] is False

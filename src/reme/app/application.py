@@ -78,9 +78,8 @@ class Application:
                 await self._close_components()
                 if isinstance(exc, ConfigError):
                     raise
-                if (
-                    kind_of(exc) == "bug"
-                ):  # the message stays short (the CLI prints it); the log keeps the traceback
+                # the message stays short (the CLI prints it); the log keeps the traceback
+                if kind_of(exc) == "bug":
                     log.error("component %s failed to start", name, exc_info=exc)
                 raise ComponentError(f"component {name!r} failed to start: {exc}") from exc
             self.components[name] = component
@@ -174,9 +173,8 @@ class Application:
         given = {k: v for k, v in raw.items() if k not in ("backend", "requires", "enabled")}
         cls = COMPONENTS.get(str(raw["backend"]))
         settings: Mapping[str, object] = given
-        if (
-            cls.settings_table is not None
-        ):  # the table owns the defaults; the config shows the effective values
+        # the table owns the defaults; the config shows the effective values
+        if cls.settings_table is not None:
             settings = cls.settings_table.resolve(f"components.{name}", given)
             raw.update(settings)
         try:

@@ -367,10 +367,8 @@ async def run_steps(
     """Run the steps on parameters `validate_params` already accepted; always return a Response."""
     ctx = JobContext(app=app, job=job, params=checked, _emit=emit)
     try:
-        with (
-            running(job.name),
-            llm_budget.job_run(),
-        ):  # files written are this job's (sync); model requests share one budget
+        # files written are this job's (sync); model requests share one budget
+        with running(job.name), llm_budget.job_run():
             for step in job.steps:
                 fn = STEPS.get(step.backend)
                 if inspect.iscoroutinefunction(fn):

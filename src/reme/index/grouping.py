@@ -55,9 +55,13 @@ def group(hits: Sequence[H], relative: Sequence[float], grouping: Grouping) -> l
 
     Hits sharing a span (the pieces of one long line) count once toward their file's score.
     """
+    return [hits[i] for i in group_order(hits, relative, grouping)]
+
+
+def group_order(hits: Sequence[Ranked], relative: Sequence[float], grouping: Grouping) -> list[int]:
+    """`group`'s order as the hits' indices."""
     if grouping.neutral:
-        order = sorted(range(len(hits)), key=lambda i: (-relative[i], i))
-        return [hits[i] for i in order]
+        return sorted(range(len(hits)), key=lambda i: (-relative[i], i))
     files: dict[str, list[int]] = {}
     for i in sorted(range(len(hits)), key=lambda i: (-relative[i], i)):
         files.setdefault(hits[i].path, []).append(i)
@@ -76,9 +80,9 @@ def group(hits: Sequence[H], relative: Sequence[float], grouping: Grouping) -> l
         key[members[0]] = relative[members[0]] + grouping.weight * sum(further[: grouping.depth - 1])
     order = sorted(range(len(hits)), key=lambda i: (-key[i], i))
     if grouping.per_file == 1:
-        return [hits[i] for i in order]
+        return order
     placed: set[int] = set()
-    out: list[H] = []
+    out: list[int] = []
     for i in order:
         if i in placed:
             continue
@@ -89,7 +93,7 @@ def group(hits: Sequence[H], relative: Sequence[float], grouping: Grouping) -> l
             together += strong[: grouping.per_file - 1]
         together.sort(key=lambda j: (hits[j].start_line, hits[j].end_line, j))
         placed.update(together)
-        out.extend(hits[j] for j in together)
+        out.extend(together)
     return out
 
 
@@ -109,11 +113,10 @@ def order_hits(
     `roles` (hit i's transcript role), the user's lines first within each session's places.
     The keywords are the settings the benchmarks replay (benchmarks/retrieval_loo.py)."""
     relative = piece_relative(hits, piece_decay)
-    ordered = group(hits, relative, grouping)
+    order = group_order(hits, relative, grouping)
+    ordered = [hits[i] for i in order]
     if not roles:
         return ordered
     if len(roles) != len(hits):
         raise ValueError("order_hits needs one role per hit")
-    index = {id(hit): i for i, hit in enumerate(hits)}  # `group` returns the same objects, reordered
-    places = [index[id(hit)] for hit in ordered]
-    return users_first(ordered, [relative[i] for i in places], [roles[i] for i in places], reply_weight)
+    return users_first(ordered, [relative[i] for i in order], [roles[i] for i in order], reply_weight)

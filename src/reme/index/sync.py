@@ -408,9 +408,10 @@ class Indexer:
             return _unindexed(path, stamp, "not UTF-8 text; not indexed")
         if "\x00" in text:
             return _unindexed(path, stamp, "binary data; not indexed")
-        transcript = is_transcript_path(path)
-        content_sha = hashlib.sha256(raw).hexdigest() if transcript else None
-        grown = self._grown(path, raw, text, indexed) if transcript and indexed else None
+        content_sha = grown = None
+        if is_transcript_path(path):
+            content_sha, same_start = _transcript_sha(raw, indexed)
+            grown = self._grown(path, text, indexed) if same_start and indexed else None
         del raw
         if grown is not None:
             keep, new, ending = grown
@@ -436,15 +437,10 @@ class Indexer:
         )
         return record, windows, title_text(path, name, body), None
 
-    def _grown(self, path: str, raw: bytes, text: str, old: FileRow) -> tuple[int, list[Chunk], Grown] | None:
+    def _grown(self, path: str, text: str, old: FileRow) -> tuple[int, list[Chunk], Grown] | None:
         """For a transcript whose indexed bytes are still its start (a capture appended messages):
         how many chunks stay, the chunks that follow them and what they replace; None to index it whole."""
-        if old.content_sha is None or old.error is not None or not 0 < old.size < len(raw):
-            return None
-        if (
-            raw[old.size - 1 : old.size] != b"\n"
-            or hashlib.sha256(memoryview(raw)[: old.size]).hexdigest() != old.content_sha
-        ):
+        if old.error is not None:
             return None
         tail = transcript_tail(
             path, self.store.chunks_of(path), text, self.transcript_chunk_chars, DEFAULT_CONTEXT_CHARS
@@ -470,6 +466,21 @@ def _batches(
         size += stamp[1] if stamp else 0
     if batch:
         yield batch
+
+
+def _transcript_sha(raw: bytes, indexed: FileRow | None) -> tuple[str, bool]:
+    """A transcript's sha256, and whether its indexed bytes (`indexed`'s size and sha256) are still
+    its start, ending a line — from one pass over the bytes."""
+    digest = hashlib.sha256()
+    data = memoryview(raw)
+    known = indexed.size if indexed is not None and indexed.content_sha is not None else 0
+    if not 0 < known < len(raw) or raw[known - 1 : known] != b"\n":
+        digest.update(data)
+        return digest.hexdigest(), False
+    digest.update(data[:known])
+    same_start = indexed is not None and digest.hexdigest() == indexed.content_sha
+    digest.update(data[known:])
+    return digest.hexdigest(), same_start
 
 
 def _unindexed(path: str, stamp: tuple[int, int], error: str) -> Read:

@@ -101,11 +101,6 @@ def render_line(raw_line: str) -> str:
     return read_line(raw_line)[0]
 
 
-def line_role(raw_line: str) -> str:
-    """`read_line`'s role alone."""
-    return read_line(raw_line)[1]
-
-
 def parse_records(text: str) -> list[dict[str, Any]]:
     """The message records of a transcript, in file order; a ValueError names the first bad line."""
     records = []
