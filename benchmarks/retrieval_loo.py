@@ -105,6 +105,7 @@ class Ranker:
     grouping: Grouping = Grouping()
     chunk_chars: int | None = None  # None: the default chunker; else the units captured with this size
     reply_weight: float | None = None  # None: fused order; else the user's lines first within a session
+    vectors: str = ""  # "": the captured vector branch; else a named variant of it (`Table.variants`)
 
     def label(self) -> str:
         branch = "bm25" if self.vector_weight is None else f"{self.fusion} w {self.vector_weight:g}"
@@ -119,6 +120,8 @@ class Ranker:
             head += f" (pieces {self.piece_decay:g}, weight {g.weight:g} × {g.depth - 1} ≥ {g.threshold:g}, per_file {g.per_file}{scope})"
         if self.reply_weight is not None:
             head += f", replies × {self.reply_weight:g} within a session"
+        if self.vectors:
+            head += f", vectors {self.vectors}"
         return head
 
 
@@ -320,9 +323,15 @@ def objectives(locomo: list[dict], lme: list[dict]) -> tuple[float, float]:
 class Table:
     """rows[ranker][unit] = metric rows of that unit's questions."""
 
-    def __init__(self, units: list[Unit], sized: dict[int, list[Unit]] | None = None) -> None:
+    def __init__(
+        self,
+        units: list[Unit],
+        sized: dict[int, list[Unit]] | None = None,
+        variants: dict[str, list[Unit]] | None = None,
+    ) -> None:
         self.units = units
         self.sized = sized or {}  # chunk_chars -> the same units chunked at that size
+        self.variants = variants or {}  # a vector branch variant's name -> the units with its rankings
         self.rows: dict[Ranker, dict[str, list[dict]]] = {}
 
     def run(self, rankers: Iterable[Ranker]) -> None:
@@ -334,8 +343,13 @@ class Table:
                 f"{u.kind}/{u.name}": [
                     row(rank(ranker, c, u.limit)) for c, row in zip(u.candidates, u.row, strict=True)
                 ]
-                for u in (self.sized[ranker.chunk_chars] if ranker.chunk_chars else self.units)
+                for u in self._units(ranker)
             }
+
+    def _units(self, ranker: Ranker) -> list[Unit]:
+        if ranker.vectors:
+            return self.variants[ranker.vectors]
+        return self.sized[ranker.chunk_chars] if ranker.chunk_chars else self.units
 
     def pooled(self, ranker: Ranker, units: Iterable[str], kind: str) -> list[dict]:
         rows = [r for u in units if u.startswith(kind + "/") for r in self.rows[ranker][u]]

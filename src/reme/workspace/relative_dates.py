@@ -114,10 +114,10 @@ _VAGUE_BEFORE = re.compile(
     r"(?:\b(?:about|around|roughly|approximately|nearly|almost|over|some|or|to|and|than|like)|[-–])\s*\Z",
     re.IGNORECASE,
 )
-_END = r"(?![\w'’-])"
+_END = r"(?![\w'’-])"  # a whole word, not a possessive ("today's") nor a compound
 _FIGURATIVE = re.compile(
     r"\b(?:like|as\s+if|as\s+though)\s+(?:it\s+was\s+)?(?:just\s+|only\s+)?\Z", re.IGNORECASE
-)  # a whole word, not a possessive ("today's") nor a compound
+)
 
 
 def _en_day(m: re.Match[str], ref: date, before: str) -> str | None:

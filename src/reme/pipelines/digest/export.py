@@ -125,9 +125,8 @@ def as_bundle(nodes: list[ExportNode], texts: dict[str, str], exported_at: str) 
             raise ReMeError(f"{path} contains the bundle's own end marker; export it as JSON")
         flag = "" if body.endswith("\n") or not body else ' final_newline="false"'
         piece = f'\n<!-- reme:node path="{path}"{flag} -->\n'
-        raw = _yaml_block(
-            texts[path]
-        )  # always a block, empty without front matter: a body may start with one
+        # always a block, empty without front matter: a body may start with one
+        raw = _yaml_block(texts[path])
         if raw and not raw.endswith("\n"):
             raw += "\n"
         fence = "`" * max(3, 1 + max((len(m) for m in _BACKTICKS.findall(raw)), default=0))

@@ -132,9 +132,8 @@ def message_of(node: Mapping[str, object]) -> dict[str, object] | None:
         if isinstance(attachments, list)
         else []
     )
-    blocks += [
-        f"[attachment: {name}]" for name in files if isinstance(name, str)
-    ]  # uploads stay in the export
+    # uploads stay in the export
+    blocks += [f"[attachment: {name}]" for name in files if isinstance(name, str)]
     result: dict[str, object] = {
         "id": message.get("id") or node.get("id"),
         "role": role,

@@ -87,10 +87,8 @@ def _match(found: FoundTopic, truth: TruthSource, threshold: float, similar: Sim
     own = topic_id(found.title)
     if own in truth.topics or own in truth.resolved:
         return own
-    known: list[Topic | Tombstone] = [
-        *truth.topics.values(),
-        *truth.resolved.values(),
-    ]  # a resolved topic reworded is still resolved
+    # a resolved topic reworded is still resolved
+    known: list[Topic | Tombstone] = [*truth.topics.values(), *truth.resolved.values()]
     scored = [(similar(found.title, t.title), t.id) for t in known]
     best = max(scored, default=(0.0, ""))
     return best[1] if best[0] >= threshold else own
