@@ -40,9 +40,42 @@ def need_repo(repo: Repo) -> None:
         )
 
 
+def paths_in_history(repo: Repo, path: str, limit: int | None = None) -> dict[str, str]:
+    """Each commit of `path`'s history (renames followed) -> the path the file had in that commit."""
+    out = repo.run(
+        "log",
+        *([f"--max-count={limit}"] if limit else []),
+        "--follow",
+        "--name-only",
+        "-z",
+        "--format=%x1e%H",
+        "--",
+        f":(literal){path}",
+    ).stdout.decode("utf-8", "surrogateescape")
+    found: dict[str, str] = {}
+    commit = None
+    for token in out.split("\0"):
+        token = token.lstrip("\n")
+        if token.startswith("\x1e"):
+            commit = token[1:]
+        elif token and commit is not None:
+            found.setdefault(commit, token)
+    return found
+
+
+def path_at(repo: Repo, commit: str, path: str) -> str | None:
+    """The path the file now at `path` had in `commit` (another one before a rename), None when it
+    did not exist then."""
+    if repo.blob(commit, path) is not None:
+        return path
+    return paths_in_history(repo, path).get(commit)
+
+
 def history(repo: Repo, path: str, limit: int) -> list[dict[str, Any]]:
-    """The commits that changed `path`, newest first, following renames."""
+    """The commits that changed `path`, newest first, following renames; each version names the
+    path the file had in it (`restore` and `diff` take the current path with any of these revisions)."""
     need_repo(repo)
+    paths = paths_in_history(repo, path, limit)
     out = repo.run(
         "log",
         f"--max-count={limit}",
@@ -59,6 +92,7 @@ def history(repo: Repo, path: str, limit: int) -> list[dict[str, Any]]:
         versions.append(
             {
                 "rev": rev,
+                "path": paths.get(rev, path),
                 "date": date,
                 "author": author,
                 "job": trailers.get("ReMe-Job"),
@@ -73,8 +107,14 @@ def diff(repo: Repo, path: str, rev_a: str, rev_b: str) -> str:
     """A unified diff of one file between two revisions (`rev_b` may be WORKTREE for the file on disk)."""
     need_repo(repo)
     a = check_rev(repo, rev_a)
-    args = [a] if rev_b == "WORKTREE" else [a, check_rev(repo, rev_b)]
-    text = repo.run("diff", "--no-color", "--no-ext-diff", *args, "--", f":(literal){path}").stdout
+    b = None if rev_b == "WORKTREE" else check_rev(repo, rev_b)
+    path_a, path_b = path_at(repo, a, path), path if b is None else path_at(repo, b, path)
+    if path_a in (None, path) and path_b in (None, path):
+        args = [a] if b is None else [a, b]
+        text = repo.run("diff", "--no-color", "--no-ext-diff", *args, "--", f":(literal){path}").stdout
+    else:  # renamed in between: the two versions compared blob to blob, each under its own path
+        after = ["--", path] if b is None else [f"{b}:{path_b}"]
+        text = repo.run("diff", "--no-color", "--no-ext-diff", f"{a}:{path_a}", *after).stdout
     if len(text) > MAX_DIFF_BYTES:
         return text[:MAX_DIFF_BYTES].decode("utf-8", "replace") + "\n[diff cut at 1 MB]\n"
     return text.decode("utf-8", "replace")
@@ -84,7 +124,8 @@ def restore(repo: Repo, ws: Workspace, path: str, rev: str, expected_sha256: str
     """Write `path` as it was at `rev` as a new committed change; compare-and-set against the current file."""
     need_repo(repo)
     commit = check_rev(repo, rev)
-    old = repo.blob(commit, path)
+    then = path_at(repo, commit, path)
+    old = None if then is None else repo.blob(commit, then)
     if old is None:
         raise ReMeError(f"{path!r} did not exist at {rev}; see `history path={path}` for its versions")
     target = ws.root / path

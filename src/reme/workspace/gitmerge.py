@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
-from reme.workspace import frontmatter
+from reme.workspace import frontmatter, yamlsafe
 from reme.workspace.edges import describe, missing_edges
 from reme.workspace.fmsplit import split
 from reme.workspace.transcript import is_transcript_path
@@ -106,7 +106,9 @@ def merge_text(base: str, ours: str, theirs: str, *, git: str = "git") -> tuple[
 
 def union_of_additions(text: str) -> str | None:
     """Conflicts where both sides only added lines at the same place (a source each, a journal entry
-    each) resolved as the local lines then the remote's new ones; None when a side changed old lines."""
+    each) resolved as the local lines then the remote's, once when both added the same; None when a
+    side changed old lines. The remote's block is kept whole: a line it shares with the local block
+    (`- status: done` under two entries) is its own line, not a duplicate."""
     out: list[str] = []
     part: str | None = None
     hunk: dict[str, list[str]] = {}
@@ -121,7 +123,7 @@ def union_of_additions(text: str) -> str | None:
         elif part == "theirs" and bare == ">>>>>>> remote":
             if any(line.strip() for line in hunk["base"]):
                 return None
-            out += hunk["ours"] + [line for line in hunk["theirs"] if line not in hunk["ours"]]
+            out += hunk["ours"] + ([] if hunk["theirs"] == hunk["ours"] else hunk["theirs"])
             part = None
         elif part is None:
             out.append(line)
@@ -178,7 +180,7 @@ def merge_transcript(base: str, ours: str, theirs: str) -> str | None:
 
 def _load(text: str) -> object:
     try:
-        return yaml.safe_load(text) if text.strip() else {}
+        return yamlsafe.load(text) if text.strip() else {}
     except yaml.YAMLError:
         return _MISSING
 

@@ -111,9 +111,20 @@ def configure(repo: Repo, ws: Workspace) -> None:
     attributes = "# written by reme: every file changed on both sides is merged by reme\n* -merge\n"
     if not (info / "attributes").is_file() or (info / "attributes").read_text() != attributes:
         (info / "attributes").write_text(attributes)
+    rules = gitignore(ws)
+    exclude = info / "exclude"  # this clone's own ignores: they hold whatever the .gitignore says
+    held = exclude.read_text(encoding="utf-8", errors="replace") if exclude.is_file() else ""
+    if rules not in held:
+        exclude.write_text(held + ("\n" if held and not held.endswith("\n") else "") + rules)
     ignore = ws.root / ".gitignore"
-    if not ignore.exists():
-        atomic_write(ignore, gitignore(ws), ws.root)
+    if not ignore.exists() and not ignore.is_symlink():
+        atomic_write(ignore, rules, ws.root)
+    elif (
+        ignore.is_file() and not ignore.is_symlink()
+    ):  # the user's: reme's lines added once, for other clones
+        text = ignore.read_text(encoding="utf-8", errors="replace")
+        if f"/{ws.folder('metadata')}/" not in text.splitlines():
+            atomic_write(ignore, text + ("\n" if text and not text.endswith("\n") else "") + rules, ws.root)
 
 
 def recover(repo: Repo, ws: Workspace) -> list[str]:
@@ -140,7 +151,9 @@ def recover(repo: Repo, ws: Workspace) -> list[str]:
     head = repo.rev("HEAD")
     written: list[str] = []
     if head == old:
-        written = apply(repo, ws, old, new)
+        # a file edited since: the files stay as they are, are committed as local and merged again
+        with contextlib.suppress(SyncBusy):
+            written = apply(repo, ws, old, new)
     elif head == new:
         repo.run("reset", "-q")
     intent_file.unlink(missing_ok=True)
@@ -312,7 +325,7 @@ def sync(
     with repo_lock(repo):
         report.merged += recover(repo, ws)
         for _attempt in range(ATTEMPTS):
-            report.committed += commit_local(repo, message, host)
+            report.committed += commit_local(repo, message, host, ws.folder("metadata"))
             theirs = repo.rev(f"refs/remotes/{REMOTE}/{branch}") if fetch(repo, branch) else None
             ours = repo.rev("HEAD")
             if ours is None:  # nothing here and nothing committed: take the remote as it is
@@ -354,9 +367,12 @@ def sync(
     )
 
 
-def commit_local(repo: Repo, message: str | None, host: str) -> list[str]:
+def commit_local(repo: Repo, message: str | None, host: str, metadata: str) -> list[str]:
     """Commit the worktree's changes: one commit per job that wrote them (captures and cards batched
-    under `auto_memory`, file jobs under theirs), then what changed by hand, said as such."""
+    under `auto_memory`, file jobs under theirs), then what changed by hand, said as such. Files of
+    the `metadata` folder that a plain git client committed are taken out of the repository first
+    (they stay on disk): derived state is never synced, and git would refuse to add them again."""
+    untracked = untrack_metadata(repo, metadata)
     changed = repo.worktree_changes()
     ledger = take(repo.git_dir)
     if not changed:
@@ -375,7 +391,18 @@ def commit_local(repo: Repo, message: str | None, host: str) -> list[str]:
         if commit:
             commits.append(commit)
     rest = commit_all(repo, message or f"sync on {host}", "sync")  # anything the groups missed
-    return commits + ([rest] if rest else [])
+    return untracked + commits + ([rest] if rest else [])
+
+
+def untrack_metadata(repo: Repo, metadata: str) -> list[str]:
+    """Commit the removal of every tracked file under `metadata/` from the repository (not from
+    disk); the commit, if there was anything to remove."""
+    if repo.rev("HEAD") is None or not repo.text("ls-files", "-z", "--", f":(literal){metadata}"):
+        return []
+    repo.run("rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", f":(literal){metadata}")
+    text = with_trailers(f"sync: {metadata}/ is derived state, kept out of the repository", "sync", None)
+    repo.run("commit", "-q", "--no-verify", "-F", "-", input=text.encode())
+    return [repo.rev("HEAD") or ""]
 
 
 HAND = ""
@@ -432,6 +459,9 @@ def _merge_commit(
     resolved: list[tuple[str, str, bytes]] = []  # (mode, path, merged content)
     for path, entries in sorted(stages.items()):
         base = blobs[entries[1][1]] if 1 in entries else None
+        if 2 not in entries and 3 not in entries:  # gone on both sides (renamed differently on each)
+            updates.append(f"0 {'0' * len(entries[1][1])}\t{path}")
+            continue
         if 2 not in entries or 3 not in entries:  # deleted on one side, changed on the other: keep the change
             mode, oid = entries.get(2) or entries[3]
             updates.append(f"{mode} {oid}\t{path}")
@@ -451,6 +481,10 @@ def _merge_commit(
             conflicts.append(beside)
     oids = repo.write_blobs([content for _mode, _path, content in resolved])
     updates += [f"{mode} {oid}\t{path}" for (mode, path, _content), oid in zip(resolved, oids, strict=True)]
+    metadata = ws.folder("metadata")  # a remote that tracks derived state: never into the merge
+    for path in repo.text("ls-tree", "-r", "-z", "--name-only", tree, "--", metadata).split("\0"):
+        if path:
+            updates.append(f"0 {'0' * len(tree)}\t{path}")
     if updates:
         index = {"GIT_INDEX_FILE": str(repo.git_dir / "reme-merge-index")}
         repo.run("read-tree", tree, env=index)

@@ -109,9 +109,11 @@ _EN_NUMBERS = {
 }
 _EN_UNITS = {"day": "day", "week": "week", "month": "month", "year": "year"}
 _STEP = {"last": -1, "this": 0, "next": 1}
-# Words before a count that make it approximate or a range ("two or three days ago").
+# Words before a count that make it approximate, a bound or a range ("two or three days ago", "at
+# least three days ago", "maybe 3 days ago").
 _VAGUE_BEFORE = re.compile(
-    r"(?:\b(?:about|around|roughly|approximately|nearly|almost|over|some|or|to|and|than|like)|[-–])\s*\Z",
+    r"(?:\b(?:about|around|roughly|approximately|nearly|almost|over|under|least|most|some|or|to|and|than"
+    r"|like|maybe|probably|perhaps|possibly)|[-–])\s*\Z",
     re.IGNORECASE,
 )
 _END = r"(?![\w'’-])"  # a whole word, not a possessive ("today's") nor a compound

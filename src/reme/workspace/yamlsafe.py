@@ -21,9 +21,24 @@ class YAMLLimitError(yaml.YAMLError):
     """The YAML would expand beyond the limits, or refers to itself."""
 
 
+class _Loader(yaml.CSafeLoader):
+    """PyYAML's safe C loader, except that a date that does not exist (`date: 2024-02-30`) stays
+    the text it is instead of raising ValueError out of the loader: the rest of the block is good."""
+
+
+def _timestamp(loader: yaml.constructor.SafeConstructor, node: yaml.ScalarNode) -> object:
+    try:
+        return yaml.constructor.SafeConstructor.construct_yaml_timestamp(loader, node)
+    except ValueError:
+        return loader.construct_scalar(node)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp)
+
+
 def load(raw: str) -> Any:
     """`yaml.load` with PyYAML's safe C loader, refusing blocks that expand beyond the limits."""
-    loader = yaml.CSafeLoader(raw)
+    loader = _Loader(raw)
     try:
         node = loader.get_single_node()
         if node is None:
