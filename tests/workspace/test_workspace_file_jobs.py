@@ -446,11 +446,11 @@ async def test_load_and_save_with_optimistic_concurrency(app):
     assert not stale_mtime.success and disk(app, "digest/a.md") == "v2\n"
 
 
-async def test_save_with_a_nan_mtime_is_a_conflict_not_a_match(app):
-    """JSON bodies may carry NaN; it matches no mtime, so the file must stay untouched."""
+async def test_save_with_a_nan_mtime_is_refused_not_a_match(app):
+    """JSON bodies may carry NaN; it matches no mtime: refused by name, the file untouched."""
     (app.workspace_dir / "digest/a.md").write_text("v1\n")
     saved = await app.run("save", path="digest/a.md", content="v2\n", expected_mtime=float("nan"))
-    assert not saved.success and saved.metadata["conflict"] is True
+    assert not saved.success and "expected_mtime" in saved.answer and "finite" in saved.answer
     assert disk(app, "digest/a.md") == "v1\n"
 
 

@@ -37,6 +37,8 @@ def source_path(path: str) -> Path:
     """The absolute host path of a source (`~` expanded), refusing an empty one."""
     if not isinstance(path, str) or not path.strip():
         raise ReMeError("source must name a file or folder on this machine")
+    if "\x00" in path:
+        raise ReMeError("source contains a NUL character; give the path of a file or folder on this machine")
     return Path(os.path.expanduser(path.strip())).absolute()
 
 

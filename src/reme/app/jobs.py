@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import inspect
 import logging
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, partial
@@ -301,18 +302,65 @@ class ParameterError(UserError, ValueError):
     """The request does not match the job's parameter schema."""
 
 
+MAX_PARAM_DEPTH = 100  # nesting of arrays and objects in one parameter value (as the HTTP body's)
+
+
 def validate_params(job: JobSpec, params: Mapping[str, object]) -> dict[str, Any]:
-    """Params checked against the schema, with schema defaults filled in; raise ParameterError."""
+    """Params checked against the schema, with schema defaults filled in; raise ParameterError.
+
+    Before the schema: values nested too deeply (the schema checker would recurse out of the
+    stack), numbers that are not finite (NaN passes every `minimum`) and text that is not Unicode
+    (an unpaired surrogate, which no file or process can take) are refused by name. After it, a
+    whole-number float given for an `integer` parameter (`5.0`, which JSON Schema accepts) is an int."""
     if not isinstance(params, dict):
         raise ParameterError(f"parameters of job {job.name!r} must be a JSON object")
+    for key, value in params.items():
+        _check_value(str(key), value)
     errors = sorted(job.validator.iter_errors(params), key=lambda e: (len(e.path), str(e.path)))
     if errors:
         raise ParameterError("; ".join(_describe(job, e) for e in errors[:5]))
     filled = dict(params)
     for key, prop in job.parameters.get("properties", {}).items():
-        if key not in filled and isinstance(prop, dict) and "default" in prop:
+        if not isinstance(prop, dict):
+            continue
+        if key not in filled and "default" in prop:
             filled[key] = copy.deepcopy(prop["default"])
+        value = filled.get(key)
+        if isinstance(value, float) and value.is_integer() and "integer" in _types(prop):
+            filled[key] = int(value)
     return filled
+
+
+def _types(prop: Mapping[str, Any]) -> list[str]:
+    kind = prop.get("type")
+    return [kind] if isinstance(kind, str) else list(kind) if isinstance(kind, list) else []
+
+
+def _check_value(name: str, value: object) -> None:
+    """Refuse, naming the parameter, a value nested deeper than MAX_PARAM_DEPTH, a number that is
+    not finite or text with an unpaired surrogate (walked without recursion)."""
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            if not item.isascii():
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError as exc:
+                    raise ParameterError(
+                        f"parameter {name!r} holds an unpaired surrogate ({item[exc.start]!r}), which is "
+                        "not Unicode text; send valid UTF-8"
+                    ) from None
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise ParameterError(f"parameter {name!r} must be a finite number (got {item})")
+        elif isinstance(item, dict | list):
+            if depth >= MAX_PARAM_DEPTH:
+                raise ParameterError(
+                    f"parameter {name!r} is nested more than {MAX_PARAM_DEPTH} levels deep; flatten it"
+                )
+            children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
 
 
 def _describe(job: JobSpec, error: ValidationError) -> str:

@@ -24,17 +24,27 @@ class ChatAnswer:
     tool_calls: list[JSONObject]  # {tool, args, success} per call, as the response shows them
 
 
+MAX_HISTORY_CHARS = 64_000  # earlier turns' text sent with a question
+
+
 def render_question(query: str, history: Sequence[Mapping[str, object]]) -> str:
     """The user prompt: earlier turns of the conversation (if any), then the question.
 
-    Turns may use OpenAI/Anthropic content blocks; only their text reaches the model (no base64).
+    Turns may use OpenAI/Anthropic content blocks; only their text reaches the model (no base64);
+    more than MAX_HISTORY_CHARS of it is refused before any model call.
     """
     turns = []
+    size = 0
     for index, turn in enumerate(history):
         try:
             text = message_text(turn)
         except ValueError as exc:
             raise ValueError(f"history[{index}]: {exc}") from None
+        size += len(text)
+        if size > MAX_HISTORY_CHARS:
+            raise ValueError(
+                f"history holds more than {MAX_HISTORY_CHARS} characters of text; send the last turns only"
+            )
         if text:
             turns.append(f"{turn.get('role', 'user')}: {text}")
     if not turns:

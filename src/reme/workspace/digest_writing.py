@@ -17,7 +17,7 @@ from reme.workspace.digest import DigestRuleError, check_new_node_path, check_so
 from reme.workspace.edges import check_conserved
 from reme.workspace.layout import Workspace
 from reme.workspace.links import LinkSource
-from reme.workspace.textio import Limits, check_text, fingerprint, read_text, sha256_of
+from reme.workspace.textio import Limits, check_replaced_size, check_text, fingerprint, read_text, sha256_of
 from reme.workspace.validity import check_kept
 
 
@@ -148,6 +148,10 @@ def draft_edit(
     count = document.body.count(old)
     if count == 0:
         raise DigestRuleError(f"{old!r} does not occur in the body of {relative!r}; nothing was changed")
+    try:
+        check_replaced_size(text, old, new, count, limits.max_text_bytes)
+    except ValueError as exc:
+        raise DigestRuleError(str(exc)) from None
     result = document.head + document.body.replace(old, new)
     edited = frontmatter.parse(result)
     if edited.head != document.head:

@@ -164,6 +164,7 @@ def init(repo: Repo, ws: Workspace, remote: str, branch: str) -> str | None:
     """Make the workspace a repository with this remote (idempotent); the commit of what was there
     (None when everything was committed already)."""
     url = check_remote(remote)
+    check_branch(repo, branch)
     if not repo.exists():
         repo.run("init", "-q", "-b", branch)
     configure(repo, ws)
@@ -178,6 +179,16 @@ def init(repo: Repo, ws: Workspace, remote: str, branch: str) -> str | None:
         return commit_all(repo, "reme: the workspace as it was when sync started", "sync_init")
 
 
+def check_branch(repo: Repo, branch: str) -> None:
+    """Refuse a name git would refuse as a branch (`a..b`, `x.lock`, `topic/`, a newline) before
+    anything is written."""
+    if "\n" in branch or repo.run("check-ref-format", "--branch", branch, ok=(0, 1, 128)).returncode:
+        raise ReMeError(
+            f"branch {branch!r} is not a valid git branch name (no '..', trailing '/' or '.', '.lock' "
+            "ending or line break); give a name such as main"
+        )
+
+
 def clone(repo: Repo, ws: Workspace, remote: str, branch: str) -> list[str]:
     """Fill an empty workspace from the remote; the paths checked out.
 
@@ -185,6 +196,7 @@ def clone(repo: Repo, ws: Workspace, remote: str, branch: str) -> list[str]:
     content: any other file means the workspace is not empty, and nothing is changed.
     """
     url = check_remote(remote)
+    check_branch(repo, branch)
     if repo.exists():
         raise ReMeError(f"{ws.root} is already a git repository; use sync to bring it up to date")
     repo.run("init", "-q", "-b", branch)

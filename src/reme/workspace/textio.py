@@ -66,6 +66,20 @@ def check_text(content: object, what: str = "content", max_bytes: int = DEFAULT_
     return content
 
 
+def check_replaced_size(text: str, old: str, new: str, count: int, max_bytes: int) -> None:
+    """Refuse replacing `count` occurrences of `old` in `text` by `new` when the result would be over
+    `max_bytes`, before it is built (a one-character `old` in a large file can ask for gigabytes)."""
+
+    def size(part: str) -> int:
+        return len(part.encode("utf-8", errors="surrogatepass"))
+
+    result = size(text) + count * (size(new) - size(old))
+    if result > max_bytes:
+        raise ValueError(
+            f"the resulting file would be {result} bytes ({count} replacement(s)), over the {max_bytes}-byte cap"
+        )
+
+
 def split_lines(text: str) -> list[str]:
     """Lines split on "\n" only, endings kept; a final newline starts no extra line, "" has none."""
     lines, start = [], 0

@@ -17,7 +17,7 @@ from reme.workspace.links import LinkSource
 from reme.workspace.paths import is_markdown
 from reme.workspace.reading import markdown_path
 from reme.workspace.replaced import keep_previous
-from reme.workspace.textio import Limits, check_text, fingerprint, read_text
+from reme.workspace.textio import Limits, check_replaced_size, check_text, fingerprint, read_text
 
 
 class ConflictError(ValueError):
@@ -107,11 +107,20 @@ def edit(
         count = body.count(old)
         if count == 0:
             raise ValueError(f"{old!r} does not occur in the body of {relative!r}; nothing was changed")
+        check_replaced_size(text, old, new, count, limits.max_text_bytes)
         result = head + body.replace(old, new)
         check_text(result, "the resulting file", limits.max_text_bytes)
         atomic_write(target, result, ws.root)
     links.sync_paths([relative])
     return {"path": relative, "count": count}
+
+
+def _same_mtime(current: float, expected: float) -> bool:
+    """Whether `expected` is the file's mtime (NaN, or an integer too large for a float: never)."""
+    try:
+        return abs(current - float(expected)) <= 1e-6
+    except OverflowError:
+        return False
 
 
 def _head_and_body(relative: str, text: str) -> tuple[str, str]:
@@ -192,7 +201,7 @@ def _check_unchanged(
         raise ConflictError(f"conflict: {relative!r} no longer exists; load it again", {"path": relative})
     current = fingerprint(target, read_text(ws.root, relative, limits.max_text_bytes))
     stale = []
-    if expected_mtime is not None and not abs(current["mtime"] - expected_mtime) <= 1e-6:  # NaN: stale
+    if expected_mtime is not None and not _same_mtime(current["mtime"], expected_mtime):
         stale.append("mtime")
     if expected_sha256 is not None and current["sha256"] != expected_sha256.lower():
         stale.append("sha256")

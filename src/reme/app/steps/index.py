@@ -173,6 +173,8 @@ async def traverse(ctx: JobContext, max_nodes: int = 1000, ready_wait_s: float =
     seeds = [raw] if isinstance(raw, str) else list(raw)
     if not seeds:
         raise JobError("path is empty; give one path or a list of paths to start from")
+    if len(seeds) > max_nodes:
+        raise JobError(f"path lists {len(seeds)} files; start from at most {max_nodes}")
     seeds = [_path(seed, "path") for seed in seeds]
     index = await _ready_index(ctx, ready_wait_s)
     nodes, edges = await index.traverse(seeds, ctx.params["depth"], ctx.params["direction"], max_nodes)
