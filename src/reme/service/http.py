@@ -68,15 +68,15 @@ def failure(message: str, status_code: int, **headers: str) -> JSONResponse:
     )
 
 
-async def read_body(request: Request) -> bytes | None:
-    """The request body, or None once it grows past MAX_BODY_BYTES (never buffered beyond that)."""
+async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes | None:
+    """The request body, or None once it grows past `limit` bytes (never buffered beyond that)."""
     declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+    if declared.isdigit() and int(declared) > limit:
         return None
     body = bytearray()
     async for piece in request.stream():
         body += piece
-        if len(body) > MAX_BODY_BYTES:
+        if len(body) > limit:
             return None
     return bytes(body)
 

@@ -29,7 +29,7 @@ def decode(value: str | bytes | None) -> str | None:
         return None
     try:
         path = json.loads(value)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: `[[[[…` nested past the parser's stack
         return None
     return path if isinstance(path, str) else None
 

@@ -117,7 +117,10 @@ def build_mcp_server(app: Application) -> Server[object]:
         tools = tool_jobs(app)
         if params.name not in tools:
             message = f"unknown tool {params.name!r}; available: {', '.join(sorted(tools))}"
-            if params.name in {job.name for job in app.served_jobs()}:
+            served = {job.name: job for job in app.served_jobs()}
+            if params.name in served and served[params.name].kind == "stream":
+                message = f"{params.name!r} is a stream job, not an MCP tool; call it over HTTP (POST /{params.name})"
+            elif params.name in served:
                 message = f"tool {params.name!r} changes the memory and this server's profile is read_only"
             elif params.name in app.jobs and is_local(app.jobs[params.name]):
                 command = local_command(app.jobs[params.name], app.workspace_dir)

@@ -15,7 +15,7 @@ from datetime import UTC, date, datetime, tzinfo
 from typing import NotRequired, TypedDict
 
 from reme.jsontypes import JSONObject, JSONValue
-from reme.pipelines.capture.redaction import SECRET_SPAN, redact
+from reme.pipelines.capture.redaction import redact_head
 
 TIME_KEYS = ("created_at", "timestamp", "time_created", "createdAt", "created_time")
 DROPPED_ROLES = ("tool", "function", "ipython")
@@ -56,8 +56,8 @@ def _tool_note(name: object, args: object) -> str:
     if not isinstance(args, str):
         args = json.dumps(args, ensure_ascii=False, default=str)
     args = strip_base64(args)
-    head = redact(args[: 200 + SECRET_SPAN])  # past the cut too: a secret across it leaves no prefix
-    return f"[tool call {name}: {head[:200]}{'…' if len(args) > 200 else ''}]"
+    head, kept = redact_head(args, 200)  # a secret across the cut leaves no prefix
+    return f"[tool call {name}: {head}{'…' if kept < len(args) else ''}]"
 
 
 def _block_text(block: object) -> str:

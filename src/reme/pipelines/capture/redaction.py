@@ -271,14 +271,28 @@ def redact(text: str) -> str:
 SECRET_SPAN = 4096  # longer than a secret a rule finds in one piece (a private key block runs to the end)
 
 
-def redact_cut(text: str, max_chars: int) -> str:
-    """`text` redacted, then cut to `max_chars` with a note of the cut. Only what is kept is
-    scanned, plus a margin, so a secret across the cut is still recognised whole and leaves no
-    prefix behind: a long tool output costs what its kept part costs."""
+def redact_head(text: str, max_chars: int) -> tuple[str, int]:
+    """The first `max_chars` of `text` redacted, and how many characters of `text` they stand for.
+
+    Only those characters and a margin are scanned, so a long output costs what its kept part
+    costs, and a secret across the cut is still recognised whole: the cut moves to its end (the
+    secret is kept, as its mark). The cut is made in `text`'s own characters, never in the redacted
+    text's, which earlier marks made shorter (a cut there could reach past the margin scanned)."""
     if len(text) <= max_chars:
-        return redact(text)
-    head = redact(text[: max_chars + SECRET_SPAN])
-    return f"{head[:max_chars]}\n[truncated {len(text) - max_chars} characters]"
+        return redact(text), len(text)
+    window = text[: max_chars + SECRET_SPAN]
+    spans = findings(window) if len(window) >= 8 else []
+    cut = max_chars
+    for start, end, _kind in spans:
+        if start < cut < end:
+            cut = end
+    return _apply(text[:cut], [span for span in spans if span[1] <= cut]), cut
+
+
+def redact_cut(text: str, max_chars: int) -> str:
+    """`text` redacted and cut to about `max_chars` (`redact_head`), with a note of the cut."""
+    head, kept = redact_head(text, max_chars)
+    return head if kept == len(text) else f"{head}\n[truncated {len(text) - kept} characters]"
 
 
 def redact_value(value: JSONValue) -> JSONValue:
@@ -326,6 +340,8 @@ def redact_record(record: TranscriptRecord, max_chars: int) -> TranscriptRecord:
     and its metadata redacted."""
     out = record.copy()
     out["content"] = redact_cut(record["content"] or "", max_chars)
+    if record.get("name"):
+        out["name"] = redact(record["name"] or "")
     if "metadata" in record:
         out["metadata"] = redact_object(record["metadata"])
     return out

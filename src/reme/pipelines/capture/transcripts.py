@@ -17,7 +17,7 @@ from typing import TypeAlias
 
 from reme.jsontypes import JSONObject, JSONValue
 from reme.pipelines.capture.messages import message_text, strip_base64
-from reme.pipelines.capture.redaction import SECRET_SPAN, redact
+from reme.pipelines.capture.redaction import redact_head
 
 TOOL_RESULT_CHARS = 400
 SOURCES = ("reme", "claude_code", "codex")
@@ -46,8 +46,8 @@ def _trimmed(text: str, limit: int = TOOL_RESULT_CHARS) -> str:
     # the kept part and a margin redacted before the cut: a secret straddling it leaves no prefix
     # behind, and a huge output costs what its first characters cost
     text = " ".join(strip_base64(text).split())
-    head = redact(text[: limit + SECRET_SPAN])
-    return head if len(text) <= limit else f"{head[:limit]}… [{len(text) - limit} more characters]"
+    head, kept = redact_head(text, limit)
+    return head if kept == len(text) else f"{head}… [{len(text) - kept} more characters]"
 
 
 def tool_result_note(content: object, *, error: bool = False) -> str:

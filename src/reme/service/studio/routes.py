@@ -16,6 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 
+from reme.service.http import read_body
 from reme.service.studio.events import ChangeFeed
 from reme.service.studio.sessions import COOKIE, Session, Sessions, clear_cookie, set_cookie
 
@@ -80,8 +81,8 @@ def mount_studio(
         return Response(found[0], media_type=found[1], headers={"Cache-Control": "no-cache"})
 
     async def login(request: Request) -> Response:
-        body = await request.body()
-        if len(body) > MAX_LOGIN_BYTES or not _same_origin(request):
+        body = await read_body(request, MAX_LOGIN_BYTES) if _same_origin(request) else None
+        if body is None:
             return Response("refused", status_code=403, media_type="text/plain")
         sent = (parse_qs(body.decode("utf-8", "replace")).get("token") or [""])[0]
         if not token or not secrets.compare_digest(sent.encode(), token.encode()):
