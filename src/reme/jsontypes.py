@@ -11,3 +11,18 @@ from typing import TypeAlias
 JSONScalar: TypeAlias = str | int | float | bool | None
 JSONValue: TypeAlias = JSONScalar | list["JSONValue"] | dict[str, "JSONValue"]
 JSONObject: TypeAlias = dict[str, JSONValue]
+
+
+def json_depth(value: object, cap: int) -> int:
+    """How deeply lists and dicts nest in `value` (1 for a flat one), counted without recursion and
+    no further than `cap` + 1: enough to tell a value over `cap` levels from one within it."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if not isinstance(item, dict | list):
+            continue
+        deepest = max(deepest, depth)
+        if depth <= cap:
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest

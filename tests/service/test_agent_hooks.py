@@ -295,19 +295,17 @@ def test_each_capture_sends_only_the_lines_added_since_the_last_saved_one(tmp_pa
     capture = {"session_id": S1, "source": "claude_code", "transcript_path": str(transcript)}
     (workspace / "metadata" / "agent" / "captures").mkdir(parents=True)
     params, part = append_params(str(workspace), capture)
-    end = part.end
-    assert len(params["messages"]) == 10 and end == len("".join(lines[:10]).encode())
+    assert len(params["messages"]) == 10 and part.end == len("".join(lines[:10]).encode())
     again = append_params(str(workspace), capture)[0]["messages"]  # not saved yet: all again
     assert again == params["messages"]
-    saved_up_to(str(workspace), capture, end)
+    saved_up_to(str(workspace), capture, part)
     with transcript.open("a", encoding="utf-8") as handle:
         handle.write("\n" + "".join(lines[11:]))
     params, part = append_params(str(workspace), capture)
-    end = part.end
     assert [e.get("uuid") for e in params["messages"]] == [
         json.loads(line).get("uuid") for line in lines[10:]
     ]
-    saved_up_to(str(workspace), capture, end)
+    saved_up_to(str(workspace), capture, part)
     assert append_params(str(workspace), capture)[0]["messages"] == []
     transcript.write_text(lines[0], encoding="utf-8")  # rewritten shorter: read from the start
     assert len(append_params(str(workspace), capture)[0]["messages"]) == 1

@@ -58,7 +58,7 @@ async def test_status_lists_failed_pending_and_damaged_captures_with_how_to_retr
         cwd=None,
         at=0,
     )
-    captures.saved_up_to(str(workspace), damaged, 10, {"not_json": 2, "summary": 1})
+    captures.saved_up_to(str(workspace), damaged, captures.Part(end=10), {"not_json": 2, "summary": 1})
     async with app(workspace) as reme:
         response = await reme.run("capture_status")
     assert response.success, response.answer

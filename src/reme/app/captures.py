@@ -15,6 +15,7 @@ Only the standard library is imported here at load time: a hook imports this mod
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import time
@@ -22,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, TypedDict
 
-from reme.jsontypes import JSONObject, JSONValue
+from reme.jsontypes import JSONObject, JSONValue, json_depth
 
 if TYPE_CHECKING:
     from filelock import BaseFileLock
@@ -34,6 +35,8 @@ MAX_TRANSCRIPT_BYTES = 16 << 20  # the tail of a longer transcript: earlier turn
 MAX_LINE_BYTES = 8 << 20  # one record (a turn with a pasted image); a longer line is skipped, counted
 MAX_PART_BYTES = 1 << 20  # one request to the service: a long transcript goes in parts, others between
 MAX_ENTRIES = 50000  # = agent_session_append's maxItems
+MAX_ENTRY_DEPTH = 90  # a record nested deeper is skipped: agent_session_append refuses over 100 levels
+MARK_BYTES = 256  # the bytes before a saved offset, hashed: a replaced transcript is read again whole
 MAX_REASON = 300  # characters of a failure's reason kept beside its marker
 STALE_CAPTURE_SECONDS = 120  # a hook's marker lives for a moment; older ones were not picked up
 
@@ -74,6 +77,7 @@ class Part:
 
     entries: list[JSONObject] = field(default_factory=list)
     end: int = 0
+    end_mark: str = ""  # `end_mark(the file, end)`: what the next read checks before trusting `end`
     skipped: dict[str, int] = field(default_factory=dict)
     more: bool = False  # a bound was reached: the rest follows in the next part
 
@@ -81,15 +85,18 @@ class Part:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
 
 
-def read_transcript(path: str, start: int = 0) -> Part:
+def read_transcript(path: str, start: int = 0, mark: str = "") -> Part:
     """The JSON lines of a transcript from byte `start` (at most its last 16 MiB), read line by line
     in bounded memory, up to MAX_PART_BYTES / MAX_ENTRIES (`more` says the rest waits for the next
-    part). A line still being written is left for later; a line that is not JSON or longer than
-    MAX_LINE_BYTES is skipped and counted, never the turns around it."""
+    part). A line still being written is left for later; a line that is not JSON, longer than
+    MAX_LINE_BYTES or nested deeper than MAX_ENTRY_DEPTH is skipped and counted, never the turns
+    around it. `mark` (the `end_mark` of the read that ended at `start`) tells a file that grew from
+    one that was replaced: a replaced file is read from its start."""
     part = Part()
     with open(path, "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
-        start = start if 0 <= start <= size else 0  # a shorter file was rewritten: read it all
+        if not 0 <= start <= size or (mark and start and _mark_at(handle, start) != mark):
+            start = 0  # a shorter file, or another one at the same path: read it all
         handle.seek(max(start, size - MAX_TRANSCRIPT_BYTES))
         if handle.tell() > start:
             _skip_line(handle)  # a partial line
@@ -111,15 +118,24 @@ def read_transcript(path: str, start: int = 0) -> Part:
             taken += len(line)
             try:
                 entry = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: `[[[[…` past the parser's stack
                 if line.strip():
                     part.skip("not_json")
                 continue
-            if isinstance(entry, dict):
-                part.entries.append(entry)
-            else:
+            if not isinstance(entry, dict):
                 part.skip("not_an_object")
+            elif json_depth(entry, MAX_ENTRY_DEPTH) > MAX_ENTRY_DEPTH:
+                part.skip("over_depth")
+            else:
+                part.entries.append(entry)
+        part.end_mark = _mark_at(handle, part.end)
     return part
+
+
+def _mark_at(handle: IO[bytes], offset: int) -> str:
+    """A hash of the MARK_BYTES before `offset` in the file."""
+    handle.seek(max(0, offset - MARK_BYTES))
+    return hashlib.sha256(handle.read(min(offset, MARK_BYTES))).hexdigest()[:32]
 
 
 def _skip_line(handle: IO[bytes]) -> None:
@@ -298,6 +314,7 @@ class Sent:
     transcript_path: str = ""
     offset: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
+    mark: str = ""  # the read's `end_mark` ("" from a reme that did not write one: the offset is trusted)
 
 
 def _sent_path(workspace: str, session_id: str) -> str:
@@ -312,11 +329,12 @@ def _counts(value: JSONValue) -> dict[str, int]:
 
 def read_sent(path: str) -> Sent:
     note = _read_json(path) or {}
-    transcript, offset = note.get("transcript_path"), note.get("offset")
+    transcript, offset, mark = note.get("transcript_path"), note.get("offset"), note.get("mark")
     return Sent(
         transcript_path=transcript if isinstance(transcript, str) else "",
         offset=offset if isinstance(offset, int) and offset >= 0 else 0,
         skipped=_counts(note.get("skipped")),
+        mark=mark if isinstance(mark, str) else "",
     )
 
 
@@ -324,8 +342,8 @@ def append_params(workspace: str, capture: Capture) -> tuple[AppendParams, Part]
     """The `agent_session_append` parameters for a capture: the next part of the lines its
     transcript gained since the last part that was saved (from the start for a new file)."""
     sent = read_sent(_sent_path(workspace, capture["session_id"]))
-    start = sent.offset if sent.transcript_path == capture["transcript_path"] else 0
-    part = read_transcript(capture["transcript_path"], start)
+    same = sent.transcript_path == capture["transcript_path"]
+    part = read_transcript(capture["transcript_path"], sent.offset if same else 0, sent.mark if same else "")
     params = AppendParams(session_id=capture["session_id"], source=capture["source"], messages=part.entries)
     if part.skipped:
         params["skipped"] = part.skipped
@@ -333,16 +351,23 @@ def append_params(workspace: str, capture: Capture) -> tuple[AppendParams, Part]
 
 
 def saved_up_to(
-    workspace: str, capture: Capture, offset: int, skipped: Mapping[str, int] | None = None
+    workspace: str, capture: Capture, part: Part, skipped: Mapping[str, int] | None = None
 ) -> None:
-    """Remember how far a transcript is saved, so the next capture sends only what follows, and
-    the records skipped so far (by reason) for `capture_status` and `reme doctor`."""
+    """Remember how far a transcript is saved (the end of `part`, with its mark), so the next
+    capture sends only what follows, and the records skipped so far (by reason) for
+    `capture_status` and `reme doctor`."""
     path = _sent_path(workspace, capture["session_id"])
     before = read_sent(path)
     counts = dict(before.skipped) if before.transcript_path == capture["transcript_path"] else {}
     for reason, count in (skipped or {}).items():
         counts[reason] = counts.get(reason, 0) + int(count)
-    _write_json(path, {"transcript_path": capture["transcript_path"], "offset": offset, "skipped": counts})
+    note = {
+        "transcript_path": capture["transcript_path"],
+        "offset": part.end,
+        "skipped": counts,
+        "mark": part.end_mark,
+    }
+    _write_json(path, note)
 
 
 def skipped_counts(value: JSONValue) -> dict[str, int] | None:
@@ -498,9 +523,9 @@ async def drain_in_app(app: JobHost, workspace: str, only: str | None = None) ->
                         report.failed[session] = failed(path, str(response.answer))
                         break
                     counts = skipped_counts(response.metadata.get("skipped"))
-                    saved_up_to(workspace, capture, part.end, part.skipped if counts is None else counts)
+                    saved_up_to(workspace, capture, part, part.skipped if counts is None else counts)
                 else:
-                    saved_up_to(workspace, capture, part.end, part.skipped)
+                    saved_up_to(workspace, capture, part, part.skipped)
                 if not part.more:
                     done(path, raw)
                     report.saved.append(session)

@@ -176,7 +176,7 @@ def _send(info: ServiceInfo, workspace: str, path: str, raw: str, timeout: float
             else {"success": True}  # nothing new since the last capture
         )
         if response.get("success"):
-            saved_up_to(workspace, capture, part.end, _skipped(response, part))
+            saved_up_to(workspace, capture, part, _skipped(response, part))
             if part.more and pace:
                 time.sleep(min(time.monotonic() - sent_at, MAX_PACE, max(0.0, deadline - time.monotonic())))
             if part.more and time.monotonic() < deadline:

@@ -25,7 +25,7 @@ from reme.app.application import Application
 from reme.app.jobs import JobSpec, ParameterError, run_steps, validate_params
 from reme.app.local_jobs import is_local, local_command
 from reme.app.spelling import did_you_mean
-from reme.jsontypes import JSONObject, JSONValue
+from reme.jsontypes import JSONObject, JSONValue, json_depth
 from reme.service.failures import ERROR_HEADER, STATUS, escaped
 from reme.service.identity import WorkspaceIdentity
 
@@ -104,26 +104,11 @@ async def read_params(request: Request) -> JSONObject | JSONResponse:
         return failure(too_deep, 400)
     except (ValueError, UnicodeDecodeError) as exc:
         return failure(f"invalid JSON body: {exc}; send the parameters as a JSON object", 400)
-    if json_depth(params) > MAX_JSON_DEPTH:
+    if json_depth(params, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
         return failure(too_deep, 400)
     if not isinstance(params, dict):
         return failure(f"the body must be a JSON object of parameters, got {type(params).__name__}", 400)
     return params
-
-
-def json_depth(value: JSONValue) -> int:
-    """How deeply arrays and objects nest in a parsed JSON value (counted without recursion)."""
-    deepest = 0
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if not isinstance(item, dict | list):
-            continue
-        children = item.values() if isinstance(item, dict) else item
-        deepest = max(deepest, depth)
-        if depth <= MAX_JSON_DEPTH:
-            stack.extend((child, depth + 1) for child in children)
-    return deepest
 
 
 def sse_line(chunk: object) -> bytes:

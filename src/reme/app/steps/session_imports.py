@@ -67,7 +67,7 @@ def _read(path: Path, max_file_bytes: int) -> SessionFile:
             continue
         try:
             entries.append(json.loads(line))
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: `[[[[…` past the parser's stack
             unreadable += 1
     return SessionFile(shown, entries, unreadable)
 

@@ -221,7 +221,7 @@ async def agent_session_append(
 
 # records that could not be used, as opposed to records that hold no turn (a summary, a sidechain,
 # a snapshot: counted in `skipped` too, but routine)
-DAMAGED = ("not_json", "not_an_object", "over_size", "unreadable", "no_message")
+DAMAGED = ("not_json", "not_an_object", "over_size", "over_depth", "unreadable", "no_message")
 
 
 def skipped_note(skipped: Mapping[str, int]) -> str:

@@ -172,13 +172,15 @@ def claude_batch(documents: list[ClaudeDocument], folder: str, name: str | None 
         overview = f"{folder}/{slug}.md"
         parsed = frontmatter.parse(document.text)  # auto-memory topic files carry name/description/type
         preamble, sections = split_sections(parsed.body)
-        section_names: dict[str, int] = {}
+        taken: set[str] = set()  # stems given: `Setup`, `Setup` and `Setup 2` make three files
         lines: list[str] = []
         for section in sections:
-            stem = slugify(section.title) or "section"
-            section_names[stem] = section_names.get(stem, 0) + 1
-            if section_names[stem] > 1:
-                stem = f"{stem}-{section_names[stem]}"
+            base = slugify(section.title) or "section"
+            stem, n = base, 1
+            while stem in taken:
+                n += 1
+                stem = f"{base}-{n}"
+            taken.add(stem)
             path = f"{folder}/{slug}/{stem}.md"
             front = {
                 "name": section.title,
