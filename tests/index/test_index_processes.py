@@ -98,7 +98,13 @@ async def test_update_loop_reconciles_then_follows_another_process(app) -> None:
         "p.parent.mkdir(parents=True, exist_ok=True); p.write_text('# Live\\n\\nquokka sighting [[digest/early.md]]')"
     )
     subprocess.run([sys.executable, "-c", writer, str(root)], check=True, timeout=30)
-    assert await wait_for(lambda: [c for c, _ in index.keyword.search("quokka", 5)] != [])
+    # the engine is written before the catalog: a search hydrates from the catalog, so wait for both
+    assert await wait_for(
+        lambda: (
+            [c for c, _ in index.keyword.search("quokka", 5)] != []
+            and index.store.file("daily/2026-06-01/live.md") is not None
+        )
+    )
     response = await app.run("search", query="quokka")
     assert response.metadata["results"][0]["path"] == "daily/2026-06-01/live.md"
     assert index.inbound("digest/early.md") == [

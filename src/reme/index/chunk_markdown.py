@@ -100,7 +100,9 @@ def markdown_windows(
             doc.lines[start - 1 : end]
         )
         offset = 0 if start == matter_lines + 1 else start - 1
-        sections, stack = _sections(_PARSER.parse(source), offset, stack)
+        # a `\r` left inside a line (CR line endings, a stray one) is a line break to the parser but
+        # not to the file's numbering: the parser reads it as a space, so both count lines alike
+        sections, stack = _sections(_PARSER.parse(source.replace("\r", " ")), offset, stack)
         chunks = _chunk_sections(doc, sections)
         if chunks and not produced and matter_lines > 2:
             matter = doc.text(2, matter_lines - 1)

@@ -67,7 +67,7 @@ class LinkGraph:
             full = self.root / check_relative(path)
         except UnsafePathError:
             return False
-        return not full.is_symlink() and within(self.root, full) and full.exists()
+        return not full.is_symlink() and within(self.root, full) and full.is_file()  # a folder is no note
 
     def ending_with(self, suffix: str) -> list[str]:
         """Catalogued files whose path ends with `/<suffix>` (case as written)."""

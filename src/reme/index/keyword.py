@@ -87,6 +87,9 @@ class KeywordIndex:
     ) -> None:
         self.tokenizer = tokenizer
         self.path = engine_folder(directory, tokenizer)
+        for folder in (self.path.parent, self.path):  # a file where a folder belongs: derived, rebuilt
+            if (folder.exists() or folder.is_symlink()) and not folder.is_dir():
+                folder.unlink()
         self.path.mkdir(parents=True, exist_ok=True)
         self._schema = _build_schema()
         self._index = tantivy.Index(self._schema, str(self.path), reuse=True)

@@ -56,6 +56,8 @@ def load_yaml(text: str, where: str) -> object:
         raise ValueError(f"{where} is larger than {MAX_YAML_CHARS} characters; it is not a proactive file")
     try:
         return yaml.load(text, Loader=_Loader)  # a SafeLoader: no arbitrary objects
+    except RecursionError:  # `[[[[…`: the composer recurses once per level
+        raise ValueError(f"{where} is not valid YAML: it is nested too deeply") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
