@@ -189,3 +189,22 @@ async def test_a_note_with_an_impossible_date_changed_on_both_machines_syncs(
 def test_counts_that_are_ranges_are_left_as_they_are(text: str) -> None:
     """§17.1 / docs/time.md: vague counts and ranges are never resolved to one day ("never a guess")."""
     assert annotate(text, date(2024, 1, 10)) == text
+
+
+async def test_diff_from_before_a_note_existed_to_before_its_rename_answers(
+    machine: Machine, remote: Path
+) -> None:
+    """`diff` between a revision without the note and one where it had its old name is no git error."""
+    a = await machine("a")
+    await a.run("write", path="notes/other.md", content="# Other\n", name="other")
+    assert (await a.run("sync_init", remote=str(remote))).success
+    await a.run("write", path="notes/solar.md", content="# Solar\n\nv1.\n", name="solar")
+    assert (await a.run("sync")).success
+    assert (await a.run("move", src="notes/solar.md", dst="notes/sun.md")).success
+    assert (await a.run("sync")).success
+    versions = (await a.run("history", path="notes/sun.md")).metadata["versions"]
+    before_rename = versions[-1]
+    assert before_rename["path"] == "notes/solar.md"
+    first = (await a.run("history", path="notes/other.md")).metadata["versions"][-1]["rev"]
+    diff = await a.run("diff", path="notes/sun.md", rev_a=first, rev_b=before_rename["rev"])
+    assert diff.success, diff.answer

@@ -109,7 +109,7 @@ def diff(repo: Repo, path: str, rev_a: str, rev_b: str) -> str:
     a = check_rev(repo, rev_a)
     b = None if rev_b == "WORKTREE" else check_rev(repo, rev_b)
     path_a, path_b = path_at(repo, a, path), path if b is None else path_at(repo, b, path)
-    if path_a in (None, path) and path_b in (None, path):
+    if path_a is None or path_b is None or path_a == path_b == path:
         args = [a] if b is None else [a, b]
         text = repo.run("diff", "--no-color", "--no-ext-diff", *args, "--", f":(literal){path}").stdout
     else:  # renamed in between: the two versions compared blob to blob, each under its own path
