@@ -186,16 +186,21 @@ async def test_edit_with_an_enormous_result_is_a_user_error(app: ReMe) -> None:
     assert note.read_text(encoding="utf-8") == " " * 1_000_000
 
 
+async def _peak_mib(app: ReMe, job: str, **params: Any) -> tuple[Any, float]:
+    """The job's response and the most memory (MiB) Python held while it ran."""
+    tracemalloc.start()
+    try:
+        response = await app.run(job, **params)
+        return response, tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+
+
 async def test_edit_refuses_an_oversized_result_before_building_it(app: ReMe) -> None:
     """`body.replace(old, new)` was built in full and only then checked against max_text_bytes."""
     note = app.workspace_dir / "daily" / "spaces.md"
     note.write_text(" " * 100_000, encoding="utf-8")
-    tracemalloc.start()
-    try:
-        refused = await app.run("edit", path="daily/spaces.md", old=" ", new="x" * 2000)  # 200 MB
-        peak = tracemalloc.get_traced_memory()[1] / 2**20
-    finally:
-        tracemalloc.stop()
+    refused, peak = await _peak_mib(app, "edit", path="daily/spaces.md", old=" ", new="x" * 2000)  # 200 MB
     assert not refused.success and "cap" in refused.answer
     assert peak < 64, f"edit allocated {peak:.0f} MiB to refuse a result over its 16 MiB cap"
     assert note.read_text(encoding="utf-8") == " " * 100_000
@@ -226,12 +231,9 @@ async def test_digest_edit_refuses_an_oversized_result_before_parsing_it(app: Re
     """The 100 MB draft was parsed and link-checked (2.5 s, ~400 MB) before the 1 MiB cap refused it."""
     node = _tilde_node(app)
     before = node.read_bytes()
-    tracemalloc.start()
-    try:
-        refused = await app.run("digest_edit", path="digest/wiki/solar.md", old="~", new="y" * 1000)  # 100 MB
-        peak = tracemalloc.get_traced_memory()[1] / 2**20
-    finally:
-        tracemalloc.stop()
+    refused, peak = await _peak_mib(
+        app, "digest_edit", path="digest/wiki/solar.md", old="~", new="y" * 1000
+    )  # 100 MB
     assert not refused.success and "cap" in refused.answer
     assert peak < 64, f"digest_edit allocated {peak:.0f} MiB to refuse a result over its 1 MiB cap"
     assert node.read_bytes() == before

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, TypedDict
 
-from reme.jsontypes import JSONObject, JSONValue, json_depth
+from reme.jsontypes import JSONObject, JSONValue, json_depth, parse_json
 
 if TYPE_CHECKING:
     from filelock import BaseFileLock
@@ -117,8 +117,8 @@ def read_transcript(path: str, start: int = 0, mark: str = "") -> Part:
             part.end += len(line)
             taken += len(line)
             try:
-                entry = json.loads(line)
-            except (ValueError, RecursionError):  # RecursionError: `[[[[…` past the parser's stack
+                entry = parse_json(line)
+            except ValueError:
                 if line.strip():
                     part.skip("not_json")
                 continue

@@ -22,7 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from reme import __version__
 from reme.app.application import Application
-from reme.app.jobs import JobSpec, ParameterError, run_steps, validate_params
+from reme.app.jobs import MAX_PARAM_DEPTH, JobSpec, ParameterError, run_steps, validate_params
 from reme.app.local_jobs import is_local, local_command
 from reme.app.spelling import did_you_mean
 from reme.jsontypes import JSONObject, JSONValue, json_depth
@@ -45,7 +45,7 @@ RESPONSE_SCHEMA: JSONObject = {
 MAX_BODY_BYTES = 64 * 2**20
 # No parameter needs more; deeper JSON would exhaust the recursion of the parser, the schema
 # validator or the encoder of the answer.
-MAX_JSON_DEPTH = 100
+MAX_JSON_DEPTH = MAX_PARAM_DEPTH  # every interface refuses deeper values (`validate_params`)
 STREAM_DESCRIPTION = (
     "text/event-stream: one `data:` line of JSON per chunk; failures arrive as "
     '`{"type": "error", "message": ...}`; always ends with `{"type": "done", "success": ...}`.'

@@ -13,6 +13,8 @@ import json
 import os
 from typing import TYPE_CHECKING
 
+from reme.jsontypes import parse_json
+
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -28,8 +30,8 @@ def decode(value: str | bytes | None) -> str | None:
     if value is None:
         return None
     try:
-        path = json.loads(value)
-    except (ValueError, RecursionError):  # RecursionError: `[[[[…` nested past the parser's stack
+        path = parse_json(value)
+    except ValueError:
         return None
     return path if isinstance(path, str) else None
 

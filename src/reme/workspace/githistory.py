@@ -66,7 +66,7 @@ def paths_in_history(repo: Repo, path: str, limit: int | None = None) -> dict[st
 def path_at(repo: Repo, commit: str, path: str) -> str | None:
     """The path the file now at `path` had in `commit` (another one before a rename), None when it
     did not exist then."""
-    if repo.blob(commit, path) is not None:
+    if repo.tree_entries(commit, [path]):
         return path
     return paths_in_history(repo, path).get(commit)
 

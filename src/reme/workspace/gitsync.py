@@ -115,16 +115,18 @@ def configure(repo: Repo, ws: Workspace) -> None:
     exclude = info / "exclude"  # this clone's own ignores: they hold whatever the .gitignore says
     held = exclude.read_text(encoding="utf-8", errors="replace") if exclude.is_file() else ""
     if rules not in held:
-        exclude.write_text(held + ("\n" if held and not held.endswith("\n") else "") + rules)
+        exclude.write_text(_appended(held, rules))
     ignore = ws.root / ".gitignore"
-    if not ignore.exists() and not ignore.is_symlink():
-        atomic_write(ignore, rules, ws.root)
-    elif (
-        ignore.is_file() and not ignore.is_symlink()
-    ):  # the user's: reme's lines added once, for other clones
-        text = ignore.read_text(encoding="utf-8", errors="replace")
-        if f"/{ws.folder('metadata')}/" not in text.splitlines():
-            atomic_write(ignore, text + ("\n" if text and not text.endswith("\n") else "") + rules, ws.root)
+    if ignore.is_symlink() or (ignore.exists() and not ignore.is_file()):
+        return  # not reme's to rewrite: the exclude file above keeps derived state out here
+    text = ignore.read_text(encoding="utf-8", errors="replace") if ignore.exists() else ""
+    if f"/{ws.folder('metadata')}/" not in text.splitlines():  # a user's .gitignore: reme's lines added once
+        atomic_write(ignore, _appended(text, rules), ws.root)
+
+
+def _appended(text: str, lines: str) -> str:
+    """`text` with `lines` added at its end, on a line of their own."""
+    return text + ("\n" if text and not text.endswith("\n") else "") + lines
 
 
 def recover(repo: Repo, ws: Workspace) -> list[str]:

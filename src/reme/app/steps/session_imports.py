@@ -7,7 +7,6 @@ A `.jsonl` file or a folder of them (by default every project: `~/.claude/projec
 
 from __future__ import annotations
 
-import json
 import os
 from functools import partial
 from pathlib import Path
@@ -19,6 +18,7 @@ from reme.app.port import AppPort
 from reme.app.progress import reporter
 from reme.app.registry import register_step
 from reme.errors import ReMeError
+from reme.jsontypes import parse_json
 from reme.pipelines.imports.sessions import SessionFile, import_sessions
 
 WHERE = {
@@ -66,8 +66,8 @@ def _read(path: Path, max_file_bytes: int) -> SessionFile:
         if not line.strip():
             continue
         try:
-            entries.append(json.loads(line))
-        except (ValueError, RecursionError):  # RecursionError: `[[[[…` past the parser's stack
+            entries.append(parse_json(line))
+        except ValueError:
             unreadable += 1
     return SessionFile(shown, entries, unreadable)
 
