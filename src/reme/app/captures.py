@@ -18,6 +18,7 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -91,9 +92,10 @@ def read_transcript(path: str, start: int = 0, mark: str = "") -> Part:
     part). A line still being written is left for later; a line that is not JSON, longer than
     MAX_LINE_BYTES or nested deeper than MAX_ENTRY_DEPTH is skipped and counted, never the turns
     around it. `mark` (the `end_mark` of the read that ended at `start`) tells a file that grew from
-    one that was replaced: a replaced file is read from its start."""
+    one that was replaced: a replaced file is read from its start. A path that is no longer the
+    regular file its capture queued (a link put there since, a FIFO) raises OSError, read nothing."""
     part = Part()
-    with open(path, "rb") as handle:
+    with _open_transcript(path) as handle:
         size = os.fstat(handle.fileno()).st_size
         if not 0 <= start <= size or (mark and start and _mark_at(handle, start) != mark):
             start = 0  # a shorter file, or another one at the same path: read it all
@@ -130,6 +132,26 @@ def read_transcript(path: str, start: int = 0, mark: str = "") -> Part:
                 part.entries.append(entry)
         part.end_mark = _mark_at(handle, part.end)
     return part
+
+
+def _open_transcript(path: str) -> IO[bytes]:
+    """`path` opened to read, when it is still the file a hook checked: a hook queues a transcript
+    with its links resolved, so a link at or above it now was put there since (it could lead out of
+    the transcript folders), and a FIFO or a device could block or never end."""
+    if os.path.realpath(path) != os.path.abspath(path):
+        raise OSError(
+            f"{path} is reached through a symbolic link now, not as its capture was queued; "
+            "put the transcript file back or drop the capture"
+        )
+    # no wait on a FIFO; a link swapped in since the check above is refused
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+    handle = os.fdopen(os.open(path, flags), "rb")
+    if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+        handle.close()
+        raise OSError(
+            f"{path} is not a regular file (a folder, a FIFO, a device or a socket); drop the capture"
+        )
+    return handle
 
 
 def _mark_at(handle: IO[bytes], offset: int) -> str:

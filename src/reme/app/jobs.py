@@ -11,9 +11,10 @@ import copy
 import inspect
 import logging
 import math
-from collections.abc import Awaitable, Callable, Mapping
+import re
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property, partial
+from functools import cache, cached_property, partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio.to_thread
@@ -105,7 +106,7 @@ class JobSpec:
         """The compiled JSON-Schema validator of the parameters, built once per job."""
         from jsonschema import Draft202012Validator
 
-        return Draft202012Validator(self.parameters, format_checker=Draft202012Validator.FORMAT_CHECKER)
+        return _validator_class()(self.parameters, format_checker=Draft202012Validator.FORMAT_CHECKER)
 
     @property
     def served(self) -> bool:
@@ -296,6 +297,35 @@ def _normalise_schema(where: str, raw: object) -> dict[str, Any]:
     except SchemaError as exc:
         raise ConfigError(f"{where}.parameters: invalid JSON Schema: {exc.message}") from None
     return schema
+
+
+# In a `pattern`: an escape, a [class] (both kept as they are), or a `$` (the end anchor).
+_PATTERN_PARTS = re.compile(r"\\.|\[(?:\\.|[^\]\\])*\]|\$")
+
+
+@cache
+def _validator_class() -> type[Validator]:
+    """Draft 2020-12 reading `$` in a `pattern` as ECMA-262 (JSON Schema's regex dialect) does: the
+    end of the text. Python's `$` also matches before a final newline, so `^[0-9a-f]{64}$` took a
+    hash pasted with its newline, which then failed later with a misleading message."""
+    from jsonschema import Draft202012Validator, validators
+
+    return validators.extend(Draft202012Validator, {"pattern": _pattern})
+
+
+def _pattern(
+    validator: Validator, pattern: str, instance: object, schema: object
+) -> Iterator[ValidationError]:
+    from jsonschema.exceptions import ValidationError
+
+    if validator.is_type(instance, "string") and not re.search(_ecma_pattern(pattern), str(instance)):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+@cache
+def _ecma_pattern(pattern: str) -> str:
+    """`pattern` with each end anchor `$` as Python's `\\Z`."""
+    return _PATTERN_PARTS.sub(lambda part: r"\Z" if part[0] == "$" else part[0], pattern)
 
 
 class ParameterError(UserError, ValueError):

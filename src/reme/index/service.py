@@ -17,11 +17,11 @@ import logging
 import shutil
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from reme.errors import Unavailable
 from reme.index.chunking import CHUNKER_VERSION, DEFAULT_CONTEXT_CHARS
@@ -55,6 +55,7 @@ CANNOT_ANSWER: tuple[type[Exception], ...] = (sqlite3.Error, OSError, Unavailabl
 """What the index raises when it cannot answer now (catalog locked or damaged, disk, engine locked,
 closed): a caller with another way to answer (a scan of the files) uses it; anything else is a bug."""
 log = logging.getLogger(__name__)
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -343,31 +344,69 @@ class IndexService:
         fold_files: bool,
         generated_folder: str | None,
     ) -> list[Hit]:
-        """The best passages for `query` (docs/spec.md §5.3); see `Searcher.search`."""
-        return await self.searcher.search(
-            query,
-            limit=limit,
-            min_score=min_score,
-            filters=filters,
-            expand_links=expand_links,
-            max_links_per_direction=max_links_per_direction,
-            fold_files=fold_files,
-            generated_folder=generated_folder,
-        )
+        """The best passages for `query` (docs/spec.md §5.3); see `Searcher.search`. None from a file
+        changed since it was indexed (`_current`)."""
+
+        async def run() -> list[Hit]:
+            return await self.searcher.search(
+                query,
+                limit=limit,
+                min_score=min_score,
+                filters=filters,
+                expand_links=expand_links,
+                max_links_per_direction=max_links_per_direction,
+                fold_files=fold_files,
+                generated_folder=generated_folder,
+            )
+
+        return await self._current(run, lambda hit: hit.path)
 
     async def node_search(
         self, query: str, limit: int, folder: str, *, keyword_only: bool
     ) -> list[dict[str, JSONValue]]:
-        """The best `limit` nodes under `folder` (path, score, name, description), in a worker thread."""
-        return await asyncio.to_thread(
-            self.searcher.node_search, query, limit, folder, keyword_only=keyword_only
-        )
+        """The best `limit` nodes under `folder` (path, score, name, description), in a worker thread;
+        none from a file changed since it was indexed (`_current`)."""
+
+        async def run() -> list[dict[str, JSONValue]]:
+            return await asyncio.to_thread(
+                self.searcher.node_search, query, limit, folder, keyword_only=keyword_only
+            )
+
+        return await self._current(run, lambda node: str(node["path"]))
 
     async def traverse(
         self, seeds: Sequence[str], depth: int, direction: Direction, max_nodes: int
     ) -> tuple[list[GraphNode], list[Edge]]:
-        """The link graph around `seeds` up to `depth` hops (nodes and edges), in a worker thread."""
-        return await asyncio.to_thread(self.graph.traverse, seeds, depth, direction, max_nodes)
+        """The link graph around `seeds` up to `depth` hops (nodes and edges), in a worker thread;
+        walked again when a file it reached changed since it was indexed (`_resync`)."""
+        nodes, edges = await asyncio.to_thread(self.graph.traverse, seeds, depth, direction, max_nodes)
+        if await self._resync(await self._stale([node.path for node in nodes])):
+            nodes, edges = await asyncio.to_thread(self.graph.traverse, seeds, depth, direction, max_nodes)
+        return nodes, edges
+
+    async def _current(self, run: Callable[[], Awaitable[list[R]]], path_of: Callable[[R], str]) -> list[R]:
+        """`run`'s results, none from a file changed since it was indexed: without the update loop (the
+        embedded app) nothing else notices a file edited or deleted behind the index. Changed files
+        are synced and `run` answers again; one still changed then is left out. Costs a stat per
+        result, and a second run only when one was stale."""
+        found = await run()
+        stale = await self._stale([path_of(item) for item in found])
+        if await self._resync(stale):
+            found = await run()
+            stale = await self._stale([path_of(item) for item in found])
+        return [item for item in found if path_of(item) not in stale]
+
+    async def _stale(self, paths: list[str]) -> set[str]:
+        """Those of `paths` whose file changed or went since it was indexed (one stat each)."""
+        return set(await asyncio.to_thread(self.indexer.changed, paths))
+
+    async def _resync(self, stale: set[str]) -> bool:
+        """Sync files changed behind the index as the update loop does; whether it did (not while the
+        first catch-up holds the index: it syncs them itself, and a search must not wait for it)."""
+        if not stale or not self._ready:
+            return False
+        await asyncio.to_thread(sync_changes, self.indexer, sorted(stale))
+        return True
 
     def freshness(self) -> Freshness:
         """Index writes in flight (this process's or another's) and, with vectors on, chunks still

@@ -178,6 +178,12 @@ class Indexer:
             elif stat.S_ISREG(st.st_mode) and self.scope.admits(path):
                 found[path] = (st.st_mtime_ns, st.st_size)
 
+    def changed(self, paths: Iterable[str]) -> list[str]:
+        """Those of these catalogued files whose disk stamp is no longer the indexed one (gone ones
+        too): one stat each, so a reader notices what changed behind the index."""
+        rows = self.store.files(paths)
+        return [path for path, row in rows.items() if self._disk_stamp(path) != (row.mtime_ns, row.size)]
+
     def _disk_stamp(self, path: str) -> tuple[int, int] | None:
         st = _lstat_without_links(self.root, path)
         return (st.st_mtime_ns, st.st_size) if st is not None and stat.S_ISREG(st.st_mode) else None

@@ -28,6 +28,7 @@ from reme.app.spelling import did_you_mean
 from reme.jsontypes import JSONObject, JSONValue, json_depth
 from reme.service.failures import ERROR_HEADER, STATUS, escaped
 from reme.service.identity import WorkspaceIdentity
+from reme.service.service_info import MAX_BODY_BYTES
 
 if TYPE_CHECKING:
     from reme.service.studio.gate import StudioGate
@@ -41,8 +42,6 @@ RESPONSE_SCHEMA: JSONObject = {
     },
     "required": ["success", "answer", "metadata"],
 }
-# Above the largest file the file jobs accept (16 MiB of text, base64 overhead included), far below memory.
-MAX_BODY_BYTES = 64 * 2**20
 # No parameter needs more; deeper JSON would exhaust the recursion of the parser, the schema
 # validator or the encoder of the answer.
 MAX_JSON_DEPTH = MAX_PARAM_DEPTH  # every interface refuses deeper values (`validate_params`)

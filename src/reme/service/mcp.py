@@ -19,6 +19,7 @@ import mcp_types as types
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.server.sse import SseServerTransport
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -30,6 +31,7 @@ from reme.app.local_jobs import is_local, local_command
 from reme.service.failures import ERROR_META, escaped
 from reme.service.identity import WorkspaceIdentity
 from reme.service.security import BearerTokenGate, send_json
+from reme.service.service_info import MAX_BODY_BYTES
 
 SSE_MESSAGE_PATH = "/messages/"
 WORKSPACE_META = "reme/workspace"  # `_meta` key of every tool result: the workspace that served it
@@ -156,7 +158,7 @@ def build_mcp_server(app: Application) -> Server[object]:
 
 
 def _sse_app(server: Server[object], path: str) -> Starlette:
-    sse = SseServerTransport(SSE_MESSAGE_PATH)
+    sse = SseServerTransport(SSE_MESSAGE_PATH, max_request_body_size=MAX_BODY_BYTES)
 
     class SseEndpoint:
         """ASGI endpoint (a class, so Starlette passes the raw scope rather than a Request)."""
@@ -197,18 +199,26 @@ class McpPathsOnly:
         await send_json(send, 404, message)
 
 
-def build_mcp_asgi_app(app: Application, transport: str, host: str, path: str, token: str | None) -> ASGIApp:
+def build_mcp_asgi_app(app: Application, transport: str, path: str, token: str | None) -> ASGIApp:
     """The ASGI app for the network transports (`sse`, `streamable-http`) at `path`.
 
     Browser-forged requests to a loopback service are refused by `LoopbackGuard` around it (the
-    runner adds it for both backends), so no transport-specific DNS-rebinding settings are needed.
+    runner adds it for both backends), so the SDK's own Host check stays off: on 127.0.0.1 it would
+    refuse a token-holding proxy's Host too. Bodies are capped as over HTTP (`MAX_BODY_BYTES`), not
+    at the SDK's 4 MiB, so that a file job takes the same text over both.
     """
     server = build_mcp_server(app)
     if transport == "sse":
         asgi: ASGIApp = McpPathsOnly(_sse_app(server, path), (path, SSE_MESSAGE_PATH), transport)
     else:
         asgi = McpPathsOnly(
-            server.streamable_http_app(streamable_http_path=path, host=host), (path,), transport
+            server.streamable_http_app(
+                streamable_http_path=path,
+                max_request_body_size=MAX_BODY_BYTES,
+                transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+            ),
+            (path,),
+            transport,
         )
     asgi = WorkspaceIdentity(asgi, app.workspace_dir)
     return BearerTokenGate(asgi, token) if token else asgi

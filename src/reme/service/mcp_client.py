@@ -5,6 +5,7 @@ Imported only when the discovered service is an MCP one: the SDK is heavy for a 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from http import HTTPStatus
 
@@ -12,7 +13,7 @@ from reme.errors import UserError
 from reme.jsontypes import JSONObject
 from reme.service import identity
 from reme.service.client import ServiceUnreachable
-from reme.service.service_info import MCP_PATHS, ServiceInfo
+from reme.service.service_info import MAX_BODY_BYTES, MCP_PATHS, ServiceInfo
 
 
 class WrongWorkspace(UserError, ValueError):
@@ -22,7 +23,13 @@ class WrongWorkspace(UserError, ValueError):
 async def call_tool(
     info: ServiceInfo, job: str, params: Mapping[str, object], token: str | None, workspace: str | None = None
 ) -> JSONObject:
-    """Call `job` as a tool and return a Response dict; with `workspace`, only on that workspace's service."""
+    """Call `job` as a tool and return a Response dict; with `workspace`, only on that workspace's service.
+
+    Parameters past the service's body cap are answered here, as the HTTP API answers them (a 413
+    in the Response shape): over SSE the SDK would wait forever for the answer to a refused message.
+    """
+    if len(json.dumps(params, ensure_ascii=False, default=str).encode()) > MAX_BODY_BYTES:
+        return _too_large()
     import httpx2
     from mcp import Client
     from mcp.client.sse import sse_client
@@ -55,6 +62,8 @@ async def call_tool(
                 result = await client.call_tool(job, dict(params))
     except Exception as exc:  # the SDK wraps transport failures in (nested) exception groups: sorted below
         leaf = _leaf(exc)
+        if HTTPStatus.REQUEST_ENTITY_TOO_LARGE in statuses:  # a service with a smaller cap
+            return _too_large()
         if HTTPStatus.CONFLICT in statuses or _status(leaf) == HTTPStatus.CONFLICT:
             raise WrongWorkspace(
                 f"the service at {url} serves another workspace than {workspace}; nothing was done"
@@ -69,6 +78,14 @@ async def call_tool(
         return structured
     text = "\n".join(getattr(block, "text", "") for block in result.content)
     return {"success": not result.is_error, "answer": text, "metadata": {}}
+
+
+def _too_large() -> JSONObject:
+    return {
+        "success": False,
+        "answer": f"the request is larger than the {MAX_BODY_BYTES} bytes a service accepts; send less at once",
+        "metadata": {},
+    }
 
 
 def _leaf(exc: BaseException) -> BaseException:

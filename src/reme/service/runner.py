@@ -175,7 +175,7 @@ async def run_service(config: JSONObject, stop: asyncio.Event | None = None) -> 
             from reme.service.mcp import build_mcp_asgi_app
 
             path = settings.path or MCP_PATHS[settings.transport]
-            asgi = build_mcp_asgi_app(app, settings.transport, settings.host, path, settings.token)
+            asgi = build_mcp_asgi_app(app, settings.transport, path, settings.token)
             info = info._replace(transport=settings.transport, path=path)
         if is_loopback(settings.host) and not settings.token:
             asgi = LoopbackGuard(asgi)  # with a token, forged requests already fail (no Authorization)

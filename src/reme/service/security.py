@@ -9,6 +9,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import re
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING
@@ -20,6 +21,9 @@ ENV_TOKEN = "REME_API_TOKEN"
 # An ASGI application, called with (scope, receive, send). Looser than starlette's `ASGIApp` so that an
 # app typing its scope as a plain dict (Studio's gate) can be wrapped too.
 Asgi = Callable[..., Awaitable[None]]
+# The Host (or Origin authority) a client on this machine sends: a name or IPv4 address, or an IPv6
+# address in brackets without a zone id, then at most a numeric port.
+_AUTHORITY = re.compile(r"(?:\[(?P<ipv6>[0-9A-Fa-f:.]+)\]|(?P<name>[^\[\]:@/]+))(?::[0-9]*)?")
 
 
 class ServiceConfigError(ValueError):
@@ -36,7 +40,7 @@ def resolve_token(
 
 
 def is_loopback(host: str) -> bool:
-    if host == "localhost":
+    if host.lower() == "localhost":
         return True
     try:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
@@ -94,7 +98,7 @@ class LoopbackGuard:
             headers = dict(scope.get("headers", ()))
             host = headers.get(b"host", b"").decode("latin-1")
             origin = headers.get(b"origin", b"").decode("latin-1")
-            if host and not is_loopback(_hostname(host)):
+            if b"host" in headers and not is_loopback(_hostname(host)):  # none at all: not a browser
                 await send_json(
                     send,
                     403,
@@ -109,10 +113,11 @@ class LoopbackGuard:
 
 
 def _hostname(authority: str) -> str:
-    """`127.0.0.1:2333` → `127.0.0.1`, `[::1]:2333` → `::1`, `localhost` → `localhost`."""
-    if authority.startswith("["):
-        return authority[1:].partition("]")[0]
-    return authority.rpartition(":")[0] if authority.count(":") == 1 else authority
+    """`127.0.0.1:2333` → `127.0.0.1`, `[::1]:2333` → `::1`, `localhost` → `localhost`; "" (no
+    host, never loopback) for any other shape, such as `[::1]evil.com` or `127.0.0.1:80@evil.com`,
+    so that no lenient reading lets a foreign name pass for this machine."""
+    match = _AUTHORITY.fullmatch(authority)
+    return (match["ipv6"] or match["name"]) if match else ""
 
 
 async def _send_unauthorized(send: Send) -> None:

@@ -24,6 +24,9 @@ DEFAULT_WORKSPACE = ".reme"
 SERVICE_FILE = os.path.join("metadata", "service.json")
 ENV_SERVICE_INFO = "REME_SERVICE_INFO"
 MCP_PATHS = {"sse": "/sse", "streamable-http": "/mcp"}  # default endpoint of each network transport
+# The largest request body a service reads, over HTTP and MCP alike: above the largest file the file
+# jobs accept (16 MiB of text, base64 overhead included), far below memory.
+MAX_BODY_BYTES = 64 * 2**20
 
 # A NamedTuple rather than a dataclass: `dataclasses` alone costs the CLI more than its request.
 

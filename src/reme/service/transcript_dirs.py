@@ -6,7 +6,9 @@ workspace. So the path, with every symlink resolved, must lie in Claude Code's t
 (`~/.claude/projects/`, or `$CLAUDE_CONFIG_DIR/projects/`), Codex's session folders
 (`~/.codex/sessions/` and `archived_sessions/`, or under `$CODEX_HOME`), or a folder the user names
 in `transcript_dirs=` on the hook's command line or in `$REME_TRANSCRIPT_DIRS` (both a list of
-folders separated by the system's path separator, `:` on Linux and macOS). See docs/integrations.md.
+folders separated by the system's path separator, `:` on Linux and macOS), and be a regular file.
+The hook queues the resolved path; the drain that reads it later refuses it once a symbolic link or a
+non-regular file is found there (`reme.app.captures.read_transcript`). See docs/integrations.md.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ ENV_DIRS = "REME_TRANSCRIPT_DIRS"
 
 
 class NotATranscript(ValueError):
-    """A `transcript_path` outside every transcript folder."""
+    """A `transcript_path` outside every transcript folder, or not a regular file."""
 
 
 def transcript_dirs(assigned: Mapping[str, str], environ: Mapping[str, str] | None = None) -> list[str]:
@@ -37,12 +39,18 @@ def transcript_dirs(assigned: Mapping[str, str], environ: Mapping[str, str] | No
 def allowed_transcript(
     path: str, assigned: Mapping[str, str], environ: Mapping[str, str] | None = None
 ) -> str:
-    """`path` with its symlinks resolved, when it lies inside a transcript folder; else NotATranscript."""
+    """`path` with its symlinks resolved, when it lies inside a transcript folder and is no folder, FIFO,
+    device or socket; else NotATranscript."""
     resolved = os.path.realpath(os.path.expanduser(path))
     folders = transcript_dirs(assigned, environ)
-    if any(os.path.commonpath([resolved, folder]) == folder for folder in folders):
-        return resolved
-    raise NotATranscript(
-        f"transcript_path {path} is not inside a transcript folder ({', '.join(folders)}); "
-        f"add its folder with transcript_dirs= or {ENV_DIRS} if it holds agent transcripts"
-    )
+    if not any(os.path.commonpath([resolved, folder]) == folder for folder in folders):
+        raise NotATranscript(
+            f"transcript_path {path} is not inside a transcript folder ({', '.join(folders)}); "
+            f"add its folder with transcript_dirs= or {ENV_DIRS} if it holds agent transcripts"
+        )
+    if os.path.exists(resolved) and not os.path.isfile(resolved):  # a FIFO would block the hook
+        raise NotATranscript(
+            f"transcript_path {path} is not a regular file (a folder, a FIFO, a device or a socket); "
+            "give the agent's .jsonl transcript"
+        )
+    return resolved

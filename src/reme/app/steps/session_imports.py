@@ -8,6 +8,7 @@ A `.jsonl` file or a folder of them (by default every project: `~/.claude/projec
 from __future__ import annotations
 
 import os
+import stat
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -29,9 +30,12 @@ WHERE = {
 
 def transcript_files(entry: Path, max_files: int, source: str = "claude_code") -> list[Path]:
     """`entry` itself when it is a `.jsonl` file, else the `.jsonl` files under it (dot-folders and
-    symbolic links left out), sorted; at most `max_files`."""
+    symbolic links and what is not a regular file left out: a FIFO would never end), sorted; at
+    most `max_files`."""
     if entry.is_file():
         return [entry] if entry.suffix.lower() == ".jsonl" else []
+    if entry.exists() and not entry.is_dir():
+        raise ReMeError(f"{entry} is not a .jsonl file or a folder; sessions are kept in {WHERE[source]}")
     if not entry.is_dir():
         raise ReMeError(f"{entry} does not exist; sessions are kept in {WHERE[source]}")
     found: list[Path] = []
@@ -41,7 +45,7 @@ def transcript_files(entry: Path, max_files: int, source: str = "claude_code") -
         )
         for name in sorted(names):
             path = Path(root) / name
-            if name.lower().endswith(".jsonl") and not path.is_symlink():
+            if name.lower().endswith(".jsonl") and not path.is_symlink() and path.is_file():
                 found.append(path)
                 if len(found) > max_files:
                     raise ReMeError(
@@ -52,14 +56,20 @@ def transcript_files(entry: Path, max_files: int, source: str = "claude_code") -
 
 
 def _read(path: Path, max_file_bytes: int) -> SessionFile:
+    """The file's entries; a file over `max_file_bytes`, or one that grew past it while read, is a problem."""
     shown = str(path)
     try:
-        size = path.stat().st_size
-        if size > max_file_bytes:
-            return SessionFile(shown, [], problem=f"{size} bytes, over max_file_bytes ({max_file_bytes})")
-        raw = path.read_bytes()
+        # no wait on a FIFO named like a transcript; it is refused below
+        with os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as handle:
+            status = os.fstat(handle.fileno())
+            if not stat.S_ISREG(status.st_mode):
+                return SessionFile(shown, [], problem="not a regular file (a FIFO, a device or a socket)")
+            raw = handle.read(max_file_bytes + 1) if status.st_size <= max_file_bytes else b""
     except OSError as exc:
         return SessionFile(shown, [], problem=f"unreadable: {exc.strerror or exc}")
+    if status.st_size > max_file_bytes or len(raw) > max_file_bytes:
+        size = max(status.st_size, len(raw))
+        return SessionFile(shown, [], problem=f"{size} bytes, over max_file_bytes ({max_file_bytes})")
     entries: list[object] = []
     unreadable = 0
     for line in raw.decode("utf-8", errors="replace").splitlines():

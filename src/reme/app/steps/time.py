@@ -13,6 +13,8 @@ from reme.workspace.dates import parse_date
 
 @register_step("annotate_dates")
 async def annotate_dates_step(ctx: JobContext, max_files: int = 5000) -> None:
+    if not ctx.params["path"].strip():  # the pipeline strips it: " " would mean the whole workspace
+        raise JobError("path is blank; name a Markdown file or folder, or '.' for the whole workspace")
     raw = ctx.params.get("date")
     day: date | None = None
     if raw:

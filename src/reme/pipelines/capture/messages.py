@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, date, datetime, tzinfo
-from typing import NotRequired, TypedDict
+from typing import NotRequired, TypeAlias, TypedDict
 
 from reme.jsontypes import JSONObject, JSONValue
 from reme.pipelines.capture.redaction import redact_head
@@ -147,13 +147,23 @@ def truncate(text: str, max_chars: int) -> str:
     return f"{text[:max_chars]}\n[truncated {len(text) - max_chars} characters]"
 
 
+# how often each (role, time, text) of messages without an id was read: the occurrence in a derived id
+Occurrences: TypeAlias = dict[tuple[str, str | None, str], int]
+
+
 def normalise_messages(
-    raw: Sequence[object], tz: tzinfo, max_chars: int = 8000, skip: Callable[[str], None] | None = None
+    raw: Sequence[object],
+    tz: tzinfo,
+    max_chars: int = 8000,
+    skip: Callable[[str], None] | None = None,
+    seen: Occurrences | None = None,
 ) -> list[TranscriptRecord]:
     """Transcript records for `raw`; raise ValueError naming the first bad message, or, given
-    `skip`, leave each bad message out and tell `skip` why (a transcript keeps its other turns)."""
+    `skip`, leave each bad message out and tell `skip` why (a transcript keeps its other turns).
+    `seen` carries the counts of derived ids across the parts of one transcript: a turn repeated
+    in a later part (Codex's older rollouts have no times) gets an id of its own, not the first's."""
     records: list[TranscriptRecord] = []
-    seen: dict[tuple[str, str | None, str], int] = {}
+    seen = {} if seen is None else seen
     for index, message in enumerate(raw):
         where = f"messages[{index}]"
         try:

@@ -21,7 +21,13 @@ from datetime import UTC, datetime, timedelta
 
 from reme.errors import LLMUnavailable, ReMeError
 from reme.jsontypes import JSONObject, JSONValue
-from reme.pipelines.capture.messages import READ_CHARS, TranscriptRecord, local_date, normalise_messages
+from reme.pipelines.capture.messages import (
+    READ_CHARS,
+    Occurrences,
+    TranscriptRecord,
+    local_date,
+    normalise_messages,
+)
 from reme.pipelines.capture.redaction import redact_record
 from reme.pipelines.capture.transcript_merge import parse_transcript
 from reme.pipelines.capture.transcripts import read_source
@@ -161,18 +167,20 @@ async def agent_session_append(
     source: str,
     max_message_chars: int,
     skipped: Mapping[str, int] | None = None,
+    seen: Occurrences | None = None,
 ) -> Outcome:
     """Save the new turns of a session and queue it for distillation; the same turns twice change nothing.
 
     A record of a transcript that cannot be used (not an object, an unknown shape, a bad time) is
     left out and counted by reason, with the ones the caller left out before sending (`skipped`:
-    lines that were not JSON or over the size bound); every other turn is kept."""
+    lines that were not JSON or over the size bound); every other turn is kept. A caller saving
+    one transcript in parts passes the same `seen` to each (`normalise_messages`)."""
     check_session_id(session_id)
     reading = read_source(messages, source, session_id)
     for reason, count in (skipped or {}).items():
         reading.skipped[reason] = reading.skipped.get(reason, 0) + count
     lenient = reading.skip if source != "reme" else None  # reme's own format: a bad message is an error
-    raw = normalise_messages(reading.messages, port.tz, READ_CHARS, skip=lenient)
+    raw = normalise_messages(reading.messages, port.tz, READ_CHARS, skip=lenient, seen=seen)
     # redaction is the costly part of a large capture: off the event loop, other sessions go on
     incoming = await asyncio.to_thread(clean_records, raw, max_message_chars)
     async with port.keyed_lock(f"session:{session_id}"):

@@ -25,9 +25,12 @@ from reme.workspace import frontmatter, validity
 from reme.workspace.digest import SOURCE_PREDICATE, SOURCES_HEADING, source_links
 from reme.workspace.edges import describe
 from reme.workspace.relative_dates import unresolved
+from reme.workspace.wikilinks import Link
 
 MAX_ANSWER_LINES = 500
 MIN_QUERY_WORDS = 8
+MAX_NEIGHBOURS = 199  # node_search returns at most 200 hits, the node itself among them
+MAX_QUERY_CHARS = 8192  # the longest query node_search takes
 KINDS = (
     "no_source",
     "missing_source",
@@ -50,6 +53,25 @@ class AuditSettings:
     max_query_chars: int = 2000
     max_nodes: int = 10_000
     max_runs: int = 500
+
+    def __post_init__(self) -> None:
+        """Refuse a setting that would audit wrongly without a word: `max_runs` 0 read every record,
+        `neighbours` or `max_query_chars` past what node_search takes dropped every near-duplicate."""
+        if not 0 < self.near_duplicate <= 1:
+            raise ReMeError(
+                f"digest_audit: near_duplicate must be a score ratio above 0 and at most 1 (e.g. 0.8), "
+                f"not {self.near_duplicate!r}"
+            )
+        for name, most in (
+            ("neighbours", MAX_NEIGHBOURS),
+            ("max_query_chars", MAX_QUERY_CHARS),
+            ("max_nodes", None),
+            ("max_runs", None),
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1 or (most and value > most):
+                span = f"from 1 to {most}" if most else "of at least 1"
+                raise ReMeError(f"digest_audit: {name} must be a whole number {span}, not {value!r}")
 
 
 class Finding(TypedDict):
@@ -74,18 +96,18 @@ class AuditOutcome:
 
 async def digest_audit(port: NotesRecall, settings: AuditSettings) -> AuditOutcome:
     nodes = await load_nodes(port, settings.max_nodes)
-    digest = port.folder("digest") + "/"
     names = {node.path for node in nodes}
     findings: list[Finding] = []
     for node in nodes:
         body = frontmatter.parse(node.content).body
-        findings += _sources(port, node.path, body)
-        findings += await _links(port, node.path, names, digest)
+        sources = source_links(body)
+        findings += _sources(port, node.path, sources)
+        findings += await _links(port, node.path, names, {link.target for link in sources})
         findings += _time(node.path, body)
         reason = settings.overload.reason(node.content)
         if reason:
             findings.append({"kind": "overloaded", "path": node.path, "detail": reason})
-    findings += await _near_duplicates(port, nodes, settings)
+    findings += await _near_duplicates(port, nodes, names, settings)
     findings += await _violations(port, settings.max_runs)
     order = {kind: index for index, kind in enumerate(KINDS)}
     findings.sort(key=lambda f: (order[f["kind"]], f["path"], f["detail"]))
@@ -98,8 +120,7 @@ async def digest_audit(port: NotesRecall, settings: AuditSettings) -> AuditOutco
     return AuditOutcome(_report(meta), meta)
 
 
-def _sources(port: Places, path: str, body: str) -> list[Finding]:
-    links = source_links(body)
+def _sources(port: Places, path: str, links: list[Link]) -> list[Finding]:
     if not links:
         return [
             {
@@ -129,15 +150,18 @@ def _is_file(port: Places, path: str) -> bool:
         return False
 
 
-async def _links(port: Recall, path: str, names: set[str], digest: str) -> list[Finding]:
+async def _links(port: Recall, path: str, names: set[str], sources: set[str]) -> list[Finding]:
+    """`dead_link`s and `orphan`; `sources`, the targets of the `## Sources` edges, are audited as
+    `missing_source` (a `derived_from::` edge elsewhere in the node is an ordinary link here)."""
     try:
         graph = await port.traverse([path], depth=1, direction="both")
     except ReMeError:
         return []  # no index: links are not audited
     found: list[Finding] = []
-    linked = False  # sources are audited as missing_source
+    linked = False
     for edge in graph.edges:
-        if edge.source == path and not edge.resolved and edge.predicate != SOURCE_PREDICATE:
+        audited = edge.predicate == SOURCE_PREDICATE and edge.target in sources
+        if edge.source == path and not edge.resolved and not audited:
             shown = describe({"target": edge.target, "predicate": edge.predicate})
             found.append({"kind": "dead_link", "path": path, "detail": f"{shown} names no file"})
         outbound = edge.source == path and edge.resolved in names and edge.resolved != path
@@ -162,7 +186,10 @@ def _query(node: FileText, limit: int) -> str:
     return prose.strip()[:limit] if len(prose.split()) >= MIN_QUERY_WORDS else ""
 
 
-async def _near_duplicates(port: Recall, nodes: list[FileText], settings: AuditSettings) -> list[Finding]:
+async def _near_duplicates(
+    port: Recall, nodes: list[FileText], names: set[str], settings: AuditSettings
+) -> list[Finding]:
+    """Pairs of `nodes` only: a hit that is no node (a `_` page, a file deeper in the digest) is no twin."""
     seen: dict[tuple[str, str], float] = {}
     for node in nodes:
         query = _query(node, settings.max_query_chars)
@@ -178,7 +205,7 @@ async def _near_duplicates(port: Recall, nodes: list[FileText], settings: AuditS
             continue
         for hit in hits:
             ratio = hit.score / own
-            if hit.path != node.path and ratio >= settings.near_duplicate:
+            if hit.path != node.path and hit.path in names and ratio >= settings.near_duplicate:
                 pair = (min(node.path, hit.path), max(node.path, hit.path))
                 seen[pair] = max(seen.get(pair, 0.0), min(ratio, 1.0))
     return [

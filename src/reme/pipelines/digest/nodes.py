@@ -17,6 +17,12 @@ class Overload:
     max_node_chars: int = 6000
     max_sections: int = 8
 
+    def __post_init__(self) -> None:
+        """A bound under 1 would call every node overloaded (and maintain would split them)."""
+        for name, value in (("max_node_chars", self.max_node_chars), ("max_sections", self.max_sections)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ReMeError(f"{name} must be a whole number of at least 1, not {value!r}")
+
     def reason(self, text: str) -> str | None:
         """Why the node's body is overloaded, or None."""
         body = frontmatter.parse(text).body

@@ -16,9 +16,11 @@ from dataclasses import dataclass, field
 
 from reme.errors import ReMeError
 from reme.jsontypes import JSONObject
+from reme.pipelines.capture.messages import Occurrences
 from reme.pipelines.capture.session import agent_session_append
 from reme.pipelines.capture.transcripts import claude_session_id, codex_session_id
 from reme.pipelines.port import MemoryPort
+from reme.workspace.transcript import is_session_id
 
 BATCH_ENTRIES = 5000  # entries per append: a long transcript is saved in parts (appends merge by id)
 _ROLLOUT = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$")
@@ -82,7 +84,9 @@ def session_id_of(source: str, item: SessionFile) -> str | None:
         return claude_session_id(item.path, item.entries)
     found = codex_session_id(item.entries)
     match = _ROLLOUT.search(item.path)
-    return found or (match.group(1) if match else None)
+    if found and is_session_id(found):
+        return found
+    return match.group(1) if match else found  # a `session_meta` id no file can be named after: the file's
 
 
 def project_of(item: SessionFile) -> str:
@@ -128,6 +132,7 @@ async def import_sessions(
         tally = report.projects.setdefault(project_of(item), ProjectTally())
         tally.sessions += 1
         added, queued = 0, False
+        seen: Occurrences = {}  # one count over the parts: a turn repeated in a later part keeps its own id
         try:
             for start in range(0, len(item.entries), BATCH_ENTRIES):
                 outcome = await agent_session_append(
@@ -136,6 +141,7 @@ async def import_sessions(
                     messages=item.entries[start : start + BATCH_ENTRIES],
                     source=source,
                     max_message_chars=max_message_chars,
+                    seen=seen,
                 )
                 count = outcome.metadata.get("added")
                 added += count if isinstance(count, int) else 0
