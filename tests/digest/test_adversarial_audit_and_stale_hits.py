@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from tests.pipelines.dream_support import put
 
 from reme import ReMe
 from reme.app.components.index import index_service
+from reme.app.config import ConfigError
 from reme.app.jobs import Response
 from reme.errors import ReMeError
 from reme.index.sync import Indexer
@@ -380,3 +382,35 @@ async def test_a_file_that_stays_stale_is_left_out(app: ReMe, monkeypatch: pytes
     response = await app.run("search", query="zebras")
     assert [hit["path"] for hit in response.metadata["results"]] == ["notes/a.md"]
     assert index_service(app).indexer.changed(["notes/a.md", "notes/b.md"]) == ["notes/b.md"]
+
+
+@pytest.mark.parametrize(
+    ("backend", "setting", "words"),
+    [
+        ("digest_audit", {"max_runs": "abc"}, "setting 'max_runs' must be an integer, got 'abc'"),
+        ("digest_audit", {"max_runs": True}, "setting 'max_runs' must be an integer, got True"),
+        ("digest_audit", {"near_duplicate": "0.5"}, "setting 'near_duplicate' must be a number"),
+        ("digest_maintain", {"max_children": 2.7}, "setting 'max_children' must be an integer, got 2.7"),
+        ("digest_maintain", {"max_children": "x"}, "setting 'max_children' must be an integer"),
+    ],
+)
+async def test_a_step_setting_of_the_wrong_type_is_refused_when_the_config_loads(
+    tmp_path: Path, backend: str, setting: dict[str, object], words: str
+) -> None:
+    with pytest.raises(ConfigError, match=re.escape(words)):
+        async with ReMe(
+            workspace_dir=tmp_path / "ws", **{f"jobs.{backend}.steps": [{"backend": backend, **setting}]}
+        ):
+            pass
+
+
+@pytest.mark.parametrize("setting", ["max_nodes", "max_parent_chars"])
+async def test_maintain_bounds_under_one_are_refused(tmp_path: Path, setting: str) -> None:
+    steps = [{"backend": "digest_maintain", setting: 0}]
+    async with ReMe(
+        workspace_dir=tmp_path / "ws", timezone="UTC", **{"jobs.digest_maintain.steps": steps}
+    ) as app:
+        response = await app.run("digest_maintain")
+    assert (
+        not response.success and f"digest_maintain's {setting} is 0: set it to 1 or more" in response.answer
+    )

@@ -26,7 +26,7 @@ from reme.app.captures import Capture, read_transcript, write_marker
 from reme.app.steps import session_imports
 from reme.pipelines.imports import sessions
 from reme.service import hooks
-from reme.service.transcript_dirs import NotATranscript, allowed_transcript
+from reme.service.transcript_dirs import NotATranscript, allowed_transcript, transcript_dirs
 
 S = "4f1c2a9e-8b7d-4c3e-9a10-2b6f0d5e7a11"
 CODEX = "0199a2b3-c4d5-7e6f-8a9b-0c1d2e3f4a5b"
@@ -373,3 +373,16 @@ def test_a_rollout_over_max_file_bytes_is_reported_and_not_read(tmp_path: Path) 
     read = session_imports._read(path, max_file_bytes=1000)
     assert read.problem == f"{path.stat().st_size} bytes, over max_file_bytes (1000)"
     assert read.entries == []
+
+
+def test_a_relative_transcript_folder_is_left_out_not_read_against_wherever_the_hook_runs(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "t.jsonl").write_text("{}\n", encoding="utf-8")
+    environ = {"HOME": str(home), "REME_TRANSCRIPT_DIRS": f"logs{os.pathsep}{tmp_path / 'abs'}"}
+    assert str(tmp_path / "logs") not in transcript_dirs({}, environ)
+    assert str(tmp_path / "abs") in transcript_dirs({}, environ)
+    with pytest.raises(NotATranscript):
+        allowed_transcript("logs/t.jsonl", {}, environ)

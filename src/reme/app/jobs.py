@@ -22,7 +22,7 @@ import anyio.to_thread
 from reme.app.component import Components, Host
 from reme.app.config import ConfigError
 from reme.app.recent_errors import recent_errors
-from reme.app.registry import STEPS, step_settings
+from reme.app.registry import STEPS, check_step_settings, step_settings
 from reme.errors import ErrorKind, ReMeError, UserError, bug_message, kind_of
 from reme.jsontypes import JSONObject
 from reme.llm import budget as llm_budget
@@ -196,6 +196,7 @@ def build_job(name: str, raw: Mapping[str, object] | None) -> JobSpec:
                     f"unknown config key '{where}.steps[{i}].{key}': step {backend!r} takes "
                     f"{', '.join(accepted) or 'no settings'}"
                 )
+        check_step_settings(STEPS.get(backend), backend, settings)
         steps.append(StepSpec(backend, settings))
     raw_cron = raw.get("cron")
     cron = raw_cron if isinstance(raw_cron, str) else None

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 S = TypeVar("S")
 _WORDS: dict[object, str] = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+_BY_NAME: dict[object, type] = {"int": int, "float": float, "str": str, "bool": bool}  # postponed annotations
 PLUGINS_ENV = "REME_PLUGINS"
 
 
@@ -102,19 +103,34 @@ def step_settings(fn: Step) -> tuple[str, ...]:
     return named + tuple(field.name for field in dataclasses.fields(declared)) if declared else named
 
 
+def check_step_settings(fn: Step, step: str, settings: Mapping[str, object]) -> None:
+    """Refuse a config value whose type is not the one the step's keyword parameter names (a
+    ConfigError at load, naming the setting): `int("x")` mid-job was a bug answer, `True` a 1."""
+    parameters = inspect.signature(fn).parameters
+    for key, value in settings.items():
+        if key in parameters:
+            annotation = parameters[key].annotation
+            _check_type(step, key, value, _BY_NAME.get(annotation, annotation))
+
+
 def settings_of(cls: Callable[..., S], step: str, settings: Mapping[str, object]) -> S:
     """The settings dataclass a step declared (`register_step(settings=cls)`), built from its config
     block; a value of the wrong type is a `ConfigError` naming the setting, not a crash mid-job."""
     hints = typing.get_type_hints(cls) if isinstance(cls, type) else {}
     for key, value in settings.items():
-        expected = hints.get(key)
-        if expected in (int, float, str, bool) and not (
-            isinstance(value, expected)
-            and (expected is bool or not isinstance(value, bool))
-            or (expected is float and isinstance(value, int) and not isinstance(value, bool))
-        ):
-            raise ConfigError(f"step {step!r}: setting {key!r} must be {_WORDS[expected]}, got {value!r}")
+        _check_type(step, key, value, hints.get(key))
     return cls(**settings)
+
+
+def _check_type(step: str, key: str, value: object, expected: object) -> None:
+    """A ConfigError when `expected` is int, float, str or bool and `value` is not one (an integer
+    passes for a number; true/false for nothing but bool)."""
+    if expected in (int, float, str, bool) and not (
+        isinstance(value, expected)
+        and (expected is bool or not isinstance(value, bool))
+        or (expected is float and isinstance(value, int) and not isinstance(value, bool))
+    ):
+        raise ConfigError(f"step {step!r}: setting {key!r} must be {_WORDS[expected]}, got {value!r}")
 
 
 def register_component(backend: str) -> Callable[[type[Component]], type[Component]]:

@@ -24,7 +24,8 @@ class NotATranscript(ValueError):
 
 
 def transcript_dirs(assigned: Mapping[str, str], environ: Mapping[str, str] | None = None) -> list[str]:
-    """The folders transcripts may come from, each resolved (symlinks too), in the order checked."""
+    """The folders transcripts may come from, each resolved (symlinks too), in the order checked. A
+    listed folder that is not absolute (after `~`) is left out: it would mean wherever the hook runs."""
     env = os.environ if environ is None else environ
     home = env.get("HOME") or os.path.expanduser("~")
     claude = env.get("CLAUDE_CONFIG_DIR") or os.path.join(home, ".claude")
@@ -32,7 +33,8 @@ def transcript_dirs(assigned: Mapping[str, str], environ: Mapping[str, str] | No
     folders = [os.path.join(claude, "projects"), os.path.join(codex, "sessions")]
     folders.append(os.path.join(codex, "archived_sessions"))
     for listed in (assigned.get("transcript_dirs"), env.get(ENV_DIRS)):
-        folders += [folder for folder in (listed or "").split(os.pathsep) if folder.strip()]
+        named = (os.path.expanduser(folder) for folder in (listed or "").split(os.pathsep) if folder.strip())
+        folders += [folder for folder in named if os.path.isabs(folder)]
     return [os.path.realpath(os.path.expanduser(folder)) for folder in folders]
 
 

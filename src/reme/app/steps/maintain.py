@@ -22,10 +22,10 @@ async def digest_maintain_step(
     max_parent_chars: int = 60_000,
 ) -> None:
     settings = MaintainSettings(
-        Overload(int(max_node_chars), int(max_sections)),
-        int(max_children),
-        int(max_nodes),
-        int(max_parent_chars),
+        Overload(max_node_chars, max_sections),
+        max_children,
+        max_nodes,
+        max_parent_chars,
     )
     outcome = await digest_maintain(
         AppPort(ctx.app),
@@ -57,12 +57,12 @@ async def digest_audit_step(
     max_runs: int = 500,
 ) -> None:
     settings = AuditSettings(
-        Overload(int(max_node_chars), int(max_sections)),
-        float(near_duplicate),
-        int(neighbours),
-        int(max_query_chars),
-        int(max_nodes),
-        int(max_runs),
+        Overload(max_node_chars, max_sections),
+        near_duplicate,
+        neighbours,
+        max_query_chars,
+        max_nodes,
+        max_runs,
     )
     outcome = await digest_audit(AppPort(ctx.app), settings)
     ctx.response.answer = outcome.answer

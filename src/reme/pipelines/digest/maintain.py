@@ -143,6 +143,9 @@ async def digest_maintain(
             f"{MAX_FILES - 2} (one split commits its children, the parent and the run record together, "
             f"at most {MAX_FILES} files)"
         )
+    for name, value in (("max_nodes", settings.max_nodes), ("max_parent_chars", settings.max_parent_chars)):
+        if value < 1:
+            raise ReMeError(f"digest_maintain's {name} is {value}: set it to 1 or more")
     started = datetime.now(port.tz)
     run_id = new_run_id(started)
     async with port.exclusive("dream", "maintain"):
