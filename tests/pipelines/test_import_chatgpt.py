@@ -178,3 +178,23 @@ def test_uploaded_files_are_named_and_the_answering_model_kept() -> None:
         },
     }
     assert message_of(answer)["metadata"] == {"model": "gpt-4o"}  # type: ignore[index]
+
+
+async def test_a_reimport_after_the_user_regenerated_or_edited_keeps_only_the_branch_now_seen(
+    app: PortApp, workspace_dir: Path, tmp_path: Path
+) -> None:
+    data = json.loads((DATA / "conversations.json").read_text())
+    export = tmp_path / "conversations.json"
+    data[0]["current_node"] = "a2a"  # first exported while the 3-day answer was the one shown
+    export.write_text(json.dumps(data[:1]), encoding="utf-8")
+    await run_ok(app, "import_chatgpt", source=str(export))
+    path = workspace_dir / "session" / "dialog" / "chatgpt-6650a1b2-0c3d-4e5f-8a9b-0123456789ab.jsonl"
+    assert [m["id"] for m in transcript(path)] == ["u1", "a1", "u2a", "a2a"]
+    data[0]["current_node"] = "a3"  # then the user edited "3 days" into "5 days, with Nara"
+    export.write_text(json.dumps(data[:1]), encoding="utf-8")
+    meta = await run_ok(app, "import_chatgpt", source=str(export))
+    assert "session/dialog/chatgpt-6650a1b2-0c3d-4e5f-8a9b-0123456789ab.jsonl" in meta["updated"]
+    assert [m["id"] for m in transcript(path)] == ["u1", "a1", "u2b", "a2b", "a3"]
+    assert "Make it 3 days" not in path.read_text(encoding="utf-8")
+    again = await run_ok(app, "import_chatgpt", source=str(export))
+    assert again["updated"] == [] and again["created"] == []

@@ -146,6 +146,21 @@ def message_of(node: Mapping[str, object]) -> dict[str, object] | None:
     return result
 
 
+def _left_branches(conversation: Mapping[str, object], seen: list[Mapping[str, object]]) -> frozenset[str]:
+    """Ids of the messages off the branch the user last saw: an earlier import saved them while
+    they were on it, and a re-import takes them out (the ids `message_of` gives records)."""
+    mapping = conversation["mapping"]
+    on_branch = {id(node) for node in seen}
+    left: set[str] = set()
+    for node in mapping.values() if isinstance(mapping, Mapping) else ():
+        message = node.get("message") if isinstance(node, Mapping) else None
+        if id(node) not in on_branch and isinstance(message, Mapping):
+            given = message.get("id") or node.get("id")
+            if given not in (None, ""):
+                left.add(str(given))
+    return frozenset(left)
+
+
 def _conversation_id(conversation: Mapping[str, object]) -> str:
     given = str(conversation.get("conversation_id") or conversation.get("id") or "")
     if SAFE_ID.fullmatch(given):
@@ -174,7 +189,8 @@ def chatgpt_batch(
         )
         shown = f"{shown} {title!r}"
         try:
-            raw = [m for node in branch(conversation) if (m := message_of(node))]
+            seen = branch(conversation)
+            raw = [m for node in seen if (m := message_of(node))]
             records = clean_records(normalise_messages(raw, tz, max_message_chars), max_message_chars)
         except (ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
             # one malformed conversation is reported; the others are imported
@@ -185,7 +201,8 @@ def chatgpt_batch(
             continue
         conversation_id = _conversation_id(conversation)
         session_id = f"{KIND}-{conversation_id}"
-        batch.transcripts.append(ImportedTranscript(session_id, records))
+        superseded = _left_branches(conversation, seen) - {r["id"] for r in records}
+        batch.transcripts.append(ImportedTranscript(session_id, records, superseded))
         batch.notes.append(
             _conversation_note(conversation_id, session_id, title, records, folder, session_folder)
         )

@@ -74,10 +74,13 @@ class ImportedFile:
 
 @dataclass(frozen=True)
 class ImportedTranscript:
-    """Normalised transcript records of one conversation, saved as `session/dialog/<session_id>.jsonl`."""
+    """Normalised transcript records of one conversation, saved as `session/dialog/<session_id>.jsonl`.
+    `superseded`: ids of messages the source now keeps on a branch the user left (an edited or
+    regenerated turn), taken out of the saved transcript so that it reads as the conversation does."""
 
     session_id: str
     records: list[TranscriptRecord]
+    superseded: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -221,7 +224,8 @@ async def _classify_transcript(port: MemoryPort, item: ImportedTranscript) -> tu
     """(action, the merged transcript text, sha256 of the saved one) — merged as auto_memory merges."""
     saved = await port.load(session_path(port, item.session_id))
     text = saved.content if saved else ""
-    rendered = render_records(merge(parse_transcript(text, port.tz), item.records, port.tz))
+    kept = [r for r in parse_transcript(text, port.tz) if r["id"] not in item.superseded]
+    rendered = render_records(merge(kept, item.records, port.tz))
     if rendered == text:
         return "unchanged", rendered, None
     return ("create" if saved is None else "update"), rendered, saved.sha256 if saved else None
