@@ -3,7 +3,8 @@
 Batches of `batch_size` texts per request; HTTP 408/409/429/5xx and transport errors are retried
 `max_retries` times with exponential backoff (a `retry-after(-ms)` header is honoured); any other
 error is raised with what the endpoint said (400/413/422 as `EmbeddingRejected`: the input itself). The dimension is configured or asked once from the
-endpoint; a reply of another dimension is an error naming both (never a silently mixed space).
+endpoint; a reply of another dimension is an error naming both (never a silently mixed space), and so is
+one with NaN or infinite values (such a vector would score NaN against every query, and stay cached).
 Queries (and the dimension probe) are one attempt with `query_timeout`: a search waits seconds, not
 minutes, on an endpoint that is down; the background embedding retries on its own.
 Rows are L2-normalised here, since not every server does it. The stamp's model is
@@ -118,6 +119,10 @@ class OpenAIEmbedder:
                 f"the embeddings endpoint returned vectors of dimension {matrix.shape[1]}, but "
                 f"components.embedding.dimension is {dimension}; fix the setting (changing it re-embeds)"
             )
+        if not np.isfinite(matrix).all():  # a NaN row would score NaN against every query, cached for good
+            raise ReMeError(
+                f"the embeddings endpoint {self.url} returned NaN or infinite values; check its model"
+            )
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         return matrix / np.where(norms > 0, norms, 1.0)
 
@@ -147,7 +152,14 @@ class OpenAIEmbedder:
                     f"the embeddings endpoint {self.url} answered HTTP {response.status_code}: "
                     f"{response.text[:300]}"
                 )
-            return _vectors(response.json(), len(texts))
+            try:
+                payload = response.json()
+            except ValueError:
+                raise ReMeError(
+                    f"the embeddings endpoint {self.url} answered HTTP 200 with no JSON: {response.text[:300]!r}; "
+                    "check components.embedding.base_url (the server's /v1 URL)"
+                ) from None
+            return _vectors(payload, len(texts))
         raise AssertionError("unreachable")  # the last attempt returns or raises
 
     def _delay(self, attempt: int, response: httpx.Response | None) -> float:

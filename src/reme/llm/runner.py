@@ -4,9 +4,10 @@ Model failures are retried within bounds (transport retries in the provider clie
 and output-schema retries in the loop) and then raised as one `AgentFailed` with a readable message.
 Token usage is reported even when the run fails, and `requests` counts every HTTP request sent.
 Structured output uses the configured output mode; an endpoint that refuses it gets one fallback
-(see `output_modes`). Every request is bounded by `settings.timeout` and every run by what is left
-of its job run's wall-clock budget (`budget`); a failure answer is one or two sentences quoting the
-server's reason, bounded (the whole body is in the log).
+(see `output_modes`). Every request is bounded by `settings.timeout`, every run by what is left
+of its job run's wall-clock budget (`budget`) and its tool calls by `max_steps` times
+`TOOL_CALLS_PER_STEP` (checked before a reply's calls run); a failure answer is one or two
+sentences quoting the server's reason, bounded (the whole body is in the log).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ RunJob = Callable[..., Awaitable[Any]]
 OnEvent = Callable[[JSONObject], Awaitable[None]]
 MAX_TOOL_ANSWER_CHARS = 12_000
 MAX_REASON_CHARS = 300  # of the server's reason in a failure answer; the whole body goes to the log
+TOOL_CALLS_PER_STEP = 5  # tool calls per run: `max_steps` times this (a reply may ask hundreds at once)
 log = logging.getLogger(__name__)
 
 
@@ -146,7 +148,13 @@ def _make_tool(
             )
         return reply
 
-    return Tool.from_schema(call, spec.job, spec.description, spec.parameters, sequential=True)
+    from pydantic_core import SchemaValidator, core_schema
+
+    tool = Tool.from_schema(call, spec.job, spec.description, spec.parameters, sequential=True)
+    # `from_schema` takes any JSON as arguments; a list or a string would crash `call(**args)`, so
+    # arguments must be an object, else the model is asked again (an output retry)
+    tool.function_schema.validator = SchemaValidator(core_schema.dict_schema(core_schema.str_schema()))
+    return tool
 
 
 def _one_line(exc: BaseException) -> str:
@@ -154,8 +162,15 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:MAX_REASON_CHARS]
 
 
-def _failure_message(exc: BaseException, settings: ModelSettings, sent: int, budget_left: float) -> str:
-    """One or two sentences: what failed, the server's reason (bounded) and what to do."""
+def _failure_message(
+    exc: BaseException,
+    settings: ModelSettings,
+    sent: int,
+    budget_left: float,
+    messages: Sequence[ModelMessage] = (),
+) -> str:
+    """One or two sentences: what failed, the server's reason (bounded) and what to do; the run's
+    `messages` say whether an invalid reply was cut at `max_tokens`."""
     from pydantic_ai.exceptions import (
         ModelAPIError,
         ModelConnectionError,
@@ -163,6 +178,7 @@ def _failure_message(exc: BaseException, settings: ModelSettings, sent: int, bud
         UnexpectedModelBehavior,
         UsageLimitExceeded,
     )
+    from pydantic_ai.messages import ModelResponse
 
     asked = f"{sent} request{'s' if sent != 1 else ''} sent"
     if isinstance(exc, TimeoutError) or budget_left <= 0:
@@ -170,8 +186,22 @@ def _failure_message(exc: BaseException, settings: ModelSettings, sent: int, bud
             f"the job run's LLM time budget ({settings.run_budget:g} s) ran out ({asked}); "
             "raise components.llm.run_budget (LLM_RUN_BUDGET) or use a faster model"
         )
+    if isinstance(exc, UsageLimitExceeded) and "tool_calls_limit" in str(exc):
+        return (
+            f"agent stopped: the model asked for more than {settings.max_steps * TOOL_CALLS_PER_STEP} tool "
+            f"calls ({TOOL_CALLS_PER_STEP} per step of components.llm.max_steps) ({asked}); use a model "
+            "that follows the instructions, or raise components.llm.max_steps"
+        )
     if isinstance(exc, UsageLimitExceeded):
-        return f"agent stopped at its step limit ({settings.max_steps} model requests) before finishing"
+        return (
+            f"agent stopped at its step limit ({settings.max_steps} model requests) before finishing; use a "
+            "model that follows the instructions, or raise components.llm.max_steps"
+        )
+    if isinstance(exc, wire.BadReply):
+        return (
+            f"LLM request failed ({asked}): {_one_line(exc)}; check that LLM_BASE_URL is the server's "
+            "OpenAI-compatible /v1 URL, and run `reme doctor`"
+        )
     if isinstance(exc, ModelHTTPError):
         why = wire.reason(exc.body, MAX_REASON_CHARS)
         if wire.deterministic(exc.status_code, exc.body):
@@ -191,7 +221,12 @@ def _failure_message(exc: BaseException, settings: ModelSettings, sent: int, bud
         )
     if isinstance(exc, UnexpectedModelBehavior):
         retried = f", {settings.output_retries} output retries" if settings.output_retries else ""
-        return f"LLM reply stayed invalid ({asked}{retried}): {_one_line(exc)}"
+        last = next((m for m in reversed(messages) if isinstance(m, ModelResponse)), None)
+        if last is not None and last.finish_reason == "length":
+            hint = f"the reply was cut at max_tokens ({settings.max_tokens}): raise components.llm.max_tokens"
+        else:
+            hint = "try components.llm.output_mode=prompted or another model (`reme doctor` tries each mode)"
+        return f"LLM reply stayed invalid ({asked}{retried}): {_one_line(exc)}; {hint}"
     return f"LLM run failed ({asked}): {type(exc).__name__}: {_one_line(exc)}"
 
 
@@ -277,7 +312,10 @@ async def run_agent(
                         prompt,
                         model_settings=request_settings(replace(settings, timeout=timeout)),
                         usage=usage,
-                        usage_limits=UsageLimits(request_limit=settings.max_steps),
+                        usage_limits=UsageLimits(
+                            request_limit=settings.max_steps,
+                            tool_calls_limit=settings.max_steps * TOOL_CALLS_PER_STEP,
+                        ),
                         event_stream_handler=stream_text if on_event and output_type is str else None,
                     )
             finally:
@@ -285,7 +323,7 @@ async def run_agent(
 
     def spent(exc: BaseException) -> AgentFailed:
         left = budget.remaining(settings.run_budget)
-        message = _failure_message(exc, settings, sent[0], left)
+        message = _failure_message(exc, settings, sent[0], left, replies)
         log.warning("LLM run failed: %s", message)
         return AgentFailed(message, usage_dict(usage, sent[0], replies))
 

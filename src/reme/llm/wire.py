@@ -12,13 +12,22 @@ goes as `max_tokens` (the field local servers read) instead of `max_completion_t
 body is a validation error) from a passing fault; `CompatTransport` marks such answers
 `x-should-retry: false`, which the OpenAI and Anthropic SDKs obey, so a refusal costs one request,
 and logs the whole error body (the failure message quotes only its first line).
+
+A reply is bounded too: at most `MAX_REPLY_BYTES` (a misbehaving server may send 100 MB), and a
+non-streamed one must arrive whole within the request's timeout, which httpx applies to each read
+only (a server trickling a byte a second would never time out). A non-streamed chat reply that is no
+completion (an HTML page, `choices: []`, an `{"error": ...}` sent with HTTP 200) is a `BadReply`
+quoting the server, not an `IndexError` deep in the client.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
+import time
+from collections.abc import AsyncIterable, AsyncIterator
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -31,6 +40,8 @@ log = logging.getLogger(__name__)
 
 TRANSIENT_4XX = frozenset({408, 409, 425, 429})
 MAX_LOGGED_BODY = 20_000
+MAX_REPLY_BYTES = 10_000_000  # a reply of 4096 tokens is ~100 KB, streamed ~1 MB
+MAX_QUOTED_CHARS = 300
 # What validation errors look like in the servers' own words (pydantic/FastAPI, Go, llama.cpp).
 VALIDATION = re.compile(
     r"validation error|input should be|field required|extra inputs are not permitted|"
@@ -130,19 +141,79 @@ def _message(message: JSONValue) -> JSONValue:
     return fixed
 
 
+class BadReply(Exception):
+    """An HTTP 200 answer that is no usable reply: too large, or no chat completion.
+
+    Not an httpx error, so the SDK neither retries it nor replaces its text with "Connection error.".
+    """
+
+
+def completion_problem(content: bytes, *, streamed: bool = False) -> str | None:
+    """Why a chat-completions body is no completion with a message, or None; the body of a streamed
+    request is never one (it came instead of an event stream)."""
+    try:
+        body = json.loads(content)
+    except ValueError:
+        body = None
+    choices = body.get("choices") if isinstance(body, dict) else None
+    first = choices[0] if isinstance(choices, list) and choices else None
+    if not streamed and isinstance(first, dict) and isinstance(first.get("message"), dict):
+        return None
+    said = error_text(body) if isinstance(body, dict) else ""
+    said = " ".join((said or content.decode("utf-8", "replace")).split())[:MAX_QUOTED_CHARS]
+    what = "no event stream for a streamed request" if streamed else "no chat completion"
+    return f"the server answered HTTP 200 with {what}: {said or 'an empty body'}"
+
+
+async def _capped(chunks: AsyncIterable[bytes]) -> AsyncIterator[bytes]:
+    """`chunks`, failing past `MAX_REPLY_BYTES` instead of filling memory."""
+    size = 0
+    async for chunk in chunks:
+        size += len(chunk)
+        if size > MAX_REPLY_BYTES:
+            raise BadReply(f"the server's reply passed {MAX_REPLY_BYTES:,} bytes")
+        yield chunk
+
+
+def _capped_stream(inner: httpx2.AsyncByteStream) -> httpx2.AsyncByteStream:
+    """A streamed reply bounded by `_capped` (a class of httpx2's, which is imported only here)."""
+    import httpx2
+
+    class Capped(httpx2.AsyncByteStream):
+        def __aiter__(self) -> AsyncIterator[bytes]:
+            return _capped(inner)
+
+        async def aclose(self) -> None:
+            await inner.aclose()
+
+    return Capped()
+
+
 class CompatTransport:
-    """Wraps an httpx(2) async transport: rewrites chat requests, marks final refusals, logs their bodies."""
+    """Wraps an httpx(2) async transport: rewrites chat requests, marks final refusals, logs their
+    bodies, bounds replies."""
 
     def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
         self.inner = inner
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        asked = False
+        asked = streamed = chat = False
         if request.method == "POST" and request.url.path.endswith("/chat/completions"):
-            request, asked = await self._rewritten(request)
+            chat = True
+            request, asked, streamed = await self._rewritten(request)
+        started = time.monotonic()
         response = await self.inner.handle_async_request(request)
+        sse = "event-stream" in response.headers.get("content-type", "event-stream")  # none named: trusted
+        if chat and 200 <= response.status_code < 300 and not (streamed and sse):
+            return await self._completion(request, response, started, streamed)
         if response.status_code < 400:
-            return response
+            return type(response)(
+                response.status_code,
+                headers=response.headers,
+                stream=_capped_stream(response.stream),  # type: ignore[arg-type]  # an AsyncByteStream
+                extensions=response.extensions,
+                request=request,
+            )
         content = await response.aread()
         final = deterministic(response.status_code, content, asked_feature=asked)
         log.warning(
@@ -163,23 +234,46 @@ class CompatTransport:
             request=request,
         )
 
-    async def _rewritten(self, request: httpx2.Request) -> tuple[httpx2.Request, bool]:
+    async def _completion(
+        self, request: httpx2.Request, response: httpx2.Response, started: float, streamed: bool
+    ) -> httpx2.Response:
+        """A chat reply that is no event stream, read whole (bounded) and checked to be a completion."""
+        read = (request.extensions.get("timeout") or {}).get("read")
+        content = await _whole(response, read, started)
+        problem = completion_problem(content, streamed=streamed)
+        if problem:
+            log.warning(
+                "model server %s: %s", request.url, content[:MAX_LOGGED_BODY].decode("utf-8", "replace")
+            )
+            raise BadReply(problem)
+        drop = ("content-encoding", "content-length", "transfer-encoding")  # `content` is decoded
+        return type(response)(
+            response.status_code,
+            headers=[(k, v) for k, v in response.headers.multi_items() if k.lower() not in drop],
+            content=content,
+            extensions=response.extensions,
+            request=request,
+        )
+
+    async def _rewritten(self, request: httpx2.Request) -> tuple[httpx2.Request, bool, bool]:
+        """The request in its compatible form, whether it asks a feature, whether it streams."""
         raw = await request.aread()
         try:
             body = json.loads(raw)
         except ValueError:
-            return request, False
+            return request, False, False
         if not isinstance(body, dict):
-            return request, False
+            return request, False, False
+        streamed = body.get("stream") is True
         fixed = compatible_body(body, openai_host=request.url.host in OPENAI_HOSTS)
         if fixed == body:
-            return request, asks_feature(body)
+            return request, asks_feature(body), streamed
         content = json.dumps(fixed, ensure_ascii=False).encode()
         headers = [(k, v) for k, v in request.headers.multi_items() if k.lower() != "content-length"]
         new = type(request)(
             request.method, request.url, headers=headers, content=content, extensions=request.extensions
         )
-        return new, asks_feature(fixed)
+        return new, asks_feature(fixed), streamed
 
     async def aclose(self) -> None:
         await self.inner.aclose()
@@ -195,6 +289,23 @@ class CompatTransport:
         traceback: TracebackType | None = None,
     ) -> None:
         await self.inner.__aexit__(exc_type, exc, traceback)
+
+
+async def _whole(response: httpx2.Response, seconds: float | None, started: float) -> bytes:
+    """A non-streamed reply's body, bounded in size and whole within `seconds` of `started` (else a
+    read timeout, which the SDK retries as it does its own)."""
+    import httpx2
+
+    chunks: list[bytes] = []
+    try:
+        async with asyncio.timeout(None if seconds is None else seconds - (time.monotonic() - started)):
+            async for chunk in _capped(response.aiter_bytes()):
+                chunks.append(chunk)
+    except TimeoutError:
+        raise httpx2.ReadTimeout(f"the reply did not arrive whole within the {seconds:g} s timeout") from None
+    finally:
+        await response.aclose()
+    return b"".join(chunks)
 
 
 def install(http_client: object) -> None:

@@ -10,7 +10,16 @@ Entries:
 - `{"fault": "slow", "seconds": 2.0}`: wait before answering (`then`: the entry to answer with);
 - `{"fault": "http", "status": 429}`: an HTTP error (with `retry-after-ms` so clients retry fast);
 - `{"fault": "bad_tool_json", "tool": "write"}`: a tool call whose arguments are not valid JSON;
-- `{"fault": "ignore_schema"}`: calls the output tool with arguments that ignore its schema.
+- `{"fault": "ignore_schema"}`: calls the output tool with arguments that ignore its schema;
+- `{"tools": [{"tool": name, "arguments": "<raw text>"}]}`: tool calls whose arguments are sent as
+  given (not JSON, the wrong shape); `"finish_reason"` on any reply entry overrides its own;
+- `{"fault": "http", "status": 429, "retry_after": "100000"}`: a `retry-after` header as given;
+- `{"fault": "raw", "body": "...", "status": 200}`: exactly this body (not JSON, truncated, a
+  completion of the wrong shape); `"cut": true` declares its length but closes after half of it;
+- `{"fault": "trickle", "seconds": 0.5, "then": {...}}`: the reply to `then`, one byte per `seconds`;
+- `{"fault": "hang"}`: headers of a 200 answer, then nothing until the server closes;
+- `{"fault": "huge", "bytes": 100_000_000}`: a 200 answer that long, sent without holding it;
+  `"content_type"` on these three replaces `application/json` (`text/event-stream`: a stream).
 
 `profile` makes it answer as a given real server does, request for request (`server_profiles`:
 `openai`, `strict-openai`, `llama-cpp-chatml`, `llama-cpp-template`, `ollama`): what it refuses
@@ -25,9 +34,12 @@ request, in the order of `requests`.
 `POST /v1/embeddings` answers deterministic vectors (a hashed bag of the input's words, so texts
 sharing words are close) of `embedding_dimension`, and takes no script entry; its faults are a
 separate queue, `embedding_faults`, one entry per request until used up: `{"fault": "http",
-"status": 429}`, `{"fault": "slow", "seconds": 2.0}` or `{"fault": "dimension", "dimension": 4}`
-(vectors of the wrong size). `embedding_reject` (a set of substrings) answers HTTP 400 "input
-rejected" to every request with an input containing one of them, as a model refusing a text does.
+"status": 429}`, `{"fault": "slow", "seconds": 2.0}`, `{"fault": "dimension", "dimension": 4}`
+(vectors of the wrong size), `{"fault": "nan"}` (NaN in every vector), `{"fault": "fewer"}` (one
+vector short), `{"fault": "reversed"}` (the data listed last first, each with its true `index`),
+`{"fault": "same_index"}` (every item `index: 0`) or `{"fault": "raw", "body": "..."}`.
+`embedding_reject` (a set of substrings) answers HTTP 400 "input rejected" to every request with
+an input containing one of them, as a model refusing a text does.
 `embedding_down = True` answers HTTP 503 to every request. Its request bodies are kept in
 `embedding_requests`.
 
@@ -39,6 +51,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import socket
 import threading
@@ -82,6 +95,7 @@ class FakeOpenAI:
         self.requests: list[JSONObject] = []
         self._script: list[JSONObject] = []
         self._lock = threading.Lock()
+        self.closing = threading.Event()  # ends the answers that hang
         self.set_script(script)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
@@ -150,6 +164,7 @@ class FakeOpenAI:
             return self.embedding_faults.pop(0) if self.embedding_faults else {}
 
     def close(self) -> None:
+        self.closing.set()
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
@@ -191,9 +206,7 @@ def _message(entry: Body, body: Body) -> tuple[JSONObject, str]:
     elif "tool" in entry:
         calls.append((str(entry["tool"]), json.dumps(entry.get("args") or {})))
     elif "tools" in entry:
-        calls.extend(
-            (str(obj(c)["tool"]), json.dumps(obj(c).get("args") or {})) for c in items(entry["tools"])
-        )
+        calls.extend((str(obj(c)["tool"]), _arguments(obj(c))) for c in items(entry["tools"]))
     elif "output" in entry and _output_tool(body):
         calls.append((_output_tool(body) or "", json.dumps(entry["output"])))
     if calls:
@@ -206,6 +219,12 @@ def _message(entry: Body, body: Body) -> tuple[JSONObject, str]:
     if text is None and "output" in entry:
         text = json.dumps(entry["output"])
     return {"role": "assistant", "content": str(text or "")}, "stop"
+
+
+def _arguments(call: JSONObject) -> str:
+    """A scripted call's arguments: `arguments` as given (raw text), else `args` as JSON."""
+    raw = call.get("arguments")
+    return raw if isinstance(raw, str) else json.dumps(call.get("args") or {})
 
 
 def _anthropic_reply(message: JSONObject, model: str) -> JSONObject:
@@ -241,6 +260,7 @@ _USAGE: JSONObject = {
 def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        pace = 0.0  # seconds per byte of the answer in progress (`trickle`)
 
         def log_message(self, format: str, *args: object) -> None:  # keep test output quiet
             return
@@ -257,6 +277,7 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 self.close_connection = True
 
         def _answer(self) -> None:
+            self.pace = 0.0
             length = int(self.headers.get("content-length") or 0)
             try:
                 body = obj(json.loads(self.rfile.read(length) or b"{}"))
@@ -281,18 +302,47 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             if entry.get("fault") == "slow":
                 time.sleep(_number(entry.get("seconds"), 2.0))
                 entry = obj(entry.get("then")) or {"text": "late reply"}
+            if entry.get("fault") in ("raw", "hang", "huge"):
+                server.statuses[index] = int(_number(entry.get("status"), 200))
+                return self._broken(entry)
+            if entry.get("fault") == "trickle":
+                self.pace = _number(entry.get("seconds"), 1.0)
+                entry = obj(entry.get("then")) or {"text": "late reply"}
             status = int(_number(entry.get("status"), 500)) if entry.get("fault") == "http" else 200
             server.statuses[index] = status
             if status != 200:
-                return self._json(status, {"error": {"message": f"injected HTTP {status}", "type": "fake"}})
+                error: JSONObject = {"error": {"message": f"injected HTTP {status}", "type": "fake"}}
+                return self._json(status, error, retry_after=entry.get("retry_after"))
             message, finish = _message(entry, body)
             if finish == "tool_calls":
                 finish = server.profile.tool_finish_reason()
+            finish = str(entry.get("finish_reason") or finish)
             if route.endswith("/messages"):
                 return self._json(200, _anthropic_reply(message, server.model))
             if body.get("stream"):
                 return self._stream(message, finish, usage=server.profile.stream_usage(body))
             self._json(200, self._completion(message, finish))
+
+        def _broken(self, entry: JSONObject) -> None:
+            """A `raw`, `hang` or `huge` answer: a body no healthy server sends."""
+            status = int(_number(entry.get("status"), 200))
+            data = str(entry.get("body", "")).encode()
+            length = int(_number(entry.get("bytes"), 0)) if entry.get("fault") == "huge" else len(data)
+            self.send_response(status)
+            self.send_header("content-type", str(entry.get("content_type") or "application/json"))
+            self.send_header("content-length", str(length if entry.get("fault") != "hang" else 100))
+            self.end_headers()
+            self.close_connection = True
+            if entry.get("fault") == "hang":
+                self.wfile.flush()
+                server.closing.wait()
+            elif entry.get("fault") == "huge":
+                chunk = b"x" * 1_000_000
+                self.wfile.write(b'{"id": "')
+                for start in range(8, length, len(chunk)):
+                    self.wfile.write(chunk[: length - start])
+            else:
+                self.wfile.write(data[: len(data) // 2] if entry.get("cut") else data)
 
         def _embeddings(self, body: JSONObject) -> None:
             fault = server.next_embedding_fault(body)
@@ -310,11 +360,23 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 return self._json(503, {"error": {"message": "embedding service down", "type": "fake"}})
             if any(marker in text for marker in server.embedding_reject for text in texts):
                 return self._json(400, {"error": {"message": "input rejected: too long", "type": "fake"}})
+            if fault.get("fault") == "raw":
+                return self._broken(fault)
             dimension = int(_number(fault.get("dimension"), server.embedding_dimension))
             data: list[JSONValue] = [
-                {"object": "embedding", "index": i, "embedding": [*hashed_words(text, dimension)]}
+                {
+                    "object": "embedding",
+                    "index": 0 if fault.get("fault") == "same_index" else i,
+                    "embedding": [math.nan] * dimension
+                    if fault.get("fault") == "nan"
+                    else [*hashed_words(text, dimension)],
+                }
                 for i, text in enumerate(texts)
             ]
+            if fault.get("fault") == "fewer":
+                data = data[:-1]
+            if fault.get("fault") == "reversed":
+                data.reverse()
             self._json(200, {"object": "list", "data": data, "model": body.get("model", server.model)})
 
         def _completion(self, message: JSONObject, finish: str) -> JSONObject:
@@ -346,7 +408,7 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             elif usage:
                 last["usage"] = _USAGE
             self._event(last)
-            self.wfile.write(b"data: [DONE]\n\n")
+            self._write(b"data: [DONE]\n\n")
             self.wfile.flush()
             self.close_connection = True
 
@@ -358,17 +420,30 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 "model": server.model,
                 **payload,
             }
-            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            self._write(f"data: {json.dumps(chunk)}\n\n".encode())
 
-        def _json(self, status: int, payload: JSONObject) -> None:
+        def _json(self, status: int, payload: JSONObject, retry_after: JSONValue = None) -> None:
             data = json.dumps(payload).encode()
             self.send_response(status)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(data)))
-            if status >= 400:
+            if retry_after is not None:
+                self.send_header("retry-after", str(retry_after))
+            elif status >= 400:
                 self.send_header("retry-after-ms", "10")
             self.end_headers()
-            self.wfile.write(data)
+            self._write(data)
+
+        def _write(self, data: bytes) -> None:
+            """Send `data`, one byte per `pace` seconds when the entry trickles."""
+            if not self.pace:
+                self.wfile.write(data)
+                return
+            for byte in data:
+                if server.closing.wait(self.pace):
+                    return
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
 
     return Handler
 
