@@ -368,3 +368,27 @@ def test_each_vector_stays_with_its_text(fake_server: FakeOpenAI, fault: str) ->
     for text, vector in zip(texts, vectors, strict=True):
         expected = np.asarray(hashed_words(text, 8), dtype=np.float32)
         assert np.allclose(vector, expected / np.linalg.norm(expected)), text
+
+
+@pytest.mark.parametrize("status", [200, 400])
+async def test_a_gzip_compressed_reply_is_read_once_and_quoted(fake_server: FakeOpenAI, status: int) -> None:
+    """A refusal's body was read (decoded) and handed on still marked gzip: the client failed to decode it twice."""
+    body = json.dumps({"error": {"message": "the prompt is 9000 tokens, over n_ctx 8192"}})
+    fake_server.set_script([{"fault": "raw", "body": body, "status": status, "gzip": True}])
+    message = await fails(fake_server, settings_for(fake_server), within=5)
+    assert "over n_ctx 8192" in message, message
+    assert len(fake_server.requests) <= 2, message  # not retried (a 400 gets its one output-mode fallback)
+
+
+def test_an_embeddings_reply_past_the_cap_is_refused_without_holding_it(
+    fake_server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reme.llm import embed_openai
+
+    monkeypatch.setattr(embed_openai, "MAX_REPLY_BYTES", 1000)
+    embedder = embed_openai.OpenAIEmbedder(
+        base_url=fake_server.base_url, model="e", dimension=8, max_retries=0
+    )
+    assert len(embedder.embed_passages(["one short text"])) == 1  # ~140 bytes: under the cap
+    with pytest.raises(ReMeError, match="sent a reply of more than 1,000 bytes"):
+        embedder.embed_passages([f"text {i}" for i in range(20)])

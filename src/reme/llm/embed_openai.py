@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 REJECT_STATUSES = frozenset({400, 413, 422})  # the input itself (too long, unacceptable): never retried
 MAX_BACKOFF_S = 30.0
+MAX_REPLY_BYTES = 64 << 20  # 64 texts of 4,096 dimensions are ~5 MB of JSON; a broken server may send GBs
 
 
 class OpenAIEmbedder:
@@ -135,32 +136,43 @@ class OpenAIEmbedder:
         for attempt in range(retries + 1):
             last = attempt == retries
             try:
-                response = self._client.post(
-                    self.url, json=body, timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else timeout
-                )
+                status, content, response = self._post(body, timeout)
             except httpx.TransportError as exc:
                 if last:
                     raise ReMeError(f"cannot reach the embeddings endpoint {self.url}: {exc}") from None
                 time.sleep(self._delay(attempt, None))
                 continue
-            if response.status_code in RETRY_STATUSES and not last:
+            if status in RETRY_STATUSES and not last:
                 time.sleep(self._delay(attempt, response))
                 continue
-            if response.status_code != 200:
-                error = EmbeddingRejected if response.status_code in REJECT_STATUSES else ReMeError
-                raise error(
-                    f"the embeddings endpoint {self.url} answered HTTP {response.status_code}: "
-                    f"{response.text[:300]}"
-                )
+            said = content[:300].decode("utf-8", "replace")
+            if status != 200:
+                error = EmbeddingRejected if status in REJECT_STATUSES else ReMeError
+                raise error(f"the embeddings endpoint {self.url} answered HTTP {status}: {said}")
             try:
-                payload = response.json()
+                payload = json.loads(content)
             except ValueError:
                 raise ReMeError(
-                    f"the embeddings endpoint {self.url} answered HTTP 200 with no JSON: {response.text[:300]!r}; "
+                    f"the embeddings endpoint {self.url} answered HTTP 200 with no JSON: {said!r}; "
                     "check components.embedding.base_url (the server's /v1 URL)"
                 ) from None
             return _vectors(payload, len(texts))
         raise AssertionError("unreachable")  # the last attempt returns or raises
+
+    def _post(self, body: dict[str, Any], timeout: float | None) -> tuple[int, bytes, httpx.Response]:
+        """The status and body of one POST, read up to `MAX_REPLY_BYTES` (a longer body is an error,
+        never held whole), and the response for its headers."""
+        wait = httpx.USE_CLIENT_DEFAULT if timeout is None else timeout
+        with self._client.stream("POST", self.url, json=body, timeout=wait) as response:
+            content = bytearray()
+            for chunk in response.iter_bytes():
+                content += chunk
+                if len(content) > MAX_REPLY_BYTES:
+                    raise ReMeError(
+                        f"the embeddings endpoint {self.url} sent a reply of more than {MAX_REPLY_BYTES:,} "
+                        "bytes; check components.embedding.base_url and batch_size"
+                    )
+        return response.status_code, bytes(content), response
 
     def _delay(self, attempt: int, response: httpx.Response | None) -> float:
         headers = response.headers if response is not None else {}

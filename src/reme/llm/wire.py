@@ -42,6 +42,8 @@ TRANSIENT_4XX = frozenset({408, 409, 425, 429})
 MAX_LOGGED_BODY = 20_000
 MAX_REPLY_BYTES = 10_000_000  # a reply of 4096 tokens is ~100 KB, streamed ~1 MB
 MAX_QUOTED_CHARS = 300
+# headers that describe the body as sent: a body read here is decoded, so a rebuilt response drops them
+DECODED_HEADERS = ("content-encoding", "content-length", "transfer-encoding")
 # What validation errors look like in the servers' own words (pydantic/FastAPI, Go, llama.cpp).
 VALIDATION = re.compile(
     r"validation error|input should be|field required|extra inputs are not permitted|"
@@ -214,7 +216,7 @@ class CompatTransport:
                 extensions=response.extensions,
                 request=request,
             )
-        content = await response.aread()
+        content = await _whole(response, (request.extensions.get("timeout") or {}).get("read"), started)
         final = deterministic(response.status_code, content, asked_feature=asked)
         log.warning(
             "model server %s answered HTTP %s (%s): %s",
@@ -223,7 +225,8 @@ class CompatTransport:
             "final, not retried" if final else "may be retried",
             content[:MAX_LOGGED_BODY].decode("utf-8", "replace"),
         )
-        headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() != "x-should-retry"]
+        dropped = (*DECODED_HEADERS, "x-should-retry")
+        headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in dropped]
         if final:
             headers.append(("x-should-retry", "false"))
         return type(response)(
@@ -246,10 +249,9 @@ class CompatTransport:
                 "model server %s: %s", request.url, content[:MAX_LOGGED_BODY].decode("utf-8", "replace")
             )
             raise BadReply(problem)
-        drop = ("content-encoding", "content-length", "transfer-encoding")  # `content` is decoded
         return type(response)(
             response.status_code,
-            headers=[(k, v) for k, v in response.headers.multi_items() if k.lower() not in drop],
+            headers=[(k, v) for k, v in response.headers.multi_items() if k.lower() not in DECODED_HEADERS],
             content=content,
             extensions=response.extensions,
             request=request,

@@ -15,7 +15,8 @@ Entries:
   given (not JSON, the wrong shape); `"finish_reason"` on any reply entry overrides its own;
 - `{"fault": "http", "status": 429, "retry_after": "100000"}`: a `retry-after` header as given;
 - `{"fault": "raw", "body": "...", "status": 200}`: exactly this body (not JSON, truncated, a
-  completion of the wrong shape); `"cut": true` declares its length but closes after half of it;
+  completion of the wrong shape); `"cut": true` declares its length but closes after half of it,
+  `"gzip": true` sends it gzip-compressed (`content-encoding: gzip`);
 - `{"fault": "trickle", "seconds": 0.5, "then": {...}}`: the reply to `then`, one byte per `seconds`;
 - `{"fault": "hang"}`: headers of a 200 answer, then nothing until the server closes;
 - `{"fault": "huge", "bytes": 100_000_000}`: a 200 answer that long, sent without holding it;
@@ -49,6 +50,7 @@ Every request body is kept in `requests` for assertions. Usage is fixed per repl
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import math
@@ -327,9 +329,12 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             """A `raw`, `hang` or `huge` answer: a body no healthy server sends."""
             status = int(_number(entry.get("status"), 200))
             data = str(entry.get("body", "")).encode()
+            data = gzip.compress(data) if entry.get("gzip") else data
             length = int(_number(entry.get("bytes"), 0)) if entry.get("fault") == "huge" else len(data)
             self.send_response(status)
             self.send_header("content-type", str(entry.get("content_type") or "application/json"))
+            if entry.get("gzip"):
+                self.send_header("content-encoding", "gzip")
             self.send_header("content-length", str(length if entry.get("fault") != "hang" else 100))
             self.end_headers()
             self.close_connection = True

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -20,6 +21,8 @@ HEARTBEAT_S = 15.0
 POLL_S = 0.5
 MAX_PATHS = 200  # per event; a bigger burst is reported as truncated (the page reloads its view)
 QUEUE_EVENTS = 64
+
+log = logging.getLogger(__name__)
 
 
 class ChangeFeed:
@@ -41,18 +44,29 @@ class ChangeFeed:
         return rel
 
     async def _watch(self, stop: asyncio.Event) -> None:
+        """Report changes until `stop`. A batch the watcher cannot read (a file name that is not UTF-8)
+        ends its watch: it starts again, and pages reload their view for the changes it lost."""
         kinds = {Change.added: "added", Change.modified: "modified", Change.deleted: "deleted"}
-        async for batch in awatch(self.workspace, stop_event=stop, debounce=200, recursive=True):
-            changes = sorted({(rel, kinds[c]) for c, p in batch if (rel := self._relevant(p))})
-            if not changes:
-                continue
-            event = {
-                "paths": [{"path": p, "change": c} for p, c in changes[:MAX_PATHS]],
-                "truncated": len(changes) > MAX_PATHS,
-            }
-            for queue in list(self._queues):
-                if queue.qsize() < QUEUE_EVENTS:
-                    queue.put_nowait(event)
+        while not stop.is_set():
+            try:
+                async for batch in awatch(self.workspace, stop_event=stop, debounce=200, recursive=True):
+                    changes = sorted({(rel, kinds[c]) for c, p in batch if (rel := self._relevant(p))})
+                    if changes:
+                        self._publish(
+                            {
+                                "paths": [{"path": p, "change": c} for p, c in changes[:MAX_PATHS]],
+                                "truncated": len(changes) > MAX_PATHS,
+                            }
+                        )
+            except Exception as exc:  # whatever it was, the pages must keep hearing of changes
+                log.warning("Studio's file watch failed (%s); watching again", exc)
+                self._publish({"paths": [], "truncated": True})
+                await asyncio.sleep(POLL_S)
+
+    def _publish(self, event: dict[str, object]) -> None:
+        for queue in list(self._queues):
+            if queue.qsize() < QUEUE_EVENTS:
+                queue.put_nowait(event)
 
     async def stream(self) -> AsyncIterator[bytes]:
         queue: asyncio.Queue[dict[str, object]] = asyncio.Queue()

@@ -14,9 +14,19 @@ const LAYERS = [["daily", "Daily"], ["digest", "Digest"], ["resource", "Resource
 const HIDDEN = new Set(["metadata"]);
 const NAV = [["", "Notes"], ["search", "Search"], ["graph", "Graph"], ["review", "Review"], ["status", "Status"], ["chat", "Chat"]];
 
+// A part of the route as written when it is not valid percent-encoding (a hand-typed or foreign
+// link): the view then says it cannot find it, instead of the page throwing before any view.
+function decoded(part) {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
+}
+
 function parseHash() {
   const [where, query] = location.hash.replace(/^#\/?/, "").split("?");
-  const parts = where.split("/").filter(Boolean).map((p) => decodeURIComponent(p));
+  const parts = where.split("/").filter(Boolean).map(decoded);
   return { parts, query: new URLSearchParams(query || "") };
 }
 

@@ -43,13 +43,14 @@ export async function editView(path) {
         h("p", {}, t("Conflict: the file changed since you opened it.")),
         h("div", { class: "side-by-side" },
           h("section", {}, h("h3", {}, t("Your version")), h("pre", { class: "mine" }, area.value)),
-          h("section", {}, h("h3", {}, t("Version on disk")), h("pre", { class: "theirs" }, theirs))),
+          // a file deleted meanwhile has no disk version: say so rather than show an empty one
+          h("section", {}, h("h3", {}, t("Version on disk")), current.success ? h("pre", { class: "theirs" }, theirs) : failure(current))),
         h("div", { class: "buttons" },
           h("button", { type: "button", class: "primary", dataset: { action: "overwrite" }, onclick: async () => {
             base = current.metadata.sha256;
             await save();
           } }, t("Save mine over it")),
-          h("button", { type: "button", dataset: { action: "theirs" }, onclick: async () => {
+          current.success && h("button", { type: "button", dataset: { action: "theirs" }, onclick: async () => {
             if (await confirmBox(t("Keep the disk version"), [h("p", {}, t("Your version"))], t("Confirm"))) {
               area.value = theirs;
               base = current.metadata.sha256;

@@ -5,17 +5,20 @@ import { h, route } from "./dom.js";
 
 const PREDICATE = /^([A-Za-z][A-Za-z0-9_]*)::\s*/;
 const IMAGE_EXT = /\.(png|jpe?g|gif|webp|bmp|svg)$/i;
+// Note text is untrusted, so every pattern fails fast: no character class runs past the next `[`,
+// `(` or `<`, which made a failed match rescan the rest of the line from every start.
 const INLINE = [
-  ["code", /`([^`\n]+)`/],
-  ["wiki", /(!?)\[\[([^[\]\n|#]*)(#[^[\]\n|]*)?(?:\|([^[\]\n]*))?\]\]/],
-  ["pred", /\[([A-Za-z][A-Za-z0-9_]*)::\s*((?:[^[\]\n]|\[\[[^\]\n]*\]\])*)\]/],
-  ["image", /!\[([^\]\n]*)\]\(([^)\s]+)(?:\s+"[^"\n]*")?\)/],
-  ["link", /\[([^\]\n]+)\]\(([^)\s]+)(?:\s+"[^"\n]*")?\)/],
-  ["auto", /<(https?:\/\/[^>\s]+)>/],
-  ["strong", /\*\*([^*\n]+)\*\*|__([^_\n]+)__/],
-  ["em", /\*([^*\n]+)\*|(?<![\p{L}\p{N}])_([^_\n]+)_(?![\p{L}\p{N}])/u],
-  ["strike", /~~([^~\n]+)~~/],
+  ["code", /`([^`\n]+)`/g],
+  ["wiki", /(!?)\[\[([^[\]\n|#]*)(#[^[\]\n|]*)?(?:\|([^[\]\n]*))?\]\]/g],
+  ["pred", /\[([A-Za-z][A-Za-z0-9_]*)::\s*((?:[^[\]\n]|\[\[[^[\]\n]*\]\])*)\]/g],
+  ["image", /!\[([^[\]\n]*)\]\(([^()\s]+)(?:\s+"[^"\n]*")?\)/g],
+  ["link", /\[([^[\]\n]+)\]\(([^()\s]+)(?:\s+"[^"\n]*")?\)/g],
+  ["auto", /<(https?:\/\/[^<>\s]+)>/g],
+  ["strong", /\*\*([^*\n]+)\*\*|__([^_\n]+)__/g],
+  ["em", /\*([^*\n]+)\*|(?<![\p{L}\p{N}])_([^_\n]+)_(?![\p{L}\p{N}])/gu],
+  ["strike", /~~([^~\n]+)~~/g],
 ];
+const MAX_QUOTE_DEPTH = 32; // deeper `>` nesting shows as text (each level is a recursion)
 
 // A workspace path relative to the note's folder, or null when it leaves the workspace.
 export function joinPath(base, relative) {
@@ -68,20 +71,28 @@ function wikilink(match, ctx) {
 
 export function inline(text, ctx) {
   const out = document.createDocumentFragment();
-  let rest = text;
-  while (rest) {
+  // Each pattern's next match is searched for again only once the text before it is used up, so a
+  // long line costs a few passes per pattern, not a pass per token.
+  const next = new Map();
+  let at = 0;
+  while (at < text.length) {
     let best = null;
     for (const [kind, pattern] of INLINE) {
-      const m = pattern.exec(rest);
+      let m = next.get(kind);
+      if (m === undefined || (m && m.index < at)) {
+        pattern.lastIndex = at;
+        m = pattern.exec(text);
+        next.set(kind, m);
+      }
       if (m && (best === null || m.index < best.m.index)) best = { kind, m };
     }
     if (!best) {
-      out.append(rest);
+      out.append(text.slice(at));
       break;
     }
     const { kind, m } = best;
-    out.append(rest.slice(0, m.index));
-    rest = rest.slice(m.index + m[0].length);
+    out.append(text.slice(at, m.index));
+    at = m.index + m[0].length;
     if (kind === "code") out.append(h("code", {}, m[1]));
     else if (kind === "wiki") out.append(wikilink(m, ctx));
     else if (kind === "pred") out.append(h("span", { class: "predicate" }, m[1]), inline(m[2], ctx));
@@ -165,8 +176,17 @@ function list(lines, i, firstLine, ctx) {
   return { el: build(root.children), next: n };
 }
 
-// The blocks of `text` (a note body whose first line is line `firstLine` of the file).
-export function render(text, ctx, firstLine = 1) {
+// A heading's text without its closing `#`s and spaces, cut by a loop: a pattern for them
+// backtracked over a long run of spaces for minutes.
+function headingText(text) {
+  let end = text.trimEnd().length;
+  while (end > 0 && text[end - 1] === "#") end -= 1;
+  return text.slice(0, end).trimEnd();
+}
+
+// The blocks of `text` (a note body whose first line is line `firstLine` of the file; `depth`
+// blockquotes deep).
+export function render(text, ctx, firstLine = 1, depth = 0) {
   const out = document.createDocumentFragment();
   const lines = text.replace(/\r\n?/g, "\n").split("\n");
   let i = 0;
@@ -186,9 +206,9 @@ export function render(text, ctx, firstLine = 1) {
       out.append(h("pre", at, h("code", {}, body.join("\n"))));
       continue;
     }
-    const heading = /^(#{1,6})\s+(.*?)\s*#*\s*$/.exec(line);
+    const heading = /^(#{1,6})\s+(.*)$/s.exec(line);
     if (heading) {
-      out.append(h("h" + heading[1].length, at, inline(heading[2], ctx)));
+      out.append(h("h" + heading[1].length, at, inline(headingText(heading[2]), ctx)));
       i += 1;
       continue;
     }
@@ -197,10 +217,10 @@ export function render(text, ctx, firstLine = 1) {
       i += 1;
       continue;
     }
-    if (/^\s*>/.test(line)) {
+    if (depth < MAX_QUOTE_DEPTH && /^\s*>/.test(line)) {
       const quoted = [];
       while (i < lines.length && /^\s*>/.test(lines[i])) quoted.push(lines[i++].replace(/^\s*>\s?/, ""));
-      out.append(h("blockquote", at, render(quoted.join("\n"), ctx, at.dataset.line)));
+      out.append(h("blockquote", at, render(quoted.join("\n"), ctx, at.dataset.line, depth + 1)));
       continue;
     }
     if (line.includes("|") && i + 1 < lines.length && TABLE_SEP.test(lines[i + 1])) {

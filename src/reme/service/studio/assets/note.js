@@ -57,15 +57,21 @@ function transcript(text) {
   const list = h("ol", { class: "transcript" });
   for (const line of text.split("\n")) {
     if (!line.trim()) continue;
-    let message;
+    let message = null;
     try {
       message = JSON.parse(line);
     } catch {
+      /* shown as written, below */
+    }
+    // A record that is not a message (null, a number, a list, ...) is shown as written: one odd
+    // record of an imported chat must not take the whole transcript away.
+    if (message === null || typeof message !== "object" || Array.isArray(message)) {
       list.append(h("li", {}, line));
       continue;
     }
     const content = typeof message.content === "string" ? message.content
-      : Array.isArray(message.content) ? message.content.map((b) => b?.text || "").join("") : JSON.stringify(message.content);
+      : Array.isArray(message.content) ? message.content.map((b) => b?.text || "").join("")
+      : message.content == null ? "" : JSON.stringify(message.content);
     const body = h("div", { class: "message-text" });
     for (const part of content.split(/(\[REDACTED:[a-z_]+\])/)) {
       body.append(/^\[REDACTED:/.test(part) ? h("mark", { class: "redacted" }, part) : part);
