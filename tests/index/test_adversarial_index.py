@@ -3,6 +3,7 @@ behaviour docs/spec.md asks for; they were written against defects found by runn
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -107,3 +108,34 @@ async def test_a_link_to_a_folder_is_pending_not_resolved(quiet_app: ReMe) -> No
     assert edges[0].get("resolved") is None
     nodes = {n["path"]: n for n in response.metadata["nodes"]}
     assert not nodes.get("digest/sub", {"exists": False})["exists"]
+
+
+# A file or folder whose name is not UTF-8 (copied from an old Latin-1 disk) made search, reindex
+# and stat answer "internal error" for the whole workspace: no catalog path can hold it.
+
+
+async def test_a_name_that_is_not_utf8_is_left_out_of_the_index_not_fatal(
+    quiet_app: ReMe, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = bytes(quiet_app.workspace_dir)
+    _note(quiet_app, "digest/fine.md", b"# Fine\n\nsolar panels\n")
+    os.makedirs(root + b"/digest/caf\xe9", exist_ok=True)
+    for name in (b"/digest/caf\xe9/note.md", b"/digest/r\xe9sum\xe9.md"):
+        with open(root + name, "wb") as handle:
+            handle.write(b"# Latin\n\nsolar wind\n")
+    reindexed = await quiet_app.run("reindex")
+    assert reindexed.success, reindexed.answer
+    assert [hit["path"] for hit in await _hits(quiet_app, "solar")] == ["digest/fine.md"]
+    assert (await quiet_app.run("stat", path="digest")).success
+    assert "is not UTF-8; rename it to index it" in caplog.text
+
+
+async def test_a_watcher_event_for_a_name_that_is_not_utf8_changes_nothing(quiet_app: ReMe) -> None:
+    from reme.app.components.index import index_service
+
+    _note(quiet_app, "digest/fine.md", b"# Fine\n\nsolar panels\n")
+    with open(bytes(quiet_app.workspace_dir) + b"/digest/r\xe9sum\xe9.md", "wb") as handle:
+        handle.write(b"# Latin\n\nsolar wind\n")
+    service = index_service(quiet_app)
+    service.indexer.sync_paths([os.fsdecode(b"digest/r\xe9sum\xe9.md"), "digest/fine.md"])
+    assert [hit["path"] for hit in await _hits(quiet_app, "solar")] == ["digest/fine.md"]

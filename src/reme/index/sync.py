@@ -202,7 +202,7 @@ class Indexer:
             wanted: dict[str, None] = {}
             for path in paths:
                 path = path.strip("/")
-                if not path:
+                if not path or not _is_utf8(path):  # a watcher's event for a name `scan` leaves out
                     continue
                 if self._is_folder(path):
                     wanted.update(dict.fromkeys(self.scan(path)))
@@ -495,11 +495,16 @@ def _unindexed(path: str, stamp: tuple[int, int], error: str) -> Read:
 
 
 def _listing(fd: int) -> list[tuple[str, bool, os.stat_result]]:
-    """`(name, is folder, lstat)` of the visible entries of an open folder; one removed meanwhile is left out."""
+    """`(name, is folder, lstat)` of the visible entries of an open folder; one removed meanwhile is
+    left out, and so is one whose name is not UTF-8 (a file from an old Latin-1 disk): no path in the
+    catalog, the engine or a job's answer can hold it, and it stopped every search."""
     listed = []
     with os.scandir(fd) as entries:
         for entry in entries:
             if entry.name.startswith("."):
+                continue
+            if not _is_utf8(entry.name):
+                _warn_once(entry.name)
                 continue
             try:
                 listed.append(
@@ -508,6 +513,25 @@ def _listing(fd: int) -> list[tuple[str, bool, os.stat_result]]:
             except FileNotFoundError:
                 continue
     return sorted(listed, key=lambda item: item[0])
+
+
+def _is_utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # the bytes the OS gave were not UTF-8 (decoded as surrogates)
+        return False
+    return True
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(name: str) -> None:
+    """One warning per process for each name the index leaves out (scans repeat every change)."""
+    if name not in _warned:
+        _warned.add(name)
+        shown = name.encode("utf-8", "backslashreplace").decode()
+        log.warning("not indexed: the file name %r is not UTF-8; rename it to index it", shown)
 
 
 def _lstat_without_links(root: Path, path: str) -> os.stat_result | None:
