@@ -10,11 +10,14 @@ import hashlib
 import os
 import shutil
 import struct
+import threading
+import time
 import zlib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -138,3 +141,37 @@ def snapshot(ws: Path, *folders: str) -> dict[str, str]:
         for p in sorted((ws / folder).rglob("*"))
         if p.is_file()
     }
+
+
+class EventListener:
+    """Reads a running service's `/studio/events` stream in a thread, holding every chunk it got."""
+
+    def __init__(self, url: str, timeout: float = 30) -> None:
+        self.got: list[bytes] = []
+        self._thread = threading.Thread(target=self._listen, args=(url, timeout), daemon=True)
+        self._thread.start()
+
+    def _listen(self, url: str, timeout: float) -> None:
+        try:
+            with httpx.stream("GET", f"{url}/studio/events", timeout=timeout) as stream:
+                for chunk in stream.iter_bytes():
+                    self.got.append(chunk)
+        except httpx.HTTPError:
+            pass
+
+    def text(self) -> bytes:
+        return b"".join(self.got)
+
+    def wait_open(self, deadline: float) -> None:
+        """Until the stream's first bytes, then half a second more: the watcher starts with the first stream."""
+        while not self.got and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
+
+    def wait_for(self, needle: bytes, deadline: float) -> bool:
+        while needle not in self.text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return needle in self.text()
+
+    def join(self, timeout: float = 5) -> None:
+        self._thread.join(timeout)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,7 +28,7 @@ from tests.pipelines.dream_support import (
     report,
     unit,
 )
-from tests.service.studio_support import TODAY, XSS, launch, put, require_browser, snapshot
+from tests.service.studio_support import TODAY, XSS, EventListener, launch, put, require_browser, snapshot
 from tests.support import ServiceProcess, scripted_overrides, start_service_process
 
 from reme.app import captures
@@ -329,34 +328,19 @@ def test_the_live_feed_survives_a_file_name_that_is_not_utf8(tmp_path: Path) -> 
     ws = tmp_path / "ws"
     (ws / "daily").mkdir(parents=True)
     service = start_service_process(ws, "service.port=0", "scheduler.cron=false")
-    got: list[bytes] = []
-
-    def listen() -> None:
-        try:
-            with httpx.stream("GET", f"{service.url}/studio/events", timeout=60) as stream:
-                for chunk in stream.iter_bytes():
-                    got.append(chunk)
-        except httpx.HTTPError:
-            pass
-
-    listener = threading.Thread(target=listen, daemon=True)
-    listener.start()
+    listener = EventListener(service.url, timeout=60)
     try:
         deadline = time.monotonic() + 20
-        while not got and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.5)  # the watcher starts with the first stream
+        listener.wait_open(deadline)
         with open(os.fsencode(ws / "daily") + b"/bad\xff.md", "wb") as odd:
             odd.write(b"# odd\n")
         time.sleep(1.5)
         (ws / "daily" / "after.md").write_text("# after\n", encoding="utf-8")
-        while b"daily/after.md" not in b"".join(got) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert b"daily/after.md" in b"".join(got)
-        assert b'"paths": [], "truncated": true' in b"".join(got)  # pages reload what they show
+        assert listener.wait_for(b"daily/after.md", deadline)
+        assert b'"paths": [], "truncated": true' in listener.text()  # pages reload what they show
     finally:
         service.stop()
-    listener.join(5)
+    listener.join()
 
 
 # ---- cross-site requests ---------------------------------------------------------------------------

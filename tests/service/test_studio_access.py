@@ -7,11 +7,11 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import threading
 import time
 
 import httpx
 import pytest
+from tests.service.studio_support import EventListener
 from tests.support import start_service_process
 
 pytestmark = pytest.mark.slow  # starts processes or services (docs/testing.md)
@@ -112,33 +112,18 @@ def test_loopback_without_a_token_gets_a_cookie_and_still_checks_csrf(tmp_path, 
 def test_an_open_event_stream_does_not_hold_up_shutdown(tmp_path, service_config):
     (tmp_path / "ws" / "daily").mkdir(parents=True)
     service = start_service_process(tmp_path / "ws", f"config={service_config}", "service.port=0")
-    got: list[bytes] = []
-
-    def listen() -> None:
-        try:
-            with httpx.stream("GET", f"{service.url}/studio/events", timeout=30) as stream:
-                for chunk in stream.iter_bytes():
-                    got.append(chunk)
-        except httpx.HTTPError:
-            pass
-
-    listener = threading.Thread(target=listen, daemon=True)
-    listener.start()
+    listener = EventListener(service.url)
     try:
         deadline = time.monotonic() + 10
-        while not got and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.5)  # the watcher starts with the first stream
+        listener.wait_open(deadline)
         (tmp_path / "ws" / "daily" / "live.md").write_text("# live\n", encoding="utf-8")
-        while b"daily/live.md" not in b"".join(got) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert b"daily/live.md" in b"".join(got)
+        assert listener.wait_for(b"daily/live.md", deadline)
         started = time.monotonic()
         assert service.stop(timeout=10) == 0
         assert time.monotonic() - started < 5
     finally:
         service.stop()
-    listener.join(5)
+    listener.join()
 
 
 def test_import_reme_does_not_import_studio():
