@@ -61,7 +61,9 @@ def _write_in(folder: int, name: str, payload: bytes) -> None:
         mode = stat.S_IMODE(os.stat(name, dir_fd=folder).st_mode)
     except FileNotFoundError:
         mode = 0o666 & ~_UMASK
-    temp_name = f".{name[:80]}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}"  # pid: see the sweep
+    # At most 80 bytes of the name (not characters: 80 CJK ones would pass the 255-byte limit); pid: see the sweep
+    stem = os.fsencode(name)[:80].decode("utf-8", "ignore")
+    temp_name = f".{stem}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
     fd = os.open(temp_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600, dir_fd=folder)
     try:
         with os.fdopen(fd, "wb") as handle:

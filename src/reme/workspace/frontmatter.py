@@ -243,8 +243,9 @@ def _round_trip(raw: str, changes: Mapping[str, object], remove: Iterable[str], 
         loader.preserve_quotes = True  # untouched values keep their quotes
         data = loader.load(raw) or {}
     except Exception as exc:  # ruamel is stricter than PyYAML (duplicate keys, ...)
+        problem = getattr(exc, "problem", None) or str(exc).strip().split("\n", 1)[0]  # not ruamel's essay
         raise FrontMatterError(
-            f"cannot rewrite this front matter safely: {exc}; fix it by hand first"
+            f"cannot rewrite this front matter safely: {problem}; fix it by hand first"
         ) from None
     for key in remove:
         data.pop(key, None)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import unicodedata
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+from reme.workspace.atomic import TEMP_SUFFIX
 from reme.workspace.locks import PathLocks
 from reme.workspace.paths import (
+    GIT_FOLDER,
     ProtectedPathError,
     UnsafePathError,
     check_new_name,
@@ -15,6 +19,8 @@ from reme.workspace.paths import (
     check_segment,
     first_segment,
     has_extension,
+    in_git,
+    real,
     within,
 )
 
@@ -65,11 +71,16 @@ class Workspace:
         return created
 
     def check(self, path: object, *, write: bool = False, allow_root: bool = False) -> str:
-        """Validate a user path (`write` also refuses `metadata/`); returns the canonical relative path."""
+        """Validate a user path (`write` also refuses `metadata/` and `.git/`); returns the canonical relative path."""
         relative = check_relative(path, allow_root=allow_root)
         if write and self.is_metadata(relative):
             raise ProtectedPathError(
                 f"{relative!r} is inside {self.dirs['metadata']}/, which holds derived state only; write elsewhere"
+            )
+        if write and in_git(relative):
+            raise ProtectedPathError(
+                f"{relative!r} is inside {GIT_FOLDER}/, which only git writes (it runs its hooks and config); "
+                "write elsewhere"
             )
         return relative
 
@@ -96,7 +107,7 @@ class Workspace:
     def absolute(self, relative: str, *, write: bool = False) -> Path:
         """Absolute path of an already checked relative path, refusing symlink escapes.
 
-        With `write`, a symlink may not lead into `metadata/` either.
+        With `write`, a symlink may not lead into `metadata/` or `.git/` either.
         """
         candidate = self.root / relative if relative else self.root
         if not within(self.root, candidate):
@@ -105,11 +116,43 @@ class Workspace:
             raise ProtectedPathError(
                 f"{relative!r} leads into {self.dirs['metadata']}/ through a symbolic link"
             )
+        if write and in_git(self.relative(real(candidate))):
+            raise ProtectedPathError(f"{relative!r} leads into {GIT_FOLDER}/ through a symbolic link")
         if write:
             self._check_parents(relative)
             if not _exists(candidate):
                 check_new_name(relative)
+                self._check_new_file(relative)
         return candidate
+
+    def _check_new_file(self, relative: str) -> None:
+        """Refuse a new name that reme's sweep would delete as a temporary file, or that differs from an
+        existing one only in its Unicode form (`café` composed or decomposed): the two would look like one
+        note. ASCII names are not compared (only rare compatibility letters could match them), so bulk
+        writes into large folders stay cheap."""
+        if relative.endswith(TEMP_SUFFIX):
+            raise UnsafePathError(f"{relative!r} ends in {TEMP_SUFFIX}, reme's temporary files; rename it")
+        folder = self.root
+        for segment in relative.split("/"):
+            if _exists(folder / segment):
+                folder = folder / segment
+                continue
+            if segment.isascii():
+                return
+            wanted = unicodedata.normalize("NFC", segment)
+            try:
+                names = os.listdir(folder)
+            except OSError:
+                return
+            twin = next(
+                (n for n in names if n != segment and unicodedata.normalize("NFC", n) == wanted), None
+            )
+            if twin is not None:
+                raise UnsafePathError(
+                    f"{relative!r} looks the same as the existing {self.relative(folder / twin)!r} (the same "
+                    "letters in another Unicode form); use that name"
+                )
+            return
 
     def _check_parents(self, relative: str) -> None:
         """A file cannot be created below something that is itself a file."""
@@ -129,9 +172,23 @@ class Workspace:
 
     @contextmanager
     def lock(self, *paths: str) -> Iterator[None]:
-        """Serialise writers of these relative paths, across threads and processes."""
-        with self.locks.hold(*paths):
+        """Serialise writers of these relative paths, across threads and processes. A path reached through
+        a symlink also takes the lock of the file it leads to: writers of either name are one file's."""
+        with self.locks.hold(*paths, *self._link_targets(paths)):
             yield
+
+    def _link_targets(self, paths: tuple[str, ...]) -> set[str]:
+        """Workspace-relative targets of those `paths` that symlinks lead elsewhere inside the workspace."""
+        targets = set()
+        for path in paths:
+            resolved = real(self.root / path)
+            if (
+                resolved.is_relative_to(self.root)
+                and resolved != self.root
+                and self.relative(resolved) != path
+            ):
+                targets.add(self.relative(resolved))
+        return targets
 
     def folder(self, role: str) -> str:
         """Configured name of a layout folder (`daily`, `digest`, ...)."""

@@ -15,7 +15,7 @@ from reme.workspace import confined, move_journal
 from reme.workspace.atomic import atomic_write
 from reme.workspace.layout import Workspace
 from reme.workspace.links import LinkSource, walk_files
-from reme.workspace.paths import first_segment, has_extension, is_markdown
+from reme.workspace.paths import first_segment, has_extension, is_markdown, real, within
 from reme.workspace.resolving import ends_with, resolve, short_form
 from reme.workspace.textio import read_text
 from reme.workspace.wikilinks import linkable, retarget_links, tree_mapping
@@ -63,7 +63,7 @@ def move(
     destination_path = ws.absolute(destination, write=True)
     if destination == source:
         raise ValueError(f"{source!r} is already at {destination!r}")
-    if folder and destination.startswith(source + "/"):
+    if folder and within(real(source_path), destination_path):  # also through a symlink to the folder
         raise ValueError(f"cannot move the folder {source!r} into itself ({destination!r})")
     moved = list(walk_files(ws, source)) if folder else [source]
     mapping = tree_mapping(source, destination)
@@ -77,6 +77,12 @@ def move(
                 if folder or destination_path.is_dir():
                     raise IsADirectoryError(
                         f"{destination!r} is a folder or {source!r} is one; only files are overwritten"
+                    )
+                if source_path.is_symlink() and real(source_path) == real(destination_path):
+                    # the link would replace its own target and then point at itself: the text is gone
+                    raise ValueError(
+                        f"{source!r} is a symbolic link to {destination!r}: they are the same file; "
+                        f"delete {source!r} instead"
                     )
             inbound = links.inbound(source) if retarget else []
             if inbound and not linkable(destination):

@@ -6,6 +6,7 @@ mean different things on different systems, or touch derived state is refused be
 
 from __future__ import annotations
 
+import os
 import re
 import unicodedata
 from pathlib import Path, PurePosixPath
@@ -13,6 +14,7 @@ from pathlib import Path, PurePosixPath
 MAX_PATH_CHARS = 1024
 MAX_SEGMENT_BYTES = 255
 MARKDOWN_SUFFIXES = (".md", ".markdown")
+GIT_FOLDER = ".git"
 
 _WINDOWS_RESERVED_NAMES = re.compile(r"^(?:con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³])(?:\..*)?$", re.IGNORECASE)
 _WINDOWS_RESERVED_CHARS = set('<>:"|?*\\')
@@ -113,9 +115,21 @@ def is_markdown(path: str) -> bool:
     return path.lower().endswith(MARKDOWN_SUFFIXES)
 
 
+def real(path: Path) -> Path:
+    """`path` with every symlink resolved. A symlink loop is not an error here (`Path.resolve` raises
+    RuntimeError on Python < 3.13): it stays where it stands, and opening it later fails clearly."""
+    return Path(os.path.normpath(os.path.realpath(path)))
+
+
 def within(root: Path, candidate: Path) -> bool:
     """Whether `candidate`, with every symlink resolved, still lies inside `root` (already resolved)."""
-    return candidate.resolve(strict=False).is_relative_to(root)
+    return real(candidate).is_relative_to(root)
+
+
+def in_git(relative: str) -> bool:
+    """Whether a relative path lies in a `.git/` folder (any case, any depth): git runs its hooks and
+    config as commands, so no job may write there."""
+    return any(segment.casefold() == GIT_FOLDER for segment in relative.split("/"))
 
 
 def first_segment(path: str) -> str:

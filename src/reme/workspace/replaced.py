@@ -9,6 +9,7 @@ file are kept, so repeated rewrites cost a bounded amount of disk.
 from __future__ import annotations
 
 import posixpath
+import re
 from datetime import UTC, datetime
 
 from reme.workspace.atomic import atomic_write
@@ -16,6 +17,7 @@ from reme.workspace.layout import Workspace
 
 FOLDER = "replaced"
 KEEP_VERSIONS = 10
+_VERSION_NAME = re.compile(r"\d{8}T\d{6}\.\d{6}Z")  # the stamp `keep_previous` names a version by
 
 
 def versions_folder(ws: Workspace, relative: str) -> str:
@@ -38,7 +40,8 @@ def keep_previous(ws: Workspace, relative: str, old: bytes) -> str:
 
 
 def _prune(ws: Workspace, folder: str) -> None:
-    """Keep the newest KEEP_VERSIONS versions (names sort by time)."""
-    versions = sorted(p for p in ws.absolute(folder).iterdir() if p.is_file() and not p.name.startswith("."))
+    """Keep the newest KEEP_VERSIONS versions (names sort by time); any other file there (one moved in
+    by hand or by a job) is not a version and is never deleted."""
+    versions = sorted(p for p in ws.absolute(folder).iterdir() if p.is_file() and _VERSION_NAME.match(p.name))
     for stale in versions[:-KEEP_VERSIONS]:
         stale.unlink(missing_ok=True)

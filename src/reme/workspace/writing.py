@@ -10,14 +10,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from reme.workspace import frontmatter
+from reme.workspace import confined_read, frontmatter
 from reme.workspace.atomic import atomic_write
 from reme.workspace.layout import Workspace
 from reme.workspace.links import LinkSource
 from reme.workspace.paths import is_markdown
 from reme.workspace.reading import markdown_path
 from reme.workspace.replaced import keep_previous
-from reme.workspace.textio import Limits, check_replaced_size, check_text, fingerprint, read_text
+from reme.workspace.textio import (
+    Limits,
+    check_replaced_size,
+    check_text,
+    decode_text,
+    fingerprint,
+    read_text,
+)
 
 
 class ConflictError(ValueError):
@@ -57,14 +64,13 @@ def write(
     if target.is_dir():
         raise IsADirectoryError(f"{relative!r} is a folder; choose a file name")
     with ws.lock(relative):
-        existed = target.is_file()
+        previous = _current_bytes(ws, relative, limits.max_text_bytes)
         text = content
         if markdown:
-            old = read_text(ws.root, relative, limits.max_text_bytes) if existed else None
+            old = decode_text(previous, relative) if previous is not None else None
             text = _merged_markdown(relative, old, content, changes)
         check_text(text, "the resulting file", limits.max_text_bytes)
         data = text.encode("utf-8")
-        previous = target.read_bytes() if existed else None
         if previous == data:
             return {"path": relative, "created": False, "unchanged": True, "size": len(data)}
         kept = keep_previous(ws, relative, previous) if previous is not None else None
@@ -74,6 +80,15 @@ def write(
         return {"path": relative, "created": True}
     replaced = {"replaced": True, "size": len(data), "previous_size": len(previous), "previous_version": kept}
     return {"path": relative, "created": False, **replaced}
+
+
+def _current_bytes(ws: Workspace, relative: str, max_bytes: int) -> bytes | None:
+    """What `relative` holds, read without leaving the workspace (`confined_read`: a link swapped in
+    since the path was checked is refused, never read into the kept version); None when no file is there."""
+    try:
+        return confined_read.read_bytes(ws.root, relative, max_bytes)[0]
+    except FileNotFoundError:
+        return None
 
 
 def _merged_markdown(relative: str, old: str | None, content: str, changes: dict[str, Any]) -> str:
