@@ -61,9 +61,13 @@ def refused(response) -> bool:
         ("delete", {"path": ".git/config"}),
         ("move", {"src": "digest/note.md", "dst": ".git/hooks/pre-commit"}),
         ("move", {"src": ".git/config", "dst": "digest/config.md"}),
+        ("read", {"path": ".git/config"}),  # a remote's URL there may carry a token
+        ("read", {"path": "digest/g/config"}),
+        ("stat", {"path": ".git/config"}),
+        ("list", {"path": ".git"}),
     ],
 )
-async def test_no_job_writes_into_the_git_folder(app, job, params):
+async def test_no_job_writes_into_the_git_folder_or_reads_it(app, job, params):
     root = app.workspace_dir
     (root / ".git/hooks").mkdir(parents=True)
     (root / ".git/config").write_text("[core]\n\tbare = false\n")

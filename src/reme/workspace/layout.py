@@ -71,16 +71,17 @@ class Workspace:
         return created
 
     def check(self, path: object, *, write: bool = False, allow_root: bool = False) -> str:
-        """Validate a user path (`write` also refuses `metadata/` and `.git/`); returns the canonical relative path."""
+        """Validate a user path (never in `.git/`; `write` also refuses `metadata/`); returns the canonical
+        relative path."""
         relative = check_relative(path, allow_root=allow_root)
         if write and self.is_metadata(relative):
             raise ProtectedPathError(
                 f"{relative!r} is inside {self.dirs['metadata']}/, which holds derived state only; write elsewhere"
             )
-        if write and in_git(relative):
+        if in_git(relative):
             raise ProtectedPathError(
-                f"{relative!r} is inside {GIT_FOLDER}/, which only git writes (it runs its hooks and config); "
-                "write elsewhere"
+                f"{relative!r} is inside {GIT_FOLDER}/, which is git's alone (it runs its hooks and config, "
+                "and its config may hold a remote's credentials); use a note outside it"
             )
         return relative
 
@@ -107,7 +108,7 @@ class Workspace:
     def absolute(self, relative: str, *, write: bool = False) -> Path:
         """Absolute path of an already checked relative path, refusing symlink escapes.
 
-        With `write`, a symlink may not lead into `metadata/` or `.git/` either.
+        No symlink may lead into `.git/`; with `write`, not into `metadata/` either.
         """
         candidate = self.root / relative if relative else self.root
         if not within(self.root, candidate):
@@ -116,7 +117,7 @@ class Workspace:
             raise ProtectedPathError(
                 f"{relative!r} leads into {self.dirs['metadata']}/ through a symbolic link"
             )
-        if write and in_git(self.relative(real(candidate))):
+        if in_git(self.relative(real(candidate))):
             raise ProtectedPathError(f"{relative!r} leads into {GIT_FOLDER}/ through a symbolic link")
         if write:
             self._check_parents(relative)
