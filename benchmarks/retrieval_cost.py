@@ -10,6 +10,11 @@ same machine load. Prints each index's size and p50 / p95 of the `search` job, a
 
     .venv/bin/python benchmarks/retrieval_cost.py --transcripts --rounds 20   # round three's stage
 
+    .venv/bin/python benchmarks/retrieval_cost.py --freshness --files 3400 --rounds 3
+
+`--freshness` asks one index each query with the stale-hit check on and off in turn (a stat of each
+returned file against the catalog, `IndexService._current`), at 5 and 50 results.
+
 `--transcripts` indexes every session of the LongMemEval-S dev cases in one workspace (transcripts
 only, where the user's lines are put first within a session) and asks their questions with the
 stage on and off in turn, in one application: the cost of `reme.index.speakers` alone.
@@ -91,6 +96,39 @@ async def measure_speakers(root: Path, rounds: int) -> dict[str, list[float]]:
     return times
 
 
+async def measure_freshness(root: Path, rounds: int) -> dict[str, list[float]]:
+    """The search job with the check that returned files are still as indexed (on) and without (off)."""
+    from reme import ReMe
+    from reme.index.service import IndexService
+
+    times: dict[str, list[float]] = {f"{state} {limit}": [] for limit in (5, 50) for state in ("off", "on")}
+    check = IndexService._stale
+
+    async def unchecked(_self: IndexService, _paths: list[str]) -> set[str]:
+        return set()
+
+    async with ReMe(workspace_dir=root, timezone="UTC") as app:
+        started = time.perf_counter()
+        await app.run("reindex")
+        stats = app.component("index").stats()
+        print(
+            f"{stats['files']:,} files, {stats['chunks']:,} chunks, reindex {time.perf_counter() - started:.0f} s"
+        )
+        try:
+            for _ in range(rounds):
+                for query in QUERIES:
+                    for name in times:
+                        state, limit = name.split()
+                        IndexService._stale = unchecked if state == "off" else check  # type: ignore[method-assign]
+                        t = time.perf_counter()
+                        response = await app.run("search", query=query, limit=int(limit))
+                        times[name].append((time.perf_counter() - t) * 1e3)
+                        assert response.success, response.answer
+        finally:
+            IndexService._stale = check  # type: ignore[method-assign]
+    return times
+
+
 def write_transcripts(root: Path) -> None:
     for case in longmemeval_cases():
         for path, text in case_files(case)[0].items():
@@ -118,12 +156,19 @@ def main() -> None:
         "--rounds", type=int, default=1, help="times each of the 200 queries is asked per index"
     )
     parser.add_argument("--transcripts", action="store_true", help="the LongMemEval sessions, stage on/off")
+    parser.add_argument("--freshness", action="store_true", help="the stale-hit check on/off, one index")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="reme-retrieval-cost-"))
     try:
         if args.transcripts:
             write_transcripts(base / "sessions")
             report(asyncio.run(measure_speakers(base / "sessions", args.rounds)), "off", "on")
+            return
+        if args.freshness:
+            write_workspace(base / "notes", args.files, args.sections)
+            times = asyncio.run(measure_freshness(base / "notes", args.rounds))
+            report({k: v for k, v in times.items() if k.endswith(" 5")}, "off 5", "on 5")
+            report({k: v for k, v in times.items() if k.endswith(" 50")}, "off 50", "on 50")
             return
         roots = {"before": base / "before", "new": base / "new"}
         write_workspace(roots["before"], args.files, args.sections)

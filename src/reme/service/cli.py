@@ -7,6 +7,7 @@ few small reme modules; the application, FastAPI, uvicorn and the MCP SDK load o
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from reme.app.values import parse_value
 from reme.jsontypes import JSONObject, JSONValue
-from reme.service.cli_values import job_params, split_words
+from reme.service.cli_values import ArgumentError, job_params, repeated_key, split_words
 from reme.service.client import dig
 
 if TYPE_CHECKING:
@@ -62,6 +63,9 @@ START_CONFIG_KEYS = ("config", "workspace_dir", "timezone")
 
 
 def main(argv: list[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):  # an ascii terminal shows `caf\xe9`, not a traceback
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     try:
         status = _main(list(sys.argv[1:] if argv is None else argv))
         sys.stdout.flush()  # inside the try: a closed pipe shows up here for short answers
@@ -92,6 +96,9 @@ def _main(args: list[str]) -> int:
         print(USAGE, file=sys.stdout if asks_help else sys.stderr, end="")
         return 0 if asks_help else 2
     command, rest = words[0], words[1:]
+    if "=" in command:  # `reme port=1234 status`: the value would be taken for the job's name
+        print(f"reme: the job (or command) comes first, got {command!r}\n\n{USAGE}", file=sys.stderr, end="")
+        return 2
     if command == "hook":  # Claude Code's hooks: JSON on stdin, always fast, never blocking
         from reme.service.hooks import main as hook_main
 
@@ -105,12 +112,25 @@ def _main(args: list[str]) -> int:
 
         print(__version__)
         return 0
+    if command == "help" and rest and "=" not in rest[0]:  # `reme help search` is `reme search --help`
+        command, rest, asks_help = rest[0], rest[1:], True
     if asks_help:
-        if command in ("start", "stop", "doctor", "import", "export"):
+        if command in ("start", "stop", "doctor", "import", "export", "hook", "install"):
             print(USAGE, end="")
             return 0
-        command, rest = "help", [f"job={command}", *rest]
+        where = [word for word in rest if word.partition("=")[0] in DISCOVERY_KEYS]  # not the job's values
+        command, rest = "help", [f"job={command}", *where]
+    twice = repeated_key(rest) if command != "start" else None  # config overrides: the last one wins
+    if twice is not None:
+        print(f"reme: {twice}= is given twice; give it once", file=sys.stderr)
+        return 2
     assigned, bare = split_words(rest)
+    if "workspace_dir" in assigned and not assigned["workspace_dir"].strip():
+        # `workspace_dir=$UNSET`: the default workspace would be used, perhaps ./.reme of this folder
+        print(
+            "reme: workspace_dir= is empty; name the workspace folder or leave the key out", file=sys.stderr
+        )
+        return 2
     if bare and command in ("start", "doctor"):
         print(f"reme: expected key=value, got {bare[0]!r}\n\n{USAGE}", file=sys.stderr, end="")
         return 2
@@ -237,6 +257,9 @@ def call(job: str, assigned: dict[str, str], bare: list[str], as_json: bool) -> 
     except Refused as exc:
         print(f"reme: {exc}", file=sys.stderr)
         return 1
+    except ArgumentError as exc:  # the words, not the service: say how to write them
+        print(f"reme: {exc}", file=sys.stderr)
+        return 2
     except (OSError, ValueError) as exc:
         print(f"reme: calling {job!r} on {info.url} failed: {exc}", file=sys.stderr)
         return 1
@@ -246,7 +269,7 @@ def call(job: str, assigned: dict[str, str], bare: list[str], as_json: bool) -> 
         return render_stream(reply.chunks, as_json)
     except BrokenPipeError:
         raise
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
         print(f"\nreme: the stream from {info.url} broke off: {exc}", file=sys.stderr)
         return 1
 
@@ -384,15 +407,21 @@ def transfer(command: str, assigned: dict[str, str], bare: list[str], as_json: b
 # output ----------------------------------------------------------------------------------------
 
 
-def _dumps(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, indent=2, default=str)
+def _dumps(value: object, ascii_only: bool = False) -> str:
+    return json.dumps(value, ensure_ascii=ascii_only, indent=2, default=str)
+
+
+def _ascii_stdout() -> bool:
+    """Whether stdout's encoding may lack characters (PYTHONIOENCODING=ascii): JSON escapes them
+    then (`\\u00e9`), so it stays valid JSON and nothing is lost."""
+    return not (sys.stdout.encoding or "").lower().startswith("utf")
 
 
 def render(response: JSONObject, as_json: bool, job: str | None = None) -> int:
     """Print a Response (the answer, or all of it with --json); return the exit status."""
     success = bool(response.get("success"))
     if as_json:
-        print(_dumps(response))
+        print(_dumps(response, _ascii_stdout()))
         return 0 if success else 1
     answer = response.get("answer", "")
     stream = sys.stdout if success else sys.stderr
@@ -435,7 +464,7 @@ def show_chunk(chunk: object, as_json: bool) -> bool:
         chunk = {"type": "data", "value": chunk}
     kind = chunk.get("type")
     if as_json:
-        print(json.dumps(chunk, ensure_ascii=False, default=str), flush=True)
+        print(json.dumps(chunk, ensure_ascii=_ascii_stdout(), default=str), flush=True)
     elif kind == "error":
         print(f"\nerror: {chunk.get('message', '')}", file=sys.stderr, flush=True)
     elif kind == "done":

@@ -24,6 +24,10 @@ _PYTHON_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+class ArgumentError(ValueError):
+    """The words do not make the job's parameters; the message says how to write them."""
+
+
 def split_words(words: list[str]) -> tuple[dict[str, str], list[str]]:
     """`key=value` words as raw strings, and the bare words (values of the first required parameter)."""
     assigned: dict[str, str] = {}
@@ -35,6 +39,18 @@ def split_words(words: list[str]) -> tuple[dict[str, str], list[str]]:
         else:
             bare.append(word)
     return assigned, bare
+
+
+def repeated_key(words: list[str]) -> str | None:
+    """The first key given twice (`path=a path=b`): one of its values would be dropped unseen."""
+    seen: set[str] = set()
+    for word in words:
+        key, sep, _ = word.partition("=")
+        if sep and key:
+            if key in seen:
+                return key
+            seen.add(key)
+    return None
 
 
 def schema_types(schema: JSONObject) -> set[str]:
@@ -103,8 +119,8 @@ def typed_value(text: JSONValue, schema: JSONObject | None) -> JSONValue:
 def job_params(
     assigned: Mapping[str, JSONValue], bare: list[str], parameters: JSONObject | None, job: str
 ) -> JSONObject:
-    """Typed parameters for `job`; bare words fill its first required parameter (or its only one,
-    so `reme help search` works). ValueError says why not."""
+    """Typed parameters for `job`; bare words fill its first required parameter (or its only one).
+    ArgumentError says why not."""
     properties = _object((parameters or {}).get("properties"))
     params: JSONObject = {
         key: typed_value(value, _schema(properties.get(key))) for key, value in assigned.items()
@@ -112,16 +128,16 @@ def job_params(
     if not bare:
         return params
     if parameters is None:
-        raise ValueError(f"expected key=value, got {bare[0]!r}")
+        raise ArgumentError(f"expected key=value, got {bare[0]!r}")
     required = _strings(parameters.get("required")) or (list(properties) if len(properties) == 1 else [])
     if not required:
         names = ", ".join(f"{name}=" for name in properties) or "none"
-        raise ValueError(f"{job} has no required parameter to take {bare[0]!r}; write key=value ({names})")
+        raise ArgumentError(f"{job} has no required parameter to take {bare[0]!r}; write key=value ({names})")
     first = required[0]
     if first in params:
-        raise ValueError(f"{first} is given twice: as {first}= and as the bare word {bare[0]!r}")
+        raise ArgumentError(f"{first} is given twice: as {first}= and as the bare word {bare[0]!r}")
     schema = _object(properties.get(first))
     if len(bare) > 1 and "string" not in schema_types(schema):
-        raise ValueError(f"{first} takes one value, got {len(bare)} bare words; quote it")
+        raise ArgumentError(f"{first} takes one value, got {len(bare)} bare words; quote it")
     params[first] = typed_value(" ".join(bare), schema)
     return params

@@ -57,7 +57,7 @@ def _request_bytes(
     body = json.dumps(params).encode("utf-8")
     host = f"[{info.host}]" if ":" in info.host else info.host
     lines = [
-        f"POST /{job} HTTP/1.1",
+        f"POST /{_job_name(job)} HTTP/1.1",
         f"Host: {host}:{info.port}",
         "Content-Type: application/json",
         "Accept: application/json, text/event-stream",
@@ -83,18 +83,42 @@ def _read_head(stream: BufferedReader) -> tuple[int, dict[str, str]]:
     return int(parts[1]), headers
 
 
+def _job_name(job: str) -> str:
+    """`job` when it is a job name (ASCII letters, digits, `_`, `-`, `.`); a `?`, `/`, space or CRLF
+    would change the request line (`version?x` ran `version`), so such a name is refused here."""
+    if not (job.isascii() and job.replace("_", "a").replace("-", "a").replace(".", "a").isalnum()):
+        raise ValueError(f"unknown job {job!r}: job names are ASCII letters, digits, '_', '-' and '.'")
+    return job
+
+
 def _body_pieces(stream: BufferedReader, headers: dict[str, str]) -> Iterator[bytes]:
-    """The body as it arrives: chunked transfer decoded, else Content-Length, else until close."""
+    """The body as it arrives: chunked transfer decoded, else Content-Length, else until close.
+
+    A body that ends early (the service died mid-answer) raises ConnectionError: a cut-off answer
+    must not pass for a whole one."""
     if headers.get("transfer-encoding", "").lower() == "chunked":
-        while size := int(stream.readline().split(b";")[0].strip() or b"0", 16):
-            yield stream.read(size)
+        while True:
+            line = stream.readline()
+            try:
+                size = int(line.split(b";")[0].strip(), 16)
+            except ValueError:
+                raise ConnectionError(f"the answer ended early (next chunk header {line[:40]!r})") from None
+            if not size:
+                return
+            yield _exactly(stream, size)
             stream.readline()
-        return
     if "content-length" in headers:
-        yield stream.read(int(headers["content-length"]))
+        yield _exactly(stream, int(headers["content-length"]))
         return
     while piece := stream.read1(65536):
         yield piece
+
+
+def _exactly(stream: BufferedReader, size: int) -> bytes:
+    data = stream.read(size)
+    if len(data) < size:
+        raise ConnectionError(f"the answer ended early, after {len(data)} of {size} bytes")
+    return data
 
 
 def _lines(pieces: Iterator[bytes]) -> Iterator[bytes]:

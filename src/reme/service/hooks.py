@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 
 CAPTURE_EVENTS = ("Stop", "PreCompact", "SessionEnd", "capture", "codex-notify")
 RECALL_EVENTS = ("SessionStart", "UserPromptSubmit")
+SOURCES = ("claude_code", "codex", "reme")  # the transcript formats `agent_session_append` reads
 EVENTS = (*RECALL_EVENTS, *CAPTURE_EVENTS, "drain", "drop")
 MAX_STDIN_BYTES = 1 << 20
 CAPTURE_BUDGET = 0.8  # seconds a capture hook may spend talking to the service (`REME_HOOK_BUDGET`)
@@ -89,6 +90,14 @@ def read_payload(stream: IO[str] | None) -> JSONObject:
     if not isinstance(data, dict):
         raise ValueError("hook input must be a JSON object")
     return data
+
+
+def _utf8_stdin() -> IO[str] | None:
+    """stdin decoded as UTF-8, as the agents write their JSON, whatever the locale says
+    (`LANG=...ISO-8859-1`, `PYTHONIOENCODING=ascii`)."""
+    if isinstance(sys.stdin, io.TextIOWrapper):
+        sys.stdin.reconfigure(encoding="utf-8")
+    return sys.stdin
 
 
 def capture_budget() -> float:
@@ -258,6 +267,9 @@ def _capture_of(event: str, payload: JSONObject, assigned: dict[str, str]) -> Ca
         else "claude_code"
     )
     source = source if isinstance(source, str) and source else "claude_code"
+    if source not in SOURCES:  # queued, it would fail at every drain
+        _note(f"{event}: source {source!r} is not one of {', '.join(SOURCES)}; nothing captured")
+        return None
     transcript = payload.get("transcript_path") or assigned.get("transcript_path")
     session_id: JSONValue = payload.get("session_id") or assigned.get("session_id")
     if not isinstance(transcript, str) or not transcript:
@@ -456,7 +468,7 @@ def main(args: list[str], stdin: IO[str] | None = None) -> int:
         if event == "codex-notify":
             payload = read_payload(io.StringIO(notice or "{}"))
         else:
-            payload = read_payload(sys.stdin if stdin is None else stdin)
+            payload = read_payload(_utf8_stdin() if stdin is None else stdin)
         event_name = payload.get("hook_event_name")
         if event[0].isupper() and isinstance(event_name, str) and event_name != event:
             _note(f"installed for {event} but called for {event_name}; answering as {event}")
