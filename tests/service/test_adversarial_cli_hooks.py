@@ -234,3 +234,11 @@ def test_an_empty_workspace_dir_is_refused_not_read_as_the_default(run_reme, tmp
     result = run_reme(*args, cwd=tmp_path)
     assert result.returncode == 2 and "workspace_dir= is empty" in result.stderr, result.stderr
     assert not (tmp_path / ".reme").exists()
+
+
+@pytest.mark.parametrize("port", ["99999", "-1", "0"])
+def test_a_port_out_of_range_is_named_not_reported_as_no_service(run_reme, port):
+    result = run_reme("version", f"port={port}")
+    assert result.returncode != 0 and f"port {port} is out of range (1 to 65535)" in result.stderr, (
+        result.stderr
+    )

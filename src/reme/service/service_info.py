@@ -103,6 +103,8 @@ def _from_mapping(data: JSONValue, source: str) -> ServiceInfo:
         port = int(raw)
     except ValueError:
         raise ValueError(f"{source}: port {raw!r} is not a number") from None
+    if not 0 < port < 65536:  # else "connection refused", as if no service ran there
+        raise ValueError(f"{source}: port {port} is out of range (1 to 65535)")
     pid = data.get("pid")
     return ServiceInfo(
         host=str(data.get("host") or DEFAULT_HOST),
