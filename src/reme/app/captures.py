@@ -223,8 +223,8 @@ def markers(workspace: str, first: str | None = None) -> list[tuple[str, str]]:
     found = []
     for name in names:
         path = os.path.join(folder, name)
-        try:
-            with open(path, encoding="utf-8") as handle:
+        try:  # bytes that are not UTF-8 read as damaged JSON: the marker is reported, not fatal
+            with open(path, encoding="utf-8", errors="replace") as handle:
                 found.append((os.path.getmtime(path), path, handle.read()))
         except OSError:
             continue
@@ -236,7 +236,7 @@ def markers(workspace: str, first: str | None = None) -> list[tuple[str, str]]:
 def done(path: str, raw: str) -> None:
     """Remove a marker (and its failure note) unless a newer capture rewrote it meanwhile."""
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open(path, encoding="utf-8", errors="replace") as handle:  # as `markers` read it
             if handle.read() == raw:
                 os.unlink(path)
                 with contextlib.suppress(FileNotFoundError):

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from reme.app.diagnostics import IndexState, ModeReport, RoleModel, RoundTrip
 
 DOCTOR_KEYS = ("config", "probe")
+SERVICE_TIMEOUT = 10.0  # seconds a service has to answer `status`: a stuck one is a finding, not a hang
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ async def run_checks(assigned: JSONObject) -> list[Check]:
     from reme.service.doctor_sync import sync_checks  # the sync area's own checks
 
     checks += sync_checks(workspace, config)
-    if workspace.is_dir():
+    if os.path.isdir(workspace):  # never raises (Path.is_dir does on a folder it may not enter)
         checks += await index_checks(config)
     else:
         checks.append(
@@ -85,7 +86,7 @@ async def run_checks(assigned: JSONObject) -> list[Check]:
         )
     llm = dig(config, "components", "llm")
     if isinstance(llm, dict):
-        modes_file = str(workspace / "metadata" / "llm_output_modes.json") if workspace.is_dir() else ""
+        modes_file = str(workspace / "metadata" / "llm_output_modes.json") if os.path.isdir(workspace) else ""
         checks += await llm_checks(llm, probe=options.get("probe", True) is not False, modes_file=modes_file)
     return checks
 
@@ -129,18 +130,16 @@ def install_checks() -> list[Check]:
 def workspace_checks(workspace: Path, config: JSONObject) -> list[Check]:
     from reme.app.diagnostics import workspace_layout
 
-    if workspace.exists() and not workspace.is_dir():
+    existing = next(p for p in (workspace, *workspace.parents) if os.path.exists(p))
+    if not os.path.isdir(existing):  # the workspace, or a folder it would be created in
         return [
-            Check(
-                "workspace", "fail", f"{workspace} is a file, not a folder", "choose another workspace_dir="
-            )
+            Check("workspace", "fail", f"{existing} is a file, not a folder", "choose another workspace_dir=")
         ]
-    existing = workspace if workspace.is_dir() else next(p for p in workspace.parents if p.is_dir())
     if not _writable(existing):
         return [
             Check("workspace", "fail", f"{existing} is not writable", f"check the permissions of {existing}")
         ]
-    if not workspace.is_dir():
+    if existing != workspace:
         return [Check("workspace", "warn", f"{workspace} does not exist yet", "`reme start` creates it")]
     layout = workspace_layout(workspace, _dirs(config))
     folders, missing = layout.folders, layout.missing
@@ -180,7 +179,12 @@ def capture_checks(workspace: Path) -> list[Check]:
     to retry or drop them), ones waiting too long, and sessions saved with records skipped."""
     from reme.app.captures import capture_state, drop_command, retry_command
 
-    state = capture_state(str(workspace))
+    try:
+        state = capture_state(str(workspace))
+    except (OSError, ValueError) as exc:  # a folder in the way, no permission, a marker not UTF-8
+        folder = workspace / "metadata" / "agent" / "captures"
+        fix = f"check the permissions of {folder}; move files there that are not a capture's JSON aside"
+        return [Check("agents", "fail", f"the agent capture queue cannot be read: {exc}", fix)]
     checks = []
     retry = f"retry with `{retry_command(str(workspace))}`"
     for queued in state.failed:
@@ -224,12 +228,15 @@ def service_checks(workspace: Path) -> list[Check]:
         info = discover(workspace_dir=workspace)
     except NoService as exc:
         return [Check("service", "warn", str(exc), f"start one with `{start}` (the CLI needs it)")]
+    except ValueError as exc:  # REME_SERVICE_INFO names no service
+        return [Check("service", "fail", str(exc), "fix REME_SERVICE_INFO or unset it")]
     where = f"{info.backend} service on {info.url}{info.path or ''} (pid {info.pid})"
     if info.backend != "http":
         return [Check("service", "ok", f"{where}, recorded in this workspace")]
     try:
-        reply = call_job(info, "status", {}, os.environ.get("REME_API_TOKEN"), str(workspace))
-    except ServiceUnreachable as exc:
+        token = os.environ.get("REME_API_TOKEN")
+        reply = call_job(info, "status", {}, token, str(workspace), timeout=SERVICE_TIMEOUT)
+    except (ServiceUnreachable, OSError) as exc:  # OSError: it stopped answering mid-reply
         return [Check("service", "fail", str(exc), f"stop the process {info.pid} and run `{start}`")]
     answer = reply.response or {}
     if reply.status == 401:

@@ -7,6 +7,7 @@ prompts off: a missing or refused credential is a failure that names git's own f
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -25,7 +26,8 @@ def sync_checks(workspace: Path, config: JSONObject) -> list[Check]:
     from reme.errors import ReMeError
 
     configured = dig(config, "sync", "remote")
-    if not (workspace / ".git").is_dir() and not configured:
+    repository = os.path.isdir(workspace / ".git")  # never raises, on a folder it may not enter either
+    if not repository and not configured:
         return []
     git = git_install()
     if git is None:
@@ -41,7 +43,7 @@ def sync_checks(workspace: Path, config: JSONObject) -> list[Check]:
     if git.version < MIN_GIT:
         return [Check("sync", "fail", f"{said} is too old to sync (needs 2.38)", "install git 2.38 or later")]
     checks = [Check("sync", "ok", said)]
-    if not (workspace / ".git").is_dir():
+    if not repository:
         return [
             *checks,
             Check(
@@ -91,14 +93,17 @@ def _last_sync(workspace: Path, config: JSONObject) -> list[Check]:
     if not isinstance(last, dict):
         return [Check("sync", "warn", "no sync has run yet", "reme sync")]
     merged = last.get("merged")
-    at = datetime.fromisoformat(str(last.get("at")))
-    age = (datetime.now(UTC) - at).total_seconds()
     if not last.get("success"):
         return [
             Check(
                 "sync", "fail", f"the last sync ({last.get('at')}) failed: {last.get('error')}", "reme sync"
             )
         ]
+    try:
+        age = (datetime.now(UTC) - datetime.fromisoformat(str(last.get("at")))).total_seconds()
+    except (ValueError, TypeError):  # no time, not ISO 8601, or one without a zone
+        detail = f"the record of the last sync names no time it ran ({last.get('at')!r})"
+        return [Check("sync", "warn", detail, "reme sync (it records the next one afresh)")]
     if age > STALE_SYNC_SECONDS:
         return [
             Check(

@@ -28,7 +28,10 @@ import json
 import os
 import shlex
 import shutil
+import stat
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -146,10 +149,25 @@ def _sha(raw: bytes | None) -> str | None:
 
 
 def _write(path: Path, raw: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(raw)
-    os.replace(tmp, path)
+    """Replace the file atomically, through a symlink (a dotfiles link stays a link) and with its
+    permissions kept (`~/.claude.json` may hold tokens); a failed write leaves no temporary file."""
+    real = Path(os.path.realpath(path))
+    real.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode: int | None = stat.S_IMODE(real.stat().st_mode)
+    except FileNotFoundError:
+        mode = None
+    tmp = real.with_name(f".{real.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    try:
+        private = 0o666 if mode is None else 0o600  # an existing file's mode is set once written
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, private), "wb") as out:
+            out.write(raw)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, real)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _missing_dirs(paths: list[Path]) -> list[str]:
@@ -172,6 +190,23 @@ def _with_server(data: JSONObject, entry: JSONObject) -> JSONObject:
     return {**data, "mcpServers": {**(servers or {}), SERVER: entry}}
 
 
+def _reme_group(group: JSONValue, event: str) -> bool:
+    """Whether a matcher group only runs `<path>/reme hook <event> ...`: one an earlier install left
+    without its record (dotfiles copied, another virtual environment), replaced so it does not run twice."""
+    hooks = group.get("hooks") if isinstance(group, dict) else None
+    if not isinstance(hooks, list) or not hooks:
+        return False
+    for hook in hooks:
+        command = hook.get("command") if isinstance(hook, dict) else None
+        try:
+            words = shlex.split(command) if isinstance(command, str) else []
+        except ValueError:
+            return False
+        if len(words) < 3 or Path(words[0]).name != "reme" or words[1:3] != ["hook", event]:
+            return False
+    return True
+
+
 def _with_hooks(data: JSONObject, groups: dict[str, JSONObject]) -> JSONObject:
     hooks = data.get("hooks")
     if hooks is not None and not isinstance(hooks, dict):
@@ -181,7 +216,7 @@ def _with_hooks(data: JSONObject, groups: dict[str, JSONObject]) -> JSONObject:
         existing = merged.get(event) or []
         if not isinstance(existing, list):
             raise InstallError(f"hooks.{event} is not a list; nothing was written")
-        merged[event] = [*existing, group]
+        merged[event] = [*(g for g in existing if not _reme_group(g, event)), group]
     return {**data, "hooks": merged}
 
 
@@ -191,8 +226,12 @@ def plan(
     """(file, new bytes, what reme adds there) for every file; raises InstallError before any write."""
     entry = server_entry(reme, target.workspace, read_only)
     groups = hook_groups(reme, target.workspace, prompt_recall)
-    mcp = _with_server(_json_of(target.mcp, _read(target.mcp)), entry)
-    settings = _with_hooks(_json_of(target.settings, _read(target.settings)), groups)
+    try:
+        mcp = _with_server(_json_of(target.mcp, _read(target.mcp)), entry)
+        settings = _with_hooks(_json_of(target.settings, _read(target.settings)), groups)
+        _read(target.skill)  # recorded before the install: one that cannot be read is refused here
+    except OSError as exc:  # a folder in its place, no permission
+        raise InstallError(f"cannot read {exc.filename} ({exc.strerror}); nothing was written") from None
     skill = (PLUGIN / "skills" / SKILL_NAME / "SKILL.md").read_bytes()
     hooks: JSONObject = {**groups}
     return [
@@ -206,19 +245,33 @@ def install(target: Target, prompt_recall: bool, read_only: bool) -> list[str]:
     """Write everything (after uninstalling an earlier install); the lines to print."""
     reme = reme_executable()
     plan(target, reme, prompt_recall, read_only)  # refuse a broken file before undoing an earlier install
-    lines = uninstall(target) if target.manifest.exists() else []
+    fresh = _missing_dirs([target.manifest])
+    with _one_at_a_time(target, create=True):
+        return _install(target, reme, prompt_recall, read_only, fresh)
+
+
+def _install(target: Target, reme: str, prompt_recall: bool, read_only: bool, fresh: list[str]) -> list[str]:
+    """`install` holding the lock; `fresh`: the folders missing before the lock made the record's."""
+    lines = _uninstall(target) if target.manifest.exists() else []
     steps = plan(target, reme, prompt_recall, read_only)
     files = [Recorded(path, _encode(_read(path)), _sha(raw), added) for path, raw, added in steps]
-    created: list[JSONValue] = [*_missing_dirs([target.manifest, *(path for path, _, _ in steps)])]
+    written = [target.manifest, *(path for path, _, _ in steps)]
+    created: list[JSONValue] = [*sorted({*fresh, *_missing_dirs(written)})]
     manifest: JSONObject = {
         "version": 1,
         "files": [entry.to_json() for entry in files],
         "created_dirs": created,
     }
-    _write(target.manifest, _dump(manifest))  # first: a crash mid-install can still be undone
+    path = target.manifest
+    try:
+        _write(path, _dump(manifest))  # first: a crash mid-install can still be undone
+        for path, raw, _ in steps:
+            _write(path, raw)
+    except OSError as exc:
+        earlier = "; the earlier install was removed first" if lines else ""
+        raise InstallError(f"cannot write {path} ({exc.strerror or exc}); {_undo(target)}{earlier}") from None
     lines.append(f"wrote {target.manifest}: the install record (--uninstall puts every file back from it)")
-    for (path, raw, added), entry in zip(steps, files, strict=True):
-        _write(path, raw)
+    for (path, _, added), entry in zip(steps, files, strict=True):
         added_hooks = added.get("hooks")
         what = ", ".join(f"hooks.{e}" for e in (added_hooks if isinstance(added_hooks, dict) else {})) or (
             "mcpServers.reme (stdio)" if "mcpServers" in added else "the reme-memory skill"
@@ -230,6 +283,16 @@ def install(target: Target, prompt_recall: bool, read_only: bool) -> list[str]:
         lines += gitignore_lines(target, [target.manifest, *(path for path, _, _ in steps)])
     lines.append(f"undo with: reme install claude-code{' --project' if target.project else ''} --uninstall")
     return lines
+
+
+def _undo(target: Target) -> str:
+    """Put back what a failed install wrote; says whether that worked."""
+    try:
+        if target.manifest.exists():
+            _uninstall(target)
+    except (OSError, InstallError) as exc:
+        return f"putting back what was written failed too ({exc}); run --uninstall once the cause is fixed"
+    return "every file this install wrote was put back"
 
 
 def gitignore_lines(target: Target, written: list[Path]) -> list[str]:
@@ -323,7 +386,7 @@ def _restore(entry: Recorded) -> str:
     if _sha(now) == entry.after_sha256 or now == before:
         if before is None:
             if now is not None:
-                path.unlink()
+                Path(os.path.realpath(path)).unlink()  # what it wrote through a link, not the link
             return f"removed {path}"
         if now != before:
             _write(path, before)
@@ -340,7 +403,34 @@ def _restore(entry: Recorded) -> str:
     return f"removed reme's entries from {path} (edited since the install, the rest kept)"
 
 
+@contextmanager
+def _one_at_a_time(target: Target, create: bool) -> Iterator[None]:
+    """Hold an exclusive flock on the record's folder: two installs at once undid and recorded each
+    other's half-written files (reme's hooks stayed after uninstall). Uninstall creates no folder."""
+    import fcntl
+
+    folder = target.manifest.parent
+    if create:
+        folder.mkdir(parents=True, exist_ok=True)
+    try:
+        handle = os.open(folder, os.O_RDONLY)
+    except FileNotFoundError:  # nothing recorded there: uninstall says so
+        yield
+        return
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(handle)
+
+
 def uninstall(target: Target) -> list[str]:
+    """Put back every file the install record names; the lines to print."""
+    with _one_at_a_time(target, create=False):
+        return _uninstall(target)
+
+
+def _uninstall(target: Target) -> list[str]:
     raw = _read(target.manifest)
     if raw is None:
         raise InstallError(f"no reme install recorded at {target.manifest}; nothing to remove")
@@ -382,6 +472,9 @@ def main(args: list[str]) -> int:
             lines = install(target, "--prompt-recall" in flags, "--read-only" in flags)
     except InstallError as exc:
         print(f"reme: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # a folder it cannot make, a file it cannot put back: the record stays
+        print(f"reme: {exc}; run it again once the cause is fixed", file=sys.stderr)
         return 1
     print("\n".join(lines))
     return 0
