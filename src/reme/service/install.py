@@ -406,9 +406,14 @@ def _restore(entry: Recorded) -> str:
 @contextmanager
 def _one_at_a_time(target: Target, create: bool) -> Iterator[None]:
     """Hold an exclusive flock on the record's folder: two installs at once undid and recorded each
-    other's half-written files (reme's hooks stayed after uninstall). Uninstall creates no folder."""
-    import fcntl
-
+    other's half-written files (reme's hooks stayed after uninstall). Uninstall creates no folder.
+    A lock on the folder leaves no lock file in the user's config; where there is no flock (Windows)
+    installs are not serialised."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
     folder = target.manifest.parent
     if create:
         folder.mkdir(parents=True, exist_ok=True)
