@@ -208,3 +208,18 @@ async def test_diff_from_before_a_note_existed_to_before_its_rename_answers(
     first = (await a.run("history", path="notes/other.md")).metadata["versions"][-1]["rev"]
     diff = await a.run("diff", path="notes/sun.md", rev_a=first, rev_b=before_rename["rev"])
     assert diff.success, diff.answer
+
+
+async def test_a_damaged_repository_is_named_not_taken_for_one_without_a_remote(tmp_path: Path) -> None:
+    from reme import ReMe
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    git(ws, "init", "-q")
+    git(ws, "remote", "add", "origin", str(tmp_path / "remote.git"))
+    (ws / ".git" / "HEAD").write_text("garbage\n")
+    async with ReMe(workspace_dir=ws, timezone="UTC", **{"scheduler.cron": False}) as app:
+        health = await app.run("health_check")
+        synced = await app.run("sync")
+    assert "sync: error" in health.answer and "not a git repository" in health.answer, health.answer
+    assert not synced.success and "no remote is configured" not in synced.answer, synced.answer

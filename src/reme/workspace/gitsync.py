@@ -321,7 +321,12 @@ def fetch(repo: Repo, branch: str) -> bool:
 
 
 def remote_url(repo: Repo) -> str | None:
+    """The remote's URL; None when none is configured (status 2, or 128 "No such remote" from an
+    older git). Any other fatal error is git's own (a broken repository), raised as a GitError, not
+    passed off as "no remote"."""
     done = repo.run("remote", "get-url", REMOTE, ok=(0, 2, 128))
+    if done.returncode == 128 and b"no such remote" not in done.stderr.lower():
+        repo.run("remote", "get-url", REMOTE)  # raises with git's words
     return done.stdout.decode().strip() or None if done.returncode == 0 else None
 
 

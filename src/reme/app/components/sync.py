@@ -79,7 +79,10 @@ class SyncComponent(Component):
                 "conflicts": [],
             }
         conflicts = conflict_files(workspace_of(self.app))
-        url = remote_url(repo)
+        try:
+            url = remote_url(repo)
+        except ReMeError as exc:  # a damaged repository (a broken HEAD): git says what
+            return {"status": "error", "reason": exc.message, "conflicts": conflicts}
         health: dict[str, object] = {
             "status": "ok",
             "remote": redact_url(url) if url else None,
