@@ -339,7 +339,14 @@ async def test_the_loopback_guard_admits_this_machine(host: str) -> None:
 async def test_the_loopback_guard_refuses_another_sites_origin(origin: str) -> None:
     headers = [(b"host", b"127.0.0.1:2333"), (b"origin", origin.encode())]
     assert await _guarded(headers) == 403
-    assert await _guarded([(b"host", b"127.0.0.1:2333"), (b"origin", b"http://localhost:5173")]) == 200
+    assert await _guarded([(b"host", b"127.0.0.1:2333"), (b"origin", b"http://localhost:2333")]) == 200
+
+
+@pytest.mark.parametrize("origin", ["http://localhost:5173", "http://127.0.0.1", "http://127.0.0.1:23330"])
+async def test_a_page_of_another_local_server_is_a_web_page_too(origin: str) -> None:
+    """Any page a local dev server shows (untrusted content on :5173) could post to the service."""
+    assert await _guarded([(b"host", b"127.0.0.1:2333"), (b"origin", origin.encode())]) == 403
+    assert await _guarded([(b"host", b"localhost"), (b"origin", b"http://127.0.0.1")]) == 200  # port 80 both
 
 
 @pytest.mark.slow

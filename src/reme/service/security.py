@@ -23,7 +23,7 @@ ENV_TOKEN = "REME_API_TOKEN"
 Asgi = Callable[..., Awaitable[None]]
 # The Host (or Origin authority) a client on this machine sends: a name or IPv4 address, or an IPv6
 # address in brackets without a zone id, then at most a numeric port.
-_AUTHORITY = re.compile(r"(?:\[(?P<ipv6>[0-9A-Fa-f:.]+)\]|(?P<name>[^\[\]:@/]+))(?::[0-9]*)?")
+_AUTHORITY = re.compile(r"(?:\[(?P<ipv6>[0-9A-Fa-f:.]+)\]|(?P<name>[^\[\]:@/]+))(?::(?P<port>[0-9]*))?")
 
 
 class ServiceConfigError(ValueError):
@@ -106,10 +106,24 @@ class LoopbackGuard:
                     "a proxy needs service.auth_token set",
                 )
                 return
-            if origin and not is_loopback(_hostname(origin.partition("://")[2])):
+            if origin and not _same_service(origin, host):
                 await send_json(send, 403, f"refused: requests from web pages ({origin}) are not accepted")
                 return
         await self.app(scope, receive, send)
+
+
+def _same_service(origin: str, host: str) -> bool:
+    """Whether a page's `Origin` is this service's own (Studio): a loopback name on the port the
+    request came to. A page served by another local server (a dev server on :3000) is a web page like
+    any other, though its host is loopback too."""
+    scheme, _, authority = origin.partition("://")
+    default = "443" if scheme == "https" else "80"
+    return is_loopback(_hostname(authority)) and _port(authority, default) == _port(host, default)
+
+
+def _port(authority: str, default: str) -> str:
+    match = _AUTHORITY.fullmatch(authority)
+    return (match["port"] or default) if match else ""
 
 
 def _hostname(authority: str) -> str:
