@@ -7,6 +7,7 @@ few small reme modules; the application, FastAPI, uvicorn and the MCP SDK load o
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -296,7 +297,7 @@ def stop(assigned: dict[str, str], bare: list[str]) -> int:
     return status
 
 
-def start(assigned: dict[str, str], as_json: bool, out: str | None = None) -> int:
+def start(assigned: dict[str, str], as_json: bool, out: OutFile | None = None) -> int:
     """`reme start`: the service, or with `job=` one job in-process (its parameters typed by its schema).
 
     With `out`, a successful job's answer goes to that file instead of stdout (`reme export`).
@@ -349,11 +350,14 @@ def progress_drawn() -> AbstractContextManager[object]:
 
 
 async def run_once(
-    config: JSONObject, job: str, raw: Mapping[str, JSONValue], as_json: bool, out: str | None = None
+    config: JSONObject, job: str, raw: Mapping[str, JSONValue], as_json: bool, out: OutFile | None = None
 ) -> int:
     from reme.app.application import Application
 
     async with Application(config) as app:
+        if out is not None and (problem := out.problem(app.workspace_dir)):
+            print(f"reme: {problem}", file=sys.stderr)
+            return 2
         spec = app.jobs.get(job)
         params = job_params(raw, [], None if spec is None else spec.parameters, job)
         if spec is not None and spec.kind == "stream":
@@ -367,12 +371,11 @@ async def run_once(
         if out is not None and response.get("success"):
             answer = response["answer"]
             try:
-                with open(out, "w", encoding="utf-8") as file:
-                    file.write(answer if isinstance(answer, str) else _dumps(answer) + "\n")
+                out.write(answer if isinstance(answer, str) else _dumps(answer) + "\n")
             except OSError as exc:
-                response = {**response, "success": False, "answer": f"cannot write {out}: {exc}"}
+                response = {**response, "success": False, "answer": f"cannot write {out.path}: {exc}"}
             else:
-                response["answer"] = f"wrote {out}"
+                response["answer"] = f"wrote {out.path}"
         return render(response, as_json, job)
 
 
@@ -400,8 +403,49 @@ def transfer(command: str, assigned: dict[str, str], bare: list[str], as_json: b
     if bare:
         print(f"reme: expected key=value, got {bare[0]!r}", file=sys.stderr)
         return 2
-    out = assigned.pop("out", None)
+    path, overwrite = assigned.pop("out", None), assigned.pop("overwrite", "false")
+    if overwrite not in ("true", "false"):
+        print(f"reme: overwrite= takes true or false, got {overwrite!r}", file=sys.stderr)
+        return 2
+    out = None if path is None else OutFile(os.path.abspath(os.path.expanduser(path)), overwrite == "true")
     return start({**assigned, "job": "export_digest"}, as_json, out=out)
+
+
+class OutFile:
+    """Where `reme export out=` writes: outside the workspace (an export over a note or a catalog
+    destroyed it), an existing file only with `overwrite=true`, whole or not at all. (A plain class:
+    the CLI starts without dataclasses and pathlib, for the hooks.)"""
+
+    def __init__(self, path: str, overwrite: bool) -> None:
+        self.path = path
+        self.overwrite = overwrite
+
+    def problem(self, workspace: str | os.PathLike[str]) -> str | None:
+        """Why the export may not go there, or None."""
+        target, root = os.path.realpath(self.path), os.path.realpath(workspace)
+        if os.path.commonpath([target, root]) == root:
+            return f"out={self.path} is inside the workspace ({workspace}); write the export outside it"
+        if os.path.isdir(target):
+            return f"out={self.path} is a folder; name a file"
+        if os.path.exists(target) and not self.overwrite:
+            return f"out={self.path} exists; add overwrite=true to replace it"
+        return None
+
+    def write(self, text: str) -> None:
+        """Written to a temporary file beside the target, then renamed over it: a failure midway
+        leaves the old file whole. Through a symlink, the file it names is replaced."""
+        import tempfile
+
+        target = os.path.realpath(self.path)
+        descriptor, temporary = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".reme-export-")
+        try:
+            with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+                file.write(text)
+            os.replace(temporary, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
 
 
 # output ----------------------------------------------------------------------------------------

@@ -112,6 +112,11 @@ async def import_claude_code(
                 "sessions are kept in ~/.claude/projects/<project>/, memory in CLAUDE.md files"
             )
         home = entry.resolve()
+    elif entry.is_file() and not is_markdown(entry.name):  # never one note of claude.ai's raw JSON
+        raise ReMeError(
+            f"{entry} is not a Claude Code memory file (Markdown) or session transcript (.jsonl); "
+            "a claude.ai export (conversations.json) is not a format reme imports"
+        )
     else:
         entries, skipped, home = (
             [(str(entry.resolve()), redact(read_text_file(entry, max_bytes)))],

@@ -58,8 +58,10 @@ class ExportDocument(TypedDict):
 
 
 def edges_of(text: str) -> list[ExportEdge]:
-    """The distinct links of a node, in document order."""
-    seen: list[ExportEdge] = []
+    """The distinct links of a node, in document order (a set of seen keys: a node of 100 000 links
+    must not cost 10^10 comparisons in a served job)."""
+    edges: list[ExportEdge] = []
+    seen: set[tuple[object, ...]] = set()
     for link in parse_links(text):
         edge: ExportEdge = {
             "target": link.target,
@@ -68,9 +70,10 @@ def edges_of(text: str) -> list[ExportEdge]:
             "alias": link.alias,
             "embed": link.embed,
         }
-        if edge not in seen:
-            seen.append(edge)
-    return seen
+        if tuple(edge.values()) not in seen:
+            seen.add(tuple(edge.values()))
+            edges.append(edge)
+    return edges
 
 
 def node_of(path: str, text: str) -> ExportNode:
@@ -83,6 +86,10 @@ async def digest_files(port: Notes, *, bucket: str | None, limits: ExportLimits)
     folder = port.folder("digest")
     if bucket:
         folder = port.check_path(f"{folder}/{bucket}")
+        parent, _, name = folder.rstrip("/").rpartition("/")
+        if name not in await port.list_dirs(parent):  # a typo must not export an empty digest
+            buckets = ", ".join(await port.list_dirs(port.folder("digest"))) or "none"
+            raise ReMeError(f"no bucket {bucket!r} in {port.folder('digest')}/ (its buckets: {buckets})")
     entries = [
         e
         for e in await port.list_files(folder, extensions=(".md",), recursive=True)
@@ -155,8 +162,9 @@ def parse_bundle(text: str) -> list[ExportNode]:
         )
         if close is None:
             raise ValueError(f"the front matter of {path} has no closing fence")
+        raw = "".join(lines[index + 1 : close])
         try:
-            loaded = yamlsafe.load("".join(lines[index + 1 : close]))
+            loaded = yamlsafe.load(raw)
         except yaml.YAMLError as exc:
             raise ValueError(f"the front matter of {path} is not valid YAML: {exc}") from None
         metadata = frontmatter.to_json(loaded or {})
@@ -168,7 +176,7 @@ def parse_bundle(text: str) -> list[ExportNode]:
         body = "".join(lines[index:stop])
         if no_newline:
             body = body[:-1]
-        rebuilt = frontmatter.render_new(metadata) + body if metadata else body
+        rebuilt = f"---\n{raw}---\n{body}" if metadata else body  # as written: edges in the file's order
         nodes.append({"path": path, "front_matter": metadata, "body": body, "edges": edges_of(rebuilt)})
         index = stop + 1
     return nodes

@@ -16,6 +16,7 @@ from reme.pipelines.imports.writing import SAFE_ID, ImportBatch, ImportedNote, c
 from reme.pipelines.memory.card_names import short_hash, slugify
 from reme.workspace import frontmatter, relative_dates
 from reme.workspace.dates import is_date
+from reme.workspace.paths import check_segment
 
 KIND = "mem0"
 OWNER_KEYS = ("user_id", "agent_id", "run_id")
@@ -40,6 +41,16 @@ def _one_line(text: str, limit: int) -> str:
     return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 
+def _file_stem(memory_id: str) -> str:
+    """The id itself when it is a usable file name, else its hash (`a/b`, `con`: a device name on Windows)."""
+    try:
+        if SAFE_ID.fullmatch(memory_id):
+            return check_segment(f"{memory_id}.md")[: -len(".md")]
+    except ValueError:
+        pass
+    return short_hash(memory_id, 16)
+
+
 def mem0_batch(data: JSONValue, *, folder: str, max_items: int, max_memory_chars: int) -> ImportBatch:
     """One note per memory; memories without an id or text are skipped with a reason."""
     memories = memories_of(data)
@@ -51,6 +62,7 @@ def mem0_batch(data: JSONValue, *, folder: str, max_items: int, max_memory_chars
         refusal='no item has a "memory" text: this is not a mem0 export',
     )
     batch = ImportBatch()
+    seen: dict[str, str] = {}  # memory id -> the item that brought it
     for shown, memory in batch.objects(memories, "memories", "memory"):
         memory_id = memory.get("id")
         text = memory.get("memory", memory.get("text"))
@@ -65,9 +77,19 @@ def mem0_batch(data: JSONValue, *, folder: str, max_items: int, max_memory_chars
                 f"{shown} {memory_id}", f"{len(text)} characters, over max_memory_chars {max_memory_chars}"
             )
             continue
-        owner_value = next((str(memory[k]) for k in OWNER_KEYS if memory.get(k) not in (None, "")), "shared")
+        if str(memory_id) in seen:  # two exports joined: the first copy is imported, not both to one note
+            batch.skip(f"{shown} {memory_id}", f"the same id as {seen[str(memory_id)]}")
+            continue
+        owner_value = next(
+            (
+                str(memory[k])
+                for k in OWNER_KEYS
+                if memory.get(k) not in (None, "") and not isinstance(memory[k], (dict, list))
+            ),
+            "shared",
+        )
         owner = slugify(owner_value) or short_hash(owner_value)
-        stem = str(memory_id) if SAFE_ID.fullmatch(str(memory_id)) else short_hash(str(memory_id), 16)
+        stem = _file_stem(str(memory_id))
         front: JSONObject = {
             "name": _one_line(text, 80),
             "description": _one_line(text, 200),
@@ -77,16 +99,16 @@ def mem0_batch(data: JSONValue, *, folder: str, max_items: int, max_memory_chars
         given = memory.get("metadata")
         if isinstance(given, dict) and given:
             front["mem0_metadata"] = dict(given)
-        try:
-            frontmatter.check_metadata(front)
-        except frontmatter.FrontMatterError as exc:
-            batch.skip(f"{shown} {memory_id}", str(exc))
-            continue
         body = text.strip() + "\n"
         said = str(memory.get("created_at") or "")[:10]
         if is_date(said):  # relative dates resolved against the day it was recorded (docs/spec.md §17.1)
             body = relative_dates.annotate(body, date.fromisoformat(said))
-        batch.notes.append(
-            ImportedNote(f"{folder}/{owner}/{stem}.md", note_text(front, body), str(memory_id))
-        )
+        try:  # NaN in the metadata, a lone surrogate in the text: this memory is skipped, not the export
+            frontmatter.check_metadata(front)
+            rendered = note_text(front, body)
+        except frontmatter.FrontMatterError as exc:
+            batch.skip(f"{shown} {memory_id}", str(exc))
+            continue
+        seen[str(memory_id)] = shown
+        batch.notes.append(ImportedNote(f"{folder}/{owner}/{stem}.md", rendered, str(memory_id)))
     return batch

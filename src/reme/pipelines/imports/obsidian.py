@@ -1,9 +1,9 @@
 """An Obsidian vault copied in under one folder, its structure kept and its links made resolvable.
 
 Notes land at `<folder>/<vault>/<path in the vault>`, front matter kept byte for byte (provenance
-keys appended), attachments copied beside them. Each wikilink is resolved the way Obsidian resolves
-it — a path relative to the note (`./`, `../`), a vault path, else the file of that name (the note's
-own folder first, then the shortest path), else a note's `aliases`. A link stays as the author wrote
+keys appended), attachments copied beside them (text ones redacted). Each wikilink is resolved the
+way Obsidian resolves it — a path relative to the note (`./`, `../`), a vault path, else the file of
+that name (the note's own folder first, then the shortest path), else a note's `aliases`. A link stays as the author wrote
 it when the workspace resolves that spelling to the same file (docs/spec.md §2: `[[Settings]]` names the one
 `…/Settings.md`); otherwise its target becomes the shortest spelling that does (at most the full
 workspace path), anchor, alias and embed flag kept. A link Obsidian could not resolve either stays
@@ -98,6 +98,16 @@ def _aliases(text: str) -> list[str]:
     return [a for a in value if isinstance(a, str)] if isinstance(value, list) else []
 
 
+def _redacted(data: bytes) -> bytes:
+    """An attachment's bytes, secrets redacted when it is text (`.txt`, `.canvas`, `.json`): `read`
+    serves it to agents as it serves the notes, so a pasted key must not come in through it either."""
+    text = _decode(data, "attachment")
+    if text is None:
+        return data
+    cleaned = redact(text)
+    return data if cleaned == text else cleaned.encode()
+
+
 def _stem(relative: str) -> str:
     return posixpath.basename(relative)[: -len(MD)] if relative.lower().endswith(MD) else relative
 
@@ -112,7 +122,7 @@ def obsidian_batch(
     """Notes (links kept or respelled, see above) and attachments of a vault; files reme cannot hold
     are skipped. `workspace_paths`: the files already in the workspace, which links may also match;
     `moved`: vault path -> where an earlier import's copy lives now (`imports.relocated`)."""
-    batch = ImportBatch()
+    batch = ImportBatch(ids_per_source=True)
     notes: dict[str, str] = {}
     attachments: dict[str, bytes] = {}
     for relative, data in files:
@@ -123,7 +133,7 @@ def obsidian_batch(
             batch.skip(relative, f"its name cannot be a workspace path: {exc}")
             continue
         if not is_markdown(relative):
-            attachments[relative] = data
+            attachments[relative] = _redacted(data)
             continue
         text = _decode(data, relative)
         if text is None:

@@ -37,6 +37,7 @@ from reme.pipelines.port import MemoryPort
 from reme.workspace import frontmatter
 from reme.workspace.fmsplit import split
 from reme.workspace.paths import check_relative, first_segment
+from reme.workspace.textio import check_text
 from reme.workspace.transcript import check_session_id, render_records
 
 IMPORTS_FOLDER = "imports"
@@ -92,6 +93,8 @@ class ImportBatch:
     transcripts: list[ImportedTranscript] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
     links: dict[str, int] = field(default_factory=lambda: {"kept": 0, "rewritten": 0, "unresolved": 0})
+    # import ids unique only within one source (paths in a vault): a note another source wrote is foreign
+    ids_per_source: bool = False
 
     def skip(self, item: str, reason: str) -> None:
         self.skipped.append({"item": item, "reason": reason})
@@ -196,13 +199,16 @@ def _check_unique(batch: ImportBatch) -> None:
         seen.add(path)
 
 
-async def _classify_note(port: MemoryPort, note: ImportedNote) -> tuple[str, str | None]:
-    """('create' | 'update' | 'unchanged' | 'foreign', sha256 of the file on disk)."""
+async def _classify_note(port: MemoryPort, note: ImportedNote, origin: str | None) -> tuple[str, str | None]:
+    """('create' | 'update' | 'unchanged' | 'foreign', sha256 of the file on disk); with `origin`, a
+    note imported from elsewhere is foreign even with the same import id (two vaults called `Notes`)."""
     current = await port.load(note.path)
     if current is None:
         return "create", None
     front = frontmatter.parse(current.content).metadata
     if front.get("import_id") != note.import_id or "import_sha256" not in front:
+        return "foreign", current.sha256
+    if origin is not None and front.get("imported_from") != origin:
         return "foreign", current.sha256
     return ("unchanged" if front.get("import_sha256") == note.sha256 else "update"), current.sha256
 
@@ -279,16 +285,23 @@ async def relocated(port: MemoryPort, origin: str, planned: Mapping[str, str]) -
 async def _plan(port: MemoryPort, batch: ImportBatch, report: ImportReport, written: dict[str, str]) -> _Plan:
     """Read what is on disk for every item and decide; nothing is written here."""
     plan = _Plan()
+    origin = report.source if batch.ids_per_source else None
     for note in batch.notes:
         port.check_path(note.path)
-        action, version = await _classify_note(port, note)
+        action, version = await _classify_note(port, note, origin)
         if action == "foreign":
             plan.foreign.append(note.path)
             continue
-        try:
-            plan.add(action, note.path, stamped(note, report.kind, report.source), version)
+        try:  # what the write would refuse (NUL, a lone surrogate, over the size cap): before any write
+            check_text(note.text, "the note")
+            text = check_text(stamped(note, report.kind, report.source), "the note")
         except frontmatter.FrontMatterError as exc:
             report.skipped.append({"item": note.import_id, "reason": f"front matter cannot be kept: {exc}"})
+            continue
+        except ValueError as exc:
+            report.skipped.append({"item": note.import_id, "reason": str(exc)})
+            continue
+        plan.add(action, note.path, text, version)
     for item in batch.files:
         port.check_path(item.path)
         action = await _classify_file(port, item, written)
