@@ -34,6 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from datasets import longmemeval_cases  # noqa: E402
+from reme import ReMe  # noqa: E402
 from retrieval_longmemeval import answered, case_files  # noqa: E402
 from speed_index import QUERIES, percentile, write_workspace  # noqa: E402
 
@@ -41,56 +42,54 @@ BEFORE = {"components.index.chunk_chars": 400, "components.index.candidate_multi
 
 
 async def measure(roots: dict[str, Path], rounds: int) -> dict[str, list[float]]:
-    from reme import ReMe
-
     settings = {"before": BEFORE, "new": {}}
     times: dict[str, list[float]] = {name: [] for name in roots}
     async with AsyncExitStack() as stack:
         apps = {}
         for name, root in roots.items():
             app = await stack.enter_async_context(ReMe(workspace_dir=root, timezone="UTC", **settings[name]))
-            started = time.perf_counter()
-            await app.run("reindex")
-            stats = app.component("index").stats()
-            print(
-                f"{name:>6}: {stats['files']:,} files, {stats['chunks']:,} chunks, "
-                f"reindex {time.perf_counter() - started:.0f} s"
-            )
+            await reindexed(app, f"files ({name})")
             apps[name] = app
         for _ in range(rounds):
             for query in QUERIES:
                 for name, app in apps.items():
-                    t = time.perf_counter()
-                    response = await app.run("search", query=query, limit=5)
-                    times[name].append((time.perf_counter() - t) * 1e3)
-                    assert response.success, response.answer
+                    times[name].append(await timed_search(app, query, 5))
     return times
+
+
+async def reindexed(app: ReMe, what: str = "files") -> None:
+    """Reindex `app`'s workspace and print its size and the time it took."""
+    started = time.perf_counter()
+    await app.run("reindex")
+    stats = app.component("index").stats()
+    print(
+        f"{stats['files']:,} {what}, {stats['chunks']:,} chunks, reindex {time.perf_counter() - started:.0f} s"
+    )
+
+
+async def timed_search(app: ReMe, query: str, limit: int) -> float:
+    """Milliseconds the search job took; it must succeed."""
+    started = time.perf_counter()
+    response = await app.run("search", query=query, limit=limit)
+    assert response.success, response.answer
+    return (time.perf_counter() - started) * 1e3
 
 
 async def measure_speakers(root: Path, rounds: int) -> dict[str, list[float]]:
     """The search job with the user's lines first within a session (on) and in fused order (off)."""
     import reme.index.search as search
-    from reme import ReMe
 
     questions = [q["question"] for case in longmemeval_cases() for q in answered(case)]
     times: dict[str, list[float]] = {"off": [], "on": []}
     gate = search.asks_about_replies
     async with ReMe(workspace_dir=root, timezone="UTC") as app:
-        started = time.perf_counter()
-        await app.run("reindex")
-        stats = app.component("index").stats()
-        print(
-            f"{stats['files']:,} transcripts, {stats['chunks']:,} chunks, reindex {time.perf_counter() - started:.0f} s"
-        )
+        await reindexed(app, "transcripts")
         try:
             for _ in range(rounds):
                 for question in questions:
                     for name in times:
                         search.asks_about_replies = (lambda _q: True) if name == "off" else gate
-                        t = time.perf_counter()
-                        response = await app.run("search", query=question, limit=5)
-                        times[name].append((time.perf_counter() - t) * 1e3)
-                        assert response.success, response.answer
+                        times[name].append(await timed_search(app, question, 5))
         finally:
             search.asks_about_replies = gate
     return times
@@ -98,7 +97,6 @@ async def measure_speakers(root: Path, rounds: int) -> dict[str, list[float]]:
 
 async def measure_freshness(root: Path, rounds: int) -> dict[str, list[float]]:
     """The search job with the check that returned files are still as indexed (on) and without (off)."""
-    from reme import ReMe
     from reme.index.service import IndexService
 
     times: dict[str, list[float]] = {f"{state} {limit}": [] for limit in (5, 50) for state in ("off", "on")}
@@ -108,22 +106,14 @@ async def measure_freshness(root: Path, rounds: int) -> dict[str, list[float]]:
         return set()
 
     async with ReMe(workspace_dir=root, timezone="UTC") as app:
-        started = time.perf_counter()
-        await app.run("reindex")
-        stats = app.component("index").stats()
-        print(
-            f"{stats['files']:,} files, {stats['chunks']:,} chunks, reindex {time.perf_counter() - started:.0f} s"
-        )
+        await reindexed(app)
         try:
             for _ in range(rounds):
                 for query in QUERIES:
                     for name in times:
                         state, limit = name.split()
                         IndexService._stale = unchecked if state == "off" else check  # type: ignore[method-assign]
-                        t = time.perf_counter()
-                        response = await app.run("search", query=query, limit=int(limit))
-                        times[name].append((time.perf_counter() - t) * 1e3)
-                        assert response.success, response.answer
+                        times[name].append(await timed_search(app, query, int(limit)))
         finally:
             IndexService._stale = check  # type: ignore[method-assign]
     return times
