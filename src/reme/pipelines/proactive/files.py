@@ -14,10 +14,10 @@ from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 
 import yaml
-from yaml.nodes import Node
+from yaml.nodes import Node, ScalarNode
 
 from reme.jsontypes import JSONObject, JSONValue
-from reme.pipelines.proactive.topics import Topic, topic_from
+from reme.pipelines.proactive.topics import Topic, iso_day, topic_from
 
 TRUTH_VERSION = 1
 RESOLVED = "resolved"  # the reason code of a suppressed topic that was resolved
@@ -34,6 +34,34 @@ _Dumper.yaml_implicit_resolvers = {
     first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for first, resolvers in yaml.SafeDumper.yaml_implicit_resolvers.items()
 }
+
+
+_TIMESTAMP = next(
+    regexp
+    for resolvers in yaml.SafeDumper.yaml_implicit_resolvers.values()
+    for tag, regexp in resolvers
+    if tag == "tag:yaml.org,2002:timestamp"
+)
+
+
+def _reads_back(value: str) -> bool:
+    try:
+        return plain(yaml.safe_load(value)) == value
+    except ValueError:  # `2026-02-30`: the loader's date constructor refuses it
+        return False
+
+
+def _represent_str(dumper: _Dumper, value: str) -> ScalarNode:
+    """A timestamp-like string (a model's title `2026-02-30`) is quoted unless it reads back as written.
+
+    Written plain, the loader would turn it into another string (another topic id) or refuse the file.
+    """
+    if _TIMESTAMP.match(value) and not _reads_back(value):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="'")
+    return dumper.represent_str(value)
+
+
+_Dumper.add_representer(str, _represent_str)
 
 
 def dump_yaml(data: JSONValue) -> str:
@@ -196,7 +224,7 @@ def parse_truth(text: str, where: str) -> TruthSource:
         topic = topic_from(raw)
         if topic is None or not isinstance(raw, dict):
             raise ValueError(f"{where}: every entry of `resolved` needs a title (found {raw!r:.80})")
-        resolved_at = str(raw.get("resolved_at") or "")[:10]
+        resolved_at = iso_day(raw.get("resolved_at"))  # hand-written `yesterday` would hold it back forever
         truth.resolved[topic.id] = Tombstone(topic.id, topic.title, resolved_at, str(raw.get("reason") or ""))
     return truth
 

@@ -19,7 +19,14 @@ from reme.jsontypes import JSONObject
 from reme.pipelines.port import Embeddings
 from reme.pipelines.proactive.calls import ExtractReply, FoundTopic
 from reme.pipelines.proactive.files import RESOLVED, Tombstone, TruthSource
-from reme.pipelines.proactive.topics import Topic, path_date, similarity, topic_id, workspace_path
+from reme.pipelines.proactive.topics import (
+    Topic,
+    normalise_title,
+    path_date,
+    similarity,
+    topic_id,
+    workspace_path,
+)
 
 MAX_OPEN_TOPICS = 200
 # Title cosines at which two topics are one, measured per embedding model (`<model>@<dimension>`).
@@ -125,9 +132,14 @@ def apply_extraction(
     allowed = set(shown)
     seen: set[str] = set()  # two found topics that are one: the higher confidence wins
     for found in reply.topics:
+        title = " ".join(found.title.split())
+        if not normalise_title(title):  # read back, it would make the truth source unreadable
+            selection.suppressed.append(
+                {"id": "", "title": title, "reason": "no title: no letters or digits"}
+            )
+            continue
         evidence = [p for p in dict.fromkeys(map(workspace_path, found.evidence_paths)) if p in allowed]
         key = _match(found, truth, threshold, similar)
-        title = " ".join(found.title.split())
         if not evidence:  # an open topic is still carried on its old evidence
             if key not in truth.topics:
                 reason = "no evidence: none of its paths is in the material"

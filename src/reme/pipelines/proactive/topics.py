@@ -142,7 +142,8 @@ def _strings(value: object) -> tuple[str, ...]:
     return tuple(dict.fromkeys(s for s in (_text(v) for v in values) if s))
 
 
-def _day(value: object) -> str:
+def iso_day(value: object) -> str:
+    """`YYYY-MM-DD` of a date or a text starting with one; "" for anything else (`June 19`)."""
     text = value.isoformat() if isinstance(value, date) else _text(value)
     return text[:10] if _DATE.fullmatch(text[:10]) else ""
 
@@ -183,14 +184,14 @@ def topic_from(data: JSONValue) -> Topic | None:
         paths.insert(0, evidence)
     kind = _text(data.get("kind"))
     dates = [d for d in (path_date(p) for p in paths) if d]
-    last = _day(data.get("last_evidence_at")) or (max(dates) if dates else "")
+    last = iso_day(data.get("last_evidence_at")) or (max(dates) if dates else "")
     return Topic(
         id=topic_id(title),
         title=title,
         reason=_text(data.get("reason")),
         kind=kind if kind in KINDS else "follow_up",
         confidence=_confidence(data.get("confidence")),
-        first_seen=_day(data.get("first_seen")) or (min(dates) if dates else last),
+        first_seen=iso_day(data.get("first_seen")) or (min(dates) if dates else last),
         last_evidence_at=last,
         paths=tuple(paths[:MAX_PATHS]),
         keywords=_strings(data.get("keywords")),
