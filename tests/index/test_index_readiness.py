@@ -85,7 +85,10 @@ async def test_answers_while_catching_up_say_the_index_is_not_ready(slow_app, jo
 
 async def test_a_search_waits_a_bounded_time_for_the_catch_up(workspace_dir, monkeypatch):
     await indexed_once(workspace_dir)
-    async with ReMe(workspace_dir=workspace_dir, timezone="UTC") as app:
+    # a wait longer than a loaded CI machine needs to finish the catch-up once released (the 2 s default
+    # ran out there once); answering before the bound is what `slow_app`'s tests check
+    waiting = {"jobs.search.steps": [{"backend": "search", "ready_wait_s": 30}]}
+    async with ReMe(workspace_dir=workspace_dir, timezone="UTC", **waiting) as app:
         catch_up = SlowCatchUp(app.component("index").service, monkeypatch)
         search = asyncio.create_task(app.run("search", query="solar"))
         await asyncio.to_thread(catch_up.release)
