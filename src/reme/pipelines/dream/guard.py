@@ -154,6 +154,13 @@ class UnitGuard:
         return await self._edit(path, seen, params)
 
     async def _create(self, path: str, params: Params) -> ToolReply:
+        linked = [
+            key
+            for key, value in frontmatter.parse(text_param(params, "content")).metadata.items()
+            if "[[" in repr(value)
+        ]
+        if linked:  # as in `frontmatter_update`: F-11, links (provenance too) live in the body
+            return self._refuse(f"front-matter keys {', '.join(linked)} hold links; links go in the body")
         try:
             written = await self.port.write_node(
                 path,

@@ -96,11 +96,22 @@ def _line(path: str, name: str | None, description: str | None) -> str:
 
 def cites(text: str, evidence: Sequence[str]) -> bool:
     """Whether the node's `## Sources` holds a `derived_from::` edge to one of the unit's evidence files."""
-    wanted = set(evidence)
-    return any(
-        link.target in wanted or f"{link.target}.md" in wanted
-        for link in source_links(frontmatter.parse(text).body)
-    )
+    return any(_among(link.target, evidence) for link in source_links(frontmatter.parse(text).body))
+
+
+def _among(target: str, evidence: Sequence[str]) -> bool:
+    return target in evidence or f"{target}.md" in evidence
+
+
+def added_sources(after: str, before: str | None, evidence: Sequence[str]) -> list[str]:
+    """`derived_from::` targets the run added that are not the unit's evidence: provenance names only
+    what the unit was given, never a missing note, another day's note or a digest node."""
+    kept = {link.target for link in source_links(frontmatter.parse(before).body)} if before else set()
+    return [
+        target
+        for target in dict.fromkeys(link.target for link in source_links(frontmatter.parse(after).body))
+        if target not in kept and not _among(target, evidence)
+    ]
 
 
 def check_report(
@@ -118,6 +129,13 @@ def check_report(
         return (
             f"{target!r} has no `derived_from::` source for this unit's evidence ({', '.join(evidence)}) "
             "in its ## Sources section; every change must cite what it comes from"
+        )
+    before = subject.before.content if subject.before else None
+    foreign = added_sources(after.content, before, evidence) if after is not None else []
+    if foreign:
+        return (
+            f"{target!r} cites {', '.join(foreign)} as `derived_from::` sources, but this unit's evidence is "
+            f"{', '.join(evidence)}; cite only the evidence you were given"
         )
     if report.action == "CREATE":
         if subject.before is not None:

@@ -18,6 +18,7 @@ from reme.jsontypes import JSONValue
 from reme.llm.prompts import render_prompt
 from reme.llm.runner import AgentFailed, run_agent
 from reme.llm.tools import PathPolicy
+from reme.pipelines.capture.redaction import redact
 from reme.pipelines.memory.card_names import short_hash, slugify
 from reme.pipelines.outcome import AddUsage
 from reme.pipelines.port import MemoryPort
@@ -75,7 +76,8 @@ async def distil_card(
         await restore(port, card_path, snapshot)
         raise
     add_usage(result.usage)
-    summary: CardSummary = result.output
+    summary = CardSummary(name=redact(result.output.name), description=redact(result.output.description))
+    await redact_card(port, card_path)
     front = await port.update_front_matter(
         card_path, {"name": summary.name.strip(), "description": summary.description.strip(), **front_matter}
     )
@@ -87,6 +89,13 @@ async def distil_card(
         port, card_path, summary.name, salt=str(front_matter.get("session_id", card_path))
     )
     return Distilled(final_path, summary, result.usage)
+
+
+async def redact_card(port: MemoryPort, card_path: str) -> None:
+    """Secrets the model wrote into the card are replaced on disk, whatever the prompt told it."""
+    card = await port.load(card_path)
+    if card is not None and (clean := redact(card.content)) != card.content:
+        await port.save(card_path, clean, expected_sha256=card.sha256)
 
 
 async def restore(port: MemoryPort, card_path: str, snapshot: str) -> None:
