@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from reme.app.spelling import did_you_mean
 from reme.app.values import parse_value
 from reme.errors import ReMeError, UserError
 from reme.jsontypes import JSONObject, JSONValue
@@ -41,6 +42,11 @@ SYNC_KEYS = {"remote", "interval", "author"}
 # `token` only as the key's last word: `auth_token` is a secret, `max_tokens` and `tokenizer` are not.
 _SECRET_KEY = re.compile(r"api_?key|secret|password|authorization|token$", re.IGNORECASE)
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+# Bounds on a loaded config: every later walk copies each value, so an alias bomb or runaway nesting
+# would otherwise hang start-up or end in a RecursionError.
+MAX_VALUES = 1_000_000
+MAX_DEPTH = 64
+_YAML_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class ConfigError(UserError, ValueError):
@@ -59,18 +65,54 @@ def find_config_file(name_or_path: str | Path) -> Path:
     raise ConfigError(f"config {str(name_or_path)!r} is neither a file nor a packaged config ({known})")
 
 
+class _UniqueKeyLoader(_YAML_LOADER):  # the C loader when PyYAML was built with it
+    """Refuses a key written twice in one mapping: plain YAML keeps the last one and hides the first."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[object, object]:
+        seen: set[object] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, (str, int, float, bool)):
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"found duplicate key {key!r}", key_node.start_mark
+                    )
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def _read_yaml(path: Path) -> JSONObject:
     try:
-        data: object = yaml.load(
-            path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        )
+        data: object = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: invalid YAML: {exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text; save the config as UTF-8") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the config: {exc.strerror}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: top level must be a mapping")
+    _check_size(str(path), data)
     return data
+
+
+def _check_size(where: str, data: JSONValue) -> None:
+    """Refuse more than MAX_VALUES values (aliases expanded) or nesting deeper than MAX_DEPTH, without recursing."""
+    stack: list[tuple[JSONValue, int]] = [(data, 1)]
+    count = 0
+    while stack:
+        value, depth = stack.pop()
+        count += 1
+        if count > MAX_VALUES:
+            raise ConfigError(f"{where}: more than {MAX_VALUES} values once aliases are expanded")
+        if depth > MAX_DEPTH:
+            raise ConfigError(f"{where}: nested deeper than {MAX_DEPTH} levels")
+        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+        stack.extend((child, depth + 1) for child in children)
 
 
 def _load_with_imports(path: Path, seen: tuple[Path, ...] = ()) -> JSONObject:
@@ -172,6 +214,7 @@ def load_config(
 
         load_dotenv(Path.cwd() / ".env", override=False)
     data = _load_with_imports(find_config_file(config or "default"))
+    _check_size("config overrides", dict(overrides or {}))
     for key, value in (overrides or {}).items():
         below = data.get(key)
         if "." in key:
@@ -190,15 +233,13 @@ def check_config(data: JSONObject) -> None:
     """Refuse unknown top-level and service keys, and badly shaped sections, naming the key."""
     for key in data:
         if key not in TOP_LEVEL_KEYS:
-            raise ConfigError(f"unknown config key {key!r} (known: {', '.join(sorted(TOP_LEVEL_KEYS))})")
+            raise ConfigError(_unknown(repr(key), str(key), TOP_LEVEL_KEYS))
     service = data.setdefault("service", {})
     if not isinstance(service, dict):
         raise ConfigError("config key 'service' must be a mapping")
     for key in service:
         if key not in SERVICE_KEYS:
-            raise ConfigError(
-                f"unknown config key 'service.{key}' (known: {', '.join(sorted(SERVICE_KEYS))})"
-            )
+            raise ConfigError(_unknown(f"'service.{key}'", str(key), SERVICE_KEYS))
     port = service.get("port", 2333)
     if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
         raise ConfigError(f"config key 'service.port' must be a port number, got {port!r}")
@@ -209,8 +250,16 @@ def check_config(data: JSONObject) -> None:
         for name, spec in block.items():
             if spec is not None and not isinstance(spec, dict):
                 raise ConfigError(f"config key '{section}.{name}' must be a mapping")
+            if section == "components" and spec and not isinstance(spec.get("enabled", True), bool):
+                raise ConfigError(
+                    f"config key 'components.{name}.enabled' must be true or false, got {spec['enabled']!r}"
+                )
     if not isinstance(data.get("workspace_dir", ".reme"), (str, Path)):
         raise ConfigError("config key 'workspace_dir' must be a path")
+    if not isinstance(data.get("timezone") or "", str):
+        raise ConfigError(
+            f"config key 'timezone' must be an IANA name such as 'Europe/Paris', got {data['timezone']!r}"
+        )
     scheduler = _section(data, "scheduler", SCHEDULER_KEYS)
     if not isinstance(scheduler.get("cron", True), bool):
         raise ConfigError(f"config key 'scheduler.cron' must be true or false, got {scheduler['cron']!r}")
@@ -247,8 +296,13 @@ def _section(data: JSONObject, key: str, known: set[str]) -> JSONObject:
         raise ConfigError(f"config key {key!r} must be a mapping")
     for name in section:
         if name not in known:
-            raise ConfigError(f"unknown config key '{key}.{name}' (known: {', '.join(sorted(known))})")
+            raise ConfigError(_unknown(f"'{key}.{name}'", str(name), known))
     return section
+
+
+def _unknown(shown: str, name: str, known: set[str]) -> str:
+    """The message for an unknown key: the key, a spelling hint when one is close, the known keys."""
+    return f"unknown config key {shown} (known: {', '.join(sorted(known))}){did_you_mean(name, known)}"
 
 
 def redact(value: JSONValue, key: str = "") -> JSONValue:

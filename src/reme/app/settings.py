@@ -10,10 +10,12 @@ the defaults, and writes the effective values back into the configuration (the `
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from reme.app.config import ConfigError
+from reme.app.spelling import did_you_mean
 from reme.jsontypes import JSONObject, JSONValue
 
 _ARTICLES: dict[type, str] = {
@@ -83,6 +85,8 @@ class Setting:
             return False
         if self.choices and value not in self.choices:
             return False
+        if isinstance(value, float) and not math.isfinite(value):
+            return False  # NaN passes every comparison's `not`, inf every maximum-less row
         if isinstance(value, (int, float)):
             return (self.minimum is None or value >= self.minimum) and (
                 self.maximum is None or value <= self.maximum
@@ -120,7 +124,8 @@ class SettingsTable:
         for key in raw:
             if key not in self._rows:
                 known = ", ".join(self._rows) or "none"
-                raise ConfigError(f"unknown config key '{where}.{key}' (known: {known})")
+                hint = did_you_mean(key, self._rows)
+                raise ConfigError(f"unknown config key '{where}.{key}' (known: {known}){hint}")
         resolved = self.defaults()
         for key, value in raw.items():
             resolved[key] = self._rows[key].check(f"{where}.{key}", value)

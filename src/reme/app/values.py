@@ -22,7 +22,7 @@ def parse_value(text: str) -> JSONValue:
     if stripped[:1] in ("[", "{", '"'):
         try:
             return json.loads(stripped)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested deeper than the parser recurses: not a value
             return text
     if stripped in ("true", "false"):
         return json.loads(stripped)

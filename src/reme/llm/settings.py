@@ -5,6 +5,7 @@ Kept free of pydantic-ai so that checking configuration (and `import reme`) stay
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -16,6 +17,7 @@ BACKENDS = ("openai", "anthropic", "ollama", "scripted")
 # endpoint's JSON-schema response format, or JSON asked for in the prompt (works with any server).
 OUTPUT_MODES = ("tool", "native", "prompted")
 OLLAMA_DEFAULT_URL = "http://localhost:11434/v1"
+ROLES = ("chat", "memory")
 # Settings a role (e.g. `memory`) may override; the rest are shared by every role.
 ROLE_KEYS = (
     "backend",
@@ -95,8 +97,8 @@ def _number(value: object, kind: type[int] | type[float], where: str, minimum: f
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise ValueError
         number = kind(value)
-        if not number >= minimum:
-            raise ValueError
+        if not (math.isfinite(number) and number >= minimum) or number != float(value):
+            raise ValueError  # NaN, inf, or an int setting given a fraction (`1.5` is not 1)
     except (TypeError, ValueError):
         raise ValueError(f"{where} must be a number of at least {minimum:g}, not {value!r}") from None
     return number

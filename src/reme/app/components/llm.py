@@ -8,12 +8,15 @@ application from starting: the LLM jobs report them instead.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import fields
 from typing import TYPE_CHECKING, ClassVar
 
 from reme.app.component import Component, Host, Report
+from reme.app.config import ConfigError
 from reme.app.registry import register_component
+from reme.app.spelling import did_you_mean
 from reme.llm.providers import build_model
-from reme.llm.settings import ModelSettings, resolve_settings
+from reme.llm.settings import ROLE_KEYS, ROLES, ModelSettings, resolve_settings
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
@@ -26,6 +29,43 @@ class LLMComponent(Component):
     def __init__(self, app: Host, name: str, **settings: object) -> None:
         super().__init__(app, name, **settings)
         self._models: dict[str, Model] = {}
+        self._check_settings()
+
+    def _check_settings(self) -> None:
+        """Refuse an unknown key or a bad value at start, not first when an LLM job runs.
+
+        A missing model or key is not refused: the LLM jobs report it and everything else works.
+        """
+        shared = {field.name for field in fields(ModelSettings)}
+        for key, value in self.settings.items():
+            where = f"components.{self.name}.{key}"
+            if key in ROLES:
+                if value is not None and not isinstance(value, dict):
+                    raise ConfigError(f"config key {where!r} must be a mapping of {', '.join(ROLE_KEYS)}")
+                self._check_keys(where, value or {}, set(ROLE_KEYS))
+            elif key not in shared:
+                known = sorted({*shared, *ROLES})
+                raise ConfigError(
+                    f"unknown config key {where!r} (known: {', '.join(known)}){did_you_mean(key, known)}"
+                )
+            elif isinstance(value, (dict, list)):
+                raise ConfigError(f"config key {where!r} must be text or a number, got {value!r}")
+        try:
+            for role in ROLES:
+                self.settings_for(role)
+        except ValueError as exc:
+            raise ConfigError(f"config key {exc}") from None
+
+    @staticmethod
+    def _check_keys(where: str, block: Mapping[str, object], known: set[str]) -> None:
+        for key, value in block.items():
+            if key not in known:
+                hint = did_you_mean(key, known)
+                raise ConfigError(
+                    f"unknown config key '{where}.{key}' (known: {', '.join(sorted(known))}){hint}"
+                )
+            if isinstance(value, (dict, list)):
+                raise ConfigError(f"config key '{where}.{key}' must be text or a number, got {value!r}")
 
     def settings_for(self, role: str = "chat") -> ModelSettings:
         return resolve_settings({**self.settings, "backend": self.backend}, role)
