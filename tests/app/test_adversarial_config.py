@@ -159,17 +159,20 @@ def test_component_setting_typo_suggests_the_name(start):
         ("components.llm.api_key=[1]", "components.llm.api_key"),
     ],
 )
-def test_bad_llm_settings_are_refused_at_start(start, override, key):
+def test_bad_llm_settings_are_named_by_health_and_do_not_stop_the_start(start, override, key):
+    """Captures, search and every job without a model keep working (test_auto_memory_pending: the
+    LLM jobs name the key and leave the card pending)."""
     code, err = start(override)
-    assert code == 2, err
-    assert key in err and "Traceback" not in err
+    assert code == 0, err
+    code, err = start("job=health_check", override)
+    assert code == 1 and key in err and "Traceback" not in err, err
 
 
 @pytest.mark.parametrize("value", ["abc", "-5", "nan", "inf", "0", "1e400"])
-def test_junk_llm_timeout_env_is_refused_at_start(start, monkeypatch, value):
+def test_junk_llm_timeout_env_is_named_by_health(start, monkeypatch, value):
     monkeypatch.setenv("LLM_TIMEOUT", value)
-    code, err = start()
-    assert code == 2 and "components.llm.timeout" in err
+    code, err = start("job=health_check")
+    assert code == 1 and "components.llm.timeout" in err, err
 
 
 def test_llm_without_a_model_still_starts(start, monkeypatch):

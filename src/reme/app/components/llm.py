@@ -1,8 +1,8 @@
 """The `llm` component: chat models per role (`chat`, `memory`) from config, built on first use.
 
 Backends: `openai` (any OpenAI-compatible endpoint), `anthropic` and `ollama`; the `scripted` test
-double is registered by `reme.testing` when a process opts in (`REME_PLUGINS`). Missing credentials never stop the
-application from starting: the LLM jobs report them instead.
+double is registered by `reme.testing` when a process opts in (`REME_PLUGINS`). Missing credentials and wrong
+settings never stop the application from starting: the LLM jobs and `health_check` report them instead.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from dataclasses import fields
 from typing import TYPE_CHECKING, ClassVar
 
 from reme.app.component import Component, Host, Report
-from reme.app.config import ConfigError
 from reme.app.registry import register_component
 from reme.app.spelling import did_you_mean
 from reme.llm.providers import build_model
@@ -29,45 +28,46 @@ class LLMComponent(Component):
     def __init__(self, app: Host, name: str, **settings: object) -> None:
         super().__init__(app, name, **settings)
         self._models: dict[str, Model] = {}
-        self._check_settings()
+        self._problem = self._settings_problem()
 
-    def _check_settings(self) -> None:
-        """Refuse an unknown key or a bad value at start, not first when an LLM job runs.
-
-        A missing model or key is not refused: the LLM jobs report it and everything else works.
-        """
+    def _settings_problem(self) -> str | None:
+        """What is wrong with the block (an unknown key, a list, a bad value), or None. Not a reason to
+        refuse the start: captures, search and every job without a model keep working, and the LLM
+        jobs and `health_check` name the key (as for missing credentials)."""
         shared = {field.name for field in fields(ModelSettings)}
         for key, value in self.settings.items():
             where = f"components.{self.name}.{key}"
             if key in ROLES:
                 if value is not None and not isinstance(value, dict):
-                    raise ConfigError(f"config key {where!r} must be a mapping of {', '.join(ROLE_KEYS)}")
-                self._check_keys(where, value or {}, set(ROLE_KEYS))
+                    return f"config key {where!r} must be a mapping of {', '.join(ROLE_KEYS)}"
+                problem = self._keys_problem(where, value or {}, set(ROLE_KEYS))
+                if problem:
+                    return problem
             elif key not in shared:
                 known = sorted({*shared, *ROLES})
-                raise ConfigError(
-                    f"unknown config key {where!r} (known: {', '.join(known)}){did_you_mean(key, known)}"
-                )
+                return f"unknown config key {where!r} (known: {', '.join(known)}){did_you_mean(key, known)}"
             elif isinstance(value, (dict, list)):
-                raise ConfigError(f"config key {where!r} must be text or a number, got {value!r}")
+                return f"config key {where!r} must be text or a number, got {value!r}"
         try:
             for role in ROLES:
-                self.settings_for(role)
+                resolve_settings({**self.settings, "backend": self.backend}, role)
         except ValueError as exc:
-            raise ConfigError(f"config key {exc}") from None
+            return f"config key {exc}"
+        return None
 
     @staticmethod
-    def _check_keys(where: str, block: Mapping[str, object], known: set[str]) -> None:
+    def _keys_problem(where: str, block: Mapping[str, object], known: set[str]) -> str | None:
         for key, value in block.items():
             if key not in known:
-                hint = did_you_mean(key, known)
-                raise ConfigError(
-                    f"unknown config key '{where}.{key}' (known: {', '.join(sorted(known))}){hint}"
-                )
+                return f"unknown config key '{where}.{key}' (known: {', '.join(sorted(known))}){did_you_mean(key, known)}"
             if isinstance(value, (dict, list)):
-                raise ConfigError(f"config key '{where}.{key}' must be text or a number, got {value!r}")
+                return f"config key '{where}.{key}' must be text or a number, got {value!r}"
+        return None
 
     def settings_for(self, role: str = "chat") -> ModelSettings:
+        """A role's settings; ValueError naming the key when the block is wrong (`_settings_problem`)."""
+        if self._problem:
+            raise ValueError(self._problem)
         return resolve_settings({**self.settings, "backend": self.backend}, role)
 
     def missing(self, role: str = "chat") -> str | None:
