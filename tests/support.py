@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -132,3 +133,23 @@ def packaged_tools() -> dict[str, Any]:
     load_plugins()
     jobs = (build_job(name, raw) for name, raw in load_config(None, {})["jobs"].items())
     return {job.name: job.agent for job in jobs if job.agent is not None}
+
+
+def snapshot(root: Path, *, skip: tuple[str, ...] = (), folders: bool = True) -> dict[str, str]:
+    """Every entry under `root` with its content hash (links marked; folders too unless `folders` is
+    false), for before/after checks; the top-level folders named in `skip` (derived state: `metadata`,
+    `journal`) are left out."""
+    state = {}
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [name for name in dirs if not (Path(folder) == root and name in skip)]
+        for name in dirs + files:
+            path = Path(folder, name)
+            key = path.relative_to(root).as_posix()
+            if path.is_symlink():
+                state[key] = "link:" + os.readlink(path)
+            elif path.is_dir():
+                if folders:
+                    state[key] = "dir"
+            else:
+                state[key] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return state

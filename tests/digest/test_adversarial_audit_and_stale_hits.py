@@ -4,7 +4,6 @@ that never answer from a file changed or deleted behind the index (docs/search.m
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Mapping
@@ -13,6 +12,7 @@ from typing import Any
 
 import pytest
 from tests.pipelines.dream_support import put
+from tests.support import snapshot
 
 from reme import ReMe
 from reme.app.components.index import index_service
@@ -23,6 +23,7 @@ from reme.index.sync import Indexer
 from reme.pipelines.digest.audit import AuditSettings
 from reme.pipelines.digest.nodes import Overload
 
+METADATA = ("metadata",)  # derived state
 CARD = "daily/2026-06-20/notes.md"
 HUB = "digest/wiki/solar-panels.md"
 PEER = "digest/wiki/battery-storage.md"
@@ -36,15 +37,6 @@ def node(path: str, text: str, *, sources: str | None = CARD, head: str | None =
     tail = f"\n## Sources\n- derived_from:: [[{sources}]] — where it comes from.\n" if sources else "\n"
     head = head if head is not None else f"---\nname: {name}\ndescription: A node.\n---\n"
     return f"{head}# {name}\n\n{text}\n{tail}"
-
-
-def snapshot(root: Path) -> dict[str, str]:
-    """sha256 of every file outside metadata/ (derived state)."""
-    return {
-        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and not p.relative_to(root).as_posix().startswith("metadata/")
-    }
 
 
 def plant(ws: Path, files: Mapping[str, str | bytes]) -> None:
@@ -66,9 +58,9 @@ async def audited(
     asserts that the audit changed no file."""
     plant(ws, files)
     async with ReMe(workspace_dir=ws, timezone="UTC", **overrides) as app:
-        before = snapshot(ws)
+        before = snapshot(ws, skip=METADATA, folders=False)
         response = await app.run("digest_audit")
-        assert snapshot(ws) == before
+        assert snapshot(ws, skip=METADATA, folders=False) == before
     found = {(f["kind"], f["path"]) for f in response.metadata.get("findings", [])}
     return response, found
 
@@ -230,9 +222,9 @@ async def test_a_node_edited_or_deleted_behind_a_running_app_is_audited_as_it_is
         (ws / PEER).unlink()  # HUB's link dies
         (ws / "digest/wiki/compost-b.md").unlink()  # the twin is gone
         put(ws, "digest/wiki/spoke.md", node("digest/wiki/spoke.md", "Links nothing any more."))
-        before = snapshot(ws)
+        before = snapshot(ws, skip=METADATA, folders=False)
         again = await app.run("digest_audit")
-        assert snapshot(ws) == before
+        assert snapshot(ws, skip=METADATA, folders=False) == before
     assert again.success, again.answer
     assert {(f["kind"], f["path"]) for f in again.metadata["findings"]} == {
         ("dead_link", HUB),

@@ -60,6 +60,19 @@ def report(action: str, target: str = NODE, reason: str = "new abstraction") -> 
     return {"output": {"action": action, "target_path": target, "reason": reason}}
 
 
+def corroborate_turns(source: str, why: str = "again.", path: str = NODE) -> list[dict[str, Any]]:
+    """Read the node, add `source` to its `## Sources` with `why`, report CORROBORATE."""
+    edit = {
+        "tool": "digest_edit",
+        "args": {
+            "path": path,
+            "old": "## Sources\n",
+            "new": f"## Sources\n- derived_from:: [[{source}]] — {why}\n",
+        },
+    }
+    return [{"tool": "read", "args": {"path": path}}, edit, report("CORROBORATE", path)]
+
+
 def create_turns(path: str = NODE, content: str | None = None) -> list[dict[str, Any]]:
     return [
         {

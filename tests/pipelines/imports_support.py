@@ -29,6 +29,12 @@ def transcript(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
+def dialog(workspace: Path, session_id: str) -> list[str]:
+    """The text of each saved turn of a session, in order; [] when none is saved."""
+    path = workspace / "session" / "dialog" / f"{session_id}.jsonl"
+    return [record["content"] for record in transcript(path)] if path.exists() else []
+
+
 async def run_ok(app: ReMe | PortApp, job: str, **params: Any) -> dict[str, Any]:
     response = await app.run(job, **params)
     assert response.success, response.answer

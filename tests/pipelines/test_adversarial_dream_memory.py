@@ -22,6 +22,7 @@ from tests.pipelines.dream_support import (
     NODE,
     body,
     catalog,
+    corroborate_turns,
     create_turns,
     extract_run,
     integrate_run,
@@ -31,19 +32,11 @@ from tests.pipelines.dream_support import (
     unit,
 )
 from tests.pipelines.port_jobs import MakePortApp, port_app_fixture  # noqa: F401  (the fixture)
+from tests.support import snapshot
 
+DERIVED = ("metadata", "journal")  # derived state and the run journal
 GHOST = f"daily/{DAY}/ghost.md"
 OLD_NOTE = "daily/2026-05-01/old.md"
-
-
-def tree(ws: Path) -> dict[str, bytes]:
-    """Every file of the workspace outside metadata/ and journal/, byte for byte."""
-    skip = ("metadata/", "journal/")
-    return {
-        p.relative_to(ws).as_posix(): p.read_bytes()
-        for p in sorted(ws.rglob("*"))
-        if p.is_file() and not p.relative_to(ws).as_posix().startswith(skip)
-    }
 
 
 def digest_nodes(ws: Path) -> list[str]:
@@ -69,12 +62,15 @@ async def test_dream_a_new_source_beyond_the_units_evidence_is_refused(
     app = make_pipes([extract_run(unit()), integrate_run(create_turns(content=body(CARD, cited)))])
     put(app.workspace_dir, CARD, CARD_TEXT)
     put(app.workspace_dir, OLD_NOTE, "# Old\n\nSomething else entirely.\n")
-    before = tree(app.workspace_dir)
+    before = snapshot(app.workspace_dir, skip=DERIVED, folders=False)
     response = await app.dream()
     assert not response.success
     [failure] = response.metadata["failed_units"]
     assert cited in failure["error"], failure["error"]
-    assert tree(app.workspace_dir) == before and catalog(app.workspace_dir) == {}
+    assert (
+        snapshot(app.workspace_dir, skip=DERIVED, folders=False) == before
+        and catalog(app.workspace_dir) == {}
+    )
 
 
 @pytest.mark.parametrize(
@@ -98,10 +94,13 @@ async def test_dream_evidence_cited_only_outside_sources_fails(make_pipes: MakeP
     app = make_pipes([extract_run(unit()), integrate_run(create_turns(content=content))])
     put(app.workspace_dir, CARD, CARD_TEXT)
     put(app.workspace_dir, OLD_NOTE, "# Old\n")
-    before = tree(app.workspace_dir)
+    before = snapshot(app.workspace_dir, skip=DERIVED, folders=False)
     response = await app.dream()
     assert not response.success
-    assert tree(app.workspace_dir) == before and catalog(app.workspace_dir) == {}
+    assert (
+        snapshot(app.workspace_dir, skip=DERIVED, folders=False) == before
+        and catalog(app.workspace_dir) == {}
+    )
 
 
 async def test_dream_an_update_may_keep_the_old_sources_it_did_not_add(make_pipes: MakePipes) -> None:
@@ -109,18 +108,7 @@ async def test_dream_an_update_may_keep_the_old_sources_it_did_not_add(make_pipe
     put(app.workspace_dir, OLD_NOTE, "# Old\n\nWeekly releases.\n")
     await app.write_node(NODE, body(OLD_NOTE), "Release cadence.")
     put(app.workspace_dir, CARD, CARD_TEXT)
-    add = {
-        "tool": "digest_edit",
-        "args": {
-            "path": NODE,
-            "old": "## Sources\n",
-            "new": f"## Sources\n- derived_from:: [[{CARD}]] — again.\n",
-        },
-    }
-    app.script = [
-        extract_run(unit()),
-        integrate_run([{"tool": "read", "args": {"path": NODE}}, add, report("CORROBORATE")]),
-    ]
+    app.script = [extract_run(unit()), integrate_run(corroborate_turns(CARD))]
     response = await app.dream()
     assert response.success, response.answer
     text = (app.workspace_dir / NODE).read_text(encoding="utf-8")
@@ -149,9 +137,12 @@ async def test_dream_a_bad_slug_or_path_writes_nothing(make_pipes: MakePipes, pa
     app = make_pipes([extract_run(unit()), integrate_run(turns)])
     put(app.workspace_dir, CARD, CARD_TEXT)
     response = await app.dream()
-    before = tree(app.workspace_dir)
+    before = snapshot(app.workspace_dir, skip=DERIVED, folders=False)
     assert not response.success
-    assert tree(app.workspace_dir) == before and digest_nodes(app.workspace_dir) == []
+    assert (
+        snapshot(app.workspace_dir, skip=DERIVED, folders=False) == before
+        and digest_nodes(app.workspace_dir) == []
+    )
     assert catalog(app.workspace_dir) == {}
 
 
@@ -165,10 +156,10 @@ async def test_dream_front_matter_in_the_content_cannot_rename_or_link(make_pipe
     ]
     app = make_pipes([extract_run(unit()), integrate_run(turns)])
     put(app.workspace_dir, CARD, CARD_TEXT)
-    before = tree(app.workspace_dir)
+    before = snapshot(app.workspace_dir, skip=DERIVED, folders=False)
     response = await app.dream()
     assert not response.success, response.answer
-    assert tree(app.workspace_dir) == before
+    assert snapshot(app.workspace_dir, skip=DERIVED, folders=False) == before
 
 
 async def test_dream_front_matter_update_cannot_rename_or_add_links(make_pipes: MakePipes) -> None:
@@ -204,7 +195,7 @@ async def test_dream_second_unit_fails_after_writing_first_is_journaled_and_reve
     app = make_pipes(script)
     put(app.workspace_dir, CARD, CARD_TEXT)
     put(app.workspace_dir, other_card, "# Hiring\n\nWe hire slowly.\n")
-    before = tree(app.workspace_dir)
+    before = snapshot(app.workspace_dir, skip=DERIVED, folders=False)
     response = await app.dream()
     assert not response.success
     assert digest_nodes(app.workspace_dir) == [NODE]  # the failed unit's node is put back
@@ -212,7 +203,7 @@ async def test_dream_second_unit_fails_after_writing_first_is_journaled_and_reve
     assert run["created"] == [NODE] and run["failed_units"][0]["paths"] == [other_card]
     reverted = await app.revert(response.metadata["run_id"])
     assert reverted.success, reverted.answer
-    assert tree(app.workspace_dir) == before
+    assert snapshot(app.workspace_dir, skip=DERIVED, folders=False) == before
 
 
 # auto_memory ------------------------------------------------------------------------------------------

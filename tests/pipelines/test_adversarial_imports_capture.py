@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tests.pipelines.imports_support import dialog
+
 from reme import ReMe
 from reme.app.captures import Capture, drain_in_app, write_marker
 
@@ -34,13 +36,6 @@ def capture(transcript: Path) -> Capture:
     )
 
 
-def dialog(workspace: Path) -> list[str]:
-    path = workspace / f"session/dialog/{S}.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line)["content"] for line in path.read_text(encoding="utf-8").splitlines()]
-
-
 # capture: the hook's drain ----------------------------------------------------------------------
 
 
@@ -58,7 +53,7 @@ async def test_hook_drain_survives_a_deeply_nested_json_line(
     write_marker(str(workspace_dir), capture(transcript))
     report = await drain_in_app(app, str(workspace_dir))
     assert report.saved == [S]
-    assert dialog(workspace_dir) == ["first turn", "second turn"]
+    assert dialog(workspace_dir, S) == ["first turn", "second turn"]
 
 
 async def test_hook_capture_keeps_the_session_when_one_record_is_nested_over_100_levels(
@@ -78,7 +73,7 @@ async def test_hook_capture_keeps_the_session_when_one_record_is_nested_over_100
     write_marker(str(workspace_dir), capture(transcript))
     report = await drain_in_app(app, str(workspace_dir))
     assert report.failed == {}
-    assert "first turn" in dialog(workspace_dir) and "second turn" in dialog(workspace_dir)
+    assert "first turn" in dialog(workspace_dir, S) and "second turn" in dialog(workspace_dir, S)
 
 
 async def test_a_replaced_transcript_is_captured_from_its_start(
@@ -99,7 +94,7 @@ async def test_a_replaced_transcript_is_captured_from_its_start(
     )
     write_marker(str(workspace_dir), capture(transcript))
     await drain_in_app(app, str(workspace_dir))
-    saved = dialog(workspace_dir)
+    saved = dialog(workspace_dir, S)
     assert {"new one alpha", "new two beta", "new three gamma"} <= set(saved), saved
     sent = json.loads((workspace_dir / f"metadata/agent/captures/{S}.sent").read_text())
     assert sent["skipped"].get("not_json", 0) == 0
@@ -120,7 +115,7 @@ async def test_import_claude_code_skips_a_deeply_nested_transcript_line(
     )
     response = await app.run("import_claude_code", source=str(project))
     assert response.success, response.answer
-    assert dialog(workspace_dir) == ["first turn", "second turn"]
+    assert dialog(workspace_dir, S) == ["first turn", "second turn"]
 
 
 async def test_claude_md_headings_that_slug_alike_are_all_imported(

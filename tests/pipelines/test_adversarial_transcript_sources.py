@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.pipelines.imports_support import dialog
 
 from reme import ReMe
 from reme.app import captures
@@ -228,13 +229,6 @@ def rollout(folder: Path, lines: list[Any], session_id: str = CODEX, raw_tail: s
     return path
 
 
-def dialog(workspace: Path, session_id: str = CODEX) -> list[str]:
-    path = workspace / "session" / "dialog" / f"{session_id}.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line)["content"] for line in path.read_text(encoding="utf-8").splitlines()]
-
-
 async def test_a_rollout_reimported_after_it_grew_adds_only_the_new_turns(
     tmp_path: Path, workspace_dir: Path, app: ReMe
 ) -> None:
@@ -245,7 +239,7 @@ async def test_a_rollout_reimported_after_it_grew_adds_only_the_new_turns(
     one = await app.run("import_codex", source=str(tmp_path / "codex" / "sessions"))
     assert one.success, one.answer
     assert "1 line(s) not JSON" in str(one.answer)  # the line Codex was still writing
-    assert dialog(workspace_dir) == ["build it", "built"]
+    assert dialog(workspace_dir, CODEX) == ["build it", "built"]
     grown = [*first, said("assistant", "built", "2026-06-03T10:00:02.000Z")]
     grown += [
         said("user", "test it", "2026-06-03T10:00:03.000Z"),
@@ -254,7 +248,7 @@ async def test_a_rollout_reimported_after_it_grew_adds_only_the_new_turns(
     rollout(folder, grown)
     two = await app.run("import_codex", source=str(path))
     assert two.success and two.metadata["projects"]["solar-api"]["messages"] == 2, two.answer
-    assert dialog(workspace_dir) == ["build it", "built", "test it", "ok"]
+    assert dialog(workspace_dir, CODEX) == ["build it", "built", "test it", "ok"]
     three = await app.run("import_codex", source=str(path))
     assert three.metadata["projects"]["solar-api"]["messages"] == 0
 
@@ -274,7 +268,7 @@ async def test_a_reply_repeated_across_import_batches_is_kept_each_time(
     path = rollout(tmp_path / "codex", older_rollout(5))
     imported = await app.run("import_codex", source=str(path))
     assert imported.success, imported.answer
-    assert dialog(workspace_dir).count("done") == 5
+    assert dialog(workspace_dir, CODEX).count("done") == 5
 
 
 async def test_an_import_after_hook_captures_adds_nothing_twice(
@@ -296,7 +290,7 @@ async def test_an_import_after_hook_captures_adds_nothing_twice(
     await captures.drain_in_app(app, str(workspace_dir))
     imported = await app.run("import_codex", source=str(path))
     assert imported.metadata["projects"]["solar-api"]["messages"] == 0, imported.answer
-    assert len(dialog(workspace_dir)) == 6
+    assert len(dialog(workspace_dir, CODEX)) == 6
 
 
 async def test_two_rollouts_of_one_session_and_odd_records_lose_no_turn(
@@ -330,7 +324,7 @@ async def test_two_rollouts_of_one_session_and_odd_records_lose_no_turn(
     )
     imported = await app.run("import_codex", source=str(folder))
     assert imported.success, imported.answer
-    assert dialog(workspace_dir) == ["first file", "second file"]
+    assert dialog(workspace_dir, CODEX) == ["first file", "second file"]
 
 
 async def test_a_rollout_whose_session_meta_names_no_usable_id_is_saved_under_its_file_name(
@@ -341,7 +335,7 @@ async def test_a_rollout_whose_session_meta_names_no_usable_id_is_saved_under_it
     )
     imported = await app.run("import_codex", source=str(path))
     assert imported.success, imported.answer
-    assert dialog(workspace_dir) == ["hello"]
+    assert dialog(workspace_dir, CODEX) == ["hello"]
     assert not (workspace_dir / "digest" / "evil.jsonl").exists()
 
 
@@ -354,7 +348,7 @@ async def test_a_fifo_named_like_a_rollout_in_an_import_folder_is_passed_over_no
     with deadline(20):
         done = await app.run("import_codex", source=str(tmp_path / "codex" / "sessions"))
     assert done.success, done.answer
-    assert dialog(workspace_dir) == ["build it"]
+    assert dialog(workspace_dir, CODEX) == ["build it"]
 
 
 async def test_a_fifo_given_as_the_import_source_is_refused_not_waited_on(

@@ -16,6 +16,7 @@ from tests.pipelines.dream_support import (
     Pipes,
     body,
     catalog,
+    corroborate_turns,
     create_turns,
     extract_run,
     integrate_run,
@@ -64,18 +65,7 @@ async def test_a_dropped_link_is_refused_retried_once_then_the_unit_fails(make_p
     assert "ConservationViolation" in day_log and f"would drop `[[{OTHER}]]`" in day_log
 
     # the next run retries the same source; this time the model keeps the link
-    keep = {
-        "tool": "digest_edit",
-        "args": {
-            "path": NODE,
-            "old": "## Sources\n",
-            "new": f"## Sources\n- derived_from:: [[{CARD}]] — confirmed weekly.\n",
-        },
-    }
-    app.script = [
-        extract_run(unit()),
-        integrate_run([{"tool": "read", "args": {"path": NODE}}, keep, report("CORROBORATE")]),
-    ]
+    app.script = [extract_run(unit()), integrate_run(corroborate_turns(CARD, "confirmed weekly."))]
     retry = await app.dream()
     assert retry.success, retry.answer
     assert retry.metadata["changed"] == [CARD] and retry.metadata["checkpointed"] == [CARD]

@@ -8,35 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import os
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from tests.support import snapshot
 
 from reme.app.components.workspace import workspace_of
 from reme.workspace.layout import Workspace
 from reme.workspace.locks import LockTimeoutError
 
-
-def snapshot(root: Path) -> dict[str, str]:
-    """Every entry under `root` with its content hash (folders and links marked); `metadata/` (lock
-    files, the index) is derived state and left out."""
-    state = {}
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = [name for name in dirs if Path(folder, name) != root / "metadata"]
-        for name in dirs + files:
-            path = Path(folder, name)
-            key = path.relative_to(root).as_posix()
-            if path.is_symlink():
-                state[key] = "link:" + os.readlink(path)
-            elif path.is_dir():
-                state[key] = "dir"
-            else:
-                state[key] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return state
+METADATA = ("metadata",)  # derived state: lock files, the index
 
 
 def refused(response) -> bool:
@@ -74,11 +57,11 @@ async def test_no_job_writes_into_the_git_folder_or_reads_it(app, job, params):
     (root / ".git/hooks/pre-commit").write_text("#!/bin/sh\n")
     (root / "digest/note.md").write_text("note\n")
     (root / "digest/g").symlink_to(root / ".git", target_is_directory=True)
-    before = snapshot(root)
+    before = snapshot(root, skip=METADATA)
     response = await app.run(job, **params)
     assert refused(response), response.answer
     assert ".git" in response.answer
-    assert snapshot(root) == before
+    assert snapshot(root, skip=METADATA) == before
 
 
 # symlinks ----------------------------------------------------------------------------------------
@@ -88,7 +71,7 @@ async def test_a_symlink_loop_is_refused_clearly_and_the_link_can_be_deleted(app
     root = app.workspace_dir
     (root / "digest/loop.md").symlink_to("loop.md")
     (root / "digest/ring").symlink_to("ring/x", target_is_directory=True)
-    before = snapshot(root)
+    before = snapshot(root, skip=METADATA)
     for job, params in [
         ("read", {"path": "digest/loop.md"}),
         ("load", {"path": "digest/loop.md"}),
@@ -102,7 +85,7 @@ async def test_a_symlink_loop_is_refused_clearly_and_the_link_can_be_deleted(app
         response = await app.run(job, **params)
         assert refused(response), (job, response.answer)
         assert "symbolic link" in response.answer, (job, response.answer)
-    assert snapshot(root) == before
+    assert snapshot(root, skip=METADATA) == before
     assert (await app.run("list", path="digest")).success
     assert (await app.run("delete", path="digest/loop.md")).success
     assert not (root / "digest/loop.md").is_symlink()
@@ -112,10 +95,10 @@ async def test_moving_a_link_onto_the_file_it_points_at_loses_nothing(app):
     root = app.workspace_dir
     (root / "digest/real.md").write_text("the only copy\n")
     (root / "digest/alias.md").symlink_to("real.md")
-    before = snapshot(root)
+    before = snapshot(root, skip=METADATA)
     response = await app.run("move", src="digest/alias.md", dst="digest/real.md", overwrite=True)
     assert refused(response) and "same file" in response.answer
-    assert snapshot(root) == before
+    assert snapshot(root, skip=METADATA) == before
     assert (root / "digest/real.md").read_text() == "the only copy\n"
 
 
@@ -124,10 +107,10 @@ async def test_moving_a_folder_into_itself_through_a_link_is_refused_cleanly(app
     (root / "digest/dir").mkdir()
     (root / "digest/dir/n.md").write_text("n\n")
     (root / "digest/alias").symlink_to("dir", target_is_directory=True)
-    before = snapshot(root)
+    before = snapshot(root, skip=METADATA)
     response = await app.run("move", src="digest/dir", dst="digest/alias/sub")
     assert refused(response) and "into itself" in response.answer
-    assert snapshot(root) == before
+    assert snapshot(root, skip=METADATA) == before
 
 
 async def test_deleting_a_folder_that_holds_links_to_outside_leaves_the_outside_alone(app, tmp_path):
@@ -211,7 +194,7 @@ async def test_a_second_unicode_form_of_an_existing_name_is_refused(app):
     root = app.workspace_dir
     assert (await app.run("write", path="digest/caf\u00e9.md", content="nfc\n")).success
     (root / "digest/note.md").write_text("note\n")
-    before = snapshot(root)
+    before = snapshot(root, skip=METADATA)
     for job, params in [
         ("write", {"path": "digest/cafe\u0301.md", "content": "nfd\n"}),
         ("save", {"path": "digest/cafe\u0301.md", "content": "nfd\n"}),
@@ -219,7 +202,7 @@ async def test_a_second_unicode_form_of_an_existing_name_is_refused(app):
     ]:
         response = await app.run(job, **params)
         assert refused(response) and "digest/caf\u00e9.md" in response.answer, (job, response.answer)
-    assert snapshot(root) == before
+    assert snapshot(root, skip=METADATA) == before
     assert (await app.run("write", path="digest/caf\u00e9.md", content="again\n")).success
 
 
@@ -231,10 +214,10 @@ async def test_a_case_only_rename_moves_the_file(app):
 
 async def test_a_name_reme_uses_for_its_temporary_files_is_refused(app):
     """Such a file would be swept away as a dead writer's leftover."""
-    before = snapshot(app.workspace_dir)
+    before = snapshot(app.workspace_dir, skip=METADATA)
     response = await app.run("write", path="digest/.a.1.abcdef01.reme-tmp", content="data")
     assert refused(response) and ".reme-tmp" in response.answer
-    assert snapshot(app.workspace_dir) == before
+    assert snapshot(app.workspace_dir, skip=METADATA) == before
 
 
 # previous versions -------------------------------------------------------------------------------

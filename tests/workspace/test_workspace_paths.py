@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
-import os
-from pathlib import Path
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.support import snapshot
 
 from reme.workspace.layout import Workspace
 from reme.workspace.paths import ProtectedPathError, UnsafePathError, check_relative
@@ -94,22 +91,6 @@ def test_markdown_jobs_complete_a_missing_extension(tmp_path):
     assert ws.relative_for("digest/Makefile", markdown=True) == "digest/Makefile"
     assert ws.relative_for("digest", markdown=True) == "digest"
     assert ws.relative_for("digest/solar", markdown=False) == "digest/solar"
-
-
-def snapshot(root: Path) -> dict[str, str]:
-    """Every entry under `root` with its content hash (folders and links marked), for before/after checks."""
-    state = {}
-    for folder, dirs, files in os.walk(root):
-        for name in dirs + files:
-            path = Path(folder, name)
-            key = str(path.relative_to(root))
-            if path.is_symlink():
-                state[key] = "link:" + os.readlink(path)
-            elif path.is_dir():
-                state[key] = "dir"
-            else:
-                state[key] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return state
 
 
 def write_jobs(path: str) -> list[tuple[str, dict]]:

@@ -143,14 +143,17 @@ def _open_transcript(path: str) -> IO[bytes]:
             f"{path} is reached through a symbolic link now, not as its capture was queued; "
             "put the transcript file back or drop the capture"
         )
-    # no wait on a FIFO; a link swapped in since the check above is refused
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+    return open_regular(path, follow_links=False)  # a link swapped in since the check above is refused
+
+
+def open_regular(path: str | os.PathLike[str], *, follow_links: bool = True) -> IO[bytes]:
+    """`path` opened to read in binary when it is a regular file; else OSError saying what it is.
+    Opened without waiting: a FIFO named like a transcript would block the reader for good."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if follow_links else getattr(os, "O_NOFOLLOW", 0))
     handle = os.fdopen(os.open(path, flags), "rb")
     if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
         handle.close()
-        raise OSError(
-            f"{path} is not a regular file (a folder, a FIFO, a device or a socket); drop the capture"
-        )
+        raise OSError(f"{path} is not a regular file (a folder, a FIFO, a device or a socket)")
     return handle
 
 

@@ -72,6 +72,14 @@ class Identity:
         return cls("reme", f"reme@{host}")
 
 
+def git_failure(command: str, done: subprocess.CompletedProcess[bytes]) -> GitError:
+    """The error of a failed git command, in git's words (URLs redacted, the last 2,000 characters)."""
+    said = redact_url(
+        done.stderr.decode("utf-8", "replace").strip() or done.stdout.decode("utf-8", "replace")
+    )
+    return GitError(f"git {command} failed: {said[-2000:]}", {"git_status": done.returncode})
+
+
 class Repo:
     """Git commands on one worktree (the workspace root)."""
 
@@ -129,10 +137,7 @@ class Repo:
         except subprocess.TimeoutExpired:
             raise GitError(f"git {args[0]} took longer than {GIT_TIMEOUT:.0f}s; try again") from None
         if done.returncode not in tuple(ok):
-            said = redact_url(
-                done.stderr.decode("utf-8", "replace").strip() or done.stdout.decode("utf-8", "replace")
-            )
-            raise GitError(f"git {args[0]} failed: {said[-2000:]}", {"git_status": done.returncode})
+            raise git_failure(args[0], done)
         return done
 
     def text(self, *args: str, **kwargs: object) -> str:

@@ -28,7 +28,7 @@ from filelock import FileLock, Timeout
 from reme.errors import ReMeError
 from reme.workspace.atomic import TEMP_SUFFIX, atomic_write
 from reme.workspace.gitmerge import merge
-from reme.workspace.gitrepo import GitError, Repo, blob_id, check_remote, redact_url
+from reme.workspace.gitrepo import GitError, Repo, blob_id, check_remote, git_failure, redact_url
 from reme.workspace.layout import Workspace
 from reme.workspace.write_log import take
 
@@ -326,7 +326,7 @@ def remote_url(repo: Repo) -> str | None:
     passed off as "no remote"."""
     done = repo.run("remote", "get-url", REMOTE, ok=(0, 2, 128))
     if done.returncode == 128 and b"no such remote" not in done.stderr.lower():
-        repo.run("remote", "get-url", REMOTE)  # raises with git's words
+        raise git_failure("remote", done)
     return done.stdout.decode().strip() or None if done.returncode == 0 else None
 
 

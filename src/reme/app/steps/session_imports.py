@@ -8,11 +8,11 @@ A `.jsonl` file or a folder of them (by default every project: `~/.claude/projec
 from __future__ import annotations
 
 import os
-import stat
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+from reme.app.captures import open_regular
 from reme.app.import_sources import source_path
 from reme.app.jobs import JobContext
 from reme.app.port import AppPort
@@ -59,11 +59,8 @@ def _read(path: Path, max_file_bytes: int) -> SessionFile:
     """The file's entries; a file over `max_file_bytes`, or one that grew past it while read, is a problem."""
     shown = str(path)
     try:
-        # no wait on a FIFO named like a transcript; it is refused below
-        with os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as handle:
+        with open_regular(path) as handle:
             status = os.fstat(handle.fileno())
-            if not stat.S_ISREG(status.st_mode):
-                return SessionFile(shown, [], problem="not a regular file (a FIFO, a device or a socket)")
             raw = handle.read(max_file_bytes + 1) if status.st_size <= max_file_bytes else b""
     except OSError as exc:
         return SessionFile(shown, [], problem=f"unreadable: {exc.strerror or exc}")
