@@ -264,7 +264,8 @@ def test_doctor_with_metadata_that_is_a_file(tmp_path: Path, capsys: pytest.Capt
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "metadata").write_text("x")
-    doctor_of(capsys, workspace)
+    areas = doctor_of(capsys, workspace)
+    assert areas["agents"][0]["status"] == "fail" and "Not a directory" in areas["agents"][0]["detail"]
 
 
 def test_doctor_with_a_damaged_service_file_and_env(
