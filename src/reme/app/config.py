@@ -30,12 +30,12 @@ TOP_LEVEL_KEYS = {
     "service",
     "components",
     "jobs",
-    "logging",
     "scheduler",
     "digest",
     "sync",
 }
 SERVICE_KEYS = {"backend", "host", "port", "auth_token", "transport", "path", "mcp_profile"}
+SERVICE_TEXT_KEYS = ("backend", "host", "auth_token", "transport", "path", "mcp_profile")
 SCHEDULER_KEYS = {"cron"}
 DIGEST_KEYS = {"buckets"}
 SYNC_KEYS = {"remote", "interval", "author"}
@@ -46,6 +46,14 @@ _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 # would otherwise hang start-up or end in a RecursionError.
 MAX_VALUES = 1_000_000
 MAX_DEPTH = 64
+# How a value that is not text is named in an error (YAML also gives dates: `date`, `datetime`).
+_TYPE_WORDS: dict[type, str] = {
+    bool: "boolean",
+    int: "number",
+    float: "number",
+    list: "list",
+    dict: "mapping",
+}
 _YAML_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -240,6 +248,8 @@ def check_config(data: JSONObject) -> None:
     for key in service:
         if key not in SERVICE_KEYS:
             raise ConfigError(_unknown(f"'service.{key}'", str(key), SERVICE_KEYS))
+    for key in SERVICE_TEXT_KEYS:
+        _check_text(f"service.{key}", service.get(key))
     port = service.get("port", 2333)
     if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
         raise ConfigError(f"config key 'service.port' must be a port number, got {port!r}")
@@ -272,21 +282,57 @@ def check_config(data: JSONObject) -> None:
             raise ConfigError(str(exc)) from None
 
 
-def _check_sync(sync: JSONObject) -> None:
-    """`sync.remote` without a password in it, `sync.interval` a cron expression (docs/spec.md §18)."""
-    from reme.workspace.gitrepo import check_remote
+def _check_text(where: str, value: JSONValue, what: str = "text") -> None:
+    """Refuse a non-text value for a text setting: YAML reads an unquoted `0123` as 83, `1_000` as 1000
+    and `yes` as true, so turning it back into a string would not give what the user wrote."""
+    if value is None or isinstance(value, str):
+        return
+    kind = _TYPE_WORDS.get(type(value), type(value).__name__)
+    if isinstance(value, (dict, list)):
+        raise ConfigError(f"config key {where!r} must be {what}, got a {kind}")
+    shown = f"a {kind}" if _SECRET_KEY.search(where) else repr(value)  # a secret is never echoed
+    leaf = where.rpartition(".")[2]
+    raise ConfigError(
+        f'config key {where!r} must be {what}, got {shown}: quote it ({leaf}: "..." in the file, '
+        f"{where}='\"...\"' on the command line, ${{VAR:-}} for a placeholder); unquoted, YAML reads "
+        "0123, 1_000 or yes as a number or a boolean"
+    )
 
+
+def _check_sync(sync: JSONObject) -> None:
+    """`sync.remote` one URL without a password in it, `sync.interval` a cron expression and
+    `sync.author` `Name <email>` (docs/spec.md §18, docs/sync.md): a bad value found at the first
+    commit or push would otherwise fail every sync, or turn the scheduled one off without a word."""
+    from reme.workspace.gitrepo import Identity, check_remote
+
+    _check_text("sync.remote", sync.get("remote"), "one repository URL or path")
+    _check_text("sync.author", sync.get("author"), "text of the form 'Name <email>'")
+    for key in ("remote", "author"):
+        if _has_control_character(sync.get(key)):
+            raise ConfigError(f"config key 'sync.{key}' must be one line without control characters")
     if sync.get("remote"):
         try:
             check_remote(str(sync["remote"]))
         except ReMeError as exc:
             raise ConfigError(f"config key 'sync.remote': {exc.message}") from None
+    author = sync.get("author")
+    if author:
+        try:
+            Identity.parse(str(author), "")
+        except ReMeError:
+            raise ConfigError(
+                f"config key 'sync.author' must look like 'Name <email>' (Ana <ana@example.org>), got {author!r}"
+            ) from None
     interval = sync.get("interval")
     if interval:
         from croniter import croniter
 
         if not isinstance(interval, str) or not croniter.is_valid(interval):
             raise ConfigError(f"config key 'sync.interval' must be a cron expression, got {interval!r}")
+
+
+def _has_control_character(value: JSONValue) -> bool:
+    return isinstance(value, str) and any(ord(ch) < 32 or ord(ch) == 127 for ch in value)
 
 
 def _section(data: JSONObject, key: str, known: set[str]) -> JSONObject:
