@@ -4,6 +4,11 @@
 port's typed digest calls (`write_node`, `edit_node`, `save`):
 - writes go only to digest nodes (`digest/<bucket>/<slug>.md`; the path policy says the same);
 - one subject per unit: once one node is written, every write to another path is refused;
+- a new node may not take a file name another digest file has: a short `[[slug]]` link would turn
+  ambiguous (docs/spec.md §2.2);
+- no write leaves a node over `MAX_NODE_CHARS` characters (unless it makes a larger node smaller);
+- front-matter keys the code owns (`OWNED_KEYS`: identity, provenance, validity) are not the model's
+  to set, on a new node or through `frontmatter_update`;
 - compare-and-set: `digest_edit` and `frontmatter_update` apply only to the version the agent last
   read through `read` (an edit of a node it never read is refused); a conflict makes it read again;
 - E-1: the first refusal for lost links goes back to the agent, the second aborts the unit with
@@ -23,13 +28,35 @@ from reme.errors import Conflict, ReMeError
 from reme.pipelines.journal.records import LostEdge, Violation
 from reme.pipelines.port import DigestRun, FileText
 from reme.workspace import frontmatter, relative_dates
-from reme.workspace.digest import is_node, node_parts
+from reme.workspace.digest import SOURCE_PREDICATE, is_node, node_parts
 from reme.workspace.edges import ConservationViolation
+from reme.workspace.resolving import ends_with
 from reme.workspace.validity import StatementDropped
 from reme.workspace.wikilinks import parse_body_links
 
 WRITE_TOOLS = ("digest_write", "digest_edit", "frontmatter_update")
 MAX_VIOLATIONS = 2
+MAX_NODE_CHARS = 60_000
+"""The most characters a dream write may leave a node with. A node is one abstraction (details stay in
+`daily/`): `digest_maintain` finds it overloaded past 6 000 and declines to split one past 60 000 (its
+`max_parent_chars`: the split model would not see it whole), and a dream prompt holds at most 60 000
+characters of one file (`max_chars_per_file`). A larger write could be neither split nor read whole
+again; one that makes an already larger node smaller still passes."""
+_VALIDITY = "validity is an inline field after the statement it bounds, e.g. `[valid_from:: 2026-03]` (docs/spec.md §17.2)"
+_IMPORTED = "it is the provenance reme writes on imported notes, and an import finds its notes by it"
+_CARD = "it is the provenance reme writes on daily cards"
+OWNED_KEYS: Mapping[str, str] = {
+    "id": "a node's identity is its path (docs/spec.md §12.1)",
+    SOURCE_PREDICATE: (
+        "provenance is the `derived_from::` lines of the body's ## Sources section (docs/spec.md §12.3)"
+    ),
+    "valid_from": _VALIDITY,
+    "valid_to": _VALIDITY,
+    **dict.fromkeys(("source", "imported_from", "import_id", "import_sha256"), _IMPORTED),
+    **dict.fromkeys(("session_id", "source_conversation", "source_resource", "source_sha256"), _CARD),
+}
+"""Front-matter keys (compared case-insensitively) whose meaning the code owns, with why: a model that set
+them would forge identity, provenance or validity the code never checked (`name` is checked apart)."""
 Params = dict[str, object]  # a tool call's arguments, already checked against the tool's schema
 
 
@@ -154,28 +181,40 @@ class UnitGuard:
         return await self._edit(path, seen, params)
 
     async def _create(self, path: str, params: Params) -> ToolReply:
-        linked = [
-            key
-            for key, value in frontmatter.parse(text_param(params, "content")).metadata.items()
-            if "[[" in repr(value)
-        ]
+        content = text_param(params, "content")
+        metadata = frontmatter.parse(content).metadata
+        linked = [key for key, value in metadata.items() if "[[" in repr(value)]
         if linked:  # as in `frontmatter_update`: F-11, links (provenance too) live in the body
             return self._refuse(f"front-matter keys {', '.join(linked)} hold links; links go in the body")
+        owned = _owned_key(metadata, {})
+        if owned:
+            return self._refuse(owned)
+        name, description = optional_text(params, "name"), optional_text(params, "description")
         try:
-            written = await self.port.write_node(
-                path,
-                text_param(params, "content"),
-                name=optional_text(params, "name"),
-                description=optional_text(params, "description"),
-            )
+            drafted = await self.port.draft_node(path, content, description=description, name=name)
+            twins = await self._same_file_name(path)
+            refusal = _twins_refusal(path, twins) if twins else _too_large(path, None, len(drafted))
+            if refusal:
+                return self._refuse(refusal)
+            written = await self.port.write_node(path, content, name=name, description=description)
         except (ReMeError, ValueError, OSError) as exc:
             return refused_by(exc)
         await self._changed(path, before=None, after=written)
         return ToolReply(True, f"Created {path}", {"path": path, "created": True})
 
+    async def _same_file_name(self, path: str) -> list[str]:
+        """Other digest files a short `[[slug]]` link could name too (docs/spec.md §2.2: it resolves to
+        the one file whose path ends with `/<slug>.md`, so a second one leaves it pending)."""
+        filename = path.rsplit("/", 1)[-1]
+        listed = await self.port.list_files(self.digest_dir, extensions=(".md",), recursive=True)
+        return [entry.path for entry in listed if entry.path != path and ends_with(entry.path, filename)]
+
     async def _edit(self, path: str, seen: FileText, params: Params) -> ToolReply:
         """`digest_edit` of the version the agent read; a lost link or statement is its one retry."""
         old, new = text_param(params, "old"), text_param(params, "new")
+        oversized = _too_large(path, seen.content, _edited_chars(seen.content, old, new))
+        if oversized:
+            return self._refuse(oversized)
         try:
             edited = await self.port.edit_node(path, old, new, expected_sha256=seen.sha256)
         except Conflict as exc:
@@ -223,7 +262,8 @@ class UnitGuard:
             )
 
     async def _front_matter(self, path: str, seen: FileText, metadata: object) -> ToolReply:
-        """Merge keys with compare-and-set; `name` (the file name) and linked values stay as they are."""
+        """Merge keys with compare-and-set; `name` (the file name), linked values and the keys the code
+        owns stay as they are."""
         try:
             changes = frontmatter.check_metadata(metadata or {})
         except ValueError as exc:
@@ -235,10 +275,15 @@ class UnitGuard:
                 return self._refuse(f"a node's name is its file name {stem!r}; it cannot be changed")
             if "[[" in repr(value) or "[[" in repr(current.get(key)):
                 return self._refuse(f"front-matter key {key!r} holds links; links are edited in the body")
+        owned = _owned_key(changes, current)
+        if owned:
+            return self._refuse(owned)
         try:
-            saved = await self.port.save(
-                path, frontmatter.update(seen.content, changes), expected_sha256=seen.sha256
-            )
+            updated = frontmatter.update(seen.content, changes)
+            oversized = _too_large(path, seen.content, len(updated))
+            if oversized:
+                return self._refuse(oversized)
+            saved = await self.port.save(path, updated, expected_sha256=seen.sha256)
         except Conflict:
             del self.read_versions[path]
             return ToolReply(
@@ -267,3 +312,38 @@ def _anchored_digest_links(text: str, digest_dir: str) -> list[str]:
         for link in parse_body_links(text)
         if link.anchor and link.target.startswith(f"{digest_dir}/")
     ]
+
+
+def _owned_key(metadata: Mapping[str, object], current: Mapping[str, object]) -> str | None:
+    """The refusal for the first key the code owns (`OWNED_KEYS`) that `metadata` sets or changes."""
+    for key, value in metadata.items():
+        why = OWNED_KEYS.get(str(key).casefold())
+        if why is not None and (key not in current or current[key] != value):
+            return f"front-matter key {key!r} is not yours to set: {why}; leave it out"
+    return None
+
+
+def _too_large(path: str, before: str | None, chars: int) -> str | None:
+    """The refusal for a write that leaves `path` with `chars` characters: over `MAX_NODE_CHARS` and
+    larger than it was."""
+    if chars <= MAX_NODE_CHARS or (before is not None and chars <= len(before)):
+        return None
+    return (
+        f"{path!r} would hold {chars} characters; a node a dream run writes holds at most {MAX_NODE_CHARS} "
+        "characters: state the abstraction and link its sources, the details stay in the daily notes"
+    )
+
+
+def _edited_chars(text: str, old: str, new: str) -> int:
+    """Characters of `text` once `digest_edit` replaced every `old` of its body by `new`."""
+    count = frontmatter.parse(text).body.count(old) if old else 0
+    return len(text) + count * (len(new) - len(old))
+
+
+def _twins_refusal(path: str, twins: list[str]) -> str:
+    stem = path.rsplit("/", 1)[-1].removesuffix(".md")
+    return (
+        f"{path!r} would have the file name of {', '.join(repr(t) for t in twins)}: a short link [[{stem}]] "
+        "would no longer say which node it means. If that node holds this abstraction, read it and update "
+        "it; otherwise choose a slug that says how this one differs"
+    )
