@@ -4,15 +4,21 @@ Every call is one model request (schema retries inside a run are off), so `llm_c
 was really asked. An unusable reply (a valid answer that does not fit the schema) may be asked again
 only where the caller allows it — extract, once; transport retries stay in the provider client.
 At most `MAX_CALLS` calls per run, whatever happens.
+
+A verbose reply is not a failed run: every bound the schema shows the model is a cut, not a refusal
+(`Cut`), and the found topics beyond `MAX_FOUND` are left out by the caller, which says so. Only a
+runaway reply, more topics than the truth source ever holds, is unusable.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
-from typing import Literal, TypeVar
+from dataclasses import dataclass, replace
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import core_schema
 
 from reme.errors import ReMeError
 from reme.llm.prompts import render_prompt
@@ -22,64 +28,97 @@ from reme.pipelines.outcome import AddUsage
 from reme.pipelines.port import MemoryPort
 
 MAX_CALLS = 4
+MAX_FOUND = 30  # topics one extraction adds; the model is told, and the rest are left out (reported)
+MAX_REPLY_TOPICS = 200  # as many as the truth source holds: more is a runaway reply, not a verbose one
 Reply = TypeVar("Reply", bound=BaseModel)
 
 
+@dataclass(frozen=True)
+class Cut:
+    """A bound shown to the model (`maxItems` / `maxLength`) that cuts a longer list or text instead of
+    refusing the reply: one field too long must not throw away a run's work."""
+
+    limit: int
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_after_validator_function(
+            lambda value: value[: self.limit], handler(source)
+        )
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        shown = handler(schema)
+        shown["maxItems" if shown.get("type") == "array" else "maxLength"] = self.limit
+        return shown
+
+
 class FoundTopic(BaseModel):
-    title: str = Field(
-        min_length=1, max_length=200, description="short, specific; in the material's language"
-    )
-    reason: str = Field(max_length=1000, description="why it is worth raising now, from the material")
+    title: Annotated[
+        str, Field(min_length=1, description="short, specific; in the material's language"), Cut(200)
+    ]
+    reason: Annotated[str, Field(description="why it is worth raising now, from the material"), Cut(1000)]
     kind: Literal["follow_up", "interest_extend"] = Field(
         description="follow_up: the user is in the middle of it; interest_extend: an interest worth extending"
     )
     confidence: float = Field(ge=0, le=1, description="how sure the material makes you that it matters")
-    evidence_paths: list[str] = Field(max_length=20, description="paths of the material files that show it")
-    known_id: str = Field(default="", max_length=40, description="id of the open topic it continues, if any")
+    evidence_paths: Annotated[
+        list[str], Field(description="paths of the material files that show it"), Cut(20)
+    ]
+    known_id: Annotated[
+        str, Field(default="", description="id of the open topic it continues, if any"), Cut(40)
+    ]
 
 
 class ResolvedTopic(BaseModel):
-    id: str = Field(max_length=40, description="id of an open topic the material shows finished or dropped")
-    reason: str = Field(default="", max_length=500)
+    id: Annotated[
+        str, Field(description="id of an open topic the material shows finished or dropped"), Cut(40)
+    ]
+    reason: Annotated[str, Field(default=""), Cut(500)]
 
 
 class ExtractReply(BaseModel):
     """New and continued topics, and open topics the material shows resolved."""
 
-    topics: list[FoundTopic] = Field(max_length=30)
-    resolved: list[ResolvedTopic] = Field(default_factory=list, max_length=30)
+    # the model is shown MAX_FOUND; the caller keeps the MAX_FOUND most confident and reports the others
+    topics: list[FoundTopic] = Field(max_length=MAX_REPLY_TOPICS, json_schema_extra={"maxItems": MAX_FOUND})
+    resolved: Annotated[list[ResolvedTopic], Field(default_factory=list), Cut(MAX_FOUND)]
 
 
 class PlanItem(BaseModel):
-    topic_id: str = Field(max_length=40)
+    topic_id: Annotated[str, Cut(40)]
     push: bool = Field(default=True, description="false holds the topic back today")
-    hold_reason: str = Field(default="", max_length=300)
-    scenario_type: str = Field(
-        max_length=40, description="resume_task, check_progress, suggest_next_step, share_resource, ..."
-    )
-    opener: str = Field(max_length=500, description="a natural first sentence to raise it")
-    next_action: str = Field(max_length=500, description="the smallest concrete next step")
-    preconditions: list[str] = Field(default_factory=list, max_length=10)
-    delivery: str = Field(default="in_conversation", max_length=40)
-    linked_memory: list[str] = Field(default_factory=list, max_length=10, description="workspace paths")
-    why_now: str = Field(default="", max_length=300, description="why raise it now")
+    hold_reason: Annotated[str, Field(default=""), Cut(300)]
+    scenario_type: Annotated[
+        str, Field(description="resume_task, check_progress, suggest_next_step, share_resource, ..."), Cut(40)
+    ]
+    opener: Annotated[str, Field(description="a natural first sentence to raise it"), Cut(500)]
+    next_action: Annotated[str, Field(description="the smallest concrete next step"), Cut(500)]
+    preconditions: Annotated[list[str], Field(default_factory=list), Cut(10)]
+    delivery: Annotated[str, Field(default="in_conversation"), Cut(40)]
+    linked_memory: Annotated[
+        list[str], Field(default_factory=list, description="paths of the workspace's Markdown notes"), Cut(10)
+    ]
+    why_now: Annotated[str, Field(default="", description="why raise it now"), Cut(300)]
 
 
 class PlanReply(BaseModel):
     """How to raise each push candidate."""
 
-    plans: list[PlanItem] = Field(max_length=30)
+    plans: Annotated[list[PlanItem], Cut(MAX_FOUND)]
 
 
 class AgendaSlot(BaseModel):
-    topic_id: str = Field(max_length=40)
-    order_reason: str = Field(max_length=300)
+    topic_id: Annotated[str, Cut(40)]
+    order_reason: Annotated[str, Cut(300)]
 
 
 class AgendaReply(BaseModel):
     """The candidates in the order to raise them."""
 
-    order: list[AgendaSlot] = Field(max_length=30)
+    order: Annotated[list[AgendaSlot], Cut(MAX_FOUND)]
 
 
 class ModelCalls:

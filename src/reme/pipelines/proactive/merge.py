@@ -17,7 +17,7 @@ from datetime import date
 
 from reme.jsontypes import JSONObject
 from reme.pipelines.port import Embeddings
-from reme.pipelines.proactive.calls import ExtractReply, FoundTopic
+from reme.pipelines.proactive.calls import MAX_FOUND, ExtractReply, FoundTopic
 from reme.pipelines.proactive.files import RESOLVED, Tombstone, TruthSource
 from reme.pipelines.proactive.topics import (
     Topic,
@@ -112,6 +112,15 @@ def _alive(topic: Topic, day: date, rules: TopicRules) -> bool:
     return age is not None and age < rules.carry_forward_days
 
 
+def most_confident(found: list[FoundTopic], limit: int = MAX_FOUND) -> set[int]:
+    """Indexes of the `limit` most confident found topics (the model's order breaks ties).
+
+    A model that proposes too many topics loses only the least sure of them, not the run.
+    """
+    ranked = sorted(range(len(found)), key=lambda i: -found[i].confidence)
+    return set(ranked[:limit])
+
+
 def apply_extraction(
     truth: TruthSource,
     reply: ExtractReply,
@@ -122,7 +131,8 @@ def apply_extraction(
     selection: Selection,
     similar: Similar = similarity,
 ) -> None:
-    """Fold the model's topics and resolutions into `truth` (in place); unusable topics go to `suppressed`."""
+    """Fold the model's topics and resolutions into `truth` (in place); unusable topics, and those
+    beyond the `MAX_FOUND` most confident, go to `suppressed`."""
     today = day.isoformat()
     for gone in reply.resolved:
         topic = truth.topics.pop(gone.id, None)
@@ -131,7 +141,11 @@ def apply_extraction(
             selection.resolved.append(topic.id)
     allowed = set(shown)
     seen: set[str] = set()  # two found topics that are one: the higher confidence wins
-    for found in reply.topics:
+    kept = most_confident(reply.topics)
+    too_many = (
+        f"left out: {len(reply.topics)} topics proposed, a refresh takes the {MAX_FOUND} most confident"
+    )
+    for index, found in enumerate(reply.topics):
         title = " ".join(found.title.split())
         if not normalise_title(title):  # read back, it would make the truth source unreadable
             selection.suppressed.append(
@@ -140,9 +154,11 @@ def apply_extraction(
             continue
         evidence = [p for p in dict.fromkeys(map(workspace_path, found.evidence_paths)) if p in allowed]
         key = _match(found, truth, threshold, similar)
-        if not evidence:  # an open topic is still carried on its old evidence
+        if index not in kept or not evidence:  # an open topic is still carried on its old evidence
             if key not in truth.topics:
-                reason = "no evidence: none of its paths is in the material"
+                reason = (
+                    too_many if index not in kept else "no evidence: none of its paths is in the material"
+                )
                 selection.suppressed.append({"id": key, "title": title, "reason": reason})
             continue
         tombstone = truth.resolved.get(key)

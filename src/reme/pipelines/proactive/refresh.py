@@ -3,8 +3,12 @@
 Each stage is one function over a `Refresh` the job's steps pass along. Nothing is written before
 finish: no changed daily Markdown means no model call and no file; a failed stage (no model, an
 unusable reply, a malformed truth source) leaves every file and the catalog as they were. Finish
-writes the truth source, the day's `interests.yaml` and the catalog, each atomically (the day
-page is left alone: its block lists cards only, so a refresh never makes the next dream rescan it), holding the `proactive` lock; a resolve that landed during the run is kept.
+writes the truth source and the day's `interests.yaml` together (all or nothing, each compared with
+the version it decided on), then the catalog (the day page is left alone: its block lists cards
+only, so a refresh never makes the next dream rescan it), holding the `proactive` lock. What a
+person or `proactive_resolve` changed in those files while the run asked the model is kept, never
+overwritten: such a topic keeps its entry as it is now, such an `interests.yaml` is not rewritten,
+and the run's `edits_during_run` says so.
 """
 
 from __future__ import annotations
@@ -18,8 +22,15 @@ from reme.jsontypes import JSONObject
 from reme.pipelines.memory.daily_changes import checkpoint
 from reme.pipelines.outcome import AddUsage
 from reme.pipelines.port import FileText, MemoryPort
-from reme.pipelines.proactive.calls import AgendaReply, ExtractReply, ModelCalls, PlanItem, PlanReply
-from reme.pipelines.proactive.files import RESOLVED, Tombstone, TruthSource, render_interests
+from reme.pipelines.proactive.calls import (
+    MAX_FOUND,
+    AgendaReply,
+    ExtractReply,
+    ModelCalls,
+    PlanItem,
+    PlanReply,
+)
+from reme.pipelines.proactive.files import RESOLVED, Tombstone, TruthSource, parse_truth, render_interests
 from reme.pipelines.proactive.material import Material, gather
 from reme.pipelines.proactive.merge import (
     Selection,
@@ -32,6 +43,8 @@ from reme.pipelines.proactive.merge import (
 )
 from reme.pipelines.proactive.store import hold, load_truth, truth_path
 from reme.pipelines.proactive.topics import Topic, workspace_path
+from reme.workspace.paths import is_markdown
+from reme.workspace.transaction import Change
 
 DEFAULT_SCENARIO = {"follow_up": "resume_task", "interest_extend": "extend_interest"}
 
@@ -65,12 +78,16 @@ class Refresh:
     truth_file: FileText | None
     material: Material
     lock: AsyncExitStack
+    interests_read: FileText | None = None  # the day's `interests.yaml` when the run started
     extracted: ExtractReply | None = None
     similarity: str = "lexical"  # how found topics were matched to known ones
     selection: Selection = field(default_factory=Selection)
     pushed: list[Topic] = field(default_factory=list)
     plans: dict[str, PlanItem] = field(default_factory=dict)
     agenda: list[JSONObject] = field(default_factory=list)
+    linked: dict[str, list[str]] = field(default_factory=dict)  # topic id -> its accepted linked_memory
+    dropped_links: list[JSONObject] = field(default_factory=list)  # {topic_id, path, reason}
+    edits_during_run: list[JSONObject] = field(default_factory=list)  # {path, reason}
 
     @property
     def done(self) -> bool:
@@ -79,7 +96,7 @@ class Refresh:
 
     @property
     def interests_path(self) -> str:
-        return f"{self.port.folder('daily')}/{self.day.isoformat()}/interests.yaml"
+        return _interests_path(self.port, self.day)
 
     def metadata(self) -> JSONObject:
         return {
@@ -95,7 +112,13 @@ class Refresh:
             "omitted": [*self.material.omitted],
             "skipped": [{**row} for row in self.material.skipped],
             "topic_similarity": self.similarity,
+            "dropped_links": [{**row} for row in self.dropped_links],
+            "edits_during_run": [{**row} for row in self.edits_during_run],
         }
+
+
+def _interests_path(port: MemoryPort, day: date) -> str:
+    return f"{port.folder('daily')}/{day.isoformat()}/interests.yaml"
 
 
 # extract -------------------------------------------------------------------------------------------
@@ -126,6 +149,7 @@ async def prepare(
     await lock.enter_async_context(port.exclusive("proactive_refresh"))
     try:
         truth, truth_file = await load_truth(port)
+        interests_read = await port.load(_interests_path(port, day))
         material = await gather(
             port,
             day,
@@ -138,7 +162,7 @@ async def prepare(
         await lock.aclose()
         raise
     calls = ModelCalls(port, timeout=float(settings.llm_timeout_seconds), add_usage=add_usage)
-    return Refresh(port, day, settings, calls, truth, truth_file, material, lock)
+    return Refresh(port, day, settings, calls, truth, truth_file, material, lock, interests_read)
 
 
 async def release(run: Refresh) -> None:
@@ -159,7 +183,7 @@ async def extract(run: Refresh) -> None:
         "date": day.isoformat(),
         "window": f"{material.window[0]}..{material.window[-1]}",
         "known_topics": _known_lines(known),
-        "max_topics": 30,
+        "max_topics": MAX_FOUND,
         "cut_note": f"Cut to fit: {', '.join(cut)} (marked where cut).\n" if cut else "",
         "material": material.text,
         "evidence_path": material.shown[0],
@@ -228,10 +252,42 @@ async def plan(run: Refresh) -> None:
     run.pushed = kept
 
 
+def _link_refusal(port: MemoryPort, path: str) -> str | None:
+    """Why a planned `linked_memory` path is not one of the workspace's notes; None when it is one.
+
+    The agent that raises the topic opens these: only existing Markdown notes, never derived state
+    (`metadata/`), hidden folders (`.git/`) or anything the workspace's path gate refuses.
+    """
+    parts = path.split("/")
+    if not is_markdown(path):
+        return "not a Markdown note"
+    if parts[0].casefold() == port.folder("metadata").casefold() or any(p.startswith(".") for p in parts):
+        return f"not a note: {port.folder('metadata')}/ and hidden folders such as .git/ hold none"
+    try:
+        port.check_path(path)
+    except ValueError as exc:
+        return str(exc)
+    return None if port.exists(path) else "no such file"
+
+
+def _linked(run: Refresh, topic_id: str) -> list[str]:
+    """The plan's linked notes of a topic that are notes of the workspace; the others are reported once."""
+    if topic_id not in run.linked:
+        item = run.plans.get(topic_id)
+        accepted = []
+        for text in dict.fromkeys(item.linked_memory if item else []):
+            path = workspace_path(text)
+            refusal = _link_refusal(run.port, path) if path else "not a workspace-relative path"
+            if path and refusal is None:
+                accepted.append(path)
+            else:
+                run.dropped_links.append({"topic_id": topic_id, "path": text, "reason": refusal or ""})
+        run.linked[topic_id] = list(dict.fromkeys(accepted))
+    return run.linked[topic_id]
+
+
 def _agenda_item(run: Refresh, topic: Topic, order_reason: str) -> JSONObject:
     item = run.plans.get(topic.id)
-    paths = (workspace_path(p) for p in (item.linked_memory if item else []))
-    linked = [p for p in dict.fromkeys(paths) if p and run.port.exists(p)]
     return {
         "topic_id": topic.id,
         "title": topic.title,
@@ -240,7 +296,7 @@ def _agenda_item(run: Refresh, topic: Topic, order_reason: str) -> JSONObject:
         "next_action": item.next_action.strip() if item else "",
         "preconditions": [p.strip() for p in item.preconditions if p.strip()] if item else [],
         "delivery": (item.delivery.strip() if item else "") or "in_conversation",
-        "linked_memory": [*linked],
+        "linked_memory": [*_linked(run, topic.id)],
         "order_reason": order_reason.strip() or (item.why_now.strip() if item else ""),
     }
 
@@ -278,34 +334,99 @@ def _now(port: MemoryPort) -> str:
     return datetime.now(port.tz).isoformat(timespec="seconds")
 
 
-def _keep_resolutions(run: Refresh, fresh: TruthSource) -> None:
-    """Resolutions written while this run asked the model (proactive_resolve) win over the run."""
-    for topic_id, tombstone in fresh.resolved.items():
-        if topic_id in run.truth.resolved or topic_id in run.selection.reopened:
-            continue
+def _entries(truth: TruthSource) -> dict[str, JSONObject]:
+    """Every topic id of a truth source with its entry as written (all keys a person may edit)."""
+    entries: dict[str, JSONObject] = {
+        i: {"open": {**t.to_exposure(), **t.extra}} for i, t in truth.topics.items()
+    }
+    for i, tombstone in truth.resolved.items():
+        entries[i] = {**entries.get(i, {}), "resolved": tombstone.to_dict()}
+    return entries
+
+
+def _keep_edits(run: Refresh, read: TruthSource, fresh: TruthSource) -> list[str]:
+    """Topics changed in the truth source since the run read it keep the version there now; their ids.
+
+    Per topic id, three ways: what the run read, what it would write, what is there now. An entry a
+    person (or `proactive_resolve`) changed, added or removed meanwhile wins over the run's; the run's
+    own changes to every other topic stand.
+    """
+    before, now = _entries(read), _entries(fresh)
+    edited = sorted(i for i in before.keys() | now.keys() if before.get(i) != now.get(i))
+    for topic_id in edited:
         run.truth.topics.pop(topic_id, None)
-        run.truth.resolved[topic_id] = tombstone
-        if any(t.id == topic_id for t in run.pushed):
-            run.pushed = [t for t in run.pushed if t.id != topic_id]
-            run.agenda = [a for a in run.agenda if a["topic_id"] != topic_id]
-            run.selection.suppressed.append(held(tombstone, f"{RESOLVED} on {tombstone.resolved_at}"))
+        run.truth.resolved.pop(topic_id, None)
+        if topic_id in fresh.topics:
+            run.truth.topics[topic_id] = fresh.topics[topic_id]
+        if topic_id in fresh.resolved:
+            run.truth.resolved[topic_id] = fresh.resolved[topic_id]
+        _repush(run, topic_id)
+    run.selection.resolved = [i for i in run.selection.resolved if i in run.truth.resolved]
+    run.selection.expired = [i for i in run.selection.expired if i not in run.truth.topics]
+    return edited
+
+
+def _repush(run: Refresh, topic_id: str) -> None:
+    """A pushed topic whose entry was changed during the run: shown as it is now, or held back when
+    it is no longer open."""
+    if not any(t.id == topic_id for t in run.pushed):
+        return
+    topic = run.truth.topics.get(topic_id)
+    if topic is not None:
+        run.pushed = [topic if t.id == topic_id else t for t in run.pushed]
+        return
+    gone = next(t for t in run.pushed if t.id == topic_id)
+    run.pushed = [t for t in run.pushed if t.id != topic_id]
+    run.agenda = [a for a in run.agenda if a["topic_id"] != topic_id]
+    tombstone = run.truth.resolved.get(topic_id)
+    reason = (
+        f"{RESOLVED} on {tombstone.resolved_at}"
+        if tombstone
+        else f"removed from {truth_path(run.port)} during the refresh"
+    )
+    run.selection.suppressed.append(held(tombstone or gone, reason))
+
+
+async def _merge_truth(run: Refresh) -> FileText | None:
+    """The truth source as it is now, with the edits made to it during the run folded into the run's."""
+    path = truth_path(run.port)
+    fresh, fresh_file = await load_truth(run.port)
+    if (fresh_file and fresh_file.sha256) == (run.truth_file and run.truth_file.sha256):
+        return fresh_file
+    read = parse_truth(run.truth_file.content, path) if run.truth_file else TruthSource()
+    edited = _keep_edits(run, read, fresh)
+    reason = (
+        f"changed during the refresh: kept the entries of {', '.join(edited)} as they are now"
+        if edited
+        else "changed during the refresh in no topic entry (comments and layout are not kept): rewritten"
+    )
+    run.edits_during_run.append({"path": path, "reason": reason})
+    return fresh_file
+
+
+async def _interests_change(run: Refresh, text: str) -> Change | None:
+    """The day's exposure to write; None when a person changed the file during the run (it is kept)."""
+    now = await run.port.load(run.interests_path)
+    was = run.interests_read
+    if now is not None and (was is None or now.sha256 != was.sha256):
+        reason = "changed during the refresh: left as it is now, not rewritten"
+        run.edits_during_run.append({"path": run.interests_path, "reason": reason})
+        return None
+    return Change(run.interests_path, text, now.sha256 if now else None)
 
 
 async def finish(run: Refresh, catalog: str = "proactive") -> None:
-    """Write the truth source and the day's exposure, then advance the catalog."""
+    """Write the truth source and the day's exposure together, then advance the catalog."""
     if run.done:
         return
     port = run.port
-    day = run.day.isoformat()
     async with hold(port):
-        fresh, fresh_file = await load_truth(port)
-        if (fresh_file and fresh_file.sha256) != (run.truth_file and run.truth_file.sha256):
-            _keep_resolutions(run, fresh)
+        fresh_file = await _merge_truth(run)
         now = _now(port)
-        expected = fresh_file.sha256 if fresh_file else None
-        await port.save(truth_path(port), run.truth.render(now), expected_sha256=expected)
-        text = render_interests(day, now, run.pushed, run.agenda, run.selection.suppressed)
-        await port.save(run.interests_path, text)
+        truth = Change(truth_path(port), run.truth.render(now), fresh_file.sha256 if fresh_file else None)
+        text = render_interests(run.day.isoformat(), now, run.pushed, run.agenda, run.selection.suppressed)
+        interests = await _interests_change(run, text)
+        await port.commit([truth, *([interests] if interests else [])])
         read = set(run.material.shown)
         checkpoint(port, catalog, [e for e in run.material.changed if e.path in read])  # as they were read
 
@@ -315,10 +436,12 @@ def summary(run: Refresh) -> str:
     window = f"{run.material.window[0]}..{run.material.window[-1]}"
     if run.done:
         return f"No changed daily notes in {window}: nothing to refresh (no LLM call, no file written)."
+    kept = any(edit["path"] == run.interests_path for edit in run.edits_during_run)
     lines = [
-        f"Wrote {run.interests_path}: {len(run.pushed)} topic(s) pushed, "
+        f"{'Kept' if kept else 'Wrote'} {run.interests_path}: {len(run.pushed)} topic(s) pushed, "
         f"{len(run.selection.suppressed)} held back, {run.calls.count} LLM call(s)."
     ]
     lines += [f"- {t.id} {t.title} ({t.kind}, {t.confidence:.2f})" for t in run.pushed]
     lines += [f"  held back: {s['id']} {s['title']} — {s['reason']}" for s in run.selection.suppressed]
+    lines += [f"{edit['path']} {edit['reason']}" for edit in run.edits_during_run]
     return "\n".join(lines)
