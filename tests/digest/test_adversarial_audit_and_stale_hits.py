@@ -248,10 +248,11 @@ async def test_only_the_newest_max_runs_records_are_read(tmp_path: Path) -> None
     assert response.success and found == set(), response.answer
 
 
-async def test_a_node_that_is_not_utf8_is_refused_by_name_with_nothing_written(tmp_path: Path) -> None:
+async def test_a_node_that_is_not_utf8_is_skipped_by_name_with_nothing_written(tmp_path: Path) -> None:
     bad = {"digest/wiki/latin1.md": "---\nname: latin1\n---\nCaf\xe9 cr\xe8me\n".encode("latin-1")}
     response, _ = await audited(tmp_path / "ws", bad)
-    assert not response.success
+    assert response.success and response.metadata["nodes"] == 2  # the others are audited
+    assert [s["path"] for s in response.metadata["skipped"]] == ["digest/wiki/latin1.md"]
     assert "digest/wiki/latin1.md" in response.answer and "not UTF-8" in response.answer
 
 

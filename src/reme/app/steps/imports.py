@@ -220,15 +220,18 @@ def _folder_name(name: str) -> str:
 @register_step("export_digest", settings=export.ExportLimits)
 async def export_digest(ctx: JobContext, **settings: object) -> None:
     port = AppPort(ctx.app)
-    texts = await export.digest_files(
+    found = await export.digest_files(
         port,
         bucket=ctx.params.get("bucket"),
         limits=settings_of(export.ExportLimits, "export_digest", settings),
     )
+    texts = found.texts
     nodes = [export.node_of(path, text) for path, text in texts.items()]
     exported_at = datetime.now(ctx.app.tz).isoformat(timespec="seconds")
     if ctx.params["format"] == "json":
         ctx.response.answer = export.as_json(nodes, exported_at)
     else:
-        ctx.response.answer = export.as_bundle(nodes, texts, exported_at)
-    ctx.response.metadata.update({"format": ctx.params["format"], "paths": list(texts)})
+        ctx.response.answer = export.as_bundle(nodes, texts, exported_at, found.skipped)
+    ctx.response.metadata.update(
+        {"format": ctx.params["format"], "paths": list(texts), "skipped": found.skipped}
+    )

@@ -40,7 +40,10 @@ async def digest_maintain_step(
 
 @register_step("dream_revert")
 async def dream_revert_step(ctx: JobContext) -> None:
-    outcome = await dream_revert(AppPort(ctx.app), run_id=ctx.params["run_id"], force=ctx.params["force"])
+    p = ctx.params
+    outcome = await dream_revert(
+        AppPort(ctx.app), run_id=p["run_id"], force=p["force"], confirmed=p.get("confirmed")
+    )
     ctx.response.answer = outcome.answer
     ctx.response.metadata.update(outcome.metadata)
 

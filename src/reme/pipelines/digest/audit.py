@@ -8,6 +8,10 @@ at or over `near_duplicate` is reported once. `conservation_violation` comes fro
 run records (the newest `max_runs`). Time (docs/spec.md §17): `contradictory_validity` (a bound that cannot
 be read, or ends before it starts), `overlapping_validity` (a replacement that starts before the
 statement it supersedes ends), `unresolved_date` (a relative date left without its resolution).
+
+A node that cannot be read (not UTF-8, over the size cap) is left out and named in `skipped`; a node
+whose front matter cannot be read is audited by its body alone and named in `warnings`. Neither is a
+finding kind of its own (docs/spec.md §12.5 fixes the kinds).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from dataclasses import dataclass
 from typing import TypedDict
 
 from reme.errors import ReMeError
-from reme.pipelines.digest.nodes import Overload, load_nodes
+from reme.pipelines.digest.nodes import Overload, Skipped, body_of, load_nodes, skipped_lines
 from reme.pipelines.journal.records import journal_folder, read_record
 from reme.pipelines.port import FileText, Notes, NotesRecall, Places, Recall
 from reme.workspace import frontmatter, validity
@@ -80,12 +84,21 @@ class Finding(TypedDict):
     detail: str
 
 
+class FrontMatterWarning(TypedDict):
+    """A node audited by its body alone: its front matter cannot be read (the reason says why)."""
+
+    path: str
+    reason: str
+
+
 class AuditReport(TypedDict):
-    """The audit's metadata: every finding, and the count per kind."""
+    """The audit's metadata: every finding, the count per kind, and the files it could not fully audit."""
 
     nodes: int
     findings: list[Finding]
     counts: dict[str, int]
+    skipped: list[Skipped]
+    warnings: list[FrontMatterWarning]
 
 
 @dataclass
@@ -95,11 +108,17 @@ class AuditOutcome:
 
 
 async def digest_audit(port: NotesRecall, settings: AuditSettings) -> AuditOutcome:
-    nodes = await load_nodes(port, settings.max_nodes)
-    names = {node.path for node in nodes}
+    found = await load_nodes(port, settings.max_nodes)
+    nodes = found.loaded
+    # an unreadable node is still a node: a link to it is neither dead nor orphaning
+    names = {node.path for node in nodes} | {skipped["path"] for skipped in found.skipped}
     findings: list[Finding] = []
+    warnings: list[FrontMatterWarning] = []
     for node in nodes:
-        body = frontmatter.parse(node.content).body
+        body = body_of(node.content)
+        problem = frontmatter.parse(node.content).error
+        if problem:
+            warnings.append({"path": node.path, "reason": f"{problem}; only its body was audited"})
         sources = source_links(body)
         findings += _sources(port, node.path, sources)
         findings += await _links(port, node.path, names, {link.target for link in sources})
@@ -116,6 +135,8 @@ async def digest_audit(port: NotesRecall, settings: AuditSettings) -> AuditOutco
         "nodes": len(nodes),
         "findings": findings,
         "counts": {kind: counts.get(kind, 0) for kind in KINDS},
+        "skipped": found.skipped,
+        "warnings": warnings,
     }
     return AuditOutcome(_report(meta), meta)
 
@@ -179,7 +200,7 @@ def _query(node: FileText, limit: int) -> str:
     say the same thing, or name the other node itself. Too little prose (under MIN_QUERY_WORDS
     words) gives no query: a score ratio over a few words means nothing.
     """
-    body = frontmatter.parse(node.content).body.split(f"## {SOURCES_HEADING.title()}", 1)[0].strip()
+    body = body_of(node.content).split(f"## {SOURCES_HEADING.title()}", 1)[0].strip()
     if body.startswith("# "):
         body = body.split("\n", 1)[1] if "\n" in body else ""
     prose = re.sub(r"!?\[\[[^\]]*\]\]", " ", body)
@@ -253,13 +274,20 @@ async def _violations(port: Notes, max_runs: int) -> list[Finding]:
 
 
 def _report(meta: AuditReport) -> str:
-    """The head line, then one line per finding (the first MAX_ANSWER_LINES; metadata has them all)."""
-    total = len(meta["findings"])
+    """The head line, the files not (fully) audited, then one line per finding (the first
+    MAX_ANSWER_LINES each; metadata has them all)."""
+    total, skipped, warnings = len(meta["findings"]), meta["skipped"], meta["warnings"]
     counts = ", ".join(f"{kind} {n}" for kind, n in meta["counts"].items() if n)
     head = f"digest audit: {meta['nodes']} node(s), {total} finding(s)" + (
-        f" ({counts})" if counts else "; the digest is clean"
+        f" ({counts})" if counts else "" if skipped or warnings else "; the digest is clean"
     )
-    lines = [f"{f['kind']}: {f['path']} — {f['detail']}" for f in meta["findings"][:MAX_ANSWER_LINES]]
+    if skipped:
+        head += f"; {len(skipped)} unreadable file(s) not audited"
+    lines = skipped_lines(skipped, MAX_ANSWER_LINES)
+    lines += [f"FRONT MATTER {w['path']} — {w['reason']}" for w in warnings[:MAX_ANSWER_LINES]]
+    if len(warnings) > MAX_ANSWER_LINES:
+        lines.append(f"… {len(warnings) - MAX_ANSWER_LINES} more in metadata.warnings")
+    lines += [f"{f['kind']}: {f['path']} — {f['detail']}" for f in meta["findings"][:MAX_ANSWER_LINES]]
     if total > MAX_ANSWER_LINES:
         lines.append(f"… {total - MAX_ANSWER_LINES} more finding(s) in metadata.findings")
     return "\n".join([head, *lines])

@@ -4,7 +4,8 @@ A node is `{path, front_matter, body, edges}`; `edges` are its wikilinks as `{ta
 anchor, alias, embed}` (front-matter links included, predicate = the key). The Markdown bundle is a
 readable document: each node sits between `<!-- reme:node path="..." -->` and `<!-- reme:end
 path="..." -->`, its front matter in a fenced `yaml` block, its body verbatim. `parse_bundle` reads
-a bundle back into the same nodes.
+a bundle back into the same nodes. A node that cannot be read (not UTF-8, over the size cap) is left
+out, named in the bundle's head and in the job's `skipped`; the others are exported.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import yaml
 
 from reme.errors import ReMeError
 from reme.jsontypes import JSONObject
+from reme.pipelines.digest.nodes import Skipped, load_files
 from reme.pipelines.port import Notes
 from reme.workspace import frontmatter, yamlsafe
 from reme.workspace.wikilinks import parse_links
@@ -81,8 +83,15 @@ def node_of(path: str, text: str) -> ExportNode:
     return {"path": path, "front_matter": document.metadata, "body": document.body, "edges": edges_of(text)}
 
 
-async def digest_files(port: Notes, *, bucket: str | None, limits: ExportLimits) -> dict[str, str]:
-    """Path -> text of every digest node (files starting with `_` are not nodes), sorted, within the limits."""
+@dataclass
+class DigestFiles:
+    texts: dict[str, str]  # path -> text, sorted by path
+    skipped: list[Skipped]  # nodes that could not be read
+
+
+async def digest_files(port: Notes, *, bucket: str | None, limits: ExportLimits) -> DigestFiles:
+    """Every readable digest node (files starting with `_` are not nodes) within the limits, and the
+    nodes that could not be read."""
     folder = port.folder("digest")
     if bucket:
         folder = port.check_path(f"{folder}/{bucket}")
@@ -104,12 +113,8 @@ async def digest_files(port: Notes, *, bucket: str | None, limits: ExportLimits)
         raise ReMeError(
             f"the digest holds {total} bytes, over max_bytes {limits.max_bytes}; export one bucket="
         )
-    texts = {}
-    for entry in entries:
-        saved = await port.load(entry.path)
-        if saved is not None:
-            texts[entry.path] = saved.content
-    return texts
+    found = await load_files(port, [entry.path for entry in entries])
+    return DigestFiles({node.path: node.content for node in found.loaded}, found.skipped)
 
 
 def as_json(nodes: list[ExportNode], exported_at: str) -> ExportDocument:
@@ -122,9 +127,14 @@ def _yaml_block(text: str) -> str:
     return "".join(lines[1:-1]) if len(lines) >= 2 else ""
 
 
-def as_bundle(nodes: list[ExportNode], texts: dict[str, str], exported_at: str) -> str:
+def as_bundle(
+    nodes: list[ExportNode], texts: dict[str, str], exported_at: str, skipped: list[Skipped] | None = None
+) -> str:
     """One Markdown document holding every node; `texts` are the files as read (front matter verbatim)."""
     parts = [f"# Digest export\n\n{len(nodes)} node(s), exported {exported_at} ({FORMAT} {VERSION}).\n"]
+    if skipped:
+        lines = "".join(f"- {s['path']} — {s['reason']}\n" for s in skipped)
+        parts.append(f"\nNot exported ({len(skipped)} node(s) that cannot be read):\n\n{lines}")
     for node in nodes:
         path, body = node["path"], node["body"]
         end = f'<!-- reme:end path="{path}" -->'

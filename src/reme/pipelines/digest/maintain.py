@@ -5,7 +5,8 @@ each of at most `max_splits`, an isolated agent run stages children and the pare
 through a `SplitGuard`; once it ends, the split is checked (report, links to each child, E-2 over
 the union of the new parent's and the children's edges) and committed in one file transaction with
 the run's journal record, so a kill leaves the old parent or the complete split. Runs under the
-workspace's `dream` lock: a dream run and a maintain run never interleave.
+workspace's `dream` lock: a dream run and a maintain run never interleave. A node that cannot be read
+is named in `skipped` and left as it is; one whose front matter cannot be read is not split (`declined`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from reme.llm.prompts import render_prompt
 from reme.llm.runner import AgentFailed, run_agent
 from reme.llm.tools import PathPolicy
 from reme.pipelines.digest.maintain_guard import SplitGuard, SplitReport, check_split
-from reme.pipelines.digest.nodes import Overload, load_nodes
+from reme.pipelines.digest.nodes import Nodes, Overload, Skipped, load_nodes, skipped_lines
 from reme.pipelines.dream.guard import UnitAborted
 from reme.pipelines.journal.records import (
     FailedUnit,
@@ -34,11 +35,13 @@ from reme.pipelines.journal.records import (
     record_text,
 )
 from reme.pipelines.port import DigestRun, FileText, Notes
+from reme.workspace import frontmatter
 from reme.workspace.digest import is_node
 from reme.workspace.textio import sha256_of
 from reme.workspace.transaction import MAX_FILES, Change
 
 TOOLS = ("read", "node_search", "digest_write", "digest_edit")
+MAX_ANSWER_LINES = 100  # skipped files named in the answer (metadata.skipped has them all)
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,7 @@ class MaintainReport(TypedDict):
     failed: list[SplitFailed]
     violations: list[Violation]
     refusals: list[ParentRefusal]
+    skipped: list[Skipped]
     journal_path: str | None
     usage: dict[str, int]
 
@@ -107,23 +111,26 @@ class _Journal:
     sha256: str | None = None
 
 
-async def find_candidates(port: Notes, settings: MaintainSettings, path: str | None) -> list[Candidate]:
-    """Overloaded nodes `{path, reason, chars}`, most characters first (only `path` when given)."""
+async def find_candidates(
+    port: Notes, settings: MaintainSettings, path: str | None
+) -> tuple[list[Candidate], list[Skipped]]:
+    """Overloaded nodes `{path, reason, chars}`, most characters first (only `path` when given), and
+    the nodes that could not be read."""
     if path is not None:
         if not is_node(path, port.folder("digest")):
             raise ReMeError(f"{path!r} is not a digest node ({port.folder('digest')}/<bucket>/<slug>.md)")
         node = await port.load(path)
         if node is None:
             raise ReMeError(f"no node {path!r}; see node_search or digest_audit")
-        nodes = [node]
+        nodes = Nodes([node])
     else:
         nodes = await load_nodes(port, settings.max_nodes)
     found: list[Candidate] = []
-    for node in nodes:
+    for node in nodes.loaded:
         reason = settings.overload.reason(node.content)
         if reason:
             found.append({"path": node.path, "reason": reason, "chars": len(node.content)})
-    return sorted(found, key=lambda c: (-c["chars"], c["path"]))
+    return sorted(found, key=lambda c: (-c["chars"], c["path"])), nodes.skipped
 
 
 async def digest_maintain(
@@ -149,7 +156,7 @@ async def digest_maintain(
     started = datetime.now(port.tz)
     run_id = new_run_id(started)
     async with port.exclusive("dream", "maintain"):
-        candidates = await find_candidates(port, settings, path)
+        candidates, skipped = await find_candidates(port, settings, path)
         meta: MaintainReport = {
             "run_id": run_id,
             "candidates": candidates,
@@ -158,14 +165,14 @@ async def digest_maintain(
             "failed": [],
             "violations": [],
             "refusals": [],
+            "skipped": skipped,
             "journal_path": None,
             "usage": {},
         }
         if not candidates:
             where = path or f"the digest ({port.folder('digest')}/)"
-            return MaintainOutcome(
-                f"maintain {run_id}: no overloaded node in {where}; nothing to split", meta
-            )
+            lines = [f"maintain {run_id}: no overloaded node in {where}; nothing to split"]
+            return MaintainOutcome("\n".join(lines + skipped_lines(skipped, MAX_ANSWER_LINES)), meta)
         try:
             port.model("memory")
         except LLMUnavailable as missing:
@@ -216,6 +223,10 @@ async def _split(
     if len(parent.content) > settings.max_parent_chars:
         reason = f"{len(parent.content)} characters > max_parent_chars {settings.max_parent_chars}: split it by hand"
         meta["declined"].append({"parent": parent.path, "reason": reason})
+        return
+    problem = frontmatter.parse(parent.content).error
+    if problem:  # when unsure, do not split: the children could not carry front matter that cannot be read
+        meta["declined"].append({"parent": parent.path, "reason": f"{problem}; fix it, then split"})
         return
     guard = SplitGuard(port, port.folder("digest"), parent, settings.max_children)
     error, report = await _run_agent(port, guard, candidate, usage)
@@ -329,4 +340,4 @@ def _summary(meta: MaintainReport) -> str:
     lines += [f"FAILED {f['parent']}: {f['error']} (the node is unchanged)" for f in failed]
     shown = len(splits) + len(failed) + len(declined)
     lines += [f"OVERLOADED {c['path']} — {c['reason']}" for c in meta["candidates"][shown:]]
-    return "\n".join(lines)
+    return "\n".join(lines + skipped_lines(meta["skipped"], MAX_ANSWER_LINES))

@@ -4,7 +4,8 @@ Without `run_id`: the newest runs first (`limit`, optionally one `kind`), each w
 failures. With `run_id`: that run in detail, with a unified diff per node it changed, pre-image
 against the after-state. The journal keeps only the after-state's sha256: when the file still has
 it, the file is the after-state; otherwise the diff is against the current file and says so.
-Diffs are cut at `max_diff_lines` per node.
+Diffs are cut at `max_diff_lines` per node. Each diff also says what `dream_revert` (without force)
+would do to the file now (`revert`, `revert_reason`), decided by the revert's own rule.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from reme.pipelines.journal.records import (
     load_record,
     read_record,
 )
-from reme.pipelines.journal.revert import Target, targets
-from reme.pipelines.port import Notes
+from reme.pipelines.journal.revert import NOT_A_NODE, Decision, Target, annotated, decide, revertible, targets
+from reme.pipelines.port import FileText, Notes
 
 MAX_SCANNED = 2000  # run records read for one listing at most
 
@@ -60,6 +61,8 @@ class FileDiff(TypedDict):
     diff: str
     truncated: bool
     note: str
+    revert: str  # what dream_revert would do now: restore, delete, skip or unchanged
+    revert_reason: str
 
 
 def _brief(record: RunRecord) -> RunBrief:
@@ -123,7 +126,8 @@ async def run_detail(port: Notes, *, run_id: str, max_diff_lines: int) -> Change
     if record is None:
         raise ReMeError(f"no run {run_id!r} in the journal; `reme journal` lists the runs")
     run = _brief(record)
-    diffs = [await _diff(port, target, max_diff_lines) for target in targets(record)]
+    any_note = await annotated(port, record)
+    diffs = [await _diff(port, target, max_diff_lines, any_note) for target in targets(record)]
     lines = _lines(run)
     for diff in diffs:
         lines += [
@@ -134,12 +138,15 @@ async def run_detail(port: Notes, *, run_id: str, max_diff_lines: int) -> Change
     return ChangelogOutcome("\n".join(lines), {"run": run, "diffs": diffs})
 
 
-async def _diff(port: Notes, target: Target, max_lines: int) -> FileDiff:
+async def _diff(port: Notes, target: Target, max_lines: int, any_note: bool) -> FileDiff:
     current = await port.load(target.path)
     before = target.content
     change = "created" if before is None else "deleted" if target.after is None else "modified"
     note = ""
-    if target.after is None:
+    if not target.known:
+        after = None
+        note = "the run recorded no version of it"
+    elif target.after is None:
         after = None
         if current is not None:
             note = "it exists again now"
@@ -161,4 +168,20 @@ async def _diff(port: Notes, target: Target, max_lines: int) -> FileDiff:
     text = "".join(lines[:max_lines]).rstrip("\n")
     if cut:
         text += f"\n… {len(lines) - max_lines} more diff line(s) not shown (max_diff_lines)"
-    return {"path": target.path, "change": change, "diff": text, "truncated": cut, "note": note}
+    would = _would(port, target, current, any_note)
+    return {
+        "path": target.path,
+        "change": change,
+        "diff": text,
+        "truncated": cut,
+        "note": note,
+        "revert": would.action,
+        "revert_reason": would.reason,
+    }
+
+
+def _would(port: Notes, target: Target, current: FileText | None, any_note: bool) -> Decision:
+    """What a revert without force would do to this file as it is now."""
+    if not revertible(port, target.path, any_note):
+        return NOT_A_NODE
+    return decide(target, current, force=False)

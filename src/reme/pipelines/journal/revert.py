@@ -6,13 +6,19 @@ against the run's after-state: a file changed since (by a person, a later run) i
 reported unless `force`. A file already in its before-state is left alone, so a second revert
 changes nothing. Every change, plus the revert's own record (kind `revert`, which can be reverted
 in turn), is written in one file transaction under the `dream` lock.
+
+A caller that showed a person what `force` will overwrite passes `confirmed` (path -> the sha256 it
+showed, from `skipped_sha256`; null: the file was absent): force then overwrites only those
+versions, and a file changed again since it was shown is skipped and named, never lost unseen.
+`decide` is the one rule, so the `journal` job's preview says what a revert would really do.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TypedDict
+from typing import Literal, TypedDict
 
 from reme.errors import ReMeError
 from reme.pipelines.journal.records import (
@@ -24,7 +30,7 @@ from reme.pipelines.journal.records import (
     record_path,
     record_text,
 )
-from reme.pipelines.port import Notes, NotesRun, Places
+from reme.pipelines.port import FileText, Notes, NotesRun, Places
 from reme.workspace.digest import is_node
 from reme.workspace.textio import sha256_of
 from reme.workspace.transaction import Change
@@ -50,6 +56,8 @@ class RevertReport(TypedDict):
     deleted: list[str]
     skipped: list[SkippedPath]
     unchanged: list[str]
+    skipped_sha256: dict[str, str | None]  # each skipped file as it is now: what `confirmed` may name
+    forced: list[str]  # restored or deleted over changes made since the run (force)
     inbound: list[DeadLink]
     revert_run_id: str | None
     journal_path: str | None
@@ -71,6 +79,18 @@ class Target:
     known: bool = True  # False: the run recorded no version of what it left
 
 
+@dataclass(frozen=True)
+class Decision:
+    """What a revert does to one path, and why (`forced`: it overwrites a change made since the run)."""
+
+    action: Literal["restore", "delete", "skip", "unchanged"]
+    reason: str
+    forced: bool = False
+
+
+NOT_A_NODE = Decision("skip", "not a digest node; a revert only puts digest nodes back")
+
+
 def targets(record: RunRecord) -> list[Target]:
     """Per path, the state before the run and the state it left, from the record's entries in order."""
     found: dict[str, Target] = {}
@@ -87,7 +107,67 @@ def targets(record: RunRecord) -> list[Target]:
     return list(found.values())
 
 
-async def dream_revert(port: NotesRun, *, run_id: str, force: bool) -> RevertOutcome:
+def decide(
+    target: Target,
+    current: FileText | None,
+    *,
+    force: bool,
+    confirmed: Mapping[str, str | None] | None = None,
+) -> Decision:
+    """What reverting `target` does with the file as it is now (`current`, None: absent)."""
+    current_sha = current.sha256 if current else None
+    wanted_sha = sha256_of(target.content) if target.content is not None else None
+    if current_sha == wanted_sha:
+        return Decision("unchanged", "already as it was before the run")
+    action: Literal["restore", "delete"] = "delete" if target.content is None else "restore"
+    if target.known and current_sha == target.after:
+        return Decision(action, "as the run left it")
+    state, hint = _changed(target, current)
+    if not force:
+        return Decision("skip", f"{state}; {hint}")
+    if confirmed is not None:
+        if target.path not in confirmed:
+            return Decision("skip", f"{state}, and not among the confirmed files; nothing overwritten")
+        if confirmed[target.path] != current_sha:
+            now = "deleted" if current is None else "changed"
+            return Decision(
+                "skip",
+                f"{now} again after it was confirmed; nothing overwritten — revert again to see what it holds now",
+            )
+    return Decision(action, "changed since the run, reverted with force", forced=True)
+
+
+def _changed(target: Target, current: FileText | None) -> tuple[str, str]:
+    """How the file differs from what the run left, and what force does about it."""
+    if not target.known:
+        return "the run recorded no version of it", "force=true reverts it anyway"
+    if current is None:
+        return "deleted since the run", "force=true recreates it"
+    if target.after is None:
+        return "created again since the run deleted it", "force=true overwrites it"
+    return "changed since the run", "force=true overwrites that change"
+
+
+def check_confirmed(confirmed: object, force: bool) -> dict[str, str | None] | None:
+    """`confirmed` as a mapping, or a `ReMeError` saying how to pass it."""
+    if confirmed is None:
+        return None
+    if not force:
+        raise ReMeError("confirmed names the files force=true may overwrite; pass force=true with it")
+    if not isinstance(confirmed, Mapping) or not all(
+        isinstance(path, str) and (sha is None or isinstance(sha, str)) for path, sha in confirmed.items()
+    ):
+        raise ReMeError(
+            "confirmed must map each path to the sha256 it was shown with (null: absent), as the "
+            "revert's skipped_sha256 gives it"
+        )
+    return dict(confirmed)
+
+
+async def dream_revert(
+    port: NotesRun, *, run_id: str, force: bool, confirmed: object = None
+) -> RevertOutcome:
+    expected = check_confirmed(confirmed, force)
     try:
         record = await load_record(port, run_id)
     except ValueError as exc:
@@ -106,17 +186,23 @@ async def dream_revert(port: NotesRun, *, run_id: str, force: bool) -> RevertOut
         "deleted": [],
         "skipped": [],
         "unchanged": [],
+        "skipped_sha256": {},
+        "forced": [],
         "inbound": [],
         "revert_run_id": None,
         "journal_path": None,
     }
-    any_note = await _annotated(port, record)
-    async with port.exclusive("dream", "revert"):
-        changes = [
-            change
-            for target in targets(record)
-            if (change := await _plan(port, target, force, revert, meta, any_note))
-        ]
+    any_note = await annotated(port, record)
+    async with port.exclusive("dream", "revert"):  # decided and committed (compare-and-set) under the lock
+        changes = []
+        for target in targets(record):
+            current, decision = None, NOT_A_NODE  # a record is a file: what it names is not trusted
+            if revertible(port, target.path, any_note):
+                current = await port.load(target.path)
+                decision = decide(target, current, force=force, confirmed=expected)
+            change = _plan(target, current, decision, revert, meta)
+            if change is not None:
+                changes.append(change)
         if changes:
             revert.finished_at = datetime.now(port.tz).isoformat(timespec="seconds")
             done = await port.commit(
@@ -133,7 +219,7 @@ async def dream_revert(port: NotesRun, *, run_id: str, force: bool) -> RevertOut
     return RevertOutcome(_summary(meta, record.kind), meta)
 
 
-async def _annotated(port: Notes, record: RunRecord) -> bool:
+async def annotated(port: Notes, record: RunRecord) -> bool:
     """Whether the run is an `annotate_dates` run (or a revert of one): notes outside digest/ too."""
     if record.kind == "revert" and record.reverts is not None:
         try:
@@ -144,7 +230,7 @@ async def _annotated(port: Notes, record: RunRecord) -> bool:
     return record.kind == "annotate"
 
 
-def _revertible(port: Places, path: str, any_note: bool) -> bool:
+def revertible(port: Places, path: str, any_note: bool) -> bool:
     """Runs write digest nodes only; an annotate run, Markdown notes outside the recorded folders."""
     if is_node(path, port.folder("digest")):
         return True
@@ -152,48 +238,43 @@ def _revertible(port: Places, path: str, any_note: bool) -> bool:
     return any_note and path.endswith(".md") and path.split("/", 1)[0] not in recorded
 
 
-async def _plan(
-    port: Notes, target: Target, force: bool, revert: RunRecord, meta: RevertReport, any_note: bool
+def _plan(
+    target: Target, current: FileText | None, decision: Decision, revert: RunRecord, meta: RevertReport
 ) -> Change | None:
-    """The change that puts this path back (recorded in `revert` and `meta`), or None."""
-    if not _revertible(port, target.path, any_note):  # a record is a file: never trusted beyond this
-        why = "not a digest node; a revert only puts digest nodes back"
-        meta["skipped"].append({"path": target.path, "reason": why})
+    """The change that carries out `decision` (recorded in `revert` and `meta`), or None."""
+    path = target.path
+    if decision.action == "unchanged":
+        meta["unchanged"].append(path)
         return None
-    current = await port.load(target.path)
-    current_sha = current.sha256 if current else None
-    wanted_sha = sha256_of(target.content) if target.content is not None else None
-    if current_sha == wanted_sha:
-        meta["unchanged"].append(target.path)
+    if decision.action == "skip":
+        meta["skipped"].append({"path": path, "reason": decision.reason})
+        if decision is not NOT_A_NODE:
+            meta["skipped_sha256"][path] = current.sha256 if current else None
+            revert.actions.append(
+                {"unit": "", "action": "SKIP", "target_path": path, "reason": decision.reason}
+            )
         return None
-    as_left = target.known and current_sha == target.after
-    if not as_left and not force:
-        if not target.known:
-            why = "the run recorded no version of it; force=true reverts it anyway"
-        elif current is None:
-            why = "deleted since the run; force=true recreates it"
-        else:
-            why = "changed since the run; force=true overwrites that change"
-        meta["skipped"].append({"path": target.path, "reason": why})
-        revert.actions.append({"unit": "", "action": "SKIP", "target_path": target.path, "reason": why})
-        return None
-    how = "as the run left it" if as_left else "changed since the run, reverted with force"
-    if target.content is None:
+    if decision.forced:
+        meta["forced"].append(path)
+    if decision.action == "delete":
         assert current is not None
-        meta["deleted"].append(target.path)
+        meta["deleted"].append(path)
         revert.deleted.append(
-            {"path": target.path, "sha256_before": current.sha256, "content_before": current.content}
+            {"path": path, "sha256_before": current.sha256, "content_before": current.content}
         )
-        revert.actions.append({"unit": "", "action": "DELETE", "target_path": target.path, "reason": how})
-        return Change(target.path, None, current.sha256)
-    meta["restored"].append(target.path)
+        revert.actions.append(
+            {"unit": "", "action": "DELETE", "target_path": path, "reason": decision.reason}
+        )
+        return Change(path, None, current.sha256)
+    wanted_sha = sha256_of(target.content or "")
+    meta["restored"].append(path)
     if current is None:
-        revert.created.append(target.path)
-        revert.created_sha256[target.path] = wanted_sha or ""
+        revert.created.append(path)
+        revert.created_sha256[path] = wanted_sha
     else:
-        revert.modified.append(Modified(target.path, current.sha256, current.content, wanted_sha or ""))
-    revert.actions.append({"unit": "", "action": "RESTORE", "target_path": target.path, "reason": how})
-    return Change(target.path, target.content, current_sha)
+        revert.modified.append(Modified(path, current.sha256, current.content, wanted_sha))
+    revert.actions.append({"unit": "", "action": "RESTORE", "target_path": path, "reason": decision.reason})
+    return Change(path, target.content, current.sha256 if current else None)
 
 
 def _summary(meta: RevertReport, kind: str) -> str:
@@ -208,8 +289,9 @@ def _summary(meta: RevertReport, kind: str) -> str:
             f"{len(deleted)} deleted, {len(skipped)} skipped"
         )
     lines = [head]
-    lines += [f"RESTORED {path}" for path in restored]
-    lines += [f"DELETED {path}" for path in deleted]
+    lost = " (forced: its changes since the run are overwritten; the revert's record keeps them)"
+    lines += [f"RESTORED {path}{lost if path in meta['forced'] else ''}" for path in restored]
+    lines += [f"DELETED {path}{lost if path in meta['forced'] else ''}" for path in deleted]
     lines += [f"SKIPPED {s['path']} — {s['reason']}" for s in skipped]
     lines += [f"DEAD LINK {i['source_path']} still links the deleted {i['path']}" for i in meta["inbound"]]
     return "\n".join(lines)

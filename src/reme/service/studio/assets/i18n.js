@@ -10,7 +10,7 @@ const ZH = {
   "No results.": "没有结果。", Runs: "运行记录", Agenda: "今日议程", Audit: "摘要审计",
   Captures: "捕获的会话", Resolve: "解决", Suppress: "不再提醒", Revert: "撤销", "Force revert": "强制撤销",
   "Revert this run?": "撤销这次运行？", "will restore": "将恢复", "will delete": "将删除",
-  "will skip": "将跳过", "changed since the run": "运行后已被修改", Reindex: "重建索引",
+  "will skip": "将跳过", Reindex: "重建索引",
   Components: "组件", Index: "索引", Configuration: "配置", "Pending vectors": "待嵌入向量",
   Ask: "提问", "Ask about your memory…": "询问你的记忆…", "Tool calls": "工具调用", Cited: "引用",
   Tokens: "令牌", "Conflict: the file changed since you opened it.": "冲突：打开后文件已被修改。",

@@ -147,13 +147,13 @@ function diffView(diff) {
     diff.note ? h("p", { class: "notice" }, diff.note) : null, pre);
 }
 
-// What a revert is expected to do, from the run's diffs: a file whose after-state is gone is skipped.
+// What a revert will do, as the journal job decides it by the revert's own rule (`revert` per diff).
 function plan(diffs) {
   const will = { restore: [], delete: [], skip: [] };
   for (const d of diffs) {
-    if (d.note && d.change !== "deleted") will.skip.push([d.path, t("changed since the run") + ": " + d.note]);
-    else if (d.change === "created") will.delete.push(d.path);
-    else will.restore.push(d.path);
+    if (d.revert === "skip") will.skip.push([d.path, d.revert_reason]);
+    else if (d.revert === "delete") will.delete.push(d.path);
+    else if (d.revert === "restore") will.restore.push(d.path);
   }
   return will;
 }
@@ -181,7 +181,8 @@ export async function runView(runId) {
       const lost = [h("p", {}, t("Later changes to these files will be lost:")),
         h("ul", {}, done.metadata.skipped.map((s) => h("li", {}, `${s.path} — ${s.reason}`)))];
       if (await confirmBox(t("Force revert"), lost, t("Force revert"))) {
-        done = await job("dream_revert", { run_id: runId, force: true });
+        // only the versions just shown: a file changed again meanwhile is skipped and named, not lost
+        done = await job("dream_revert", { run_id: runId, force: true, confirmed: done.metadata.skipped_sha256 });
       }
     }
     if (!done.success) return result.replaceChildren(failure(done));
