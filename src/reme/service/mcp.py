@@ -35,6 +35,11 @@ from reme.service.service_info import MAX_BODY_BYTES
 
 SSE_MESSAGE_PATH = "/messages/"
 WORKSPACE_META = "reme/workspace"  # `_meta` key of every tool result: the workspace that served it
+# Open sessions per network transport. A session holds ~38 KB, streams and a task; a local memory
+# service serves a few agents (one session each, a few more with sub-agents or reconnects), so 256
+# leaves ample room while whoever opens sessions can hold ~10 MB at most (the SDK's default, 10 000
+# for streamable HTTP, let them hold ~380 MB; SSE had no limit). Past it a new session gets 503.
+MAX_MCP_SESSIONS = 256
 
 
 def mcp_profile(app: Application) -> str:
@@ -161,11 +166,29 @@ def _sse_app(server: Server[object], path: str) -> Starlette:
     sse = SseServerTransport(SSE_MESSAGE_PATH, max_request_body_size=MAX_BODY_BYTES)
 
     class SseEndpoint:
-        """ASGI endpoint (a class, so Starlette passes the raw scope rather than a Request)."""
+        """ASGI endpoint (a class, so Starlette passes the raw scope rather than a Request).
+
+        A session lives as long as its GET stream, so the streams open are counted: one past
+        MAX_MCP_SESSIONS is refused, and a stream that ends (however it ends) frees its slot.
+        """
+
+        def __init__(self) -> None:
+            self.open = 0
 
         async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-            async with sse.connect_sse(scope, receive, send) as (read_stream, write_stream):
-                await server.run(read_stream, write_stream, server.create_initialization_options())
+            if self.open >= MAX_MCP_SESSIONS:
+                message = (
+                    f"{MAX_MCP_SESSIONS} MCP sessions are open, the most this service takes: "
+                    "close one (end a client that is connected) and connect again"
+                )
+                await send_json(send, 503, message)
+                return
+            self.open += 1
+            try:
+                async with sse.connect_sse(scope, receive, send) as (read_stream, write_stream):
+                    await server.run(read_stream, write_stream, server.create_initialization_options())
+            finally:
+                self.open -= 1
 
     return Starlette(
         routes=[
@@ -205,7 +228,9 @@ def build_mcp_asgi_app(app: Application, transport: str, path: str, token: str |
     Browser-forged requests to a loopback service are refused by `LoopbackGuard` around it (the
     runner adds it for both backends), so the SDK's own Host check stays off: on 127.0.0.1 it would
     refuse a token-holding proxy's Host too. Bodies are capped as over HTTP (`MAX_BODY_BYTES`), not
-    at the SDK's 4 MiB, so that a file job takes the same text over both.
+    at the SDK's 4 MiB, so that a file job takes the same text over both. Both transports take at
+    most MAX_MCP_SESSIONS sessions at once; a streamable-HTTP session ends with the client's DELETE or
+    after the SDK's 30 idle minutes.
     """
     server = build_mcp_server(app)
     if transport == "sse":
@@ -215,6 +240,7 @@ def build_mcp_asgi_app(app: Application, transport: str, path: str, token: str |
             server.streamable_http_app(
                 streamable_http_path=path,
                 max_request_body_size=MAX_BODY_BYTES,
+                max_sessions=MAX_MCP_SESSIONS,
                 transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
             ),
             (path,),

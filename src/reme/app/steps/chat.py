@@ -1,4 +1,5 @@
-"""Step of the `chat` stream job: text and tool-call chunks go to the client as they come."""
+"""Step of the `chat` stream job: text and tool-call chunks go to the client as they come; the
+result's answer is the checked, bounded one (`unverified_citations`, `truncated`)."""
 
 from __future__ import annotations
 
@@ -23,5 +24,11 @@ async def chat_step(ctx: JobContext) -> None:
         raise ReMeError(failure.message, {**failure.metadata, "usage": dict(ctx.usage)}) from None
     ctx.response.answer = answer.text
     ctx.response.metadata.update(
-        {"sources": answer.sources, "tool_calls": answer.tool_calls, "usage": dict(ctx.usage)}
+        {
+            "sources": answer.sources,
+            "unverified_citations": answer.unverified_citations,
+            "truncated": answer.truncated,
+            "tool_calls": answer.tool_calls,
+            "usage": dict(ctx.usage),
+        }
     )
