@@ -155,3 +155,20 @@ def test_cli_prints_an_agents_answer_and_notes_its_tool_calls_on_stderr(capsys):
     out, err = capsys.readouterr()
     assert out == "Solar panels make power.\n"
     assert err == '· search {"query": "solar"}\n'
+
+
+def test_cli_names_the_chat_citations_found_unverified_after_the_streamed_answer(capsys):
+    """The terminal showed the model's text as it streamed, links and all; what the check found
+    afterwards is said on stderr, so stdout stays the answer."""
+    chunks = [
+        {"type": "text", "text": "Aisle seats [[daily/osaka.md]]."},
+        {
+            "type": "done",
+            "success": True,
+            "metadata": {"unverified_citations": [{"target": "daily/osaka.md", "reason": "not read"}]},
+        },
+    ]
+    assert [show_chunk(chunk, as_json=False) for chunk in chunks][-1] is True
+    out, err = capsys.readouterr()
+    assert out == "Aisle seats [[daily/osaka.md]].\n"
+    assert err == "reme: [[daily/osaka.md]] is unverified (not read)\n"

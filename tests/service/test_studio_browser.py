@@ -44,7 +44,7 @@ CHAT = {
     "run": "",  # the chat agent's run has no name
     "turns": [
         {"tool": "search", "args": {"query": "coconut milk"}},
-        {"text": "Nate makes coconut milk ice cream."},
+        {"text": "Nate makes coconut milk ice cream [[daily/none-such.md]]."},  # cites no note
     ],
 }
 SCRIPT = [extract_run(unit()), integrate_run(create_turns()), CHAT]
@@ -76,6 +76,9 @@ def browser() -> Iterator[Any]:
 @pytest.fixture
 def page(browser: Any, service: ServiceProcess) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1280, "height": 800})
+    # Playwright's 30 s default is a hang guard; on 2 shared cores with the suite's other workers a
+    # busy service (audit, agenda) has taken longer, so the guard is widened, never a timing check.
+    context.set_default_timeout(90_000)
     tab = context.new_page()
     errors: list[str] = []
     tab.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -347,6 +350,7 @@ def test_chat_streams_the_answer_with_its_tool_calls_and_usage(page: Any, servic
     assert "coconut milk ice cream" in page.locator(".chat-answer").inner_text()
     assert "search" in page.locator(".chat-tools").inner_text()
     assert "Tokens" in page.locator(".chat-foot").inner_text()
+    assert "[[daily/none-such.md]] (no such note)" in page.locator(".chat-foot .unverified").inner_text()
 
 
 def test_a_note_changed_elsewhere_is_shown_again_without_a_reload(page: Any, service: ServiceProcess) -> None:

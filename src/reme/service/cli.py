@@ -513,6 +513,11 @@ def show_chunk(chunk: object, as_json: bool) -> bool:
         print(f"\nerror: {chunk.get('message', '')}", file=sys.stderr, flush=True)
     elif kind == "done":
         print(flush=True)
+        unverified = dig(chunk, "metadata", "unverified_citations")
+        for citation in unverified if isinstance(unverified, list) else []:
+            if isinstance(citation, dict):  # chat: the text streamed before it was checked
+                reason = citation.get("reason", "")
+                print(f"reme: [[{citation.get('target')}]] is unverified ({reason})", file=sys.stderr)
     elif isinstance(chunk.get("text"), str):
         print(chunk["text"], end="", flush=True)
     elif kind == "tool_call":  # an agent's progress: to stderr, so stdout holds just the answer

@@ -32,8 +32,11 @@ export function chatView() {
         const meta = chunk.metadata || {};
         const sources = meta.sources || [];
         const usage = meta.usage || {};
+        // citations of notes the answer was not drawn from (checked after the text streamed)
+        const unverified = (meta.unverified_citations || []).map((c) => `[[${c.target}]] (${t(c.reason)})`);
         foot.replaceChildren(
           sources.length ? h("div", {}, t("Cited") + ": ", sources.map((p, i) => [i ? ", " : "", link(p, "note", p)])) : null,
+          unverified.length ? h("div", { class: "notice unverified" }, t("Unverified citations") + ": " + unverified.join(", ")) : null,
           h("div", {}, `${t("Tokens")}: ${Object.entries(usage).map(([k, v]) => `${k} ${v}`).join(" · ") || "0"}`));
       }
     });

@@ -12,7 +12,7 @@ const ZH = {
   "Revert this run?": "撤销这次运行？", "will restore": "将恢复", "will delete": "将删除",
   "will skip": "将跳过", Reindex: "重建索引",
   Components: "组件", Index: "索引", Configuration: "配置", "Pending vectors": "待嵌入向量",
-  Ask: "提问", "Ask about your memory…": "询问你的记忆…", "Tool calls": "工具调用", Cited: "引用",
+  Ask: "提问", "Ask about your memory…": "询问你的记忆…", "Tool calls": "工具调用", Cited: "引用", "Unverified citations": "未经核实的引用", "not read": "未读取", "no such note": "无此笔记",
   Tokens: "令牌", "Conflict: the file changed since you opened it.": "冲突：打开后文件已被修改。",
   "Your version": "你的版本", "Version on disk": "磁盘上的版本", "Save mine over it": "用我的版本覆盖",
   "Keep the disk version": "保留磁盘版本", Saved: "已保存", "Path of the new note": "新笔记路径",
