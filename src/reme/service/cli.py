@@ -513,7 +513,8 @@ def show_chunk(chunk: object, as_json: bool) -> bool:
         print(f"\nerror: {chunk.get('message', '')}", file=sys.stderr, flush=True)
     elif kind == "done":
         print(flush=True)
-        unverified = dig(chunk, "metadata", "unverified_citations")
+        meta = chunk.get("metadata")
+        unverified = meta.get("unverified_citations") if isinstance(meta, dict) else None
         for citation in unverified if isinstance(unverified, list) else []:
             if isinstance(citation, dict):  # chat: the text streamed before it was checked
                 reason = citation.get("reason", "")
