@@ -18,6 +18,11 @@ the settings file (not in the workspace's `metadata/`, which is derived and may 
 each file, its bytes before the install (or that it did not exist) and the sha256 after. A file
 still as reme left it gets its old bytes back; one edited since (Claude Code rewrites
 `~/.claude.json` often) loses only reme's entries.
+
+Each scope has a record of its own, which names its scope: a `--project` install in the home folder
+(its `.claude` is the user's config folder) keeps `reme-install-project.json` there, and neither
+scope's install or uninstall touches the other's. A file both name (the skill) goes back to what
+was there before either install only with the last uninstall.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ import stat
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reme.jsontypes import JSONObject, JSONValue
@@ -40,6 +45,7 @@ from reme.jsontypes import JSONObject, JSONValue
 PLUGIN = Path(__file__).with_name("claude_code")
 SKILL_NAME = "reme-memory"
 MANIFEST = "reme-install.json"
+PROJECT_MANIFEST = "reme-install-project.json"  # a project's record where its .claude is the user's
 SERVER = "reme"
 # event → (matcher or None, timeout seconds)
 HOOKS: dict[str, tuple[str | None, int]] = {
@@ -60,25 +66,30 @@ class InstallError(Exception):
 
 
 class Target:
-    """Where one scope's files are."""
+    """Where one scope's files are; `other`: the other scope's record when it sits in this one's
+    folder (a project in the home folder), whose install may name the same files."""
 
     def __init__(self, project: bool, assigned: dict[str, str]) -> None:
         home = Path(assigned.get("home") or os.environ.get("HOME") or Path.home()).expanduser().absolute()
         config_env = None if "home" in assigned else os.environ.get("CLAUDE_CONFIG_DIR")
         config = Path(config_env).expanduser().absolute() if config_env else home / ".claude"
         self.project = project
+        self.scope = "project" if project else "user"
         if project:
             root = Path(assigned.get("project_dir") or os.getcwd()).expanduser().absolute()
+            shared = os.path.realpath(root / ".claude") == os.path.realpath(config)
             self.mcp = root / ".mcp.json"
             self.settings = root / ".claude" / "settings.local.json"
             self.skill = root / ".claude" / "skills" / SKILL_NAME / "SKILL.md"
-            self.manifest = root / ".claude" / MANIFEST
+            self.manifest = root / ".claude" / (PROJECT_MANIFEST if shared else MANIFEST)
+            self.other: Path | None = config / MANIFEST if shared else None
             default_workspace = root / ".reme"
         else:
             self.mcp = (config if config_env else home) / ".claude.json"
             self.settings = config / "settings.json"
             self.skill = config / "skills" / SKILL_NAME / "SKILL.md"
             self.manifest = config / MANIFEST
+            self.other = config / PROJECT_MANIFEST
             default_workspace = home / ".reme"
         chosen = assigned.get("workspace_dir") or os.environ.get("REME_WORKSPACE_DIR")
         self.workspace = Path(chosen).expanduser().absolute() if chosen else default_workspace
@@ -254,11 +265,14 @@ def _install(target: Target, reme: str, prompt_recall: bool, read_only: bool, fr
     """`install` holding the lock; `fresh`: the folders missing before the lock made the record's."""
     lines = _uninstall(target) if target.manifest.exists() else []
     steps = plan(target, reme, prompt_recall, read_only)
-    files = [Recorded(path, _encode(_read(path)), _sha(raw), added) for path, raw, added in steps]
+    other = _other(target)
+    shared = _shared(other)
+    files = [Recorded(path, _before(path, shared), _sha(raw), added) for path, raw, added in steps]
     written = [target.manifest, *(path for path, _, _ in steps)]
-    created: list[JSONValue] = [*sorted({*fresh, *_missing_dirs(written)})]
+    created: list[JSONValue] = [*sorted({*fresh, *_missing_dirs(written), *_their_dirs(other, written)})]
     manifest: JSONObject = {
         "version": 1,
+        "scope": target.scope,
         "files": [entry.to_json() for entry in files],
         "created_dirs": created,
     }
@@ -267,6 +281,7 @@ def _install(target: Target, reme: str, prompt_recall: bool, read_only: bool, fr
         _write(path, _dump(manifest))  # first: a crash mid-install can still be undone
         for path, raw, _ in steps:
             _write(path, raw)
+        _hand_over(target, files)
     except OSError as exc:
         earlier = "; the earlier install was removed first" if lines else ""
         raise InstallError(f"cannot write {path} ({exc.strerror or exc}); {_undo(target)}{earlier}") from None
@@ -283,6 +298,46 @@ def _install(target: Target, reme: str, prompt_recall: bool, read_only: bool, fr
         lines += gitignore_lines(target, [target.manifest, *(path for path, _, _ in steps)])
     lines.append(f"undo with: reme install claude-code{' --project' if target.project else ''} --uninstall")
     return lines
+
+
+def _real(path: Path) -> str:
+    return os.path.realpath(path)
+
+
+def _other(target: Target) -> Record | None:
+    """The other scope's record beside this one's; None when there is none."""
+    return _load(target.other) if target.other else None
+
+
+def _shared(other: Record | None) -> dict[str, Recorded]:
+    """The other scope's recorded files by real path ({} when it has no record beside this one's)."""
+    return {} if other is None else {_real(entry.path): entry for entry in other.files}
+
+
+def _their_dirs(other: Record | None, written: list[Path]) -> set[str]:
+    """The folders the other scope's install created that hold files this one writes too: recorded
+    here as well, so the last uninstall removes them."""
+    parents = {str(folder) for path in written for folder in path.parents}
+    return {str(folder) for folder in other.created if str(folder) in parents} if other else set()
+
+
+def _before(path: Path, shared: dict[str, Recorded]) -> str | None:
+    """What to put back at `path` once no install is left: for a file the other scope's install wrote
+    too, what was there before that one (its bytes now are reme's)."""
+    other = shared.get(_real(path))
+    return other.before if other else _encode(_read(path))
+
+
+def _hand_over(target: Target, files: list[Recorded]) -> None:
+    """Give the other scope's record the hash of what this install wrote to a file both name, so the
+    last uninstall still knows that file as reme's (a newer reme writes another skill)."""
+    record = _other(target)
+    if target.other is None or record is None:
+        return
+    ours = {_real(entry.path): entry.after_sha256 for entry in files}
+    updated = [replace(e, after_sha256=ours.get(_real(e.path), e.after_sha256)) for e in record.files]
+    if updated != record.files:
+        _write(target.other, _dump({**record.data, "files": [entry.to_json() for entry in updated]}))
 
 
 def _undo(target: Target) -> str:
@@ -435,10 +490,20 @@ def uninstall(target: Target) -> list[str]:
         return _uninstall(target)
 
 
-def _uninstall(target: Target) -> list[str]:
-    raw = _read(target.manifest)
+@dataclass(frozen=True)
+class Record:
+    """An install record as read (`data`, rewritten whole), its files and the folders it created."""
+
+    data: JSONObject
+    files: list[Recorded]
+    created: list[JSONValue]
+
+
+def _load(path: Path) -> Record | None:
+    """The install record at `path`; None when there is none."""
+    raw = _read(path)
     if raw is None:
-        raise InstallError(f"no reme install recorded at {target.manifest}; nothing to remove")
+        return None
     try:
         manifest: JSONValue = json.loads(raw)
         if not isinstance(manifest, dict):
@@ -446,13 +511,33 @@ def _uninstall(target: Target) -> list[str]:
         files, created = manifest["files"], manifest.get("created_dirs", [])
         if not isinstance(files, list) or not isinstance(created, list):
             raise TypeError("files and created_dirs must be lists")
-        entries = [Recorded.from_json(entry) for entry in files]
+        return Record(manifest, [Recorded.from_json(entry) for entry in files], created)
     except (ValueError, KeyError, TypeError) as exc:
-        raise InstallError(f"{target.manifest} is damaged ({exc}); nothing was removed") from None
-    lines = [_restore(entry) for entry in entries]
+        raise InstallError(f"{path} is damaged ({exc}); nothing was changed") from None
+
+
+def _uninstall(target: Target) -> list[str]:
+    record = _load(target.manifest)
+    if record is None:
+        raise InstallError(f"no reme install recorded at {target.manifest}; nothing to remove")
+    scope = record.data.get("scope", target.scope)  # a record from before scopes were named: this one's
+    if scope != target.scope:
+        flag = " --project" if scope == "project" else ""
+        raise InstallError(
+            f"{target.manifest} records the {scope} install, not the {target.scope} one; nothing was "
+            f"changed (undo that one with: reme install claude-code{flag} --uninstall, where it was made)"
+        )
+    shared = _shared(_other(target))
+    other = "user" if target.project else "project"
+    lines = [
+        f"left {entry.path}: the {other} install uses it too"
+        if _real(entry.path) in shared
+        else _restore(entry)
+        for entry in record.files
+    ]
     target.manifest.unlink()
     lines.append(f"removed {target.manifest} (the install record)")
-    for folder in sorted((str(name) for name in created), key=len, reverse=True):
+    for folder in sorted((str(name) for name in record.created), key=len, reverse=True):
         try:
             os.rmdir(folder)  # only when empty: nothing of anyone else's goes
         except OSError:

@@ -8,7 +8,9 @@ it when the workspace resolves that spelling to the same file (docs/spec.md §2:
 `…/Settings.md`); otherwise its target becomes the shortest spelling that does (at most the full
 workspace path), anchor, alias and embed flag kept. A link Obsidian could not resolve either stays
 as written (a pending edge), and the counts go into the import's summary. A note without a `name`
-gets its file name as one. `.obsidian/` and other dot-folders never come in.
+gets its file name as one. `.obsidian/` and other dot-folders never come in. Of two paths that differ
+only in case (`Case.md`, `case.md`: one file on macOS and Windows) the first comes in, the other is
+skipped with the reason; a link to either finds the first, as Obsidian's do.
 """
 
 from __future__ import annotations
@@ -125,12 +127,19 @@ def obsidian_batch(
     batch = ImportBatch(ids_per_source=True)
     notes: dict[str, str] = {}
     attachments: dict[str, bytes] = {}
+    taken: dict[str, str] = {}  # casefolded path -> the vault path that has it
     for relative, data in files:
         try:
             check_relative(relative)
             check_new_name(relative)
         except ValueError as exc:
             batch.skip(relative, f"its name cannot be a workspace path: {exc}")
+            continue
+        first = taken.setdefault(relative.casefold(), relative)
+        if first != relative:
+            batch.skip(
+                relative, f"{first} differs from it only in case (one file on macOS and Windows); rename one"
+            )
             continue
         if not is_markdown(relative):
             attachments[relative] = _redacted(data)

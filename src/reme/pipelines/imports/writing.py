@@ -15,7 +15,9 @@ there (moved inside reme), the workspace's notes are searched for its provenance
 updates it where it now lives instead of writing a second copy.
 Attachments carry no front matter: the hash of what an import wrote sits in `metadata/`, and an
 attachment whose bytes differ from it (changed by hand, or never imported) is never overwritten but
-reported as skipped.
+reported as skipped; one another source's import wrote (`FILE_ORIGINS`: two vaults under one folder
+name) is in the way as a note of another source is. Two paths that differ only in case are one file
+on macOS and Windows: such a pair within the import, or with a file in the workspace, refuses it.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from reme.workspace.transcript import check_session_id, render_records
 
 IMPORTS_FOLDER = "imports"
 FILES_STATE = "imported_files"  # attachment path -> sha256 of the bytes an import wrote there
+FILE_ORIGINS = "imported_file_origins"  # attachment path -> the source (`imported_from`) of its import
 IMPORTED_NOTES = "imported_notes"  # "<imported_from>\n<import_id>" -> the path the note was written to
 MAX_ATTACHMENT_BYTES = 50_000_000
 SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,100}")  # an id from a source usable as a file name
@@ -191,12 +194,49 @@ def _appended(text: str, document: frontmatter.Document, keys: dict[str, str]) -
     return result if check.metadata == {**document.metadata, **keys} and check.body == document.body else None
 
 
+def _batch_paths(batch: ImportBatch) -> list[str]:
+    return [n.path for n in batch.notes] + [f.path for f in batch.files]
+
+
 def _check_unique(batch: ImportBatch) -> None:
-    seen: set[str] = set()
-    for path in [n.path for n in batch.notes] + [f.path for f in batch.files]:
-        if path in seen:
-            raise ReMeError(f"the import maps two source items to {path}; rename one of them in the source")
-        seen.add(path)
+    """Two items to one path, or to paths differing only in case (one file on macOS and Windows)."""
+    seen: dict[str, str] = {}
+    for path in _batch_paths(batch):
+        other = seen.get(path.casefold())
+        if other is None:
+            seen[path.casefold()] = path
+            continue
+        case = (
+            f" and {other}, which differ only in case (one file on macOS and Windows)"
+            if other != path
+            else ""
+        )
+        raise ReMeError(f"the import maps two source items to {path}{case}; rename one of them in the source")
+
+
+def _elsewhere(batch: ImportBatch) -> str:
+    """How to import into a place of its own (a vault's folder is named after it: `name=`)."""
+    vault = " (or, for a vault, give it another name=)" if batch.ids_per_source else ""
+    return f"import into another folder={vault}"
+
+
+async def _check_case_twins(port: MemoryPort, batch: ImportBatch) -> None:
+    """Refuse an item whose path a workspace file spells with other case: on macOS and Windows
+    writing it would replace that file (on Linux the two would not survive a checkout there)."""
+    paths = _batch_paths(batch)
+    existing: dict[str, list[str]] = {}
+    for folder in sorted({first_segment(path) for path in paths}):
+        for entry in await port.list_files(folder, recursive=True):
+            existing.setdefault(entry.path.casefold(), []).append(entry.path)
+    twins = [(path, other) for path in paths for other in existing.get(path.casefold(), []) if other != path]
+    if twins:
+        shown = "; ".join(f"{path} (the workspace has {other})" for path, other in twins[:5])
+        more = f" and {len(twins) - 5} more" if len(twins) > 5 else ""
+        raise ReMeError(
+            f"nothing imported: {shown}{more} — names that differ only in case are one file on macOS and "
+            f"Windows; rename one of them, move the workspace's away or {_elsewhere(batch)}",
+            {"conflicts": [other for _path, other in twins]},
+        )
 
 
 async def _classify_note(port: MemoryPort, note: ImportedNote, origin: str | None) -> tuple[str, str | None]:
@@ -213,8 +253,25 @@ async def _classify_note(port: MemoryPort, note: ImportedNote, origin: str | Non
     return ("unchanged" if front.get("import_sha256") == note.sha256 else "update"), current.sha256
 
 
-async def _classify_file(port: MemoryPort, item: ImportedFile, written: dict[str, str]) -> str:
-    """'create', 'unchanged', 'update' (the file is as an earlier import wrote it) or 'foreign'."""
+@dataclass
+class _Written:
+    """The attachments earlier imports wrote: the hash of each one's bytes and the source it came from."""
+
+    hashes: JSONObject
+    origins: JSONObject
+
+    @classmethod
+    def read(cls, port: MemoryPort) -> _Written:
+        return cls(port.read_state(FILES_STATE), port.read_state(FILE_ORIGINS))
+
+    def save(self, port: MemoryPort) -> None:
+        port.write_state(FILES_STATE, self.hashes)
+        port.write_state(FILE_ORIGINS, self.origins)
+
+
+async def _classify_file(port: MemoryPort, item: ImportedFile, written: _Written, origin: str) -> str:
+    """'create', 'unchanged', 'update' (the file is as an earlier import of `origin` wrote it),
+    'theirs' (an import of another source wrote it) or 'foreign' (changed by hand, or not imported)."""
     if not port.exists(item.path):
         return "create"
     try:
@@ -223,7 +280,9 @@ async def _classify_file(port: MemoryPort, item: ImportedFile, written: dict[str
         return "foreign"
     if current == item.data:
         return "unchanged"
-    return "update" if written.get(item.path) == hashlib.sha256(current).hexdigest() else "foreign"
+    if written.origins.get(item.path, origin) != origin:  # none recorded: written before origins were
+        return "theirs"
+    return "update" if written.hashes.get(item.path) == hashlib.sha256(current).hexdigest() else "foreign"
 
 
 async def _classify_transcript(port: MemoryPort, item: ImportedTranscript) -> tuple[str, str, str | None]:
@@ -282,7 +341,7 @@ async def relocated(port: MemoryPort, origin: str, planned: Mapping[str, str]) -
     return found
 
 
-async def _plan(port: MemoryPort, batch: ImportBatch, report: ImportReport, written: dict[str, str]) -> _Plan:
+async def _plan(port: MemoryPort, batch: ImportBatch, report: ImportReport, written: _Written) -> _Plan:
     """Read what is on disk for every item and decide; nothing is written here."""
     plan = _Plan()
     origin = report.source if batch.ids_per_source else None
@@ -304,7 +363,10 @@ async def _plan(port: MemoryPort, batch: ImportBatch, report: ImportReport, writ
         plan.add(action, note.path, text, version)
     for item in batch.files:
         port.check_path(item.path)
-        action = await _classify_file(port, item, written)
+        action = await _classify_file(port, item, written, report.source)
+        if action == "theirs":  # another source's attachment: in the way, as its notes are
+            plan.foreign.append(item.path)
+            continue
         if action == "foreign":  # changed by hand, or not ours: never overwritten
             report.skipped.append(
                 {"item": item.import_id, "reason": f"{item.path} exists with other content"}
@@ -332,7 +394,8 @@ async def write_import(
         notes = [replace(note, path=moved.get(note.import_id, note.path)) for note in batch.notes]
         batch = replace(batch, notes=notes)
     _check_unique(batch)
-    written = port.read_state(FILES_STATE)
+    await _check_case_twins(port, batch)
+    written = _Written.read(port)
     plan = await _plan(port, batch, report, written)
     if plan.foreign:
         shown = ", ".join(plan.foreign[:5]) + (
@@ -340,7 +403,7 @@ async def write_import(
         )
         raise ReMeError(
             f"nothing imported: {shown} already exist(s) and were not written by this import "
-            "(another source, or the file was moved); move them away or import into another folder=",
+            f"(another source, or the file was moved); move them away or {_elsewhere(batch)}",
             {"conflicts": plan.foreign},
         )
     listed = {"create": report.created, "update": report.updated, "unchanged": report.unchanged}
@@ -350,9 +413,10 @@ async def write_import(
         return report
     for item in plan.files:
         await port.save_bytes(item.path, item.data)
-        written[item.path] = hashlib.sha256(item.data).hexdigest()
+        written.hashes[item.path] = hashlib.sha256(item.data).hexdigest()
+        written.origins[item.path] = origin
     if plan.files:
-        port.write_state(FILES_STATE, written)
+        written.save(port)
     # Compare-and-set against the versions read above: a transcript auto_memory merged meanwhile,
     # or a note someone edited, stops the batch with a conflict instead of being overwritten.
     await port.save_batch(plan.texts)
