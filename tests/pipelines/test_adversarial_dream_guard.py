@@ -130,19 +130,6 @@ async def test_an_update_that_grows_a_node_past_the_bound_is_refused(
     assert NODE in refusal and f"at most {MAX_NODE_CHARS} characters" in refusal, refusal
 
 
-async def test_a_node_over_the_bound_may_still_be_shrunk(make_pipes: MakePipes) -> None:
-    """A hand-written node already over the bound is not frozen: an edit that makes it smaller passes."""
-    long_text = "Weekly releases, long form. " * (MAX_NODE_CHARS // 28 + 10)
-    app = await with_node(make_pipes, body(OLD_CARD, text=long_text))
-    shrink = {"tool": "digest_edit", "args": {"path": NODE, "old": long_text, "new": "Weekly releases."}}
-    read, *corroborate = corroborate_turns(CARD)
-    app.script = [extract_run(unit()), integrate_run([read, shrink, *corroborate])]
-    response = await app.dream()
-    assert response.success, response.answer
-    text = (app.workspace_dir / NODE).read_text(encoding="utf-8")
-    assert len(text) < 1000 and f"derived_from:: [[{CARD}]]" in text
-
-
 # front-matter keys the code owns -----------------------------------------------------------------
 
 OWNED = [

@@ -9,8 +9,12 @@ port's typed digest calls (`write_node`, `edit_node`, `save`):
 - no write leaves a node over `MAX_NODE_CHARS` characters (unless it makes a larger node smaller);
 - front-matter keys the code owns (`OWNED_KEYS`: identity, provenance, validity) are not the model's
   to set, on a new node or through `frontmatter_update`;
-- compare-and-set: `digest_edit` and `frontmatter_update` apply only to the version the agent last
-  read through `read` (an edit of a node it never read is refused); a conflict makes it read again;
+- never an update decided from a snippet: `digest_edit` and `frontmatter_update` apply only to a
+  version the agent was shown whole through `read` (every line, page by page: `Pages`); an update of
+  a node it has not read to the end is refused, naming the lines still unread. `digest_write` never
+  replaces a node (the port refuses an existing path) and takes no `metadata` (front matter is set in
+  its content or through `frontmatter_update`, where the checks below apply);
+- compare-and-set: an update applies only to the version the agent read; a conflict makes it read again;
 - E-1: the first refusal for lost links goes back to the agent, the second aborts the unit with
   `ConservationViolation`; the same for a superseding update that drops the old statement (docs/spec.md §17.2).
 Relative dates in what it writes are resolved against the unit's newest evidence day (docs/spec.md §17.1).
@@ -25,12 +29,14 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from reme.errors import Conflict, ReMeError
+from reme.llm.runner import MAX_TOOL_ANSWER_CHARS
 from reme.pipelines.journal.records import LostEdge, Violation
 from reme.pipelines.port import DigestRun, FileText
 from reme.workspace import frontmatter, relative_dates
 from reme.workspace.digest import SOURCE_PREDICATE, is_node, node_parts
 from reme.workspace.edges import ConservationViolation
 from reme.workspace.resolving import ends_with
+from reme.workspace.textio import split_lines
 from reme.workspace.validity import StatementDropped
 from reme.workspace.wikilinks import parse_body_links
 
@@ -114,11 +120,41 @@ class Subject:
 
 
 @dataclass
+class Pages:
+    """The lines of one version of a node the agent has been shown, read page by page."""
+
+    version: FileText
+    seen: list[tuple[int, int]] = field(default_factory=list)  # 1-based inclusive ranges, merged, sorted
+
+    def add(self, first: int, last: int) -> None:
+        """Lines `first..last` were shown; overlapping and adjacent ranges become one."""
+        merged: list[tuple[int, int]] = []
+        for start, end in sorted([*self.seen, (first, last)]):
+            if merged and start <= merged[-1][1] + 1:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+            else:
+                merged.append((start, end))
+        self.seen = merged
+
+    def unseen(self) -> list[tuple[int, int]]:
+        """The line ranges of the version not shown yet (empty: it was read whole)."""
+        gaps, next_line = [], 1
+        for start, end in self.seen:
+            if start > next_line:
+                gaps.append((next_line, start - 1))
+            next_line = max(next_line, end + 1)
+        total = len(split_lines(self.version.content))
+        return [*gaps, (next_line, total)] if next_line <= total else gaps
+
+
+@dataclass
 class UnitGuard:
     port: DigestRun
     digest_dir: str
     subject: Subject | None = None
-    read_versions: dict[str, FileText] = field(default_factory=dict)  # what the agent last saw
+    read_versions: dict[str, FileText] = field(default_factory=dict)  # versions the agent knows whole
+    pages: dict[str, Pages] = field(default_factory=dict)  # what it was shown of a version read in part
+    written: FileText | None = None  # the subject as this unit last wrote it
     violations: list[Violation] = field(default_factory=list)
     refusals: list[str] = field(default_factory=list)
     reference_day: date | None = None  # the evidence's day: relative dates written are resolved to it
@@ -140,10 +176,53 @@ class UnitGuard:
         )
         response = await self.port.run_job("read", **params)
         if version is not None and getattr(response, "success", False):
-            self.read_versions[path] = (
-                version  # loaded before the read: a change in between is a conflict later
-            )
+            # `version` was loaded before the read: a change in between is a conflict later
+            self._shown(path, version, response)
         return response
+
+    def _shown(self, path: str, version: FileText, response: object) -> None:
+        """Add the lines a `read` answer showed to what the agent has seen of `version`; once it has
+        seen every line, the version may be updated."""
+        known = self.read_versions.get(path)
+        if known is not None and known.sha256 == version.sha256:
+            return
+        self.read_versions.pop(path, None)  # the node changed since: what the agent knew is gone
+        pages = self.pages.get(path)
+        if pages is None or pages.version.sha256 != version.sha256:
+            pages = self.pages[path] = Pages(version)
+        first, last = _shown_lines(response)
+        if first <= last:
+            pages.add(first, last)
+        if not pages.unseen():
+            self.read_versions[path] = version
+            del self.pages[path]
+
+    def _unread(self, path: str) -> str:
+        """The refusal of an update of a node the agent has not seen whole, saying how to read the rest."""
+        pages = self.pages.get(path)
+        gaps = pages.unseen() if pages is not None else []
+        if pages is None or not gaps:
+            return f"read {path!r} with `read` first; an update is decided on the node's full text"
+        lines = split_lines(pages.version.content)
+        too_long = (
+            n
+            for start, end in gaps
+            for n in range(start, end + 1)
+            if len(lines[n - 1]) > MAX_TOOL_ANSWER_CHARS
+        )
+        unreadable = next(too_long, None)
+        if unreadable is not None:
+            return (
+                f"line {unreadable} of {path!r} holds {len(lines[unreadable - 1])} characters, more than a tool "
+                f"answer shows ({MAX_TOOL_ANSWER_CHARS}): the node cannot be read whole, so it cannot be "
+                "updated here; create a node for this abstraction instead"
+            )
+        unread = ", ".join(f"{start}-{end}" if end > start else str(start) for start, end in gaps)
+        return (
+            f"you have not read lines {unread} of {path!r} ({len(lines)} lines) yet; an update is decided "
+            f"on the node's full text: read them with `read` (path={path!r}, start_line={gaps[0][0]}), "
+            "then each next_start_line until it is null"
+        )
 
     def _refuse(self, message: str) -> ToolReply:
         self.refusals.append(message)
@@ -173,14 +252,17 @@ class UnitGuard:
             return await self._create(path, params)
         seen = self.read_versions.get(path)
         if seen is None:
-            return self._refuse(
-                f"read {path!r} with `read` first; an update is decided on the node's full text"
-            )
+            return self._refuse(self._unread(path))
         if job == "frontmatter_update":
             return await self._front_matter(path, seen, params.get("metadata"))
         return await self._edit(path, seen, params)
 
     async def _create(self, path: str, params: Params) -> ToolReply:
+        if params.get("metadata"):  # one way in for front matter, where its checks are
+            return self._refuse(
+                "digest_write takes no `metadata` here: put the keys in the front matter of `content`, "
+                "or set them with `frontmatter_update` once the node exists"
+            )
         content = text_param(params, "content")
         metadata = frontmatter.parse(content).metadata
         linked = [key for key, value in metadata.items() if "[[" in repr(value)]
@@ -298,11 +380,25 @@ class UnitGuard:
         """Remember the subject (its first pre-image) and the version the agent now knows."""
         if self.subject is None:
             self.subject = Subject(path, before)
-        self.read_versions[path] = after
+        self.written = self.read_versions[path] = after
+        self.pages.pop(path, None)
 
     def last_written(self) -> FileText | None:
-        """The subject as this unit left it."""
-        return self.read_versions.get(self.subject.path) if self.subject else None
+        """The subject as this unit left it (not a later version someone else made and the agent read)."""
+        return self.written
+
+
+def _shown_lines(response: object) -> tuple[int, int]:
+    """The first and last line a `read` answer showed whole: its page, less what the agent runner cuts
+    off an answer past `MAX_TOOL_ANSWER_CHARS` (an empty range when it names no page)."""
+    metadata = getattr(response, "metadata", None) or {}
+    first, last = metadata.get("start_line"), metadata.get("end_line")
+    text = getattr(response, "answer", None)
+    if not isinstance(first, int) or not isinstance(last, int) or not isinstance(text, str):
+        return 1, 0
+    if len(text) > MAX_TOOL_ANSWER_CHARS:
+        last = min(last, first + text.count("\n", 0, MAX_TOOL_ANSWER_CHARS) - 1)
+    return first, last
 
 
 def _anchored_digest_links(text: str, digest_dir: str) -> list[str]:
