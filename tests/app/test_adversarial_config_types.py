@@ -134,3 +134,17 @@ def test_a_bad_author_from_the_environment_stops_the_start_naming_the_key(start,
 def test_a_wrong_llm_setting_still_does_not_stop_the_start(start):
     code, err = start("components.llm.max_tokens=0", "sync.author=Ana <ana@example.org>")
     assert code == 0, err
+
+
+@pytest.mark.parametrize("value", [0, False, 2026])
+def test_a_timezone_that_is_no_name_is_refused_not_read_as_local_time(
+    tmp_path: Path, value: JSONValue
+) -> None:
+    """`timezone: 0` or `false` was falsy and silently meant the machine's local time."""
+    with pytest.raises(ConfigError, match="'timezone' must be an IANA name"):
+        load(workspace_dir=str(tmp_path), timezone=value)
+
+
+def test_a_workspace_dir_yaml_reads_as_a_number_says_to_quote_it() -> None:
+    with pytest.raises(ConfigError, match=r"'workspace_dir' must be a path, got 2026: quote it"):
+        load(workspace_dir=2026)

@@ -264,12 +264,12 @@ def check_config(data: JSONObject) -> None:
                 raise ConfigError(
                     f"config key 'components.{name}.enabled' must be true or false, got {spec['enabled']!r}"
                 )
-    if not isinstance(data.get("workspace_dir", ".reme"), (str, Path)):
+    workspace_dir = data.get("workspace_dir", ".reme")
+    if workspace_dir is None:
         raise ConfigError("config key 'workspace_dir' must be a path")
-    if not isinstance(data.get("timezone") or "", str):
-        raise ConfigError(
-            f"config key 'timezone' must be an IANA name such as 'Europe/Paris', got {data['timezone']!r}"
-        )
+    if not isinstance(workspace_dir, Path):  # the Python API may pass a Path
+        _check_text("workspace_dir", workspace_dir, "a path")
+    _check_text("timezone", data.get("timezone"), "an IANA name such as 'Europe/Paris'")
     scheduler = _section(data, "scheduler", SCHEDULER_KEYS)
     if not isinstance(scheduler.get("cron", True), bool):
         raise ConfigError(f"config key 'scheduler.cron' must be true or false, got {scheduler['cron']!r}")
