@@ -18,6 +18,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import stat
 import time
 from collections.abc import Mapping
@@ -39,6 +40,8 @@ MAX_ENTRIES = 50000  # = agent_session_append's maxItems
 MAX_ENTRY_DEPTH = 90  # a record nested deeper is skipped: agent_session_append refuses over 100 levels
 MARK_BYTES = 256  # the bytes before a saved offset, hashed: a replaced transcript is read again whole
 MAX_REASON = 300  # characters of a failure's reason kept beside its marker
+# what Claude Code and Codex name sessions by (`reme.pipelines.capture.redaction.UUID`, not loaded here)
+UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 STALE_CAPTURE_SECONDS = 120  # a hook's marker lives for a moment; older ones were not picked up
 
 
@@ -186,8 +189,19 @@ def marker_dir(workspace: str) -> str:
     return os.path.join(workspace, CAPTURES)
 
 
+def file_name(session_id: str) -> str:
+    """The name a session's capture files take: the session id as its transcript is stored
+    (`safe_id`: none holding a secret). A UUID, what Claude Code and Codex name sessions by, is kept
+    without loading the redactor, so a hook starts as fast as before."""
+    if UUID.fullmatch(session_id):
+        return session_id
+    from reme.pipelines.capture.redaction import safe_id  # loaded only for an id that needs a scan
+
+    return safe_id(session_id)
+
+
 def marker_path(workspace: str, session_id: str) -> str:
-    return os.path.join(marker_dir(workspace), f"{session_id}.json")
+    return os.path.join(marker_dir(workspace), f"{file_name(session_id)}.json")
 
 
 def _write_json(path: str, value: Mapping[str, object]) -> None:
@@ -208,10 +222,11 @@ def _read_json(path: str) -> JSONObject | None:
 
 
 def write_marker(workspace: str, capture: Capture) -> str:
-    """Record a capture to do (atomically); a newer capture of the session replaces the older one."""
+    """Record a capture to do (atomically); a newer capture of the session replaces the older one.
+    The session is named as it is stored (`file_name`): `agent_session_append` maps it to itself."""
     os.makedirs(marker_dir(workspace), exist_ok=True)
     path = marker_path(workspace, capture["session_id"])
-    _write_json(path, capture)
+    _write_json(path, {**capture, "session_id": file_name(capture["session_id"])})
     return path
 
 
@@ -232,7 +247,7 @@ def markers(workspace: str, first: str | None = None) -> list[tuple[str, str]]:
         except OSError:
             continue
     ordered = [(path, raw) for _, path, raw in sorted(found)]
-    lead = os.path.join(folder, f"{first}.json")
+    lead = marker_path(workspace, first) if first else None
     return sorted(ordered, key=lambda item: (item[0] != lead, os.path.exists(failure_path(item[0]))))
 
 
@@ -305,8 +320,10 @@ def read_failure(marker: str) -> Failure | None:
 def failed(marker: str, reason: str) -> str:
     """Note why a capture failed beside its marker, which stays: the next drain tries it again,
     `capture_status` and `reme doctor` show the reason, `capture_drop` gives it up. Returns the
-    bounded reason (answers name parameters, not their values; bounded all the same)."""
-    reason = reason[:MAX_REASON]
+    bounded reason, redacted: an answer may quote the input it refused, and the note stays on disk."""
+    from reme.pipelines.capture.redaction import redact_head  # only when a capture failed
+
+    reason = redact_head(reason, MAX_REASON)[0]
     before = read_failure(marker)
     note = {
         "reason": reason,
@@ -336,14 +353,20 @@ def drop(workspace: str, session_id: str) -> bool:
 class Sent:
     """How far a session's transcript is saved, and the records skipped so far, by reason."""
 
-    transcript_path: str = ""
+    transcript: str = ""  # `path_key` of the transcript the offset belongs to
     offset: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
     mark: str = ""  # the read's `end_mark` ("" from a reme that did not write one: the offset is trusted)
 
 
+def path_key(transcript_path: str) -> str:
+    """A transcript's path as `.sent` keeps it, a hash: the note outlives the capture, and a path can
+    hold a secret (Claude Code names a transcript after its session)."""
+    return hashlib.sha256(transcript_path.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
 def _sent_path(workspace: str, session_id: str) -> str:
-    return os.path.join(marker_dir(workspace), f"{session_id}.sent")
+    return os.path.join(marker_dir(workspace), f"{file_name(session_id)}.sent")
 
 
 def _counts(value: JSONValue) -> dict[str, int]:
@@ -354,9 +377,12 @@ def _counts(value: JSONValue) -> dict[str, int]:
 
 def read_sent(path: str) -> Sent:
     note = _read_json(path) or {}
-    transcript, offset, mark = note.get("transcript_path"), note.get("offset"), note.get("mark")
+    transcript, offset, mark = note.get("transcript"), note.get("offset"), note.get("mark")
+    named = note.get("transcript_path")  # an earlier reme wrote the path itself
+    if not isinstance(transcript, str):
+        transcript = path_key(named) if isinstance(named, str) else ""
     return Sent(
-        transcript_path=transcript if isinstance(transcript, str) else "",
+        transcript=transcript,
         offset=offset if isinstance(offset, int) and offset >= 0 else 0,
         skipped=_counts(note.get("skipped")),
         mark=mark if isinstance(mark, str) else "",
@@ -367,7 +393,7 @@ def append_params(workspace: str, capture: Capture) -> tuple[AppendParams, Part]
     """The `agent_session_append` parameters for a capture: the next part of the lines its
     transcript gained since the last part that was saved (from the start for a new file)."""
     sent = read_sent(_sent_path(workspace, capture["session_id"]))
-    same = sent.transcript_path == capture["transcript_path"]
+    same = sent.transcript == path_key(capture["transcript_path"])
     part = read_transcript(capture["transcript_path"], sent.offset if same else 0, sent.mark if same else "")
     params = AppendParams(session_id=capture["session_id"], source=capture["source"], messages=part.entries)
     if part.skipped:
@@ -383,11 +409,12 @@ def saved_up_to(
     `capture_status` and `reme doctor`."""
     path = _sent_path(workspace, capture["session_id"])
     before = read_sent(path)
-    counts = dict(before.skipped) if before.transcript_path == capture["transcript_path"] else {}
+    transcript = path_key(capture["transcript_path"])
+    counts = dict(before.skipped) if before.transcript == transcript else {}
     for reason, count in (skipped or {}).items():
         counts[reason] = counts.get(reason, 0) + int(count)
     note = {
-        "transcript_path": capture["transcript_path"],
+        "transcript": transcript,
         "offset": part.end,
         "skipped": counts,
         "mark": part.end_mark,

@@ -15,7 +15,7 @@ from datetime import UTC, date, datetime, tzinfo
 from typing import NotRequired, TypeAlias, TypedDict
 
 from reme.jsontypes import JSONObject, JSONValue
-from reme.pipelines.capture.redaction import redact_head
+from reme.pipelines.capture.redaction import redact_head, safe_id
 
 TIME_KEYS = ("created_at", "timestamp", "time_created", "createdAt", "created_time")
 DROPPED_ROLES = ("tool", "function", "ipython")
@@ -188,7 +188,7 @@ def normalise_messages(
         created_at = moment.astimezone(tz).isoformat() if moment else None
         given_id = message.get("id")
         if given_id not in (None, ""):
-            record_id = str(given_id)
+            record_id = safe_id(str(given_id))  # an id names the record for good: no secret in it
         else:
             key = (role, created_at, text)
             seen[key] = seen.get(key, 0) + 1

@@ -11,13 +11,16 @@ URLs, `password=` / `secretKey = "..."` assignments, private key blocks, Authori
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterator, Mapping
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from reme.jsontypes import JSONObject, JSONValue
 from reme.workspace import frontmatter
 from reme.workspace.secret_rules import Rule, RuleSet, load_rules, shannon
+from reme.workspace.transcript import check_session_id
 
 if TYPE_CHECKING:
     from reme.pipelines.capture.messages import TranscriptRecord
@@ -268,6 +271,30 @@ def redact(text: str) -> str:
     return _apply(text, spans) if spans else text
 
 
+# ids that are never a secret's carrier, kept without a scan: a UUID (what Claude Code, Codex and
+# ChatGPT name sessions and messages by) and an id `safe_id` made (so it maps to itself)
+UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_SAFE_ID = re.compile(r"redacted-[0-9]{20}")
+
+
+@lru_cache(maxsize=4096)
+def safe_id(value: str) -> str:
+    """`value` when it holds no secret, else `redacted-<20 digits>` from its hash: an id names files
+    and de-duplicates messages, so it cannot read `[REDACTED:...]`; the same raw id always maps to
+    the same stored id, two ids to two, and a stored id to itself. Digits only: no provider name or
+    random-looking token can appear in it, so redacting it again leaves it as it is."""
+    if UUID.fullmatch(value) or _SAFE_ID.fullmatch(value) or redact(value) == value:
+        return value
+    digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).digest()
+    return f"redacted-{int.from_bytes(digest[:8]):020d}"
+
+
+def stored_session_id(session_id: str) -> str:
+    """The id a session's transcript, card and queue entry are stored under: checked (a ValueError
+    says what to fix) and without a secret (`safe_id`)."""
+    return safe_id(check_session_id(session_id))
+
+
 SECRET_SPAN = 4096  # longer than a secret a rule finds in one piece (a private key block runs to the end)
 
 
@@ -336,10 +363,11 @@ def redact_note(text: str) -> str:
 
 
 def redact_record(record: TranscriptRecord, max_chars: int) -> TranscriptRecord:
-    """A normalised transcript record with its text redacted and cut to `max_chars` (`redact_cut`)
-    and its metadata redacted."""
+    """A normalised transcript record with its text redacted and cut to `max_chars` (`redact_cut`),
+    its role, sender and metadata redacted; its id was made safe when it was read (`safe_id`)."""
     out = record.copy()
     out["content"] = redact_cut(record["content"] or "", max_chars)
+    out["role"] = redact(record["role"])
     if record.get("name"):
         out["name"] = redact(record["name"] or "")
     if "metadata" in record:

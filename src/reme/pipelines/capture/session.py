@@ -28,7 +28,7 @@ from reme.pipelines.capture.messages import (
     local_date,
     normalise_messages,
 )
-from reme.pipelines.capture.redaction import redact_record
+from reme.pipelines.capture.redaction import redact, redact_record, stored_session_id
 from reme.pipelines.capture.transcript_merge import parse_transcript
 from reme.pipelines.capture.transcripts import read_source
 from reme.pipelines.memory.auto_memory import (
@@ -41,7 +41,6 @@ from reme.pipelines.memory.distil import mark_pending
 from reme.pipelines.outcome import AddUsage, Outcome
 from reme.pipelines.port import MemoryPort
 from reme.pipelines.recall import OPEN
-from reme.workspace.transcript import check_session_id
 
 QUEUE_STATE = "agent_sessions"
 MAX_FAILURES = 3  # a session that failed this often waits until it grows again (or a flush)
@@ -174,11 +173,14 @@ async def agent_session_append(
     A record of a transcript that cannot be used (not an object, an unknown shape, a bad time) is
     left out and counted by reason, with the ones the caller left out before sending (`skipped`:
     lines that were not JSON or over the size bound); every other turn is kept. A caller saving
-    one transcript in parts passes the same `seen` to each (`normalise_messages`)."""
-    check_session_id(session_id)
+    one transcript in parts passes the same `seen` to each (`normalise_messages`).
+
+    A session id holding a secret is stored (file names, card, queue) as `stored_session_id` maps it."""
+    session_id = stored_session_id(session_id)
     reading = read_source(messages, source, session_id)
     for reason, count in (skipped or {}).items():
         reading.skipped[reason] = reading.skipped.get(reason, 0) + count
+    reading.skipped = _redacted_counts(reading.skipped)
     lenient = reading.skip if source != "reme" else None  # reme's own format: a bad message is an error
     raw = normalise_messages(reading.messages, port.tz, READ_CHARS, skip=lenient, seen=seen)
     # redaction is the costly part of a large capture: off the event loop, other sessions go on
@@ -227,6 +229,16 @@ async def agent_session_append(
     )
 
 
+def _redacted_counts(counts: Mapping[str, int]) -> dict[str, int]:
+    """Skip counts by reason with no secret in a reason: a reader names some by the record's own
+    `type`, which the transcript decides, and the counts are kept beside the capture's marker."""
+    out: dict[str, int] = {}
+    for reason, count in counts.items():
+        key = redact(reason)
+        out[key] = out.get(key, 0) + count
+    return out
+
+
 # records that could not be used, as opposed to records that hold no turn (a summary, a sidechain,
 # a snapshot: counted in `skipped` too, but routine)
 DAMAGED = ("not_json", "not_an_object", "over_size", "over_depth", "unreadable", "no_message")
@@ -243,7 +255,7 @@ def skipped_note(skipped: Mapping[str, int]) -> str:
 
 async def agent_session_flush(port: MemoryPort, *, session_id: str, add_usage: AddUsage) -> Outcome:
     """Distil the session's pending cards now (auto_memory's distiller), then take it off the queue."""
-    check_session_id(session_id)
+    session_id = stored_session_id(session_id)
     if not port.exists(session_path(port, session_id)):
         raise ValueError(
             f"no transcript for session {session_id!r} at {session_path(port, session_id)}: "

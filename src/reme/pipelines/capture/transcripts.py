@@ -17,7 +17,7 @@ from typing import TypeAlias
 
 from reme.jsontypes import JSONObject, JSONValue
 from reme.pipelines.capture.messages import message_text, strip_base64
-from reme.pipelines.capture.redaction import redact_head
+from reme.pipelines.capture.redaction import redact_head, safe_id
 
 TOOL_RESULT_CHARS = 400
 SOURCES = ("reme", "claude_code", "codex")
@@ -125,8 +125,9 @@ def _claude_message(
 ) -> JSONObject:
     metadata: JSONObject = {**extra}
     origin = entry.get("sessionId")
-    if session_id and isinstance(origin, str) and origin != session_id:
-        metadata["session_id"] = origin  # a resumed session carries the turns of the one it resumed
+    # a resumed session carries the turns of the one it resumed, named as that one is stored
+    if session_id and isinstance(origin, str) and origin != session_id and safe_id(origin) != session_id:
+        metadata["session_id"] = safe_id(origin)
     message: JSONObject = {"role": role, "content": text, "created_at": _json(entry.get("timestamp"))}
     uuid = entry.get("uuid")
     if isinstance(uuid, str) and uuid:
@@ -139,8 +140,10 @@ def _claude_message(
 
 
 def read_claude_code(entries: Sequence[object], session_id: str | None = None) -> Reading:
-    """Messages of a Claude Code transcript (`~/.claude/projects/<project>/<session>.jsonl`), ids from `uuid`."""
+    """Messages of a Claude Code transcript (`~/.claude/projects/<project>/<session>.jsonl`), ids from
+    `uuid`; `session_id` (raw or as stored, `safe_id`) tells this session's turns from resumed ones."""
     out = Reading()
+    session_id = safe_id(session_id) if session_id else session_id
     for entry in entries:
         if not isinstance(entry, Mapping):
             out.skip("not_an_object")

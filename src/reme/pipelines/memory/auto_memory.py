@@ -14,7 +14,7 @@ from reme.errors import Conflict, LLMUnavailable, ReMeError
 from reme.jsontypes import JSONObject, JSONValue
 from reme.llm.runner import AgentFailed
 from reme.pipelines.capture.messages import READ_CHARS, TranscriptRecord, local_date, normalise_messages
-from reme.pipelines.capture.redaction import redact, redact_record
+from reme.pipelines.capture.redaction import redact, redact_record, stored_session_id
 from reme.pipelines.capture.transcript_merge import merge, parse_transcript
 from reme.pipelines.memory.card_dates import render_for_prompt
 from reme.pipelines.memory.card_names import short_hash
@@ -24,7 +24,7 @@ from reme.pipelines.outcome import AddUsage, Outcome
 from reme.pipelines.port import MemoryPort
 from reme.workspace import relative_dates
 from reme.workspace.dates import parse_date
-from reme.workspace.transcript import check_session_id, render_records, transcript_path
+from reme.workspace.transcript import render_records, transcript_path
 
 SAVE_ATTEMPTS = 3
 
@@ -160,7 +160,7 @@ async def auto_memory(
     add_usage: AddUsage,
 ) -> Outcome:
     # Validate everything before the first write.
-    check_session_id(session_id)
+    session_id = stored_session_id(session_id)
     explicit = parse_date(date_text) if date_text else None
     # redacted before the cut (a secret cut in half would survive) and before the first write
     incoming = [
