@@ -51,7 +51,7 @@ def _judge(hit: Hit, day: date, explicit: bool) -> dict[str, Any]:
     if len(stale) < len(found):
         return {"valid": True, "not_valid_lines": lines} if stale else {"valid": True}
     ranges = list(dict.fromkeys(s.range for s in stale))
-    reason = "superseded" if all(s.superseded for s in stale) else "not valid then"
+    reason = "superseded" if all(s.ended_by(day) for s in stale) else "not valid then"
     return {"valid": False, "valid_range": ", ".join(ranges), "reason": reason, "not_valid_lines": lines}
 
 
@@ -93,7 +93,8 @@ def node_validity(body: str, day: date, *, explicit: bool) -> dict[str, Any]:
     """A node's statements on `day` ({} when it has none with validity).
 
     `statements` are those valid then. With an explicit `as_of` the others are left out (only
-    counted, `left_out`); without it they are listed as `superseded`, so no old fact reads as current.
+    counted, `left_out`); without it those whose `valid_to` has come are listed as `superseded`, so
+    no old fact reads as current, and those not started yet are only counted (they are not old).
     """
     if _MARKER not in body:
         return {}
@@ -101,11 +102,14 @@ def node_validity(body: str, day: date, *, explicit: bool) -> dict[str, Any]:
     if not found:
         return {}
     summary: dict[str, Any] = {"statements": [_shown(s) for s in found if s.valid_on(day)]}
-    stale = [_shown(s) for s in found if not s.valid_on(day)]
+    stale = [s for s in found if not s.valid_on(day)]
     if explicit:
         summary["left_out"] = len(stale)
-    else:
-        summary["superseded"] = stale
+        return summary
+    summary["superseded"] = [_shown(s) for s in stale if s.ended_by(day)]
+    later = sum(not s.ended_by(day) for s in stale)
+    if later:
+        summary["left_out"] = later
     return summary
 
 

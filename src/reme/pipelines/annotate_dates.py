@@ -10,6 +10,7 @@ run's record go in one file transaction under the `dream` lock, journaled like a
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
@@ -32,6 +33,11 @@ from reme.workspace.transaction import Change
 
 KIND = "annotate"
 RECORDED_ROLES = ("session", "journal", "metadata")
+# A front matter `date`, a day or a moment (`2024-03-14 10:00`, `2024-03-14T23:30:00+09:00`): the day
+# as written, in the writer's own zone, is the day their "yesterday" counts from.
+_WRITTEN_DAY = re.compile(
+    r"(\d{4}-\d{2}-\d{2})(?:[Tt ][ \t]*\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?[ \t]*(?:[Zz]|[+-]\d{2}(?::?\d{2})?)?)?"
+)
 
 
 @dataclass(frozen=True)
@@ -84,8 +90,9 @@ class _Run:
 
 async def _files(port: MemoryPort, path: str, max_files: int) -> list[str]:
     """The Markdown files at `path` (a file, or a folder walked recursively), at most `max_files`."""
+    cleaned = path.strip().rstrip("/")
     try:
-        relative = port.check_path(path.strip().rstrip("/")) if path.strip() not in ("", ".") else ""
+        relative = port.check_path(cleaned) if cleaned not in ("", ".") else ""
     except ValueError as exc:
         raise ReMeError(f"path: {exc}") from None
     recorded = {port.folder(role) for role in RECORDED_ROLES}
@@ -104,7 +111,7 @@ async def _files(port: MemoryPort, path: str, max_files: int) -> list[str]:
         for e in entries
         if e.path.split("/", 1)[0] not in recorded and not e.path.rsplit("/", 1)[-1].startswith("_")
     ]
-    if not found and not port.exists(relative):
+    if not found and relative and not port.exists(relative):
         raise ReMeError(f"no file or folder {relative!r} in the workspace")
     if len(found) > max_files:
         raise ReMeError(
@@ -121,9 +128,8 @@ def _reference(path: str, text: str, given: date | None) -> date | None:
     if day is not None:
         return day
     value = frontmatter.parse(text).metadata.get("date")
-    if isinstance(value, date):
-        return value
-    return date.fromisoformat(value) if isinstance(value, str) and is_date(value) else None
+    written = _WRITTEN_DAY.fullmatch(value.strip()) if isinstance(value, str) else None
+    return date.fromisoformat(written.group(1)) if written and is_date(written.group(1)) else None
 
 
 async def annotate_dates(

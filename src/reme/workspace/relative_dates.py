@@ -16,7 +16,7 @@ import re
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import MAXYEAR, MINYEAR, date, timedelta
 
 from reme.workspace.fmsplit import split
 
@@ -56,11 +56,18 @@ def _weekend(d: date, offset: int) -> str:
 
 def _month(d: date, offset: int) -> str:
     index = d.year * 12 + d.month - 1 + offset
-    return f"{index // 12:04d}-{index % 12 + 1:02d}"
+    return f"{_in_calendar(index // 12):04d}-{index % 12 + 1:02d}"
 
 
 def _year(d: date, offset: int) -> str:
-    return f"{d.year + offset:04d}"
+    return f"{_in_calendar(d.year + offset):04d}"
+
+
+def _in_calendar(year: int) -> int:
+    """`year`, or OverflowError past the years ISO 8601 writes in four digits (as `date` does for days)."""
+    if not MINYEAR <= year <= MAXYEAR:
+        raise OverflowError(f"year {year} is out of range")
+    return year
 
 
 def _shift(d: date, unit: str, n: int) -> str:
@@ -202,7 +209,10 @@ _EN_RULES: list[tuple[re.Pattern[str], Resolver]] = [
     ),
     (
         re.compile(
-            r"(?<![\w-])(" + _EN_NUM + r")\s+(days?|weeks?|months?|years?)\s+(ago|from\s+now)" + _END,
+            r"(?<![\w-])(?<!\d[.,])("
+            + _EN_NUM
+            + r")\s+(days?|weeks?|months?|years?)\s+(ago|from\s+now)"
+            + _END,
             re.IGNORECASE,
         ),
         _en_ago,
@@ -244,8 +254,25 @@ _ZH_DIGITS = {
     "九": 9,
 }
 _ZH_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
-_ZH_YEARS = {"前年": -2, "去年": -1, "今年": 0, "明年": 1, "后年": 2}
-_ZH_MONTHS = {"上个月": -1, "上月": -1, "这个月": 0, "本月": 0, "下个月": 1, "下月": 1}
+_ZH_YEARS = {"大前年": -3, "前年": -2, "去年": -1, "今年": 0, "明年": 1, "后年": 2, "大后年": 3}
+_ZH_MONTHS = {
+    "上上个月": -2,
+    "上上月": -2,
+    "上个月": -1,
+    "上月": -1,
+    "这个月": 0,
+    "本月": 0,
+    "下个月": 1,
+    "下月": 1,
+    "下下个月": 2,
+    "下下月": 2,
+}
+# A weekday character that starts a word with the next one is no weekday: 下周一起 (together), 这周一定
+# (surely), 上周一直 (all along), 下周三天 (three days), 这周天气 (weather), 下周日程 (schedule).
+_ZH_NOT_WEEKDAY = {
+    **dict.fromkeys("一二三四五六", "起定直些样般共同切旦致个次天周年月号日点十半两"),
+    **dict.fromkeys("日天", "气程子报记常期志历空天日"),
+}
 _ZH_NUMBER_CHARS = "零一二两三四五六七八九十百0123456789几数多"
 
 
@@ -277,6 +304,8 @@ def _zh_week(m: re.Match[str], ref: date, before: str) -> str | None:
     if m.group(2):
         return _weekend(ref, step)
     if m.group(3):
+        if after and after in _ZH_NOT_WEEKDAY[m.group(3)]:
+            return None
         monday = ref - timedelta(days=ref.weekday()) + timedelta(weeks=step)
         return _day(monday + timedelta(days=_ZH_WEEKDAYS[m.group(3)]))
     return _week(ref, step)
@@ -295,10 +324,10 @@ def _zh_year(m: re.Match[str], ref: date, before: str) -> str | None:
 def _zh_ago(m: re.Match[str], ref: date, before: str) -> str | None:
     if (
         before[-1:]
-        and before[-1] in _ZH_NUMBER_CHARS
+        and before[-1] in _ZH_NUMBER_CHARS + ".．点"
         or before.endswith(("约", "大约", "差不多", "将近", "近"))
     ):
-        return None  # 两三天前 (a range), 大约三天前 (approximate)
+        return None  # 两三天前 (a range), 1.5年前 (a fraction), 大约三天前 (approximate)
     n = _zh_number(m.group(1))
     if n is None:
         return None
@@ -317,7 +346,7 @@ _ZH_RULES: list[tuple[re.Pattern[str], Resolver]] = [
         _zh_week,
     ),
     (re.compile("|".join(sorted(_ZH_MONTHS, key=len, reverse=True))), _zh_month),
-    (re.compile("|".join(_ZH_YEARS)), _zh_year),
+    (re.compile("|".join(sorted(_ZH_YEARS, key=len, reverse=True))), _zh_year),
     (
         re.compile(
             r"(?<![0-9])([0-9]{1,3}|[一二两三四五六七八九十]{1,3})(天|日|周|个星期|个礼拜|星期|个月|年)(?:以前|之前|前)"
@@ -329,14 +358,21 @@ _ZH_RULES: list[tuple[re.Pattern[str], Resolver]] = [
 # ---- text walking -----------------------------------------------------------------------------
 
 _PROTECTED = re.compile(  # bounded, and each stops at the next opener: hostile text costs linear time
-    r"(?ms)^[ \t]*(```|~~~).*?(?:^[ \t]*\1[^\n]*$|\Z)"  # fenced code (unclosed: to the end)
-    r"|(?<!`)(`{1,16})(?!`).{1,4000}?(?<!`)\2(?!`)"  # code span (closed by a run of the same length)
+    # fenced code, closed (CommonMark) by a line of the same character at least as long and nothing
+    # else, so a ```` fence showing a ``` one stays whole; unclosed: to the end
+    r"(?ms)^[ \t]*(?P<fence>(?P<char>[`~])(?P=char){2,}).*?(?:\n[ \t]*(?P=fence)(?P=char)*[ \t]*\r?$|\Z)"
+    # code span, closed by a run of backticks of the same length
+    r"|(?<!`)(?P<ticks>`{1,16})(?!`).{1,4000}?(?<!`)(?P=ticks)(?!`)"
     r"|\[\[[^\[\]\n]{0,1000}\]\]"  # wikilink
     r"|\]\([^()\n]{0,4000}\)"  # Markdown link target
     r"|<[a-z][a-z0-9+.-]{0,31}:[^<>\s]{0,4000}>"  # autolink
     r"|\b[a-z][a-z0-9+.-]{0,31}://\S+"  # bare URL
-    r"|<!--[^<]{0,10000}?-->"  # HTML comment
+    r"|<!--(?:[^<]|<(?!!--)){0,10000}?-->"  # HTML comment
 )
+# Characters that join an expression into a path, file name, tag, mention or block id
+# (`notes/yesterday.md`, `#today`, `@today`, `^yesterday`), which is no date.
+_JOINED_BEFORE = frozenset("/\\#^@.")
+_JOINED_AFTER = re.compile(r"[./\\][^\W_]")
 
 
 def _protected(text: str) -> list[tuple[int, int]]:
@@ -344,7 +380,18 @@ def _protected(text: str) -> list[tuple[int, int]]:
     head = split(text)
     body = head.body_start if head.has_front_matter else 0
     spans = [(0, body)] if body else []
-    return spans + [(m.start(), m.end()) for m in _PROTECTED.finditer(text, body)]
+    return spans + protected_spans(text, body)
+
+
+def protected_spans(text: str, start: int = 0) -> list[tuple[int, int]]:
+    """Sorted, disjoint spans of fenced code, code spans, links, URLs and HTML comments from `start`:
+    text that is code or an address, where no date or field is read."""
+    return [(m.start(), m.end()) for m in _PROTECTED.finditer(text, start)]
+
+
+def _joined(text: str, start: int, end: int) -> bool:
+    """Whether `text[start:end]` is part of a path, file name, tag or mention rather than words."""
+    return text[start - 1 : start] in _JOINED_BEFORE or _JOINED_AFTER.match(text, end) is not None
 
 
 def find(text: str, ref: date) -> list[Found]:
@@ -356,8 +403,14 @@ def find(text: str, ref: date) -> list[Found]:
     candidates: list[Found] = []
     for pattern, resolve in (*_EN_RULES, *_ZH_RULES):
         for m in pattern.finditer(text):
+            if _joined(text, m.start(), m.end()):
+                continue
             before = text[max(0, m.start() - 24) : m.start()]
-            candidates.append(Found(m.start(), m.end(), m.group(0), resolve(m, ref, before)))
+            try:
+                value = resolve(m, ref, before)
+            except OverflowError:  # a day before 0001-01-01 or after 9999-12-31: none to write
+                value = None
+            candidates.append(Found(m.start(), m.end(), m.group(0), value))
     candidates.sort(key=lambda f: (f.start, -(f.end - f.start)))
     chosen: list[Found] = []
     edge = 0

@@ -11,16 +11,16 @@ the one owner of that reading: the digest edit check (a superseding update keeps
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import date
 
 from reme.errors import ReMeError
-from reme.workspace.relative_dates import ANNOTATION
+from reme.workspace.relative_dates import ANNOTATION, protected_spans
 
-FIELD = re.compile(r"\[(valid_from|valid_to)::[ \t]*([^\]\n]*?)[ \t]*\]")
+FIELD = re.compile(r"(?<![\\\[])\[(valid_from|valid_to)::[ \t]*([^\]\n]*?)[ \t]*\]")  # not after `\` or `[`
 _BOUND = re.compile(r"(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?")
-_FENCE = re.compile(r"^[ \t]*(```|~~~)")
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)")
 _HEADING = re.compile(r"^#{1,6}\s")
 _LIST = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)])[ \t]+")
 _RESOLVED = re.compile(r"[ \t]*\(" + ANNOTATION + r"\)")
@@ -46,6 +46,7 @@ class Statement:
     claim: str  # the line without its validity fields and list marker
     valid_from: str | None
     valid_to: str | None
+    conflict: str | None = None  # a field given twice with different values: which one holds is unknown
 
     @property
     def superseded(self) -> bool:
@@ -57,7 +58,9 @@ class Statement:
         return f"{self.valid_from or ''}/{self.valid_to or ''}"
 
     def error(self) -> str | None:
-        """Why the bounds cannot hold (unreadable, or ending before they start), else None."""
+        """Why the bounds cannot hold (unreadable, given twice, or ending before they start), else None."""
+        if self.conflict:
+            return self.conflict
         try:
             start = bound(self.valid_from) if self.valid_from else None
             end = bound(self.valid_to) if self.valid_to else None
@@ -75,6 +78,12 @@ class Statement:
             return False
         return not (self.valid_to and day >= bound(self.valid_to))
 
+    def ended_by(self, day: date) -> bool:
+        """Whether its `valid_to` had come by `day`: superseded then, not merely not started yet."""
+        if not self.valid_to or self.error():
+            return False
+        return day >= bound(self.valid_to)
+
 
 def claim_of(line: str) -> str:
     """A line's words without validity fields, date resolutions, list marker or extra spaces (how
@@ -82,28 +91,52 @@ def claim_of(line: str) -> str:
     return " ".join(_LIST.sub("", _RESOLVED.sub("", FIELD.sub("", line))).split())
 
 
+def _outside_code(body: str) -> Iterator[tuple[int, str]]:
+    """(1-based number, line) of the body's lines outside fenced code and its fences (CommonMark: a
+    fence closes on a line of the same character, at least as long, with nothing after it)."""
+    fence: str | None = None
+    for number, line in enumerate(body.split("\n"), 1):
+        found = _FENCE.match(line)
+        if fence is None and found:
+            fence = found.group(1)
+        elif fence is None:
+            yield number, line
+        elif found and not found.group(2).strip() and found.group(1)[0] == fence[0]:
+            fence = None if len(found.group(1)) >= len(fence) else fence
+
+
+def _fields(line: str) -> dict[str, list[str]]:
+    """The validity fields a line gives, each name's values in order; one inside a code span, a link,
+    a URL or an HTML comment is text about a field, not one."""
+    found = list(FIELD.finditer(line))
+    if found:
+        spans = protected_spans(line)
+        found = [m for m in found if not any(start < m.end() and m.start() < end for start, end in spans)]
+    fields: dict[str, list[str]] = {}
+    for m in found:
+        fields.setdefault(m.group(1), []).append(m.group(2))
+    return fields
+
+
+def _conflict(fields: dict[str, list[str]]) -> str | None:
+    for name, values in fields.items():
+        if len(set(values)) > 1:
+            return f"{name} given {len(values)} times with different values ({', '.join(values)})"
+    return None
+
+
 def statements(body: str) -> list[Statement]:
     """Every line of `body` that carries validity fields, in order."""
     out = []
     section = ""
-    fenced: str | None = None
-    for number, line in enumerate(body.split("\n"), 1):
-        fence = _FENCE.match(line)
-        if fence:
-            fenced = None if fenced == fence.group(1) else (fenced or fence.group(1))
-            continue
-        if fenced:
-            continue
+    for number, line in _outside_code(body):
         if _HEADING.match(line):
             section = line.strip()
             continue
-        fields = {name: value for name, value in FIELD.findall(line)}
+        fields = _fields(line)
         if fields:
-            out.append(
-                Statement(
-                    number, section, line, claim_of(line), fields.get("valid_from"), fields.get("valid_to")
-                )
-            )
+            start, end = fields.get("valid_from", [None])[0], fields.get("valid_to", [None])[0]
+            out.append(Statement(number, section, line, claim_of(line), start, end, _conflict(fields)))
     return out
 
 
@@ -111,13 +144,7 @@ def _lines(body: str) -> list[str]:
     """Claims of the body's prose and list lines (no headings, blanks, fences or the Sources section)."""
     out = []
     in_sources = False
-    fenced = False
-    for line in body.split("\n"):
-        if _FENCE.match(line):
-            fenced = not fenced
-            continue
-        if fenced:
-            continue
+    for _, line in _outside_code(body):
         if _HEADING.match(line):
             in_sources = line.strip().lower().lstrip("#").strip() == "sources"
             continue
