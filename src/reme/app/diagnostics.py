@@ -197,9 +197,10 @@ class RemoteReach:
     error: str  # why `git ls-remote` failed (redacted), "" when the remote answered
 
 
-def reach_remote(workspace: Path) -> RemoteReach:
+def reach_remote(workspace: Path, timeout: float | None = None) -> RemoteReach:
     """Ask the workspace repository's remote for its branches, with git's prompts off (a missing or
-    refused credential is an error, never a prompt). Raises ReMeError when the repository cannot be used."""
+    refused credential is an error, never a prompt) and at most `timeout` seconds (a remote that
+    hangs is an error). Raises ReMeError when the repository cannot be used."""
     from reme.errors import ReMeError
     from reme.workspace.gitrepo import Repo, redact_url
     from reme.workspace.gitsync import remote_url
@@ -209,7 +210,7 @@ def reach_remote(workspace: Path) -> RemoteReach:
     if url is None:
         return RemoteReach(None, "")
     try:
-        reached = repo.run("ls-remote", "--heads", "origin", ok=range(256))
+        reached = repo.run("ls-remote", "--heads", "origin", ok=range(256), timeout=timeout)
         error = "" if reached.returncode == 0 else reached.stderr.decode("utf-8", "replace").strip()
     except ReMeError as exc:
         error = exc.message

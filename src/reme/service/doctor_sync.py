@@ -54,7 +54,7 @@ def sync_checks(workspace: Path, config: JSONObject) -> list[Check]:
             ),
         ]
     try:
-        remote = reach_remote(workspace)
+        remote = reach_remote(workspace, REMOTE_TIMEOUT)
     except ReMeError as exc:
         return [*checks, Check("sync", "fail", exc.message, "install git")]
     if remote.url is None:

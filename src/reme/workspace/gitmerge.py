@@ -55,6 +55,8 @@ def merge(
         return Merged(theirs)
     if base == theirs:
         return Merged(ours)
+    if any(b"\0" in side for side in (base or b"", ours, theirs)):
+        return Merged(ours, conflict=True)  # binary (git merge-file refuses a NUL even in valid UTF-8)
     try:
         texts = [None if base is None else base.decode("utf-8"), ours.decode("utf-8"), theirs.decode("utf-8")]
     except UnicodeDecodeError:
@@ -67,9 +69,10 @@ def merge(
         if merged is not None:
             return Merged(merged.encode("utf-8"))
     if suffix in (".yaml", ".yml"):
-        text = merge_topics_yaml(base_text or "", ours_text, theirs_text)
-        if text is not None:
-            return Merged(text.encode("utf-8"))
+        topics = merge_topics_yaml(base_text or "", ours_text, theirs_text)
+        if topics is not None:
+            text, clash = topics
+            return Merged(ours, True) if clash else Merged(text.encode("utf-8"))
     if suffix == ".md":
         digest = PurePosixPath(path).parts[:1] == (digest_folder,)
         text, conflict = merge_markdown(base_text or "", ours_text, theirs_text, git=git, keep_edges=digest)
@@ -152,22 +155,42 @@ def _records(text: str) -> list[tuple[str, str, str]] | None:
 
 
 def merge_transcript(base: str, ours: str, theirs: str) -> str | None:
-    """Every record of either side once (by id), each side's order kept, interleaved by `created_at`.
+    """Every record of either side once (by id), each side's order kept, interleaved by `created_at`;
+    a record one side removed or rewrote (a leaked secret taken out by hand) stays removed or
+    rewritten when the other side left it as it was.
 
-    None when either side holds a line that is no record: then the file is merged as text.
+    None when a side holds a line that is no record, or both sides rewrote one record differently:
+    then the file is merged as text (a conflict keeps both).
     """
-    del base  # append-only: whatever a side holds stays, so the base adds nothing
-    mine, other = _records(ours), _records(theirs)
-    if mine is None or other is None:
+    old, mine, other = _records(base), _records(ours), _records(theirs)
+    if old is None or mine is None or other is None:
         return None
+    was = {record_id: line for record_id, _, line in old}
+    theirs_by_id = {record_id: line for record_id, _, line in other}
+    kept: list[tuple[str, str, str]] = []
+    for record_id, at, line in mine:
+        their_line = theirs_by_id.get(record_id)
+        if their_line is None and was.get(record_id) == line:
+            continue  # removed there, unchanged here
+        if their_line is not None and their_line != line and was.get(record_id) != their_line:
+            if was.get(record_id) != line:
+                return None  # rewritten differently on both sides
+            line = their_line  # rewritten there, unchanged here
+        kept.append((record_id, at, line))
     seen = {record_id for record_id, _, _ in mine}
-    extra = [record for record in other if record[0] not in seen and not seen.add(record[0])]  # type: ignore[func-returns-value]
+    extra = [
+        record
+        for record in other
+        if record[0] not in seen
+        and was.get(record[0]) != record[2]  # removed here, unchanged there: stays removed
+        and not seen.add(record[0])  # type: ignore[func-returns-value]
+    ]
     lines: list[str] = []
     i = j = 0
-    while i < len(mine) or j < len(extra):
-        take_mine = j >= len(extra) or (i < len(mine) and mine[i][1] <= extra[j][1])
+    while i < len(kept) or j < len(extra):
+        take_mine = j >= len(extra) or (i < len(kept) and kept[i][1] <= extra[j][1])
         if take_mine:
-            lines.append(mine[i][2])
+            lines.append(kept[i][2])
             i += 1
         else:
             lines.append(extra[j][2])
@@ -202,8 +225,11 @@ def _three_way(base: object, ours: object, theirs: object) -> tuple[object, bool
     return ours, True
 
 
-def _merge_items(base: list[object], ours: list[object], theirs: list[object]) -> list[object] | None:
-    """Lists of topics merged item by item by id; None when the lists are not all keyed."""
+def _merge_items(
+    base: list[object], ours: list[object], theirs: list[object]
+) -> tuple[list[object], bool] | None:
+    """Lists of topics merged item by item by id (and whether an item clashed); None when the
+    lists are not all keyed."""
     if not all(_key_of(item) for item in (*base, *ours, *theirs)):
         return None
     by_id = {
@@ -212,34 +238,41 @@ def _merge_items(base: list[object], ours: list[object], theirs: list[object]) -
     }
     order = list(dict.fromkeys([*by_id["ours"], *by_id["theirs"]]))
     merged = []
+    clashed = False
     for key in order:
-        value, _ = _three_way(
+        value, clash = _three_way(
             by_id["base"].get(key, _MISSING),
             by_id["ours"].get(key, _MISSING),
             by_id["theirs"].get(key, _MISSING),
         )
+        clashed = clashed or clash
         if value is not _MISSING:
             merged.append(value)
-    return merged
+    return merged, clashed
 
 
-def merge_topics_yaml(base: str, ours: str, theirs: str) -> str | None:
-    """Mappings merged key by key, keyed lists item by item; None when that does not apply."""
+def merge_topics_yaml(base: str, ours: str, theirs: str) -> tuple[str, bool] | None:
+    """Mappings merged key by key, keyed lists item by item: (the merge, whether a key or topic was
+    changed differently on both sides, or deleted on one and changed on the other: a true conflict,
+    never decided silently); None when that does not apply."""
     old, mine, other = _load(base), _load(ours), _load(theirs)
     if not (isinstance(old, dict) and isinstance(mine, dict) and isinstance(other, dict)):
         return None
     merged: dict[str, object] = {}
+    clashed = False
     for key in list(dict.fromkeys([*mine, *other])):
         b, o, t = old.get(key, _MISSING), mine.get(key, _MISSING), other.get(key, _MISSING)
         if isinstance(o, list) and isinstance(t, list):
             items = _merge_items(b if isinstance(b, list) else [], o, t)
             if items is not None:
-                merged[key] = items
+                merged[key], clash = items
+                clashed = clashed or clash
                 continue
-        value, _ = _three_way(b, o, t)
+        value, clash = _three_way(b, o, t)
+        clashed = clashed or clash
         if value is not _MISSING:
             merged[key] = value
-    return yaml.safe_dump(merged, sort_keys=False, allow_unicode=True)
+    return yaml.safe_dump(merged, sort_keys=False, allow_unicode=True), clashed
 
 
 # Markdown -----------------------------------------------------------------------------------------------
@@ -261,7 +294,7 @@ def _merge_front(
     conflict = False
     for key in dict.fromkeys([*ours, *theirs]):
         b, o, t = base.get(key, _MISSING), ours.get(key, _MISSING), theirs.get(key, _MISSING)
-        if isinstance(o, list) and isinstance(t, list) and o != t:
+        if isinstance(o, list) and isinstance(t, list) and b not in (o, t):  # changed on both sides
             union = list(o)
             union += [item for item in t if item not in union]
             merged[key] = union

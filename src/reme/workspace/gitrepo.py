@@ -8,9 +8,11 @@ no terminal prompts, C locale, reme's identity for commits it makes.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping
@@ -22,6 +24,13 @@ from reme.workspace.write_log import blob_id
 
 GIT_TIMEOUT = 300.0  # seconds for one git command (a fetch over a slow link included)
 _CREDENTIALS_IN_URL = re.compile(r"^[a-z][a-z0-9+.-]*://[^/@]*:[^/@]*@", re.IGNORECASE)
+_UNFINISHED = (
+    ("MERGE_HEAD", "a git merge started by hand is in progress"),
+    ("CHERRY_PICK_HEAD", "a git cherry-pick started by hand is in progress"),
+    ("REVERT_HEAD", "a git revert started by hand is in progress"),
+    ("rebase-merge", "a git rebase started by hand is in progress"),
+    ("rebase-apply", "a git rebase or am started by hand is in progress"),
+)
 _USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://)[^/@]*@", re.IGNORECASE)
 
 
@@ -121,24 +130,47 @@ class Repo:
         input: bytes | None = None,
         ok: Iterable[int] = (0,),
         env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
     ) -> subprocess.CompletedProcess[bytes]:
-        """Run `git <args>` in the worktree; a GitError (git's stderr, URLs redacted) on another status."""
+        """Run `git <args>` in the worktree; a GitError (git's stderr, URLs redacted) on another status
+        or after `timeout` seconds (GIT_TIMEOUT by default)."""
         command = [self.binary, "-c", "core.quotepath=off", "-c", "core.autocrlf=false", *args]
-        try:
-            done = subprocess.run(
-                command,
-                cwd=self.root,
-                input=input,
-                capture_output=True,
-                env=self._env(env),
-                timeout=GIT_TIMEOUT,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            raise GitError(f"git {args[0]} took longer than {GIT_TIMEOUT:.0f}s; try again") from None
+        # A session of its own: no terminal to prompt on, and a hung transfer is killed with its
+        # ssh or https helper (killing git alone would leave them waiting on the remote).
+        with subprocess.Popen(
+            command,
+            cwd=self.root,
+            stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=self._env(env),
+            start_new_session=True,
+        ) as process:
+            limit = timeout or GIT_TIMEOUT
+            try:
+                stdout, stderr = process.communicate(input, timeout=limit)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.communicate()
+                raise GitError(
+                    f"git {args[0]} took longer than {limit:.0f}s (is the remote "
+                    "reachable?); nothing was lost, try again"
+                ) from None
+        done = subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
         if done.returncode not in tuple(ok):
             raise git_failure(args[0], done)
         return done
+
+    def unfinished_operation(self) -> str | None:
+        """What a git command run by hand left half done (a merge, a rebase, a conflict in the
+        index), said in words; None when there is nothing."""
+        for name, what in _UNFINISHED:
+            if (self.git_dir / name).exists():
+                return what
+        if self.run("ls-files", "-u", "-z").stdout:
+            return "git left conflicts unresolved in the index (a merge or stash pop by hand)"
+        return None
 
     def text(self, *args: str, **kwargs: object) -> str:
         return self.run(*args, **kwargs).stdout.decode("utf-8", "replace").strip()  # type: ignore[arg-type]

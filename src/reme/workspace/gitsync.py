@@ -37,6 +37,9 @@ ATTEMPTS = 3  # rounds of commit → fetch → merge → push before a busy work
 LOCK_TIMEOUT = 120.0
 STALE_INDEX_LOCK_SECONDS = 2.0
 INTENT = "reme-apply.json"
+GITLINK = "160000"  # the tree mode of a repository nested in the worktree
+SYMLINK = "120000"
+_PUSH_BEHIND = re.compile(r"\[rejected\].*\((?:fetch first|non-fast-forward|stale info)\)")
 CONFLICT = re.compile(r"\.conflict-[A-Za-z0-9-]+-\d{8}T\d{6}(?:\.|$)")
 
 
@@ -137,10 +140,7 @@ def recover(repo: Repo, ws: Workspace) -> list[str]:
         while index_lock.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         index_lock.unlink(missing_ok=True)  # held by no git of ours: we hold the repository lock
-    if (repo.git_dir / "MERGE_HEAD").exists():
-        raise ReMeError(
-            "a git merge started by hand is in progress in the workspace; finish or abort it, then sync"
-        )
+    check_idle(repo)
     intent_file = repo.git_dir / INTENT
     if not intent_file.exists():
         return []
@@ -162,6 +162,17 @@ def recover(repo: Repo, ws: Workspace) -> list[str]:
     return written
 
 
+def check_idle(repo: Repo) -> None:
+    """Refuse to commit into a git operation started by hand (a merge, cherry-pick, rebase or a
+    conflict left in the index): sync would stage its half-done files as resolved."""
+    unfinished = repo.unfinished_operation()
+    if unfinished:
+        raise ReMeError(
+            f"{unfinished} in the workspace's repository; finish or abort it "
+            "(`git status` says how), then sync"
+        )
+
+
 def init(repo: Repo, ws: Workspace, remote: str, branch: str) -> str | None:
     """Make the workspace a repository with this remote (idempotent); the commit of what was there
     (None when everything was committed already)."""
@@ -171,6 +182,7 @@ def init(repo: Repo, ws: Workspace, remote: str, branch: str) -> str | None:
         repo.run("init", "-q", "-b", branch)
     configure(repo, ws)
     with repo_lock(repo):
+        check_idle(repo)
         urls = repo.run("remote", ok=(0,)).stdout.decode().split()
         if REMOTE in urls:
             repo.run("remote", "set-url", REMOTE, url)
@@ -373,8 +385,8 @@ def sync(
             said = redact_url(
                 pushed.stderr.decode("utf-8", "replace") + pushed.stdout.decode("utf-8", "replace")
             )
-            if "rejected" not in said and "fetch first" not in said and "non-fast-forward" not in said:
-                raise GitError(f"git push failed: {said.strip()[-2000:]}")
+            if not _PUSH_BEHIND.search(said):  # refused by the host (a hook, a protected branch): say so
+                raise GitError(f"git push was refused by the remote: {said.strip()[-2000:]}")
     raise SyncBusy(
         f"the remote or the merged files kept changing during {ATTEMPTS} rounds; nothing was lost, sync again",
         {
@@ -532,6 +544,14 @@ def apply(repo: Repo, ws: Workspace, old: str, new: str) -> list[str]:
     paths = [path for path in repo.changed_between(old, new) if PurePosixPath(path).parts[0] != metadata]
     before = repo.tree_entries(old, paths)
     after = repo.tree_entries(new, paths)
+    # A repository nested in another machine's workspace is committed as a link to a commit this
+    # one lacks: no file to write (its folder, as git leaves it, empty), and never a nested one removed.
+    nested = {path for path in paths if GITLINK in (before.get(path, ("",))[0], after.get(path, ("",))[0])}
+    for path in sorted(nested):
+        if after.get(path, ("",))[0] == GITLINK:
+            (ws.root / path).mkdir(parents=True, exist_ok=True)
+    paths = [path for path in paths if path not in nested]
+    after = {path: entry for path, entry in after.items() if path not in nested}
     with ws.lock(*paths):
         stale = []
         held: dict[str, str | None] = {}  # each path's current blob id, read once
@@ -549,7 +569,12 @@ def apply(repo: Repo, ws: Workspace, old: str, new: str) -> list[str]:
             target = ws.root / path
             if path in after:
                 mode, oid = after[path]
-                if held[path] != oid:
+                if mode == SYMLINK:  # a link as git keeps it (its target), never a file holding that text
+                    if held[path] != oid or not target.is_symlink():
+                        target.unlink(missing_ok=True)
+                        target.parent.mkdir(parents=True, exist_ok=True)
+                        os.symlink(os.fsdecode(contents[oid]), target)
+                elif held[path] != oid or target.is_symlink():
                     atomic_write(target, contents[oid], ws.root)
                 if mode == "100755":
                     target.chmod(target.stat().st_mode | 0o111)
@@ -562,7 +587,8 @@ def apply(repo: Repo, ws: Workspace, old: str, new: str) -> list[str]:
 
 
 def _read(path: Path) -> bytes | None:
+    """The bytes git would store for `path`: a file's content, a link's target (never what it leads to)."""
     try:
-        return path.read_bytes()
+        return os.fsencode(os.readlink(path)) if path.is_symlink() else path.read_bytes()
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         return None

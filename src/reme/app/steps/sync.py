@@ -21,6 +21,7 @@ from reme.app.registry import register_step
 from reme.errors import ReMeError
 from reme.workspace import githistory, gitsync
 from reme.workspace.gitrepo import Repo
+from reme.workspace.paths import UnsafePathError, check_relative
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +34,12 @@ def _remote(ctx: JobContext) -> str:
 
 
 def _reindex(ctx: JobContext, paths: list[str]) -> None:
-    """Bring the index up to date for the files a merge wrote: only those, never a full rebuild."""
+    """Bring the index up to date for the files a merge wrote: only those, never a full rebuild.
+
+    A file whose name no job can take (`why?.md`, made by hand or another tool) is synced like any
+    other but left out here: the index could not name it, and refusing it would fail a sync that
+    has already merged and pushed."""
+    paths = [path for path in paths if _addressable(path)]
     if not paths:
         return
     try:
@@ -41,6 +47,14 @@ def _reindex(ctx: JobContext, paths: list[str]) -> None:
     except ReMeError:
         return  # no index configured: nothing derived to update
     service.sync_paths(paths)
+
+
+def _addressable(path: str) -> bool:
+    try:
+        check_relative(path)
+    except UnsafePathError:
+        return False
+    return True
 
 
 @register_step("sync_init")
@@ -89,6 +103,7 @@ def sync(ctx: JobContext) -> None:
 def _branch(repo: Repo) -> str:
     if not repo.exists():
         raise ReMeError("the workspace is not a git repository yet; run sync_init remote=<url> first")
+    gitsync.check_idle(repo)  # a rebase stopped half way is on a detached HEAD: name the rebase
     name = repo.run("symbolic-ref", "--short", "-q", "HEAD", ok=(0, 1)).stdout.decode().strip()
     if not name:
         raise ReMeError("the workspace's repository is on a detached HEAD; check out its branch, then sync")
