@@ -19,7 +19,7 @@ DEFAULT_TRANSCRIPT_CHUNK_CHARS = 400
 # Neighbouring text (whole lines, at least one per side) added to a chunk's search text only.
 DEFAULT_CONTEXT_CHARS = 400
 # Bump when the same text and settings would give different chunks or search text (indexes rebuild).
-CHUNKER_VERSION = 5  # 5: front matter is found where the workspace readers find it
+CHUNKER_VERSION = 6  # 6: bare headings packed by the budget, long headings cut in the heading path
 
 
 @dataclass(frozen=True)

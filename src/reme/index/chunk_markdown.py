@@ -25,6 +25,7 @@ WINDOW_CHARS = 1 << 20
 FENCE_WINDOWS = 4
 _FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _HEADING_LINE = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
+MAX_TITLE_CHARS = 200  # a heading's share of the heading path, which every chunk under it carries
 
 
 @dataclass
@@ -175,7 +176,7 @@ def _sections(
         )
         if token.type == "heading_open":
             level = int(token.tag[1:])
-            title = tokens[index + 1].content.strip()
+            title = _heading_title(tokens[index + 1].content)
             while stack and stack[-1][0] >= level:
                 stack.pop()
             stack.append((level, title))
@@ -184,6 +185,13 @@ def _sections(
             sections[-1].blocks.append(block)
         index = close + 1
     return sections, stack
+
+
+def _heading_title(content: str) -> str:
+    """A heading's text as it goes into the heading path of every chunk below it, cut to
+    MAX_TITLE_CHARS: a breadcrumb, not a copy of a heading that runs for pages."""
+    title = content.strip()
+    return title if len(title) <= MAX_TITLE_CHARS else title[: MAX_TITLE_CHARS - 1].rstrip() + "…"
 
 
 def _closing_index(tokens: list[Token], index: int) -> int:
@@ -199,28 +207,37 @@ def _closing_index(tokens: list[Token], index: int) -> int:
 
 
 def _chunk_sections(doc: _Document, sections: list[_Section]) -> list[Chunk]:
+    """Chunks of the sections; headings without a body of their own wait for the next chunk, up to
+    the budget (an outline of bare headings is packed like lines, not gathered into one chunk)."""
     chunks: list[Chunk] = []
     pending_start: int | None = None  # first line of headings not yet placed in a chunk
     last_heading_end = 0
+    last_path: list[str] = []
     for section in sections:
         if section.heading is not None:
+            if pending_start is not None and doc.chars(pending_start, section.heading.end) > doc.budget:
+                chunks.extend(_heading_chunks(doc, pending_start, last_heading_end, last_path))
+                pending_start = None
             pending_start = pending_start or section.heading.start
             last_heading_end = section.heading.end
+            last_path = section.heading_path
         units = [unit for block in section.blocks for unit in _units(doc, block)]
         if units:
+            if pending_start is not None and doc.chars(pending_start, last_heading_end) > doc.budget:
+                chunks.extend(_heading_chunks(doc, pending_start, last_heading_end, last_path))
+                pending_start = None
             chunks.extend(_pack(doc, units, pending_start, section.heading_path))
             pending_start = None
     if pending_start is not None:
-        chunks.append(
-            make_chunk(
-                doc.path,
-                pending_start,
-                last_heading_end,
-                doc.text(pending_start, last_heading_end),
-                sections[-1].heading_path,
-            )
-        )
+        chunks.extend(_heading_chunks(doc, pending_start, last_heading_end, sections[-1].heading_path))
     return chunks
+
+
+def _heading_chunks(doc: _Document, start: int, end: int, heading_path: list[str]) -> list[Chunk]:
+    """Headings `start`..`end` with no body between them, packed into chunks of the budget (one
+    chunk when they fit; an over-long heading is cut into labelled parts)."""
+    spans = pack_lines(doc.numbered(start, end), doc.budget)
+    return [make_chunk(doc.path, s.start, s.end, s.text, heading_path) for s in spans]
 
 
 def _pack(
@@ -306,22 +323,29 @@ def _line_parts(doc: _Document, start: int, end: int) -> list[_Unit]:
 
 
 def _table_parts(doc: _Document, start: int, end: int) -> list[_Unit]:
-    """Split a table by rows, each part repeating the header and separator rows."""
+    """Split a table by rows, each part repeating the header and separator rows; a header that
+    leaves less than half the budget for rows is not repeated (`_line_parts`): each row would be
+    cut into pieces of a few characters, each carrying the whole header."""
     header_end = start + 1  # header row, then the separator row
     header = doc.text(start, header_end)
-    budget = max(doc.budget - len(header) - 1, 1)
+    budget = doc.budget - len(header) - 1
+    if budget < doc.budget // 2:
+        return _line_parts(doc, start, end)
     spans = pack_lines(doc.numbered(header_end + 1, end), budget)
     return [_Unit(Span(s.start, s.end, f"{header}\n{s.text}"), False, start) for s in spans]
 
 
 def _fence_parts(doc: _Document, start: int, end: int) -> list[_Unit]:
-    """Split fenced code by lines, each part repeating the opening and closing fence."""
+    """Split fenced code by lines, each part repeating the opening and closing fence (unless they
+    leave less than half the budget for the code, as with a table's header)."""
     opening = doc.lines[start - 1]
     marker = opening.strip()[:3]
     closed = end > start and doc.lines[end - 1].strip().startswith(marker)
     closing = doc.lines[end - 1] if closed else marker
     inner_end = end - 1 if closed else end
-    budget = max(doc.budget - len(opening) - len(closing) - 2, 1)
+    budget = doc.budget - len(opening) - len(closing) - 2
+    if budget < doc.budget // 2:  # a long info string: repeating it would cut the code to shreds
+        return _line_parts(doc, start, end)
     spans = pack_lines(doc.numbered(start + 1, inner_end), budget)
     return [_Unit(Span(s.start, s.end, f"{opening}\n{s.text}\n{closing}"), False, start) for s in spans]
 

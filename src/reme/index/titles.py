@@ -14,6 +14,7 @@ from pathlib import PurePosixPath
 _TITLE_HEADING = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _HEAD_CHARS = 4096  # the title heading is looked for near the top only (after any front matter)
+_PART_CHARS = 300  # of each part: every chunk of the note carries the title, so a page-long name costs each
 
 
 def title_text(path: str, name: str | None, body: str | None) -> str:
@@ -26,7 +27,7 @@ def title_text(path: str, name: str | None, body: str | None) -> str:
     parts = [name or "", _heading(body or ""), pure.stem]
     if len(pure.parts) > 1:
         parts.append(pure.parent.name)
-    kept = (part.strip() for part in parts if part and part.strip())
+    kept = (part.strip()[:_PART_CHARS] for part in parts if part and part.strip())
     return "\n".join(dict.fromkeys(part for part in kept if not _DATE.fullmatch(part)))
 
 

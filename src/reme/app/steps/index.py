@@ -180,6 +180,11 @@ async def traverse(ctx: JobContext, max_nodes: int = 1000, ready_wait_s: float =
     nodes, edges = await index.traverse(seeds, ctx.params["depth"], ctx.params["direction"], max_nodes)
     ctx.response.metadata.update({"nodes": [asdict(n) for n in nodes], "edges": [asdict(e) for e in edges]})
     lines = [f"{len(nodes)} node(s), {len(edges)} edge(s):"]
+    if len(nodes) >= max_nodes:  # the walk stops taking nodes there: say so, never a silent cut
+        lines[0] = (
+            f"{len(nodes)} node(s), {len(edges)} edge(s) (stopped at the limit of {max_nodes} nodes; "
+            "there may be more: lower depth or start from fewer paths):"
+        )
     for node in nodes:
         about = ": ".join(part for part in (node.name, node.description) if part)
         missing = "" if node.exists else " (missing)"

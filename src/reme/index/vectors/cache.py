@@ -65,8 +65,8 @@ class VectorCache(WalDatabase):
                     f"SELECT key, vector FROM vectors WHERE key IN ({marks})", batch
                 ):
                     vector = np.frombuffer(blob, dtype=np.float32)
-                    if vector.shape[0] == self.stamp.dimension:
-                        found[key] = vector
+                    if vector.shape[0] == self.stamp.dimension and np.isfinite(vector).all():
+                        found[key] = vector  # a NaN one (stored by an older reme) is embedded again
         return found
 
     def put(self, items: Sequence[tuple[str, np.ndarray]], failed: Sequence[tuple[str, str]] = ()) -> int:

@@ -243,16 +243,20 @@ class VectorIndex:
         Behind the circuit breaker: after a failure (endpoint down or slow) the next queries for a
         while raise at once, without a request, and the search answers from keywords."""
         with self.breaker.guarding():
-            query_vector = np.asarray(self.embedder.embed_query(query), dtype=np.float32)
+            query_vector = self._query_vector(query)
             self.refresh()
         with self._lock:
             admitted = self.rows.admitted(filters)
-            admitted_count = int(admitted.sum())
-            if not admitted_count or limit < 1:
+            if not admitted.any() or limit < 1:
                 return []
             scores = self.rows.scores(query_vector)
             if self.mix is not None:
                 scores = self.mix.mixed(scores)
+            # a NaN score would scramble the order of every other row (not `&=`: a view of the rows)
+            admitted = admitted & np.isfinite(scores)
+            admitted_count = int(admitted.sum())
+            if not admitted_count:
+                return []
             scores[~admitted] = -np.inf
             take = min(limit, admitted_count)
             top = (
@@ -260,6 +264,18 @@ class VectorIndex:
             )
             ranked = [(self.rows.chunk_at[int(row)], float(scores[row])) for row in top]
         return sorted(ranked, key=lambda item: (-item[1], item[0]))
+
+    def _query_vector(self, query: str) -> np.ndarray:
+        """The query's vector; a ValueError (which opens the breaker) when it has the wrong size or
+        NaN or infinite values, as a broken model gives: it would rank the rows at random."""
+        vector = np.asarray(self.embedder.embed_query(query), dtype=np.float32)
+        dimension = self.cache().stamp.dimension
+        if vector.shape != (dimension,) or not np.isfinite(vector).all():
+            raise ValueError(
+                f"the embedder returned a query vector of shape {vector.shape} (dimension {dimension} "
+                "expected) or with NaN or infinite values"
+            )
+        return vector
 
     # upkeep --------------------------------------------------------------------------------------
 

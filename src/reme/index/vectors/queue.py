@@ -86,7 +86,8 @@ def embed_bisecting(
     embedder: Embedder, items: Sequence[tuple[str, str]], dimension: int
 ) -> tuple[list[tuple[str, np.ndarray]], list[tuple[str, str]]]:
     """Embed `items` (key, text): the (key, vector) pairs, and the (key, error) of each text the
-    model rejects alone, found by halving a rejected batch down to single texts. Other errors propagate."""
+    model rejects alone, found by halving a rejected batch down to single texts, or gives a vector
+    with NaN or infinite values for. Other errors propagate."""
     stored: list[tuple[str, np.ndarray]] = []
     rejected: list[tuple[str, str]] = []
 
@@ -106,7 +107,12 @@ def embed_bisecting(
             raise ValueError(
                 f"the embedder returned shape {vectors.shape} for {len(texts)} text(s) of dimension {dimension}"
             )
-        stored.extend(zip([key for key, _ in part], vectors, strict=True))
+        finite = np.isfinite(vectors).all(axis=1)
+        for (key, _), vector, ok in zip(part, vectors, finite, strict=True):
+            if ok:
+                stored.append((key, vector))
+            else:  # it would score NaN against every query and scramble the ranking of the others
+                rejected.append((key, "the embedder returned NaN or infinite values for this text"))
 
     embed(items)
     return stored, rejected
