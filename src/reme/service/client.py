@@ -65,10 +65,15 @@ def _request_bytes(
         "Connection: close",
     ]
     if token:
+        if not token.isprintable():  # a line break would end the header and start another
+            raise ValueError(
+                "REME_API_TOKEN holds a line break or control character; set it to the token alone"
+            )
         lines.append(f"Authorization: Bearer {token}")
     if workspace is not None:
         lines.append(f"{identity.HEADER}: {identity.encode(workspace)}")
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+    # UTF-8, as the service encodes its token: Latin-1 failed on any other text before sending
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8") + body
 
 
 def _read_head(stream: BufferedReader) -> tuple[int, dict[str, str]]:
@@ -150,13 +155,16 @@ def _json(text: str | bytes) -> JSONValue:
 
 
 def client_token() -> str | None:
-    """`REME_API_TOKEN` from the environment, else from a `.env` file here (as the service reads it)."""
+    """`REME_API_TOKEN` from the environment, else from a `.env` file here (as the service reads it).
+
+    Surrounding whitespace (a newline from `echo token > file`) is dropped: a service refuses a
+    token that has any, and a header could not carry it."""
     token = os.environ.get("REME_API_TOKEN")
     if token is None and os.path.isfile(".env"):
         from dotenv import dotenv_values
 
         token = dotenv_values(".env").get("REME_API_TOKEN")
-    return token or None
+    return (token or "").strip() or None
 
 
 def call_job(

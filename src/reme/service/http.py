@@ -98,16 +98,39 @@ async def read_params(request: Request) -> JSONObject | JSONResponse:
         return {}
     too_deep = f"the JSON body is nested more than {MAX_JSON_DEPTH} levels deep; flatten it"
     try:
-        params: JSONValue = json.loads(body)
+        params: JSONValue = json.loads(body, object_pairs_hook=_unique_keys)
     except RecursionError:
         return failure(too_deep, 400)
+    except DuplicateKey as exc:
+        return failure(f"the JSON body names {exc.args[0]!r} twice; send each parameter once", 400)
     except (ValueError, UnicodeDecodeError) as exc:
         return failure(f"invalid JSON body: {exc}; send the parameters as a JSON object", 400)
     if json_depth(params, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
         return failure(too_deep, 400)
     if not isinstance(params, dict):
-        return failure(f"the body must be a JSON object of parameters, got {type(params).__name__}", 400)
+        return failure(f"the body must be a JSON object of parameters, got {_json_type(params)}", 400)
     return params
+
+
+class DuplicateKey(ValueError):
+    """A JSON object names one key twice."""
+
+
+def _unique_keys(pairs: list[tuple[str, JSONValue]]) -> JSONObject:
+    """A JSON object whose keys are all different: `{"path": "a", "path": "b"}` silently meant "b"
+    to the parser, but may mean "a" to whatever checked or logged the request on its way."""
+    params: JSONObject = {}
+    for key, value in pairs:
+        if key in params:
+            raise DuplicateKey(key)
+        params[key] = value
+    return params
+
+
+def _json_type(value: JSONValue) -> str:
+    """The JSON name of a value's type (`null`, not Python's `NoneType`), for messages."""
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+    return names.get(type(value), "a number")
 
 
 def sse_line(chunk: object) -> bytes:

@@ -33,10 +33,33 @@ class ServiceConfigError(ValueError):
 def resolve_token(
     service_config: Mapping[str, object], environ: Mapping[str, str] | None = None
 ) -> str | None:
-    """`service.auth_token`, else `REME_API_TOKEN`, else None (empty values count as unset)."""
+    """`service.auth_token`, else `REME_API_TOKEN`, else None (empty values count as unset).
+
+    A token no client can send back unchanged is refused here, at start, rather than answering
+    every request with a 401 the user cannot explain (`_token_problem`).
+    """
     env = os.environ if environ is None else environ
-    token = service_config.get("auth_token") or env.get(ENV_TOKEN) or None
-    return str(token) if token is not None else None
+    configured = service_config.get("auth_token")  # text: `load_config` refuses anything else
+    token = str(configured) if configured else env.get(ENV_TOKEN) or None
+    if token is not None and (why := _token_problem(token)):
+        source = "service.auth_token" if configured else ENV_TOKEN
+        raise ServiceConfigError(f"{source} {why}")
+    return token
+
+
+def _token_problem(token: str) -> str | None:
+    """Why `token` cannot travel in an `Authorization` header as it is, or None when it can.
+
+    Header values lose their surrounding whitespace on the way, and clients encode non-ASCII text
+    differently (Latin-1 or UTF-8, or not at all), so such a token would match for some clients only.
+    """
+    if not (token.isascii() and token.isprintable()):
+        return (
+            "holds characters other than printable ASCII (letters, digits, punctuation); choose another token"
+        )
+    if token != token.strip():
+        return "starts or ends with a space, which is lost in an HTTP header; remove it"
+    return None
 
 
 def is_loopback(host: str) -> bool:
@@ -80,14 +103,21 @@ class BearerTokenGate:
         return False
 
 
+# Headers a reverse proxy adds: a request carrying one came from elsewhere through this machine.
+PROXY_HEADERS = (b"forwarded", b"x-forwarded-for", b"x-forwarded-host", b"x-real-ip")
+
+
 class LoopbackGuard:
-    """Pure ASGI middleware for loopback services: refuse requests that a web page could forge.
+    """Pure ASGI middleware for loopback services: refuse requests that a web page could forge, or
+    that a reverse proxy relays from another machine.
 
     Every page open in the user's browser can POST to 127.0.0.1 (a "simple" request needs no CORS
     preflight) or reach it through DNS rebinding. Both show as a foreign `Origin` or `Host` header,
     which the CLI, SDK clients and scripts on this machine never send, so those get a 403. Only
     needed without a token: a page cannot add the `Authorization` header, so with a token (e.g.
-    behind a local reverse proxy that keeps its own Host header) the token gate suffices.
+    behind a local reverse proxy that keeps its own Host header) the token gate suffices. A proxy
+    that sets Host to the address it dials (nginx does by default) passes the Host check, so the
+    forwarding headers it adds are refused too: loopback trust is for this machine's own clients.
     """
 
     def __init__(self, app: Asgi) -> None:
@@ -108,6 +138,15 @@ class LoopbackGuard:
                 return
             if origin and not _same_service(origin, host):
                 await send_json(send, 403, f"refused: requests from web pages ({origin}) are not accepted")
+                return
+            relayed = next((name for name in PROXY_HEADERS if name in headers), None)
+            if relayed is not None:
+                await send_json(
+                    send,
+                    403,
+                    f"refused: the request came through a proxy ({relayed.decode()} header); "
+                    "a service reached through a proxy needs service.auth_token set",
+                )
                 return
         await self.app(scope, receive, send)
 

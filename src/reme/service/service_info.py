@@ -27,6 +27,7 @@ MCP_PATHS = {"sse": "/sse", "streamable-http": "/mcp"}  # default endpoint of ea
 # The largest request body a service reads, over HTTP and MCP alike: above the largest file the file
 # jobs accept (16 MiB of text, base64 overhead included), far below memory.
 MAX_BODY_BYTES = 64 * 2**20
+FILE_MODE = 0o644  # readable by all (clients of other users may look), written by the service's user only
 
 # A NamedTuple rather than a dataclass: `dataclasses` alone costs the CLI more than its request.
 
@@ -61,23 +62,45 @@ def write_service_file(workspace_dir: str | os.PathLike[str], info: ServiceInfo)
     path = service_file(workspace_dir)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
+    with open(
+        os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE), "w", encoding="utf-8"
+    ) as handle:
+        if os.name == "posix":  # whatever the umask: a file others may change is not believed
+            os.fchmod(handle.fileno(), FILE_MODE)
         handle.write(json.dumps(info.to_file_dict(), indent=2) + "\n")
     os.replace(tmp, path)
     return path
 
 
-def _read_json(path: str) -> JSONValue:
+class UntrustedFile(ValueError):
+    """A service file another user wrote or may rewrite: believing it would send the CLI's token
+    and the notes it carries to a port of that user's choosing."""
+
+
+def _read_service(path: str) -> tuple[JSONValue, int | None]:
+    """The file's JSON and its owner's uid (None where there are no owners); UntrustedFile when
+    another user (root aside) owns it. Its mode is not judged: the service writes it 0644, and on a
+    file system without modes (a Windows drive under WSL: every file 0777) a mode check would hide
+    every service."""
     with open(path, encoding="utf-8") as handle:
+        owner = _check_owner(os.fstat(handle.fileno()))
         value: JSONValue = json.load(handle)
-    return value
+    return value, owner
+
+
+def _check_owner(stat: os.stat_result) -> int | None:
+    if os.name != "posix":
+        return None
+    if stat.st_uid not in (os.getuid(), 0):
+        raise UntrustedFile(f"it belongs to another user (uid {stat.st_uid}); remove it")
+    return stat.st_uid
 
 
 def remove_service_file(workspace_dir: str | os.PathLike[str], pid: int) -> None:
     """Remove the service file if it is still ours (another service may have replaced it)."""
     path = service_file(workspace_dir)
     try:
-        recorded = _read_json(path)
+        recorded, _ = _read_service(path)
         if isinstance(recorded, dict) and recorded.get("pid") == pid:
             os.unlink(path)
     except (OSError, ValueError):
@@ -86,13 +109,18 @@ def remove_service_file(workspace_dir: str | os.PathLike[str], pid: int) -> None
 
 def pid_alive(pid: int) -> bool:
     """Whether a process with this id exists (one of another user counts)."""
+    return _process_state(pid) != "exited"
+
+
+def _process_state(pid: int) -> str:
+    """`exited`, `ours` (we may signal it) or `foreign` (another user's)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
-        return False
+        return "exited"
     except PermissionError:
-        return True
-    return True
+        return "foreign"
+    return "ours"
 
 
 def _from_mapping(data: JSONValue, source: str) -> ServiceInfo:
@@ -130,14 +158,24 @@ def recorded_service(workspace_dir: str | os.PathLike[str]) -> tuple[ServiceInfo
     """The live service recorded in a workspace, else None and why (None when no file is there)."""
     path = service_file(workspace_dir)
     try:
-        info = _from_mapping(_read_json(path), path)
+        data, owner = _read_service(path)
+        info = _from_mapping(data, path)
     except FileNotFoundError:
         return None, None
+    except UntrustedFile as exc:
+        return None, f"{path} is not trusted: {exc}"
     except (OSError, ValueError) as exc:
         return None, f"{path} is unreadable ({exc})"
-    if info.pid is not None and not pid_alive(info.pid):
+    if info.pid is not None and _gone(info.pid, owner):
         return None, f"the service recorded in {path} (pid {info.pid}) has exited"
     return info, None
+
+
+def _gone(pid: int, owner: int | None) -> bool:
+    """Whether the recorded process is no longer the service: it exited, or the file is ours and
+    its pid now belongs to another user's process (the number was reused)."""
+    state = _process_state(pid)
+    return state == "exited" or (state == "foreign" and owner is not None and owner == os.getuid())
 
 
 def read_service_file(workspace_dir: str | os.PathLike[str]) -> ServiceInfo | None:
