@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import io
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, time
@@ -21,7 +22,12 @@ from typing import Any, overload
 
 import yaml
 from ruamel.yaml import YAML
-from ruamel.yaml.scalarstring import LiteralScalarString, SingleQuotedScalarString
+from ruamel.yaml.scalarstring import (
+    DoubleQuotedScalarString,
+    LiteralScalarString,
+    ScalarString,
+    SingleQuotedScalarString,
+)
 
 from reme.jsontypes import JSONObject, JSONValue
 from reme.workspace import yamlsafe
@@ -142,7 +148,7 @@ def update(text: str, changes: Mapping[str, object]) -> str:
     changes = check_metadata(changes)
     document = _strict(text)
     if not document.has_front_matter:
-        return render_new(changes) + text if changes else text
+        return _prepend(render_new(changes), text) if changes else text
     current = document.metadata
     changed = {key: value for key, value in changes.items() if key not in current or current[key] != value}
     if not changed:
@@ -152,8 +158,9 @@ def update(text: str, changes: Mapping[str, object]) -> str:
     raw = parts.yaml(text)
     nested = any(isinstance(value, (dict, list)) for value in changed.values())
     indent = _guess_indent(raw) if nested else (2, 0)  # only nested values show indentation
-    newline = _newline(raw)
-    replaced = _surgery(raw, {key: value for key, value in changed.items() if key in current}, set(), indent)
+    newline = _newline(parts.head(text))
+    replace = {key: value for key, value in changed.items() if key in current}
+    replaced = _surgery(raw, replace, set(), indent, newline)
     if replaced is not None:
         appended = {key: value for key, value in changed.items() if key not in current}
         if appended:
@@ -161,7 +168,8 @@ def update(text: str, changes: Mapping[str, object]) -> str:
             replaced += ending + _dump(appended, indent).replace("\n", newline)
         if _loads_as(replaced, expected):
             return text[: parts.yaml_start] + replaced + text[parts.yaml_end :]
-    return text[: parts.yaml_start] + _round_trip(raw, changed, (), expected) + text[parts.yaml_end :]
+    rewritten = _round_trip(raw, changed, (), expected, newline)
+    return text[: parts.yaml_start] + rewritten + text[parts.yaml_end :]
 
 
 def delete(text: str, keys: Iterable[str]) -> tuple[str, list[str], list[str]]:
@@ -177,10 +185,17 @@ def delete(text: str, keys: Iterable[str]) -> tuple[str, list[str], list[str]]:
     expected = {key: value for key, value in document.metadata.items() if key not in deleted}
     parts = split(text)
     raw = parts.yaml(text)
-    replaced = _surgery(raw, {}, set(deleted), (2, 0))
+    newline = _newline(parts.head(text))
+    replaced = _surgery(raw, {}, set(deleted), (2, 0), newline)
     if replaced is None or not _loads_as(replaced, expected):
-        replaced = _round_trip(raw, {}, deleted, expected)
+        replaced = _round_trip(raw, {}, deleted, expected, newline)
     return text[: parts.yaml_start] + replaced + text[parts.yaml_end :], deleted, missing
+
+
+def _prepend(block: str, text: str) -> str:
+    """A new front-matter block put before `text`: after its byte-order mark, in its line endings."""
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    return bom + block.replace("\n", _newline(text)) + text[len(bom) :]
 
 
 def _strict(text: str) -> Document:
@@ -191,7 +206,7 @@ def _strict(text: str) -> Document:
 
 
 def _surgery(
-    raw: str, replace: Mapping[str, object], remove: set[str], indent: tuple[int, int]
+    raw: str, replace: Mapping[str, object], remove: set[str], indent: tuple[int, int], newline: str
 ) -> str | None:
     """Re-emit only the lines of top-level keys in `replace`, drop those in `remove`; None when unsure."""
     lines = raw.splitlines(keepends=True)
@@ -213,16 +228,56 @@ def _surgery(
         if name in remove:
             out.extend(block[len(block) - trailing :] if trailing else [])
         elif name in replace:
-            out.append(_dump({name: replace[name]}, indent).replace("\n", _newline(raw)))
+            out.append(_replacement(block[0], name, replace[name], indent).replace("\n", newline))
             out.extend(block[len(block) - trailing :] if trailing else [])
         else:
             out.extend(block)
     return "".join(out)
 
 
-def _newline(raw: str) -> str:
-    """The line ending the user's YAML uses; re-emitted lines follow it."""
-    return "\r\n" if "\r\n" in raw else "\n"
+def _replacement(first_line: str, key: str, value: object, indent: tuple[int, int]) -> str:
+    """The lines of `key: value` in place of a key whose first line was `first_line`, keeping its
+    spelling of the key, the quotes of a one-line string and its end-of-line comment: a person's YAML
+    changes no more than the value."""
+    quote, comment = _line_style(first_line) or ("", "")
+    if quote and isinstance(value, str) and "\n" not in value:
+        value = (SingleQuotedScalarString if quote == "'" else DoubleQuotedScalarString)(value)
+    first, _, rest = _dump({key: value}, indent).partition("\n")
+    old, new = TOP_LEVEL_KEY.match(first_line), TOP_LEVEL_KEY.match(first)
+    if old and new:
+        first = first_line[: _colon_end(old)] + first[_colon_end(new) :]
+    if comment and _line_style(first) is not None:  # the value ends on this line: the comment can follow
+        first += comment
+    return f"{first}\n{rest}"
+
+
+def _colon_end(key: re.Match[str]) -> int:
+    """Offset just past the `:` of a `TOP_LEVEL_KEY` match."""
+    return key.start() + len(key.group(0).rstrip(" \t\r\n"))
+
+
+def _line_style(line: str) -> tuple[str, str] | None:
+    """(the quote of a value that is one quoted string, else ""; the end-of-line comment with the
+    blanks before it, else "") of a top-level key's first line; None when the line is no YAML alone."""
+    content = line.rstrip("\r\n")
+    try:
+        tokens = list(yaml.scan(content, Loader=yaml.CSafeLoader))
+    except yaml.YAMLError:
+        return None
+    value_at = next((i for i, token in enumerate(tokens) if isinstance(token, yaml.ValueToken)), None)
+    if value_at is None:
+        return None
+    value = [t for t in tokens[value_at:] if not isinstance(t, (yaml.BlockEndToken, yaml.StreamEndToken))]
+    last = value[-1]
+    one_string = len(value) == 2 and isinstance(last, yaml.ScalarToken) and last.style in ("'", '"')
+    tail = content[last.end_mark.index :]
+    return (last.style if one_string else ""), (tail if tail.strip() else "")
+
+
+def _newline(text: str) -> str:
+    """The line ending `text` starts with (its first line break); written lines follow it."""
+    end = text.find("\n")
+    return "\r\n" if end > 0 and text[end - 1] == "\r" else "\n"
 
 
 def _trailing_comments(block: list[str]) -> int:
@@ -236,7 +291,9 @@ def _trailing_comments(block: list[str]) -> int:
     return count
 
 
-def _round_trip(raw: str, changes: Mapping[str, object], remove: Iterable[str], expected: JSONValue) -> str:
+def _round_trip(
+    raw: str, changes: Mapping[str, object], remove: Iterable[str], expected: JSONValue, newline: str
+) -> str:
     """Whole-block ruamel round trip: comments and order survive, indentation may be normalised."""
     try:
         loader = YAML(typ="rt")
@@ -254,7 +311,7 @@ def _round_trip(raw: str, changes: Mapping[str, object], remove: Iterable[str], 
     emitter = _emitter(_guess_indent(raw))
     stream = io.StringIO()
     emitter.dump(data, stream)
-    result = stream.getvalue() if data else ""
+    result = stream.getvalue().replace("\n", newline) if data else ""
     if not _loads_as(result, expected):
         raise FrontMatterError("could not write the front matter so that it reads back unchanged")
     return result
@@ -311,8 +368,8 @@ def _styled(value: object) -> object:
         return {_styled_key(key): _styled(item) for key, item in value.items()}
     if isinstance(value, list):
         return [_styled(item) for item in value]
-    if not isinstance(value, str):
-        return value
+    if not isinstance(value, str) or isinstance(value, ScalarString):
+        return value  # not text, or text already given its style
     if "\n" in value and not any(line != line.rstrip() for line in value.split("\n")):
         return LiteralScalarString(value)
     if value[:1] in _INDICATORS or _plain_would_change(value):
@@ -321,8 +378,10 @@ def _styled(value: object) -> object:
 
 
 def _styled_key(key: str) -> str:
-    """Keys like `no` or `2026` would read back as a bool or a number unless quoted."""
-    return SingleQuotedScalarString(key) if _plain_would_change(key) else key
+    """Keys like `no` or `2026` would read back as a bool or a number unless quoted; one like `a:b`
+    or `-x` is quoted too, so a later update still finds its line (`TOP_LEVEL_KEY`)."""
+    plain = TOP_LEVEL_KEY.match(f"{key}: x") is not None
+    return SingleQuotedScalarString(key) if _plain_would_change(key) or not plain else key
 
 
 def _plain_would_change(value: str) -> bool:

@@ -376,11 +376,111 @@ _JOINED_AFTER = re.compile(r"[./\\][^\W_]")
 
 
 def _protected(text: str) -> list[tuple[int, int]]:
-    """Sorted, disjoint spans never touched: the front matter, then code, links and comments of the body."""
+    """Sorted, disjoint spans never touched: the front matter, then code, links, comments, headings and
+    indented code of the body."""
     head = split(text)
     body = head.body_start if head.has_front_matter else 0
     spans = [(0, body)] if body else []
-    return spans + protected_spans(text, body)
+    found = list(_PROTECTED.finditer(text, body))
+    inline = [(m.start(), m.end()) for m in found]
+    fences = [(m.start(), m.end()) for m in found if m["fence"]]
+    return _merged(spans + inline + _blocks(text, body, fences))
+
+
+# A heading is a link target (`[[note#Yesterday]]`), so its words stay as they are.
+_ATX_HEADING = re.compile(r" {0,3}(?:>[ \t]*)*#{1,6}(?:[ \t]|\r?$)")
+_SETEXT_UNDERLINE = re.compile(r" {0,3}(?:=+|-+)[ \t]*\r?$")
+_LIST_ITEM = re.compile(r" {0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]|\r?$)")
+_THEMATIC_BREAK = re.compile(r" {0,3}(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})\r?$")
+_BLOCK_START = re.compile(r" {0,3}(?:>|<|\|)")  # quote, HTML or table: no paragraph a heading underlines
+_INTERRUPTS = re.compile(  # a line that ends the paragraph or list item text above it
+    "|".join(
+        f"(?:{p.pattern})"
+        for p in (_ATX_HEADING, _SETEXT_UNDERLINE, _LIST_ITEM, _THEMATIC_BREAK, _BLOCK_START)
+    )
+)
+
+
+def _blocks(text: str, start: int, fences: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Heading lines (ATX `# Yesterday`, and setext: a paragraph over `===` or `---`) and indented code
+    blocks (CommonMark: 4 columns in, not continuing a paragraph) from `start`; fenced code (`fences`)
+    is skipped. Inside a list an indented line is taken as the item's text, never as code: code there
+    would need 4 columns past the item's own, and a nested item (`    - yesterday`) must stay words;
+    so is an indented list item that starts the text."""
+    spans: list[tuple[int, int]] = []
+    fence_at = dict(fences)
+    previous = "blank"  # the block the last line belongs to: blank | paragraph | code | list | other
+    paragraph_start = 0
+    in_list = False
+    position = start
+    while position < len(text):
+        if position in fence_at:
+            position, previous = fence_at[position], "other"
+            continue
+        end = text.find("\n", position)
+        end = len(text) if end < 0 else end + 1
+        line = text[position:end]
+        indent = _columns(line)
+        if not line.strip():
+            previous = "code" if previous == "code" else "blank"
+        elif indent >= 4 and (
+            previous == "code" or previous in ("blank", "other") and not _opens_list(line, in_list)
+        ):
+            spans.append((position, end))
+            previous = "code"
+        elif indent >= 4 or previous in ("paragraph", "list") and not _interrupts(line):
+            previous = "list" if in_list and previous != "paragraph" else previous
+        elif previous == "paragraph" and _SETEXT_UNDERLINE.match(line):
+            spans.append((paragraph_start, end))
+            previous = "other"
+        elif _ATX_HEADING.match(line):
+            spans.append((position, end))
+            previous, in_list = "other", in_list and indent > 0
+        elif _LIST_ITEM.match(line) and not _THEMATIC_BREAK.match(line):
+            previous, in_list = "list", True
+        elif _THEMATIC_BREAK.match(line) or _BLOCK_START.match(line):
+            previous, in_list = "other", in_list and indent > 0
+        elif in_list and indent > 0:
+            previous = "list"
+        else:
+            previous, in_list, paragraph_start = "paragraph", False, position
+        position = end
+    return spans
+
+
+def _opens_list(line: str, in_list: bool) -> bool:
+    """Whether an indented line belongs to a list rather than starting code: inside a list, or a list
+    item itself (`    - met yesterday`, as an edit of a nested item gives it without its parent)."""
+    return in_list or _LIST_ITEM.match(line.lstrip(" \t")) is not None
+
+
+def _interrupts(line: str) -> bool:
+    """Whether `line` ends the paragraph or list item text above it rather than continuing it."""
+    return _INTERRUPTS.match(line) is not None
+
+
+def _columns(line: str) -> int:
+    """Columns of leading blanks, a tab advancing to the next multiple of 4 (CommonMark)."""
+    column = 0
+    for char in line:
+        if char == " ":
+            column += 1
+        elif char == "\t":
+            column += 4 - column % 4
+        else:
+            break
+    return column
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """`spans` sorted, overlapping ones joined: `_inside` needs them disjoint."""
+    out: list[tuple[int, int]] = []
+    for begin, end in sorted(spans):
+        if out and begin <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((begin, end))
+    return out
 
 
 def protected_spans(text: str, start: int = 0) -> list[tuple[int, int]]:

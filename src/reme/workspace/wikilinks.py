@@ -3,7 +3,8 @@
 Public API (the index builds its link graph from this):
 
 - `parse_links(text) -> list[Link]` — every link of a whole Markdown document: front-matter links
-  (predicate = the top-level key) and body links, skipping fenced code blocks and inline code spans.
+  (predicate = the top-level key) and body links, skipping fenced code blocks, inline code spans and
+  escaped links (`\\[[x]]` is the text `[[x]]` in Markdown).
   A document whose front matter is not valid YAML is parsed as all body.
 - `parse_body_links(text) -> list[Link]` — the same for text that has no front matter.
 - `Link` fields: `target` (literal workspace-relative path, never completed with `.md`), `anchor`
@@ -257,14 +258,23 @@ def _line_links(line: str, number: int, offset: int) -> Iterator[Link]:
     fields = _inline_fields(line, code) if typed else []
     line_predicate = _LINE_PREDICATE.match(line) if typed else None
     for match in _WIKILINK.finditer(line):
-        if _inside(match.start(), code):
+        if _inside(match.start(), code) or _escaped(line, match.start(2) - 2):
             continue
         predicate = next((key for start, end, key in fields if start < match.start() < end), None)
         if predicate is None and line_predicate and match.start() >= line_predicate.end():
             predicate = line_predicate.group(1)
-        link = _make_link(match, predicate, number, offset, False)
+        link = _make_link(match, predicate, number, offset, False, embed=not _escaped(line, match.start()))
         if link is not None:
             yield link
+
+
+def _escaped(line: str, position: int) -> bool:
+    r"""Whether the character at `position` follows an odd run of backslashes: in Markdown `\[[x]]`
+    is the text `[[x]]`, no link, and `\![[x]]` a plain link, no embed."""
+    start = position
+    while start > 0 and line[start - 1] == "\\":
+        start -= 1
+    return (position - start) % 2 == 1
 
 
 def _make_link(
@@ -274,8 +284,10 @@ def _make_link(
     offset: int,
     in_fm: bool,
     unescape: Callable[[str], str] = str,
+    embed: bool = True,
 ) -> Link | None:
-    """A Link from a wikilink match; `unescape` undoes YAML quoting for front-matter values."""
+    """A Link from a wikilink match; `unescape` undoes YAML quoting for front-matter values; `embed`
+    False when the `!` is escaped."""
     inner_start = match.start(2)
     inner = match.group(2)
     target_part, bar, alias = inner.partition("|")
@@ -290,7 +302,7 @@ def _make_link(
         target=unescape(stripped),
         anchor=(unescape(anchor.strip()) or None) if hash_sign else None,
         alias=unescape(alias) or None,
-        embed=bool(match.group(1)),
+        embed=embed and bool(match.group(1)),
         predicate=predicate,
         line=line,
         in_front_matter=in_fm,
