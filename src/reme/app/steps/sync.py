@@ -132,17 +132,9 @@ def _answer(ctx: JobContext, report: gitsync.SyncReport) -> None:
 @register_step("history")
 def history(ctx: JobContext) -> None:
     path = workspace_of(ctx.app).check(ctx.params["path"])
-    versions = githistory.history(repo_of(ctx.app), path, ctx.params["limit"])
-    ctx.response.metadata["versions"] = versions
-    ctx.response.answer = (
-        "\n".join(
-            f"{v['rev'][:12]} {v['date']} {v['author']}"
-            + (f" [{v['job']}]" if v["job"] else "")
-            + f" {v['message']}"
-            for v in versions
-        )
-        or f"no committed version of {path}"
-    )
+    found = githistory.history(repo_of(ctx.app), path, ctx.params["limit"])
+    ctx.response.metadata.update({"versions": found.versions, "stopped_early": found.stopped_early})
+    ctx.response.answer = found.answer(path)
 
 
 @register_step("diff")
