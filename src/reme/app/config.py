@@ -21,6 +21,7 @@ from reme.app.values import parse_value
 from reme.errors import ReMeError, UserError
 from reme.jsontypes import JSONObject, JSONValue
 from reme.workspace.buckets import parse_buckets
+from reme.workspace.gitrepo import redact_url
 
 PACKAGED_DIR = Path(str(resources.files("reme") / "config"))
 TOP_LEVEL_KEYS = {
@@ -352,11 +353,11 @@ def _unknown(shown: str, name: str, known: set[str]) -> str:
 
 
 def redact(value: JSONValue, key: str = "") -> JSONValue:
-    """A copy with secret-looking values (keys, tokens, passwords) replaced by `***`."""
+    """A copy with secret-looking values (keys, tokens, passwords, a URL's `user:password@`) replaced by `***`."""
     if isinstance(value, dict):
         return {k: redact(v, str(k)) for k, v in value.items()}
     if isinstance(value, list):
         return [redact(v, key) for v in value]
     if key and _SECRET_KEY.search(key) and value not in (None, ""):
         return "***"
-    return value
+    return redact_url(value) if isinstance(value, str) else value

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from reme.jsontypes import JSONObject
-from reme.llm.settings import ModelSettings
+from reme.llm.settings import ModelSettings, shown_url
 from reme.workspace.atomic import atomic_write
 
 FALLBACK = {"tool": "prompted", "native": "prompted"}
@@ -33,7 +33,8 @@ _lock = threading.Lock()
 
 
 def _endpoint(settings: ModelSettings) -> str:
-    return f"{settings.backend} {settings.base_url}"
+    """The endpoint's key in the file (in the workspace, which may be synced): no URL credentials."""
+    return f"{settings.backend} {shown_url(settings.base_url)}"
 
 
 def _key(settings: ModelSettings) -> tuple[str, str, str, str]:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from reme.llm.settings import OUTPUT_MODES, ModelSettings
+from reme.llm.settings import OUTPUT_MODES, ModelSettings, shown_url
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
@@ -23,8 +23,13 @@ REACH_TIMEOUT_S = 3.0
 PROBE_STEPS = 4  # model requests per output-mode probe
 
 
-def endpoint(settings: ModelSettings) -> str:
+def _url(settings: ModelSettings) -> str:
     return (settings.base_url or DEFAULT_URLS.get(settings.backend, "")).rstrip("/")
+
+
+def endpoint(settings: ModelSettings) -> str:
+    """The endpoint as a report shows it: URL credentials masked."""
+    return shown_url(_url(settings))
 
 
 async def unreachable(settings: ModelSettings, timeout: float = REACH_TIMEOUT_S) -> str | None:
@@ -33,7 +38,7 @@ async def unreachable(settings: ModelSettings, timeout: float = REACH_TIMEOUT_S)
         return None
     import httpx
 
-    url = endpoint(settings)
+    url = _url(settings)
     headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
     if settings.backend == "anthropic":
         headers = {"x-api-key": settings.api_key, "anthropic-version": "2023-06-01"}
@@ -41,9 +46,12 @@ async def unreachable(settings: ModelSettings, timeout: float = REACH_TIMEOUT_S)
         async with httpx.AsyncClient(timeout=timeout) as client:
             answer = await client.get(f"{url}/models", headers=headers)
     except httpx.HTTPError as exc:
-        return f"cannot reach {url} ({type(exc).__name__}: {exc or 'no answer'}); check LLM_BASE_URL and that the server runs"
+        said = f"{type(exc).__name__}: {exc or 'no answer'}"
+        return settings.redacted(
+            f"cannot reach {endpoint(settings)} ({said}); check LLM_BASE_URL and that the server runs"
+        )
     if answer.status_code in (401, 403):
-        return f"{url} refused the API key (HTTP {answer.status_code}); check LLM_API_KEY"
+        return f"{endpoint(settings)} refused the API key (HTTP {answer.status_code}); check LLM_API_KEY"
     return None  # any other answer (even 404 for servers without /models): something serves there
 
 
@@ -78,15 +86,16 @@ def _quick(settings: ModelSettings) -> ModelSettings:
     return replace(settings.lowered(max_tokens=PROBE_MAX_TOKENS), max_retries=0)
 
 
-def describe_error(exc: BaseException) -> str:
-    """An exception as a doctor quotes it: the HTTP status and the server's whole reason, bounded."""
+def describe_error(exc: BaseException, settings: ModelSettings) -> str:
+    """An exception as a doctor quotes it: the HTTP status and the server's whole reason, bounded,
+    with the key and URL credentials masked should the server quote them back."""
     from pydantic_ai.exceptions import ModelHTTPError
 
     from reme.llm import wire
 
     if isinstance(exc, ModelHTTPError):
-        return f"HTTP {exc.status_code}: {wire.reason(exc.body, REASON_CHARS)}"
-    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:REASON_CHARS]
+        return settings.redacted(f"HTTP {exc.status_code}: {wire.reason(exc.body, REASON_CHARS)}")
+    return settings.redacted(f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:REASON_CHARS])
 
 
 async def probe_round_trip(model: Model, settings: ModelSettings) -> RoundTrip:
@@ -108,7 +117,7 @@ async def probe_round_trip(model: Model, settings: ModelSettings) -> RoundTrip:
             )
             error = None
         except Exception as exc:
-            error = describe_error(exc)
+            error = describe_error(exc, settings)
     replies = [m for m in messages if isinstance(m, ModelResponse)]
     calls = any(isinstance(part, ToolCallPart) for reply in replies for part in reply.parts)
     if not called and error is None:
@@ -141,7 +150,7 @@ async def probe_output_modes(model: Model, settings: ModelSettings) -> list[Mode
             )
             reports.append(ModeReport(mode, isinstance(result.output, Answer)))
         except Exception as exc:
-            reports.append(ModeReport(mode, False, describe_error(exc)))
+            reports.append(ModeReport(mode, False, describe_error(exc, settings)))
     return reports
 
 

@@ -7,7 +7,8 @@ Structured output uses the configured output mode; an endpoint that refuses it g
 (see `output_modes`). Every request is bounded by `settings.timeout`, every run by what is left
 of its job run's wall-clock budget (`budget`) and its tool calls by `max_steps` times
 `TOOL_CALLS_PER_STEP` (checked before a reply's calls run); a failure answer is one or two
-sentences quoting the server's reason, bounded (the whole body is in the log).
+sentences quoting the server's reason, bounded (the whole body is in the log), with the key and URL
+credentials masked should the server quote them back.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ OnEvent = Callable[[JSONObject], Awaitable[None]]
 MAX_TOOL_ANSWER_CHARS = 12_000
 MAX_REASON_CHARS = 300  # of the server's reason in a failure answer; the whole body goes to the log
 TOOL_CALLS_PER_STEP = 5  # tool calls per run: `max_steps` times this (a reply may ask hundreds at once)
+NOT_THE_MODE = frozenset({401, 403, 404})  # a refused key, an unknown URL or model: no output-mode fallback
 log = logging.getLogger(__name__)
 
 
@@ -157,9 +159,9 @@ def _make_tool(
     return tool
 
 
-def _one_line(exc: BaseException) -> str:
-    """An exception's text on one line, bounded (`MAX_REASON_CHARS`)."""
-    return " ".join(str(exc).split())[:MAX_REASON_CHARS]
+def _one_line(said: object) -> str:
+    """An exception's (or a message's) text on one line, bounded (`MAX_REASON_CHARS`)."""
+    return " ".join(str(said).split())[:MAX_REASON_CHARS]
 
 
 def _failure_message(
@@ -172,6 +174,7 @@ def _failure_message(
     """One or two sentences: what failed, the server's reason (bounded) and what to do; the run's
     `messages` say whether an invalid reply was cut at `max_tokens`."""
     from pydantic_ai.exceptions import (
+        ContentFilterError,
         ModelAPIError,
         ModelConnectionError,
         ModelHTTPError,
@@ -181,6 +184,7 @@ def _failure_message(
     from pydantic_ai.messages import ModelResponse
 
     asked = f"{sent} request{'s' if sent != 1 else ''} sent"
+    last = next((m for m in reversed(messages) if isinstance(m, ModelResponse)), None)
     if isinstance(exc, TimeoutError) or budget_left <= 0:
         return (
             f"the job run's LLM time budget ({settings.run_budget:g} s) ran out ({asked}); "
@@ -204,7 +208,11 @@ def _failure_message(
         )
     if isinstance(exc, ModelHTTPError):
         why = wire.reason(exc.body, MAX_REASON_CHARS)
-        if wire.deterministic(exc.status_code, exc.body):
+        if exc.status_code in (401, 403):
+            hint = "check LLM_API_KEY (and that it may use this model)"
+        elif exc.status_code == 404:
+            hint = "check that LLM_BASE_URL is the server's OpenAI-compatible /v1 URL and LLM_MODEL a model it serves"
+        elif wire.deterministic(exc.status_code, exc.body):
             hint = "the server refuses this request; run `reme doctor` to see which step it rejects"
         else:
             hint = "check that the server runs and is not overloaded"
@@ -219,14 +227,27 @@ def _failure_message(
             f"LLM request failed ({asked}): {type(exc).__name__}: {_one_line(exc)}; "
             "check LLM_BASE_URL and that the server runs"
         )
+    if isinstance(exc, ContentFilterError) or (
+        isinstance(exc, UnexpectedModelBehavior)
+        and last is not None
+        and last.finish_reason == "content_filter"
+    ):
+        said = (
+            exc.message
+            if isinstance(exc, ContentFilterError)
+            else "its reply was stopped by a content filter"
+        )
+        return (
+            f"the model refused to answer ({asked}): {_one_line(said)}; the input may trip its provider's "
+            "content policy: try another model"
+        )
     if isinstance(exc, UnexpectedModelBehavior):
         retried = f", {settings.output_retries} output retries" if settings.output_retries else ""
-        last = next((m for m in reversed(messages) if isinstance(m, ModelResponse)), None)
         if last is not None and last.finish_reason == "length":
             hint = f"the reply was cut at max_tokens ({settings.max_tokens}): raise components.llm.max_tokens"
         else:
             hint = "try components.llm.output_mode=prompted or another model (`reme doctor` tries each mode)"
-        return f"LLM reply stayed invalid ({asked}{retried}): {_one_line(exc)}; {hint}"
+        return f"LLM reply stayed invalid ({asked}{retried}): {_one_line(exc.message)}; {hint}"
     return f"LLM run failed ({asked}): {type(exc).__name__}: {_one_line(exc)}"
 
 
@@ -323,7 +344,7 @@ async def run_agent(
 
     def spent(exc: BaseException) -> AgentFailed:
         left = budget.remaining(settings.run_budget)
-        message = _failure_message(exc, settings, sent[0], left, replies)
+        message = settings.redacted(_failure_message(exc, settings, sent[0], left, replies))
         log.warning("LLM run failed: %s", message)
         return AgentFailed(message, usage_dict(usage, sent[0], replies))
 
@@ -337,26 +358,33 @@ async def run_agent(
             fallback = _fallback_after(exc, mode, output_type, usage)
             if fallback is None or budget.remaining(settings.run_budget) <= 0:
                 raise spent(exc) from exc
-            log.warning("the LLM endpoint refused output mode %r (%s); trying %r", mode, exc, fallback)
+            refused = _refusal_reason(exc, settings)
+            log.warning("the LLM endpoint refused output mode %r (%s); trying %r", mode, refused, fallback)
             try:
                 result = await run(fallback, budget.remaining(settings.run_budget))
             except Exception as retry_exc:
                 if usage.requests:  # the server took the fallback mode, though the run failed later
-                    output_modes.remember(settings, fallback, _refusal_reason(exc))
+                    output_modes.remember(settings, fallback, refused)
                 raise spent(retry_exc) from retry_exc
-            output_modes.remember(settings, fallback, _refusal_reason(exc))
+            output_modes.remember(settings, fallback, refused)
             mode = fallback
     structured = None if output_type is str else mode
     return AgentResult(result.output, usage_dict(usage, sent[0], replies), calls, structured)
 
 
-def _refusal_reason(exc: BaseException) -> str:
+def _refusal_reason(exc: BaseException, settings: ModelSettings) -> str:
+    """The server's reason for refusing a mode, as logged and kept (its key and URL credentials masked)."""
     body = getattr(exc, "body", None)
-    return f"HTTP {getattr(exc, 'status_code', '?')}: {wire.reason(body, MAX_REASON_CHARS)}"
+    return settings.redacted(
+        f"HTTP {getattr(exc, 'status_code', '?')}: {wire.reason(body, MAX_REASON_CHARS)}"
+    )
 
 
 def _fallback_after(exc: Exception, mode: str, output_type: type[object], usage: RunUsage) -> str | None:
-    """The mode to try once more in when the endpoint refused this one at the first request."""
+    """The mode to try once more in when the endpoint refused this one at the first request; not
+    after a refused key or an unknown URL or model, which no output mode changes."""
     if output_type is str or usage.requests or not output_modes.is_refusal(exc, asked_feature=True):
+        return None
+    if getattr(exc, "status_code", None) in NOT_THE_MODE:
         return None
     return output_modes.FALLBACK.get(mode)

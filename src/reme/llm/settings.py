@@ -6,6 +6,7 @@ Kept free of pydantic-ai so that checking configuration (and `import reme`) stay
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -35,6 +36,27 @@ ROLE_KEYS = (
 # context is full (minutes on a CPU), so a limit is always sent.
 DEFAULT_MAX_TOKENS = {"chat": 2048, "memory": 4096}
 FALLBACK_MAX_TOKENS = 4096
+MIN_MASKED_KEY = 8  # a key this long or longer is masked wherever a server quotes it back
+_USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://)[^/?#]*@", re.IGNORECASE)
+_QUERY_VALUE = re.compile(r"([?&][^=&#]*=)[^&#]*")
+_HTTP_URL = re.compile(r"https?://[^/?#\s]+[^\s]*", re.IGNORECASE)
+_SENDABLE_KEY = re.compile(r"[\x21-\x7e]+")  # printable ASCII without spaces: what an HTTP header can carry
+
+
+def shown_url(url: str) -> str:
+    """`url` as it may be logged, shown or kept on disk: `user:password@` and query values masked."""
+    return _QUERY_VALUE.sub(r"\1***", _USERINFO.sub(r"\1***@", url))
+
+
+def _url_problem(url: str) -> str | None:
+    """Why `url` can never serve as an endpoint (the SDKs add their path after it), or None."""
+    if not _HTTP_URL.fullmatch(url):
+        return f"must be an http:// or https:// URL such as http://localhost:11434/v1, not {shown_url(url)!r}"
+    if "?" in url or "#" in url:
+        return (
+            f"must have no query string or fragment (the client adds its path after it): {shown_url(url)!r}"
+        )
+    return None
 
 
 @dataclass(frozen=True)
@@ -66,14 +88,23 @@ class ModelSettings:
             return "LLM_API_KEY"
         if self.backend == "openai" and not self.api_key and not self.base_url:
             return "LLM_API_KEY (or LLM_BASE_URL for a local OpenAI-compatible server)"
-        return None
+        if self.api_key and not _SENDABLE_KEY.fullmatch(self.api_key):
+            return "LLM_API_KEY (it contains a space, a line break or a character that is not ASCII; copy the key again)"
+        problem = _url_problem(self.base_url) if self.base_url else None
+        return f"LLM_BASE_URL ({problem})" if problem else None
+
+    def redacted(self, text: str) -> str:
+        """`text` (a server's answer, an error) with this model's key and URL credentials masked."""
+        if len(self.api_key) >= MIN_MASKED_KEY:
+            text = text.replace(self.api_key, "***")
+        return text.replace(self.base_url, shown_url(self.base_url)) if self.base_url else text
 
     def describe(self) -> JSONObject:
         """Public view for health checks: no secrets."""
         return {
             "backend": self.backend,
             "model": self.model,
-            "base_url": self.base_url or None,
+            "base_url": shown_url(self.base_url) or None,
             "api_key_set": bool(self.api_key),
             "output_mode": self.output_mode,
             "max_tokens": self.max_tokens,
@@ -138,8 +169,8 @@ def resolve_settings(settings: Mapping[str, object], role: str | None = None) ->
     base = ModelSettings(
         backend=str(settings.get("backend") or "openai"),
         model=str(settings.get("model") or ""),
-        base_url=str(settings.get("base_url") or ""),
-        api_key=str(settings.get("api_key") or ""),
+        base_url=str(settings.get("base_url") or "").strip(),
+        api_key=str(settings.get("api_key") or "").strip(),
         output_mode=_output_mode(settings.get("output_mode") or "tool", "components.llm.output_mode"),
         modes_file=str(settings.get("modes_file") or ""),
         **numbers,
@@ -152,6 +183,7 @@ def resolve_settings(settings: Mapping[str, object], role: str | None = None) ->
     changes: dict[str, Any] = {}  # each checked for its field's kind
     for key in ROLE_KEYS:
         value = overrides.get(key)
+        value = value.strip() if isinstance(value, str) else value  # an env value may keep a Windows `\r`
         if value in (None, ""):
             continue
         if key in _NUMBERS:

@@ -11,11 +11,15 @@ goes as `max_tokens` (the field local servers read) instead of `max_completion_t
 `deterministic` tells a refusal (a request the server will never accept: most 4xx, and a 500 whose
 body is a validation error) from a passing fault; `CompatTransport` marks such answers
 `x-should-retry: false`, which the OpenAI and Anthropic SDKs obey, so a refusal costs one request,
-and logs the whole error body (the failure message quotes only its first line).
+and logs the whole error body (the failure message quotes only its first line). So is an answer
+asking to be retried after more than `MAX_RETRY_AFTER` (a quota reset hours away): the OpenAI SDK
+gives up on it, the Anthropic SDK would sleep for as long as the server says.
 
 A reply is bounded too: at most `MAX_REPLY_BYTES` (a misbehaving server may send 100 MB), and a
-non-streamed one must arrive whole within the request's timeout, which httpx applies to each read
-only (a server trickling a byte a second would never time out). A non-streamed chat reply that is no
+non-streamed one (OpenAI's chat completions, Anthropic's messages) must arrive whole within the
+request's timeout, which httpx applies to each read only (a server trickling a byte a second would
+never time out). What is logged never holds the request's key or URL credentials, even where the
+server quotes them back. A non-streamed chat reply that is no
 completion (an HTML page, `choices: []`, an `{"error": ...}` sent with HTTP 200) is a `BadReply`
 quoting the server, not an `IndexError` deep in the client.
 """
@@ -27,11 +31,14 @@ import json
 import logging
 import re
 import time
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Mapping
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from types import TracebackType
 from typing import TYPE_CHECKING
 
 from reme.jsontypes import JSONObject, JSONValue
+from reme.llm.settings import MIN_MASKED_KEY, shown_url
 
 if TYPE_CHECKING:
     import httpx2
@@ -42,6 +49,7 @@ TRANSIENT_4XX = frozenset({408, 409, 425, 429})
 MAX_LOGGED_BODY = 20_000
 MAX_REPLY_BYTES = 10_000_000  # a reply of 4096 tokens is ~100 KB, streamed ~1 MB
 MAX_QUOTED_CHARS = 300
+MAX_RETRY_AFTER = 120.0  # seconds a retry may wait on a server's word (the OpenAI SDK's own cap)
 # headers that describe the body as sent: a body read here is decoded, so a rebuilt response drops them
 DECODED_HEADERS = ("content-encoding", "content-length", "transfer-encoding")
 # What validation errors look like in the servers' own words (pydantic/FastAPI, Go, llama.cpp).
@@ -53,6 +61,8 @@ VALIDATION = re.compile(
     re.IGNORECASE,
 )
 OPENAI_HOSTS = ("api.openai.com",)
+MODEL_ROUTES = ("/chat/completions", "/messages")  # OpenAI-compatible and Anthropic model requests
+SECRET_HEADERS = ("authorization", "x-api-key", "api-key")
 
 
 def error_text(body: object) -> str:
@@ -102,6 +112,23 @@ def deterministic(status: int, body: object, *, asked_feature: bool = False) -> 
     text = error_text(body)
     # llama-cpp-python answers a validation error, and a bare `assert` on a feature it lacks, as 500
     return bool(VALIDATION.search(text)) or (asked_feature and not text)
+
+
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds the server asks a retry to wait (`retry-after-ms`, or `retry-after` in seconds or as a
+    date), None when it names none or nothing readable."""
+    try:
+        if "retry-after-ms" in headers:
+            return float(headers["retry-after-ms"]) / 1000
+        if "retry-after" in headers:
+            return float(headers["retry-after"])
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(headers.get("retry-after", ""))
+    except (TypeError, ValueError, IndexError):
+        return None
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp() - datetime.now(UTC).timestamp()
 
 
 def reason(body: object, limit: int = 600) -> str:
@@ -199,14 +226,14 @@ class CompatTransport:
         self.inner = inner
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        asked = streamed = chat = False
-        if request.method == "POST" and request.url.path.endswith("/chat/completions"):
-            chat = True
+        asked = streamed = model = False
+        if request.method == "POST" and request.url.path.endswith(MODEL_ROUTES):
+            model = True
             request, asked, streamed = await self._rewritten(request)
         started = time.monotonic()
         response = await self.inner.handle_async_request(request)
         sse = "event-stream" in response.headers.get("content-type", "event-stream")  # none named: trusted
-        if chat and 200 <= response.status_code < 300 and not (streamed and sse):
+        if model and 200 <= response.status_code < 300 and not (streamed and sse):
             return await self._completion(request, response, started, streamed)
         if response.status_code < 400:
             return type(response)(
@@ -217,10 +244,14 @@ class CompatTransport:
                 request=request,
             )
         content = await _whole(response, (request.extensions.get("timeout") or {}).get("read"), started)
-        final = deterministic(response.status_code, content, asked_feature=asked)
+        content = _masked(content, request)  # what the client, its errors and the log see
+        wait = retry_after(response.headers)
+        final = deterministic(response.status_code, content, asked_feature=asked) or (
+            wait is not None and wait > MAX_RETRY_AFTER
+        )
         log.warning(
             "model server %s answered HTTP %s (%s): %s",
-            request.url,
+            shown_url(str(request.url)),
             response.status_code,
             "final, not retried" if final else "may be retried",
             content[:MAX_LOGGED_BODY].decode("utf-8", "replace"),
@@ -240,14 +271,15 @@ class CompatTransport:
     async def _completion(
         self, request: httpx2.Request, response: httpx2.Response, started: float, streamed: bool
     ) -> httpx2.Response:
-        """A chat reply that is no event stream, read whole (bounded) and checked to be a completion."""
+        """A model reply that is no event stream, read whole (bounded); a chat reply is checked to be a
+        completion (an Anthropic client reports a body it cannot read itself)."""
         read = (request.extensions.get("timeout") or {}).get("read")
         content = await _whole(response, read, started)
-        problem = completion_problem(content, streamed=streamed)
+        chat = request.url.path.endswith("/chat/completions")
+        problem = completion_problem(_masked(content, request), streamed=streamed) if chat else None
         if problem:
-            log.warning(
-                "model server %s: %s", request.url, content[:MAX_LOGGED_BODY].decode("utf-8", "replace")
-            )
+            said = _masked(content, request)[:MAX_LOGGED_BODY].decode("utf-8", "replace")
+            log.warning("model server %s: %s", shown_url(str(request.url)), said)
             raise BadReply(problem)
         return type(response)(
             response.status_code,
@@ -258,7 +290,8 @@ class CompatTransport:
         )
 
     async def _rewritten(self, request: httpx2.Request) -> tuple[httpx2.Request, bool, bool]:
-        """The request in its compatible form, whether it asks a feature, whether it streams."""
+        """The request in its compatible form (chat completions only), whether it asks a feature,
+        whether it streams."""
         raw = await request.aread()
         try:
             body = json.loads(raw)
@@ -267,6 +300,8 @@ class CompatTransport:
         if not isinstance(body, dict):
             return request, False, False
         streamed = body.get("stream") is True
+        if not request.url.path.endswith("/chat/completions"):
+            return request, False, streamed
         fixed = compatible_body(body, openai_host=request.url.host in OPENAI_HOSTS)
         if fixed == body:
             return request, asks_feature(body), streamed
@@ -291,6 +326,15 @@ class CompatTransport:
         traceback: TracebackType | None = None,
     ) -> None:
         await self.inner.__aexit__(exc_type, exc, traceback)
+
+
+def _masked(content: bytes, request: httpx2.Request) -> bytes:
+    """`content` without the key the request carries (a server may quote it back in an error)."""
+    for name in SECRET_HEADERS:
+        key = request.headers.get(name, "").removeprefix("Bearer ").strip().encode()
+        if len(key) >= MIN_MASKED_KEY:
+            content = content.replace(key, b"***")
+    return content
 
 
 async def _whole(response: httpx2.Response, seconds: float | None, started: float) -> bytes:
