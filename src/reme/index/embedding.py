@@ -48,7 +48,9 @@ class Stamp:
 class EmbeddingRejected(ReMeError):
     """The model refused this input itself (HTTP 400/413/422: too long, unacceptable text):
     sending the same texts again fails again. The vector index then bisects the batch and marks the
-    text that fails alone as failed; any other error is taken as transient and retried later."""
+    text that fails alone as failed. Any other error is taken as transient and retried later, until a
+    text has failed that often (`vectors.queue.ISOLATE_AFTER`): then its batch is bisected too, and a
+    text failing alone while a control text still embeds is marked failed (an outage marks none)."""
 
 
 class Embedder(Protocol):

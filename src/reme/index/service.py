@@ -202,7 +202,9 @@ class IndexService:
                 log.warning("index repair failed; rebuilding", exc_info=True)
                 report = {"error": f"{type(exc).__name__}: {exc}"}
             agree = "error" not in report and store.keyword_doc_total() == self.keyword.num_docs
-            self._needs_rebuild = layout_changed or not agree
+            if store.recreated:  # tables dropped by hand came back empty: their rows are re-derived
+                report["recreated_tables"] = list(store.recreated)
+            self._needs_rebuild = layout_changed or not agree or bool(store.recreated)
             self.last_repair = {**report, "rebuild": self._needs_rebuild}
 
     def interrupt(self) -> None:
@@ -262,6 +264,7 @@ class IndexService:
 
     def _rebuild(self, progress: Progress | None) -> SyncReport:
         """Rebuild; record the layout only once every file was rebuilt with it (not when shutdown cut it short)."""
+        self._store().restore_schema()  # a table dropped while running comes back to be refilled
         report = self.indexer.rebuild(progress)
         if not report.stopped:
             self._store().set_meta("layout", self._layout())
@@ -408,6 +411,16 @@ class IndexService:
         await asyncio.to_thread(sync_changes, self.indexer, sorted(stale))
         return True
 
+    def searchable(self, query: str) -> bool:
+        """Whether the query has a word the keyword index knows (stop words, punctuation and
+        symbols alone have none): a search that found nothing can then tell the user to rephrase."""
+        return self.keyword.has_terms(query)
+
+    def resolve_link(self, target: str) -> str | None:
+        """The file a link target (or a path spelled like one) names, as links resolve (docs/spec.md
+        §2.2); None when it names none or several."""
+        return self.graph.resolve(target)
+
     def freshness(self) -> Freshness:
         """Index writes in flight (this process's or another's) and, with vectors on, chunks still
         waiting for their embedding or why the vector branch is unavailable."""
@@ -430,12 +443,19 @@ class IndexService:
     def health(self) -> JSONObject:
         if self.store is None:
             return {"status": "error", "message": "not started"}
-        self.guard.catch_up()
-        problems = self.guard.problems()
+        missing = self.store.missing_tables()
+        if missing:  # every search and write would fail or miss rows until the catalog is rebuilt
+            problems = [
+                f"the catalog lacks its table(s) {', '.join(missing)} (removed outside reme); "
+                "run reindex to rebuild it from the files"
+            ]
+        else:
+            self.guard.catch_up()
+            problems = self.guard.problems()
         health: JSONObject = {
             "status": "degraded" if problems else "ok",
             "ready": self._ready,
-            "pending_writes": len(self.store.intents()),
+            "pending_writes": 0 if "intents" in missing else len(self.store.intents()),
             "last_repair": self.last_repair,
         }
         if self.vectors is not None:

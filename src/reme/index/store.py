@@ -27,6 +27,7 @@ from pathlib import Path
 from reme.index.wal import WalDatabase
 
 SCHEMA_VERSION = 3  # 2: chunks.role; 3: files.content_sha
+CATALOG_TABLES = ("meta", "files", "chunks", "links", "intents", "changes")  # what `_SCHEMA` creates
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -128,6 +129,15 @@ class FileRecord:
 _CHUNK_ROWS = "SELECT chunk_id, path, start_line, end_line, heading_path, text, role FROM chunks"
 
 
+def _create_schema(db: sqlite3.Connection) -> None:
+    """Create the tables and meta rows that are missing (all of a new catalog's)."""
+    for statement in _SCHEMA.strip().split(";"):
+        if statement.strip():
+            db.execute(statement)
+    db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+    db.execute("INSERT OR IGNORE INTO meta VALUES ('catalog_id', ?)", (secrets.token_hex(8),))
+
+
 def _chunk_row(row: Sequence) -> ChunkRow:
     chunk_id, path, start, end, heading, text, role = row
     return ChunkRow(chunk_id, path, start, end, json.loads(heading), text, role)
@@ -138,16 +148,27 @@ class MetadataStore(WalDatabase):
 
     def __init__(self, db_path: Path) -> None:
         super().__init__(db_path)
+        self.recreated: list[str] = []  # tables an existing catalog lacked (dropped by hand): rebuild
         with self.transaction() as db:
             tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             if "meta" in tables and self._get_meta(db, "schema_version") != str(SCHEMA_VERSION):
                 for table in tables:  # written by another reme version: derived data, start afresh
                     db.execute(f'DROP TABLE "{table}"')
-            for statement in _SCHEMA.strip().split(";"):
-                if statement.strip():
-                    db.execute(statement)
-            db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-            db.execute("INSERT OR IGNORE INTO meta VALUES ('catalog_id', ?)", (secrets.token_hex(8),))
+            elif "meta" in tables:
+                self.recreated = [table for table in CATALOG_TABLES if table not in tables]
+            _create_schema(db)
+
+    def missing_tables(self) -> list[str]:
+        """Catalog tables that are gone (dropped outside reme): one query, for health."""
+        with self._lock:
+            rows = self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+        present = {row[0] for row in rows}
+        return [table for table in CATALOG_TABLES if table not in present]
+
+    def restore_schema(self) -> None:
+        """Create any table that is gone (empty), so a rebuild can refill it."""
+        with self.transaction() as db:
+            _create_schema(db)
 
     # meta ----------------------------------------------------------------------------------------
 

@@ -86,8 +86,9 @@ class ScanLinks:
 
     def _resolve(self, target: str, files: list[str]) -> str | None:
         def exists(path: str) -> bool:
+            """A link names a file: a folder of that name is no match, as in the index's graph."""
             try:
-                return self.workspace.resolve(path).exists()
+                return self.workspace.resolve(path).is_file()
             except ValueError:
                 return False
 

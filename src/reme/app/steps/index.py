@@ -24,6 +24,7 @@ from reme.workspace import frontmatter
 from reme.workspace.dates import check_date
 from reme.workspace.paths import UnsafePathError, check_relative
 
+DROPPED_WORDS_SHOWN = 10  # words of a query without searchable words quoted back (each cut to 30 characters)
 MAX_NODE_BYTES = 1_000_000  # a node read for its statements (`as_of`); bigger ones are shown as they are
 READY_WAIT_S = 2.0  # how long a search waits for a running catch-up before answering with a note
 
@@ -88,11 +89,26 @@ async def search(ctx: JobContext, ready_wait_s: float = READY_WAIT_S) -> None:
     marked = as_of_marks.mark(hits, as_of or ctx.app.today(), explicit=as_of is not None)[:limit]
     note = as_of_marks.render_marks(marked, as_of or ctx.app.today(), as_of is not None)
     answer = render_hits(query, [m.hit for m in marked]) + (f"\n\n{note}" if note else "")
+    answer += _unsearchable(index, query) if not marked else ""
     ctx.response.answer = index.readiness().annotate(answer)
     ctx.response.metadata["results"] = [m.to_dict() for m in marked]
     if as_of:
         ctx.response.metadata["as_of"] = as_of.isoformat()
     _flag_pending(ctx, index)
+
+
+def _unsearchable(index: IndexService, query: str) -> str:
+    """Why a search found nothing when the query has no word the index knows (stop words,
+    punctuation, emoji), naming the words dropped, so the user or agent rephrases; else ""."""
+    if index.searchable(with_iso_dates(query)):
+        return ""
+    words = query.split()
+    shown = ", ".join(repr(word[:30]) for word in words[:DROPPED_WORDS_SHOWN])
+    more = f" and {len(words) - DROPPED_WORDS_SHOWN} more" if len(words) > DROPPED_WORDS_SHOWN else ""
+    return (
+        f"\n\nThe query has no searchable words (dropped: {shown}{more}): stop words, punctuation and "
+        "symbols are left out of the index. Rephrase it with words the note would contain."
+    )
 
 
 def _flag_pending(ctx: JobContext, index: IndexService) -> None:
@@ -137,6 +153,7 @@ async def node_search(ctx: JobContext, folder: str | None = None, ready_wait_s: 
     nodes = await asyncio.to_thread(_node_validity, ctx, nodes, as_of)
     held = as_of_marks.render_node_validity(nodes)
     answer = render_nodes(query, nodes) + (f"\n\nstatements {_when(as_of)}:\n{held}" if held else "")
+    answer += _unsearchable(index, query) if not nodes else ""
     ctx.response.answer = index.readiness().annotate(answer)
     if as_of:
         ctx.response.metadata["as_of"] = as_of.isoformat()
@@ -175,8 +192,9 @@ async def traverse(ctx: JobContext, max_nodes: int = 1000, ready_wait_s: float =
         raise JobError("path is empty; give one path or a list of paths to start from")
     if len(seeds) > max_nodes:
         raise JobError(f"path lists {len(seeds)} files; start from at most {max_nodes}")
-    seeds = [_path(seed, "path") for seed in seeds]
+    written = [_path(seed, "path") for seed in seeds]
     index = await _ready_index(ctx, ready_wait_s)
+    seeds = await asyncio.to_thread(lambda: [index.resolve_link(seed) or seed for seed in written])
     nodes, edges = await index.traverse(seeds, ctx.params["depth"], ctx.params["direction"], max_nodes)
     ctx.response.metadata.update({"nodes": [asdict(n) for n in nodes], "edges": [asdict(e) for e in edges]})
     lines = [f"{len(nodes)} node(s), {len(edges)} edge(s):"]
@@ -185,6 +203,11 @@ async def traverse(ctx: JobContext, max_nodes: int = 1000, ready_wait_s: float =
             f"{len(nodes)} node(s), {len(edges)} edge(s) (stopped at the limit of {max_nodes} nodes; "
             "there may be more: lower depth or start from fewer paths):"
         )
+    lines += [
+        f"(path {seed} resolved to {named}, as links resolve)"
+        for seed, named in zip(written, seeds, strict=True)
+        if seed != named
+    ]
     for node in nodes:
         about = ": ".join(part for part in (node.name, node.description) if part)
         missing = "" if node.exists else " (missing)"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -24,7 +25,13 @@ from reme.index.store import ChangeMark, MetadataStore
 from reme.index.vectors.breaker import CircuitBreaker
 from reme.index.vectors.cache import VECTORS_DB, VectorCache
 from reme.index.vectors.mix import NeighbourMix
-from reme.index.vectors.queue import EmbeddingQueue, Waiting, embed_bisecting
+from reme.index.vectors.queue import (
+    Embedded,
+    EmbeddingQueue,
+    Waiting,
+    embed_bisecting,
+    embed_isolating,
+)
 from reme.index.vectors.rows import RowStore
 from reme.jsontypes import JSONObject
 
@@ -172,44 +179,61 @@ class VectorIndex:
         with self._lock:
             return self.queue.failed_chunks()
 
-    def embed_batch(self) -> int:
+    def embed_batch(self, isolate: bool = False) -> int:
         """Embed and store the next batch of pending chunks; how many were embedded (0: none pending).
 
         The model runs outside the index lock, so searches go on meanwhile. Texts the model
         rejects are marked failed (counted, logged once, skipped from then on) and the others are
-        stored; the count includes them. Any other error is raised with nothing stored (transient:
-        the caller retries later).
+        stored; the count includes them. Any other error is raised (transient: the caller retries
+        later) and counted against the batch's texts: once one has failed `ISOLATE_AFTER` times, or
+        when `isolate`, the batch is bisected (`embed_isolating`) so a text the embedder always fails
+        on is marked failed and no longer holds up the rest; what it embedded before an outage is kept.
         """
         with self._embed_lock:
             self.refresh()
             with self._lock:
                 batch = self.queue.next_batch(self.batch_size)
+                strikes = {key: self.queue.strikes.get(key, 0) for key in batch}
+                isolate = isolate or self.queue.struck(batch)
             if not batch:
                 return 0
+            items, dimension = list(batch.items()), self.cache().stamp.dimension
             try:
-                stored, rejected = embed_bisecting(
-                    self.embedder, list(batch.items()), self.cache().stamp.dimension
-                )
+                if isolate:
+                    done = embed_isolating(self.embedder, items, dimension, strikes)
+                else:
+                    done = Embedded(*embed_bisecting(self.embedder, items, dimension))
             except Exception as exc:
-                self.last_error = f"{type(exc).__name__}: {exc}"
-                raise
-            version = self.cache().put(stored, rejected)
+                done = Embedded(failures=Counter(list(batch)), outage=exc)
+            self._store(done, batch)
+            if done.outage is not None:
+                self.last_error = f"{type(done.outage).__name__}: {done.outage}"
+                raise done.outage
             self.last_error = None
-            self.embedded += len(stored)
-            for key, error in rejected:
-                log.warning(
-                    "vectors: the embedder rejected a chunk text (%d characters, key %s): %s; "
-                    "it is found by keywords only until it changes",
-                    len(batch[key]),
-                    key[:12],
-                    error,
-                )
-            with self._lock:
-                self.queue.failed.update(rejected)
-                self._place(dict(stored))
-                if self._seen is not None and version == self._seen[1] + 1:  # no other writer meanwhile
-                    self._seen = (self._seen[0], version)
-            return len(stored) + len(rejected)
+            return len(done.stored) + len(done.rejected)
+
+    def _store(self, done: Embedded, batch: dict[str, str]) -> None:
+        """Store what a batch gave (vectors, failed texts, logged once each) and count the failures
+        of the texts still waiting; give their chunks rows."""
+        with self._lock:
+            self.queue.strike(done.failures)
+        if not (done.stored or done.rejected):
+            return
+        version = self.cache().put(done.stored, done.rejected)
+        self.embedded += len(done.stored)
+        for key, error in done.rejected:
+            log.warning(
+                "vectors: the embedder rejected a chunk text (%d characters, key %s): %s; "
+                "it is found by keywords only until it changes",
+                len(batch[key]),
+                key[:12],
+                error,
+            )
+        with self._lock:
+            self.queue.failed.update(done.rejected)
+            self._place(dict(done.stored))
+            if self._seen is not None and version == self._seen[1] + 1:  # no other writer meanwhile
+                self._seen = (self._seen[0], version)
 
     def embed_all(
         self, progress: Progress | None = None, should_stop: Callable[[], bool] | None = None
@@ -220,7 +244,10 @@ class VectorIndex:
         if total:
             log.info("vectors: embedding %s chunk(s)", f"{total:,}")
         while not (should_stop and should_stop()):
-            count = self.embed_batch()
+            try:
+                count = self.embed_batch()
+            except Exception:  # no later retry here: tell a text that always fails from an outage now
+                count = self.embed_batch(isolate=True)
             if not count:
                 break
             done += count
@@ -300,6 +327,7 @@ class VectorIndex:
                 "vectors": len(self.rows),
                 "vectors_pending": pending,
                 "vectors_failed": self.queue.failed_chunks(),
+                "vectors_failed_examples": self.queue.failed_examples(),
                 "model": stamp.to_dict(),
                 "vector_bytes": self.cache().size_bytes(),
                 "last_error": self.last_error,
