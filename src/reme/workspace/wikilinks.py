@@ -3,8 +3,10 @@
 Public API (the index builds its link graph from this):
 
 - `parse_links(text) -> list[Link]` — every link of a whole Markdown document: front-matter links
-  (predicate = the top-level key) and body links, skipping fenced code blocks, inline code spans and
-  escaped links (`\\[[x]]` is the text `[[x]]` in Markdown).
+  (predicate = the top-level key) and body links, skipping fenced code blocks, inline code spans,
+  HTML comments (`<!-- [[x]] -->` is shown to no reader; a `<!--` never closed hides the rest) and
+  escaped links (`\\[[x]]` is the text `[[x]]` in Markdown). A link any part of which lies in a
+  code span or a comment is no link.
   A document whose front matter is not valid YAML is parsed as all body.
 - `parse_body_links(text) -> list[Link]` — the same for text that has no front matter.
 - `Link` fields: `target` (literal workspace-relative path, never completed with `.md`), `anchor`
@@ -25,6 +27,7 @@ Public API (the index builds its link graph from this):
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -38,6 +41,7 @@ PREDICATE = r"[A-Za-z][A-Za-z0-9_]*"
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+)\]\]")
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
 _BACKTICKS = re.compile(r"`+")
+_HIDING = re.compile(r"\\|`|<!--")  # what can open a code span or an HTML comment (a backslash escapes it)
 _LINE_PREDICATE = re.compile(
     rf"^[ \t]*(?:>[ \t]*)*(?:(?:[-*+]|\d+[.)])[ \t]+)?(?:\[[ xX]\][ \t]+)?({PREDICATE})::"
 )
@@ -106,18 +110,23 @@ def parse_body_links(text: str, first_line: int = 1, offset: int = 0) -> list[Li
     """Links of Markdown text without front matter; `first_line`/`offset` place it inside a larger file."""
     links: list[Link] = []
     fence: str | None = None
+    comment = False  # inside an HTML comment opened on an earlier line: fences there are comment text
     for number, (line_start, line) in enumerate(_lines(text), start=first_line):
         content = line.rstrip("\r\n")
-        opened = _FENCE.match(content) if "```" in content or "~~~" in content else None
-        if fence is not None:
-            if _closes(opened, fence):
-                fence = None
+        if not comment:
+            opened = _FENCE.match(content) if "```" in content or "~~~" in content else None
+            if fence is not None:
+                if _closes(opened, fence):
+                    fence = None
+                continue
+            if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
+                fence = opened.group(1)
+                continue
+        if "[[" not in content and "<!--" not in content and not (comment and "-->" in content):
             continue
-        if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
-            fence = opened.group(1)
-            continue
+        hidden, comment = _hidden_spans(content, comment)
         if "[[" in content:
-            links.extend(_line_links(content, number, offset + line_start))
+            links.extend(_line_links(content, number, offset + line_start, hidden))
     return links
 
 
@@ -211,33 +220,63 @@ def _closes(opened: re.Match[str] | None, fence: str) -> bool:
     )
 
 
-def _code_spans(line: str) -> list[tuple[int, int]]:
-    """Inline code spans of one line: a backtick run closed by the next run of the same length."""
+def _hidden_spans(line: str, in_comment: bool) -> tuple[list[tuple[int, int]], bool]:
+    """Code spans and HTML comments of one line, taken left to right as Markdown does (whichever opens
+    first wins, so neither can fake the other), and whether a comment is still open at its end.
+
+    A backtick run opens a span closed by the next run of the same length; an unclosed run is text.
+    `<!--` opens a comment closed by the next `-->` (`<!-->` is an empty one, as in HTML); one not
+    closed on the line runs on into the next lines. A backslash makes the next character text.
+    """
     spans: list[tuple[int, int]] = []
-    runs = list(_BACKTICKS.finditer(line))
-    index = 0
-    while index < len(runs):
-        opening = runs[index]
-        closing = next(
-            (j for j in range(index + 1, len(runs)) if len(runs[j].group()) == len(opening.group())), None
-        )
-        if closing is None:
-            index += 1
-            continue
-        spans.append((opening.start(), runs[closing].end()))
-        index = closing + 1
-    return spans
+    position = 0
+    if in_comment:
+        close = line.find("-->")
+        if close < 0:
+            return [(0, len(line))], True
+        spans.append((0, close + 3))
+        position = close + 3
+    runs: dict[int, list[int]] = {}  # run length -> starts of the backtick runs of that length
+    for run in _BACKTICKS.finditer(line):
+        runs.setdefault(len(run.group()), []).append(run.start())
+    while found := _HIDING.search(line, position):
+        position = found.start()
+        if found.group() == "\\":
+            position += 2
+        elif found.group() == "<!--":
+            close = line.find("-->", position + 2)
+            if close < 0:
+                spans.append((position, len(line)))
+                return spans, True
+            spans.append((position, close + 3))
+            position = close + 3
+        else:
+            end = position
+            while end < len(line) and line[end] == "`":
+                end += 1
+            starts = runs.get(end - position, [])
+            index = bisect_left(starts, end)
+            if index == len(starts):
+                position = end  # never closed: the backticks are text
+                continue
+            spans.append((position, starts[index] + end - position))
+            position = spans[-1][1]
+    return spans, False
 
 
-def _inside(position: int, spans: list[tuple[int, int]]) -> bool:
-    return any(start <= position < end for start, end in spans)
+def _overlaps(start: int, end: int, spans: list[tuple[int, int]]) -> bool:
+    """Whether `[start, end)` meets one of `spans` (sorted and disjoint, as `_hidden_spans` gives them)."""
+    index = bisect_left(spans, end, key=lambda span: span[0]) - 1
+    return index >= 0 and spans[index][1] > start
 
 
-def _inline_fields(line: str, code: list[tuple[int, int]]) -> list[tuple[int, int, str]]:
+def _inline_fields(line: str, hidden: list[tuple[int, int]]) -> list[tuple[int, int, str]]:
     """`[key:: value]` fields of a line as (start, end, key); nested wikilinks do not close a field."""
     fields: list[tuple[int, int, str]] = []
     for match in _INLINE_FIELD.finditer(line):
-        if _inside(match.start(), code) or any(s <= match.start() < e for s, e, _ in fields):
+        if _overlaps(match.start(), match.start() + 1, hidden) or any(
+            s <= match.start() < e for s, e, _ in fields
+        ):
             continue
         depth, position = 1, match.end()
         while position < len(line) and depth:
@@ -252,13 +291,13 @@ def _inline_fields(line: str, code: list[tuple[int, int]]) -> list[tuple[int, in
     return fields
 
 
-def _line_links(line: str, number: int, offset: int) -> Iterator[Link]:
-    code = _code_spans(line) if "`" in line else []
+def _line_links(line: str, number: int, offset: int, hidden: list[tuple[int, int]]) -> Iterator[Link]:
+    """Links of one body line; `hidden` holds its code spans and comments (`_hidden_spans`)."""
     typed = "::" in line
-    fields = _inline_fields(line, code) if typed else []
+    fields = _inline_fields(line, hidden) if typed else []
     line_predicate = _LINE_PREDICATE.match(line) if typed else None
     for match in _WIKILINK.finditer(line):
-        if _inside(match.start(), code) or _escaped(line, match.start(2) - 2):
+        if _overlaps(match.start(), match.end(), hidden) or _escaped(line, match.start(2) - 2):
             continue
         predicate = next((key for start, end, key in fields if start < match.start() < end), None)
         if predicate is None and line_predicate and match.start() >= line_predicate.end():

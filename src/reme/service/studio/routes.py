@@ -18,7 +18,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response, Streamin
 
 from reme.service.http import read_body
 from reme.service.studio.events import ChangeFeed
-from reme.service.studio.sessions import COOKIE, Session, Sessions, clear_cookie, set_cookie
+from reme.service.studio.sessions import Session, Sessions, clear_cookie, set_cookie
 
 MEDIA_TYPES = {".js": "text/javascript", ".css": "text/css", ".html": "text/html", ".svg": "image/svg+xml"}
 MAX_LOGIN_BYTES = 4096
@@ -61,7 +61,7 @@ def mount_studio(
     feed = ChangeFeed(workspace, closing)
 
     async def page(request: Request) -> Response:
-        session = sessions.get(request.cookies.get(COOKIE))
+        session = sessions.from_headers(request.headers.raw)  # the gate's reading of the cookies
         if session is not None:
             return _page(assets, session)
         if token:
@@ -88,15 +88,14 @@ def mount_studio(
         if not token or not secrets.compare_digest(sent.encode(), token.encode()):
             await asyncio.sleep(FAILED_LOGIN_DELAY_S)
             return _login_page(assets, failed=True)
+        sessions.revoke_presented(request.headers.raw)  # a fresh session, never one set before login
         session = sessions.create()
         response = RedirectResponse("/studio", status_code=303)
         response.headers["set-cookie"] = set_cookie(session, request.url.scheme == "https")
         return response
 
     async def logout(request: Request) -> Response:
-        sid = request.cookies.get(COOKIE)
-        if sid:
-            sessions.drop(sid)
+        sessions.revoke_presented(request.headers.raw)
         response = RedirectResponse("/studio", status_code=303)
         response.headers["set-cookie"] = clear_cookie()
         return response

@@ -1,8 +1,11 @@
 """Browser sessions: a login with the access token yields an opaque session id and a CSRF token.
 
-The session id travels only in an `HttpOnly`, `SameSite=Strict` cookie; the CSRF token is handed to
-the page and must come back in a header on every state-changing request, which a page on another
-site can neither read nor forge. Sessions live in memory: a restart logs the browser out.
+The session id travels only in an `HttpOnly`, `SameSite=Strict` cookie, never in a URL; the CSRF
+token is handed to the page and must come back in a header on every state-changing request, which a
+page on another site can neither read nor forge. Each session has its own CSRF token, so both rotate
+together. A login revokes every session the request presented (a cookie planted before it, e.g. by
+a page on another port of the same host, cannot stay valid: no session fixation). Sessions live in
+memory: a restart logs the browser out.
 """
 
 from __future__ import annotations
@@ -48,7 +51,13 @@ class Sessions:
         self._by_id.pop(sid, None)
 
     def from_headers(self, headers: list[tuple[bytes, bytes]]) -> Session | None:
-        return self.get(cookie_value(headers, COOKIE))
+        """The first live session among the request's cookies (a browser may send several of one name)."""
+        return next((s for sid in cookie_values(headers, COOKIE) if (s := self.get(sid))), None)
+
+    def revoke_presented(self, headers: list[tuple[bytes, bytes]]) -> None:
+        """Forget every session id the request carries, live or not, so none outlives a login or logout."""
+        for sid in cookie_values(headers, COOKIE):
+            self.drop(sid)
 
     @staticmethod
     def csrf_ok(session: Session, headers: list[tuple[bytes, bytes]]) -> bool:
@@ -56,15 +65,17 @@ class Sessions:
         return secrets.compare_digest(sent, session.csrf.encode())
 
 
-def cookie_value(headers: list[tuple[bytes, bytes]], name: str) -> str | None:
+def cookie_values(headers: list[tuple[bytes, bytes]], name: str) -> list[str]:
+    """Every value of cookie `name`, in the order sent: one per Path or domain the browser holds."""
+    found: list[str] = []
     for key, value in headers:
         if key != b"cookie":
             continue
         for part in value.decode("latin-1").split(";"):
             key_part, _, val = part.strip().partition("=")
-            if key_part == name:
-                return val
-    return None
+            if key_part == name and val:
+                found.append(val)
+    return found
 
 
 def set_cookie(session: Session, secure: bool) -> str:
