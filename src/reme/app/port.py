@@ -50,7 +50,7 @@ from reme.workspace.atomic import atomic_write
 from reme.workspace.dates import check_date
 from reme.workspace.layout import Workspace
 from reme.workspace.links import LinkSource
-from reme.workspace.paths import UnsafePathError, check_segment, is_markdown
+from reme.workspace.paths import UnsafePathError, check_segment, is_markdown, real
 from reme.workspace.textio import Limits
 from reme.workspace.transaction import Change, commit
 from reme.workspace.writing import ConflictError
@@ -127,6 +127,9 @@ class WorkspacePort:
     def check_path(self, path: str) -> str:
         self.workspace.resolve(path)
         return path
+
+    def real_path(self, path: str) -> str:
+        return self.workspace.relative(real(self.workspace.resolve(path)))
 
     # notes ---------------------------------------------------------------------------------------
 

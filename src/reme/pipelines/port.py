@@ -164,6 +164,11 @@ class Places(Protocol):
         """The path if the workspace's path gate accepts it; raise ValueError saying why not."""
         ...
 
+    def real_path(self, path: str) -> str:
+        """The workspace-relative path `path` names once every symbolic link is resolved; raise
+        ValueError (as `check_path`) when the gate refuses it."""
+        ...
+
 
 class Notes(Places, Protocol):
     """Whole text files, read and written with compare-and-set. Paths are workspace-relative POSIX paths."""

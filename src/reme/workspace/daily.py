@@ -7,13 +7,14 @@ person writes around it is kept, and the page is rewritten only when its text wo
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from reme.workspace import frontmatter
 from reme.workspace.atomic import atomic_write
 from reme.workspace.layout import Workspace
 from reme.workspace.links import LinkSource
-from reme.workspace.paths import check_segment
+from reme.workspace.paths import check_segment, in_git, real
 from reme.workspace.textio import read_text
 from reme.workspace.transcript import transcript_path
 from reme.workspace.wikilinks import render
@@ -74,7 +75,7 @@ def list_notes(ws: Workspace, day: str) -> list[dict[str, str]]:
         return []
     notes = []
     for card in sorted(folder.iterdir()):
-        if card.name.startswith(".") or card.suffix.lower() != ".md" or not card.is_file():
+        if card.name.startswith(".") or card.suffix.lower() != ".md" or not _is_card(ws, card):
             continue
         relative = ws.relative(card)
         try:
@@ -89,6 +90,16 @@ def list_notes(ws: Workspace, day: str) -> list[dict[str, str]]:
             }
         )
     return notes
+
+
+def _is_card(ws: Workspace, card: Path) -> bool:
+    """A file whose real path (symbolic links resolved) is a note of the workspace: not outside it, not
+    derived state in `metadata/`, not in `.git/` — the day page links every card it lists."""
+    target = real(card)
+    if not target.is_relative_to(ws.root) or not target.is_file():
+        return False
+    relative = ws.relative(target)
+    return not ws.is_metadata(relative) and not in_git(relative)
 
 
 def reindex(ws: Workspace, links: LinkSource, day: str, *, create_only: bool = False) -> dict[str, Any]:

@@ -8,6 +8,7 @@ truth source keeps the open topics and the resolved tombstones; it can be rebuil
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -94,9 +95,12 @@ def load_yaml(text: str, where: str) -> object:
 
 
 def plain(value: object) -> JSONValue:
-    """JSON-safe copy of parsed YAML: dates and timestamps become ISO strings (anything else not JSON, text)."""
+    """JSON-safe copy of parsed YAML: dates and timestamps become ISO strings (anything else not JSON,
+    `.inf` and `.nan` included, text)."""
     if isinstance(value, (date, datetime)):
         return value.isoformat()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
     if isinstance(value, Mapping):
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -219,6 +223,12 @@ def parse_truth(text: str, where: str) -> TruthSource:
         topic = topic_from(raw)
         if topic is None:
             raise ValueError(f"{where}: every entry of `topics` needs a title (found {raw!r:.80})")
+        twin = truth.topics.get(topic.id)
+        if twin is not None:  # read on, one entry would silently replace the other
+            raise ValueError(
+                f"{where}: `topics` holds topic {topic.id} twice ({twin.title!r:.80} and {topic.title!r:.80} "
+                "are one title once normalised); merge the two entries into one"
+            )
         truth.topics[topic.id] = topic
     for raw in lists["resolved"]:
         topic = topic_from(raw)

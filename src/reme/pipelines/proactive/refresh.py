@@ -81,6 +81,7 @@ class Refresh:
     interests_read: FileText | None = None  # the day's `interests.yaml` when the run started
     extracted: ExtractReply | None = None
     similarity: str = "lexical"  # how found topics were matched to known ones
+    rules: TopicRules = field(default_factory=TopicRules)  # the push rules the topics stage applied
     selection: Selection = field(default_factory=Selection)
     pushed: list[Topic] = field(default_factory=list)
     plans: dict[str, PlanItem] = field(default_factory=dict)
@@ -199,6 +200,7 @@ async def topics(run: Refresh, rules: TopicRules) -> None:
     if run.done or run.extracted is None:
         return
     rules = replace(rules, carry_forward_days=int(run.settings.carry_forward_days))  # one window for both
+    run.rules = rules
     known: list[Topic | Tombstone] = [*run.truth.topics.values(), *run.truth.resolved.values()]
     titles = list(dict.fromkeys([*(f.title for f in run.extracted.topics), *(t.title for t in known)]))
     embedded = await run.port.embed(titles) if titles and known else None
@@ -256,18 +258,31 @@ def _link_refusal(port: MemoryPort, path: str) -> str | None:
     """Why a planned `linked_memory` path is not one of the workspace's notes; None when it is one.
 
     The agent that raises the topic opens these: only existing Markdown notes, never derived state
-    (`metadata/`), hidden folders (`.git/`) or anything the workspace's path gate refuses.
+    (`metadata/`), hidden folders (`.git/`) or anything the workspace's path gate refuses — by the
+    name given and by the file it is, once symbolic links are resolved.
     """
+    refusal = _not_a_note(port, path)
+    if refusal is not None:
+        return refusal
+    try:
+        port.check_path(path)
+        target = port.real_path(path)
+    except ValueError as exc:
+        return str(exc)
+    refusal = _not_a_note(port, target) if target != path else None
+    if refusal is not None:
+        return f"a symbolic link to {target}: {refusal}"
+    return None if port.exists(path) else "no such file"
+
+
+def _not_a_note(port: MemoryPort, path: str) -> str | None:
+    """Why a workspace-relative path cannot name a note by where it lies; None when it can."""
     parts = path.split("/")
     if not is_markdown(path):
         return "not a Markdown note"
     if parts[0].casefold() == port.folder("metadata").casefold() or any(p.startswith(".") for p in parts):
         return f"not a note: {port.folder('metadata')}/ and hidden folders such as .git/ hold none"
-    try:
-        port.check_path(path)
-    except ValueError as exc:
-        return str(exc)
-    return None if port.exists(path) else "no such file"
+    return None
 
 
 def _linked(run: Refresh, topic_id: str) -> list[str]:
@@ -367,24 +382,49 @@ def _keep_edits(run: Refresh, read: TruthSource, fresh: TruthSource) -> list[str
 
 
 def _repush(run: Refresh, topic_id: str) -> None:
-    """A pushed topic whose entry was changed during the run: shown as it is now, or held back when
-    it is no longer open."""
+    """A pushed topic whose entry was changed during the run: shown as it is now when the push rules
+    still let it through (a person may have lowered its confidence), held back otherwise."""
     if not any(t.id == topic_id for t in run.pushed):
         return
     topic = run.truth.topics.get(topic_id)
     if topic is not None:
-        run.pushed = [topic if t.id == topic_id else t for t in run.pushed]
-        return
+        hold_reason = _push_refusal(run, topic)
+        if hold_reason is None:
+            run.pushed = [topic if t.id == topic_id else t for t in run.pushed]
+            return
+        reason = f"{hold_reason} (edited during the refresh)"
+    else:
+        tombstone = run.truth.resolved.get(topic_id)
+        reason = (
+            f"{RESOLVED} on {tombstone.resolved_at}"
+            if tombstone
+            else f"removed from {truth_path(run.port)} during the refresh"
+        )
     gone = next(t for t in run.pushed if t.id == topic_id)
     run.pushed = [t for t in run.pushed if t.id != topic_id]
     run.agenda = [a for a in run.agenda if a["topic_id"] != topic_id]
-    tombstone = run.truth.resolved.get(topic_id)
-    reason = (
-        f"{RESOLVED} on {tombstone.resolved_at}"
-        if tombstone
-        else f"removed from {truth_path(run.port)} during the refresh"
+    run.selection.suppressed.append(held(run.truth.resolved.get(topic_id) or topic or gone, reason))
+
+
+def _push_refusal(run: Refresh, topic: Topic) -> str | None:
+    """Why the run's push rules hold `topic` back as it is now; None when they let it through.
+
+    The topics stage's own rules, applied to this one topic (its entry in the truth source is left as it is).
+    """
+    selection = Selection()
+    select(
+        TruthSource(topics={topic.id: topic}),
+        day=run.day,
+        rules=run.rules,
+        exists=run.port.exists,
+        selection=selection,
     )
-    run.selection.suppressed.append(held(tombstone or gone, reason))
+    if selection.candidates:
+        return None
+    if selection.suppressed:
+        return str(selection.suppressed[0]["reason"])
+    window = run.rules.carry_forward_days
+    return f"no evidence file within carry_forward_days ({window}) of {run.day.isoformat()}"
 
 
 async def _merge_truth(run: Refresh) -> FileText | None:

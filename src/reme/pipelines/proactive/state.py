@@ -21,7 +21,9 @@ MAX_REASON_CHARS = 500
 
 async def resolve(port: MemoryPort, topic_id: str, reason: str = "") -> Outcome:
     """Mark an open topic resolved: it is not pushed again unless new evidence names it."""
-    reason = " ".join(reason.split())[:MAX_REASON_CHARS]
+    given = " ".join(reason.split())
+    reason = given[:MAX_REASON_CHARS]
+    cut = f" (reason cut to {MAX_REASON_CHARS} characters)" if len(given) > MAX_REASON_CHARS else ""
     async with hold(port):
         truth, loaded = await load_truth(port)
         if topic_id in truth.resolved:
@@ -46,7 +48,7 @@ async def resolve(port: MemoryPort, topic_id: str, reason: str = "") -> Outcome:
         await port.save(
             truth_path(port), truth.render(now), expected_sha256=loaded.sha256 if loaded else None
         )
-    return Outcome(f"Resolved: {topic_id} {topic.title}", {"topic_id": topic_id, "resolved": True})
+    return Outcome(f"Resolved: {topic_id} {topic.title}{cut}", {"topic_id": topic_id, "resolved": True})
 
 
 async def rebuild(port: MemoryPort) -> Outcome:

@@ -8,6 +8,7 @@ normalised title, first 12 hex digits) so files written by ReMe keep their ids. 
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import unicodedata
 from collections.abc import Mapping
@@ -148,8 +149,9 @@ def iso_day(value: object) -> str:
     return text[:10] if _DATE.fullmatch(text[:10]) else ""
 
 
-def _confidence(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+def confidence_of(value: object) -> float:
+    """A written confidence in [0, 1]; the default for none, a text or a number that is not finite."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return DEFAULT_CONFIDENCE
     return min(1.0, max(0.0, float(value)))
 
@@ -190,7 +192,7 @@ def topic_from(data: JSONValue) -> Topic | None:
         title=title,
         reason=_text(data.get("reason")),
         kind=kind if kind in KINDS else "follow_up",
-        confidence=_confidence(data.get("confidence")),
+        confidence=confidence_of(data.get("confidence")),
         first_seen=iso_day(data.get("first_seen")) or (min(dates) if dates else last),
         last_evidence_at=last,
         paths=tuple(paths[:MAX_PATHS]),
