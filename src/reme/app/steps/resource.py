@@ -23,13 +23,15 @@ log = logging.getLogger(__name__)
 
 
 @register_step("auto_resource")
-async def auto_resource_step(ctx: JobContext, max_bytes: int = 5_000_000, max_chars: int = 60_000) -> None:
+async def auto_resource_step(
+    ctx: JobContext, max_bytes: int = 5_000_000, max_chars: int = 60_000, extract_seconds: float = 60.0
+) -> None:
     try:
         report = await auto_resource(
             AppPort(ctx.app),
             paths=ctx.params["paths"],
             deleted=ctx.params["deleted"],
-            limits=ResourceLimits(int(max_bytes), int(max_chars)),
+            limits=ResourceLimits(int(max_bytes), int(max_chars), float(extract_seconds)),
             add_usage=ctx.add_usage,
         )
     except ReMeError as failure:

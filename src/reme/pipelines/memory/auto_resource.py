@@ -4,10 +4,17 @@ Added or modified resources are read (text formats, HTML, PDF text layer) and tu
 the memory agent; unchanged ones (same sha256, not pending) are skipped; deleted ones lose their
 card. The card carries `source_resource: '[[resource/...]]'`, a stable agent `session_id` (UUID5 of
 the resource path) and the `source_sha256` it was written from.
+
+The material is redacted before the model sees it (docs/spec.md §14), and what the model leaves is
+checked in code, not trusted to the prompt: a card without a body, or citing a resource the
+material does not name, is a failed run, and the card's front matter is what it was plus
+`name`/`description` and the keys above (keys the model added or changed are put back). A failed
+run leaves the files as they were.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import uuid
 from collections.abc import Sequence
@@ -17,21 +24,26 @@ from pathlib import PurePosixPath
 from reme.errors import LLMUnavailable, ReMeError
 from reme.jsontypes import JSONObject
 from reme.llm.runner import AgentFailed
+from reme.pipelines.capture.redaction import redact
 from reme.pipelines.memory.card_names import short_hash
 from reme.pipelines.memory.cards import cards_of_day, daily_days
-from reme.pipelines.memory.distil import distil_card
-from reme.pipelines.memory.resource_text import SUPPORTED, Unreadable, extract
+from reme.pipelines.memory.distil import distil_card, restore
+from reme.pipelines.memory.resource_text import SUPPORTED, ResourceText, Unreadable, text_of
 from reme.pipelines.outcome import AddUsage
 from reme.pipelines.port import MemoryPort
+from reme.workspace import frontmatter
 from reme.workspace.dates import is_date
+from reme.workspace.wikilinks import parse_body_links
 
 RESOURCE_NAMESPACE = uuid.UUID("6f1c1a52-8d7e-5b8e-9a43-2b1e0c7d5a10")
+REDACT_MARGIN = 16_384  # text read past the cut, so a secret that starts before it is redacted whole
 
 
 @dataclass(frozen=True)
 class ResourceLimits:
     max_bytes: int = 5_000_000
     max_chars: int = 60_000
+    extract_seconds: float = 60.0  # HTML and PDF parsing is stopped after this
 
 
 @dataclass
@@ -131,6 +143,89 @@ async def free_card_path(port: MemoryPort, path: str, day: str) -> str:
     raise ReMeError(f"no free card name for {path}: {base}.md and its suffixed form are taken")
 
 
+async def read_resource(port: MemoryPort, path: str, limits: ResourceLimits) -> bytes | str:
+    """The resource's bytes, or the reason they are not read (gone, not a regular file, too large)."""
+    try:
+        return await port.read_bytes(path, max_bytes=limits.max_bytes)
+    except FileNotFoundError as gone:
+        if gone.errno == errno.ENOENT:
+            return "not a file (already deleted?)"
+        return f"{gone}; only regular files are read"  # a FIFO, socket or device is never read
+    except IsADirectoryError as folder:
+        return str(folder)
+    except ReMeError as too_large:
+        return too_large.message
+
+
+def material_variables(material: ResourceText, limits: ResourceLimits) -> dict[str, str | int]:
+    """The prompt's view of the material, redacted before the cut so that no secret reaches the model."""
+    truncated = material.chars is None or material.chars > limits.max_chars
+    return {
+        "resource_kind": material.kind,
+        "resource_chars": material.chars if material.chars is not None else f"more than {limits.max_chars}",
+        "truncated_note": f"; only the first {limits.max_chars} are shown" if truncated else "",
+        "material": redact(material.text)[: limits.max_chars],
+    }
+
+
+def foreign_citations(port: MemoryPort, body: str, path: str, material: str) -> list[str]:
+    """Resources the card links that are neither its own nor named in the material the model was shown."""
+    root = f"{port.folder('resource')}/"
+    cited = {link.target for link in parse_body_links(body) if link.target.startswith(root)}
+    return sorted(target for target in cited if target != path and target not in material)
+
+
+async def settle_card(port: MemoryPort, card: str, path: str, front: JSONObject, material: str) -> None:
+    """Check what the model left in the card, in code: a body that cites no other resource than the
+    material does, and `front` (what the card had plus the resource's keys) with the model's name and
+    description (keys it added, changed or dropped are put back). Raise ReMeError for a wrong body."""
+    found = await port.load(card)
+    document = frontmatter.parse(found.content if found else "")
+    if not document.body.strip():
+        raise ReMeError("the model finished without writing the card's body")
+    now: JSONObject = document.metadata
+    written = "\n".join([document.body, *(str(now.get(key, "")) for key in ("name", "description"))])
+    if foreign := foreign_citations(port, written, path, material):
+        raise ReMeError(f"the card cites {', '.join(foreign)}, which the material of {path} does not name")
+    wanted: JSONObject = {**front, **{key: now[key] for key in ("name", "description") if key in now}}
+    if extra := [key for key in now if key not in wanted]:
+        await port.delete_front_matter(card, extra)
+    if changed := {key: value for key, value in wanted.items() if now.get(key) != value}:
+        await port.update_front_matter(card, changed)
+
+
+async def write_card(
+    port: MemoryPort,
+    card: str,
+    path: str,
+    keys: JSONObject,
+    variables: dict[str, str | int],
+    add_usage: AddUsage,
+) -> None:
+    """Run the agent on the card and check its work; on failure the card is put back as it was, marked
+    pending, and the ReMeError raised."""
+    snapshot = await port.load(card)
+    content = snapshot.content if snapshot else ""
+    before = frontmatter.parse(content).metadata
+    front = {**{key: value for key, value in before.items() if key != "pending"}, **keys}
+    try:
+        await distil_card(
+            port,
+            card_path=card,
+            prompt="auto_resource",
+            variables=variables,
+            front_matter=keys,
+            rename=False,
+            add_usage=add_usage,
+        )
+        await settle_card(port, card, path, front, str(variables["material"]))
+    except AgentFailed:  # distil_card has put the card back
+        raise
+    except ReMeError:
+        await restore(port, card, content)
+        raise
+
+
 async def process_change(
     port: MemoryPort,
     cards: ResourceCards,
@@ -145,18 +240,9 @@ async def process_change(
     if extension not in SUPPORTED:
         report.skipped.append({"path": path, "reason": f"unsupported format .{extension}"})
         return
-    if not port.exists(path):
-        report.skipped.append({"path": path, "reason": "not a file (already deleted?)"})
-        return
-    try:
-        data = await port.read_bytes(path, max_bytes=limits.max_bytes)
-    except ReMeError as too_large:
-        report.skipped.append({"path": path, "reason": too_large.message})
-        return
-    try:
-        material = extract(data, extension)
-    except Unreadable as reason:
-        report.skipped.append({"path": path, "reason": str(reason)})
+    data = await read_resource(port, path, limits)
+    if isinstance(data, str):
+        report.skipped.append({"path": path, "reason": data})
         return
     sha = hashlib.sha256(data).hexdigest()
     found = await cards.find(path, day)
@@ -165,41 +251,34 @@ async def process_change(
         report.skipped.append({"path": path, "reason": f"unchanged since {card} was written"})
         return
     try:
+        material = await text_of(
+            data, extension, limit=limits.max_chars + REDACT_MARGIN, seconds=limits.extract_seconds
+        )
+    except Unreadable as reason:
+        report.skipped.append({"path": path, "reason": str(reason)})
+        return
+    try:
         port.model("memory")
     except LLMUnavailable as missing:  # the resource itself is the kept input: the next scan retries it
         report.pending.append(path)
         report.failed.append({"path": path, "error": f"not processed: {missing}"})
         return
     session_id = resource_session_id(path)
-    keys = {"source_resource": link_of(path), "session_id": session_id, "source_sha256": sha}
+    keys: JSONObject = {"source_resource": link_of(path), "session_id": session_id, "source_sha256": sha}
     action = "updated" if card else "created"
     if card is None:
         card = await free_card_path(port, path, day)
         stub = {**keys, "pending": True}
         await port.write(card, "", name=PurePosixPath(path).stem, metadata=stub)
-    report.days.add(card.split("/")[-2])
-    text = material.text
-    truncated = len(text) > limits.max_chars
-    variables: dict[str, str | int] = {
+    variables = {
         "resource_path": path,
-        "resource_kind": material.kind,
-        "resource_chars": len(text),
-        "truncated_note": f"; only the first {limits.max_chars} are shown" if truncated else "",
-        "material": text[: limits.max_chars],
+        **material_variables(material, limits),
         "date": day,
         "session_id": session_id,
     }
     try:
-        await distil_card(
-            port,
-            card_path=card,
-            prompt="auto_resource",
-            variables=variables,
-            front_matter=keys,
-            rename=False,
-            add_usage=add_usage,
-        )
-    except AgentFailed as failure:
+        await write_card(port, card, path, keys, variables, add_usage)
+    except ReMeError as failure:
         if action == "created":  # no half-made card: the next scan starts afresh
             await port.delete(card)
             outcome = "not processed"
@@ -208,11 +287,17 @@ async def process_change(
         report.pending.append(path)
         report.failed.append({"path": path, "error": f"{outcome}: {failure.message}"})
         return
+    report.days.add(card.split("/")[-2])
     report.processed.append({"path": path, "card": card, "action": action})
 
 
 async def process_deletion(port: MemoryPort, cards: ResourceCards, path: str, report: ResourceReport) -> None:
     check_resource_path(port, path)
+    if port.exists(path):  # a card is deleted only with its resource
+        report.skipped.append(
+            {"path": path, "reason": "still exists, so its card is kept (list it in paths)"}
+        )
+        return
     found = await cards.find(path, resource_day(port, path))
     if found is None:
         report.skipped.append({"path": path, "reason": "deleted resource had no card"})
