@@ -178,9 +178,8 @@ async def test_a_rename_then_a_case_only_rename_keeps_the_history(machine: Machi
 async def test_a_rename_split_over_two_commits_is_followed_either_way(
     machine: Machine, remote: Path, job: str
 ) -> None:
-    """sync commits each job's files apart: after `move`, an `edit` of the new path is committed
-    before the move's deletion of the old one, a `write` after it; history reaches the version from
-    before the rename both ways."""
+    """sync commits each job's files apart, the move's commit holding the whole rename (the note as
+    it was) and the job's the change after it; history reaches the version from before the rename."""
     a = await machine("a")
     _hand_write(a, "notes/solar.md", NOTE)
     assert (await a.run("sync_init", remote=str(remote))).success
@@ -196,9 +195,9 @@ async def test_a_rename_split_over_two_commits_is_followed_either_way(
     jobs = [
         subject.split(":")[0] for subject in git(a.workspace_dir, "log", "--format=%s", "-2").splitlines()
     ]
-    assert jobs == (["move", "edit"] if job == "edit" else ["write", "move"])  # the rename in two commits
+    assert jobs == [job, "move"]  # the rename whole in the move's commit, the job's change after it
     versions = await _history(a, "notes/sun.md")
-    assert [v["path"] for v in versions] == ["notes/sun.md", "notes/solar.md"], versions
+    assert [v["path"] for v in versions] == ["notes/sun.md", "notes/sun.md", "notes/solar.md"], versions
     restored = await a.run("restore", path="notes/sun.md", rev=str(versions[-1]["rev"]))
     assert restored.success, restored.answer
     assert (a.workspace_dir / "notes/sun.md").read_text() == NOTE and _notes(a) == ["sun.md"]

@@ -26,6 +26,7 @@ from pathlib import Path, PurePosixPath
 from filelock import FileLock, Timeout
 
 from reme.errors import ReMeError
+from reme.workspace import replaced
 from reme.workspace.atomic import TEMP_SUFFIX, atomic_write
 from reme.workspace.gitmerge import merge
 from reme.workspace.gitrepo import GitError, Repo, blob_id, check_remote, git_failure, redact_url
@@ -257,15 +258,10 @@ def commit_paths(
     repo: Repo, paths: Iterable[str], message: str, job: str, run_id: str | None = None
 ) -> str | None:
     """Commit only these paths (a dream run's files); None when none of them changed."""
-    wanted = sorted(set(paths))
-    gone = [path for path in wanted if not (repo.root / path).exists()]
-    if gone:  # a path neither on disk nor in HEAD is nothing to commit (git would refuse the pathspec)
-        known = repo.tree_entries("HEAD", gone) if repo.rev("HEAD") else {}
-        wanted = [path for path in wanted if path not in gone or path in known]
+    wanted = _stage(repo, paths)
     if not wanted:
         return None
     spec = "".join(f":(literal){path}\0" for path in wanted).encode()
-    repo.run("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input=spec)
     pathspec_file = repo.git_dir / "reme-pathspec"
     pathspec_file.write_bytes(spec)
     before = repo.rev("HEAD")
@@ -291,6 +287,19 @@ def commit_paths(
             return None
         raise GitError(f"git commit failed: {said.strip()[-2000:]}")
     return after
+
+
+def _stage(repo: Repo, paths: Iterable[str]) -> list[str]:
+    """Stage these paths as the worktree has them; the ones there was something to stage."""
+    wanted = sorted(set(paths))
+    gone = [path for path in wanted if not (repo.root / path).exists()]
+    if gone:  # a path neither on disk nor in HEAD is nothing to commit (git would refuse the pathspec)
+        known = repo.tree_entries("HEAD", gone) if repo.rev("HEAD") else {}
+        wanted = [path for path in wanted if path not in gone or path in known]
+    if wanted:
+        spec = "".join(f":(literal){path}\0" for path in wanted).encode()
+        repo.run("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input=spec)
+    return wanted
 
 
 def with_trailers(message: str, job: str, run_id: str | None) -> str:
@@ -356,7 +365,7 @@ def sync(
     with repo_lock(repo):
         report.merged += recover(repo, ws)
         for _attempt in range(ATTEMPTS):
-            report.committed += commit_local(repo, message, host, ws.folder("metadata"))
+            report.committed += commit_local(repo, ws, message, host)
             theirs = repo.rev(f"refs/remotes/{REMOTE}/{branch}") if fetch(repo, branch) else None
             ours = repo.rev("HEAD")
             if ours is None:  # nothing here and nothing committed: take the remote as it is
@@ -398,31 +407,125 @@ def sync(
     )
 
 
-def commit_local(repo: Repo, message: str | None, host: str, metadata: str) -> list[str]:
+def commit_local(repo: Repo, ws: Workspace, message: str | None, host: str) -> list[str]:
     """Commit the worktree's changes: one commit per job that wrote them (captures and cards batched
     under `auto_memory`, file jobs under theirs), then what changed by hand, said as such. Files of
     the `metadata` folder that a plain git client committed are taken out of the repository first
-    (they stay on disk): derived state is never synced, and git would refuse to add them again."""
-    untracked = untrack_metadata(repo, metadata)
+    (they stay on disk): derived state is never synced, and git would refuse to add them again.
+
+    A rename whose two halves two jobs wrote (`move`, then `write` of the new path) is kept whole,
+    so that `git log --follow` and other git tools see it: the deleting job's commit holds the rename
+    with the content the note had in HEAD, the other job's commit the change made after it."""
+    untracked = untrack_metadata(repo, ws.folder("metadata"))
     changed = repo.worktree_changes()
     ledger = take(repo.git_dir)
     if not changed:
         return []
-    groups: dict[str, list[str]] = {}
-    for path in changed:
-        groups.setdefault(_writer(repo, path, ledger), []).append(path)
+    writer = {path: _writer(repo, path, ledger) for path in changed}
+    renames = _split_renames(repo, writer, f"{ws.folder('journal')}/{replaced.FOLDER}")
+    order = _commit_order(set(writer.values()), {(writer[old], writer[new]) for old, new in renames.items()})
+    carried: dict[str, dict[str, tuple[str, str]]] = {}  # job → new path → (mode, blob) it is renamed with
+    before = repo.tree_entries("HEAD", renames) if renames else {}
+    for old, new in renames.items():
+        if order.index(writer[old]) < order.index(writer[new]):
+            carried.setdefault(writer[old], {})[new] = before[old]
+        else:  # the new path's job commits first: the deletion goes in with it
+            writer[old] = writer[new]
     commits = []
-    for job in sorted(groups, key=lambda name: (name == HAND, name)):
-        paths = groups[job]
+    for job in order:
+        paths = [path for path in changed if writer[path] == job]
+        renamed = carried.get(job, {})
+        if not paths and not renamed:
+            continue
+        listed = sorted([*paths, *renamed])
         if job == HAND:
-            text = message or f"edited by hand on {host}: {_summary(paths)}"
-            commit = commit_paths(repo, paths, f"{text}\n\n{_listing(paths)}", "sync")
+            text = f"{message or f'edited by hand on {host}: {_summary(listed)}'}\n\n{_listing(listed)}"
+            job_name = "sync"
         else:
-            commit = commit_paths(repo, paths, f"{job}: {_summary(paths)}\n\n{_listing(paths)}", job)
+            text, job_name = f"{job}: {_summary(listed)}\n\n{_listing(listed)}", job
+        commit = (
+            _commit_renames(repo, paths, renamed, text, job_name)
+            if renamed
+            else commit_paths(repo, paths, text, job_name)
+        )
         if commit:
             commits.append(commit)
     rest = commit_all(repo, message or f"sync on {host}", "sync")  # anything the groups missed
     return untracked + commits + ([rest] if rest else [])
+
+
+def _split_renames(repo: Repo, writer: dict[str, str], kept: str) -> dict[str, str]:
+    """The renames in the worktree (old path → new path) whose halves different jobs wrote, as git
+    finds them (at least half the content the same), in a scratch index (the real one untouched).
+
+    The copies `write` keeps of what it replaced (`<kept>/<path>/<time>.<ext>`, new or pruned) are
+    never a rename's half, so they stay out, and a path they are copies of is compared by the content
+    it had before its first replacement: a note moved, then rewritten by `write`, is still found.
+    None when git cannot tell (a file gone meanwhile): those renames are then split, as before."""
+    copies = {path for path in writer if path.startswith(f"{kept}/")}
+    deleted = {path for path in writer if not os.path.lexists(repo.root / path)}
+    if not deleted - copies or len(set(writer.values())) < 2 or repo.rev("HEAD") is None:
+        return {}
+    earliest: dict[str, str] = {}  # a path written over → its oldest new copy (version names sort by time)
+    for copy in sorted(copies - deleted):
+        earliest.setdefault(str(PurePosixPath(copy).parent)[len(kept) + 1 :], copy)
+    earlier = {path: copy for path, copy in earliest.items() if path in writer and path not in deleted}
+    contents = [_read(repo.root / copy) for copy in earlier.values()]
+    scratch = {"GIT_INDEX_FILE": str(repo.git_dir / "reme-rename-index")}
+    spec = "".join(f":(literal){path}\0" for path in writer if path not in copies).encode()
+    try:
+        repo.run("read-tree", "HEAD", env=scratch)
+        added = repo.run(
+            "add",
+            "-A",
+            "--pathspec-from-file=-",
+            "--pathspec-file-nul",
+            input=spec,
+            env=scratch,
+            ok=(0, 1, 128),
+        )
+        if added.returncode or None in contents:
+            return {}
+        oids = repo.write_blobs([content for content in contents if content is not None])
+        entries = "".join(f"100644 {oid}\t{path}\0" for path, oid in zip(earlier, oids, strict=True))
+        repo.run("update-index", "-z", "--add", "--index-info", input=entries.encode(), env=scratch)
+        out = repo.run(
+            "diff", "--cached", "-M", "-z", "--name-status", "--diff-filter=R", "HEAD", env=scratch
+        ).stdout.decode("utf-8", "surrogateescape")
+    finally:
+        (repo.git_dir / "reme-rename-index").unlink(missing_ok=True)
+    fields = out.split("\0")
+    pairs = {fields[at + 1]: fields[at + 2] for at in range(0, len(fields) - 2, 3) if fields[at][:1] == "R"}
+    return {
+        old: new for old, new in pairs.items() if {old, new} <= writer.keys() and writer[old] != writer[new]
+    }
+
+
+def _commit_order(jobs: set[str], first: set[tuple[str, str]]) -> list[str]:
+    """The jobs in the order their commits are made: by name with hand edits last, except that a
+    job that deleted a renamed file comes before the job that wrote its new path (`first` holds
+    those pairs); where such pairs go both ways, by name."""
+    left = sorted(jobs, key=lambda name: (name == HAND, name))
+    order: list[str] = []
+    while left:
+        ready = [job for job in left if not any(after == job and before in left for before, after in first)]
+        order.append((ready or left)[0])
+        left.remove(order[-1])
+    return order
+
+
+def _commit_renames(
+    repo: Repo, paths: list[str], renamed: dict[str, tuple[str, str]], message: str, job: str
+) -> str:
+    """Commit `paths` as in the worktree and each new path of `renamed` (`path → (mode, blob)`) with
+    the content its old path had in HEAD: the change made after the rename is another job's commit.
+    The index is HEAD's first, so nothing staged by hand slips in (it goes in with its own files)."""
+    repo.run("reset", "-q")
+    _stage(repo, paths)
+    entries = "".join(f"{mode} {oid}\t{path}\0" for path, (mode, oid) in renamed.items())
+    repo.run("update-index", "-z", "--add", "--index-info", input=entries.encode())
+    repo.run("commit", "-q", "--no-verify", "-F", "-", input=with_trailers(message, job, None).encode())
+    return repo.rev("HEAD") or ""
 
 
 def untrack_metadata(repo: Repo, metadata: str) -> list[str]:
