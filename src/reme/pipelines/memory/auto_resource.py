@@ -10,6 +10,10 @@ checked in code, not trusted to the prompt: a card without a body, or citing a r
 material does not name, is a failed run, and the card's front matter is what it was plus
 `name`/`description` and the keys above (keys the model added or changed are put back). A failed
 run leaves the files as they were.
+
+A secret in the resource's path (a file named after a token) is the user's, but it goes no further
+than the `source_resource` link, which must name the file to resolve: the model is shown the path
+redacted, and the card's file name and first title are made from the redacted stem.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from reme.errors import LLMUnavailable, ReMeError
 from reme.jsontypes import JSONObject
 from reme.llm.runner import AgentFailed
 from reme.pipelines.capture.redaction import redact
-from reme.pipelines.memory.card_names import short_hash
+from reme.pipelines.memory.card_names import short_hash, slugify
 from reme.pipelines.memory.cards import cards_of_day, daily_days
 from reme.pipelines.memory.distil import distil_card, restore
 from reme.pipelines.memory.resource_text import SUPPORTED, ResourceText, Unreadable, text_of
@@ -133,9 +137,18 @@ class ResourceCards:
         return None
 
 
+def card_stem(path: str) -> str:
+    """The resource's stem, or, when it holds a secret, the slug of its redacted form and a short hash
+    of the path (resources named after different tokens get different cards)."""
+    stem = PurePosixPath(path).stem
+    if (clean := redact(stem)) == stem:
+        return stem
+    return f"{slugify(clean) or 'resource'}-{short_hash(path)}"
+
+
 async def free_card_path(port: MemoryPort, path: str, day: str) -> str:
     """`daily/<day>/<stem>.md`, or with a short stable suffix when another file has that name."""
-    stem = PurePosixPath(path).stem
+    stem = card_stem(path)
     base = f"{port.folder('daily')}/{day}/{stem}"
     for candidate in (f"{base}.md", f"{base}-{short_hash(path)}.md"):
         if not port.exists(candidate):
@@ -269,9 +282,9 @@ async def process_change(
     if card is None:
         card = await free_card_path(port, path, day)
         stub = {**keys, "pending": True}
-        await port.write(card, "", name=PurePosixPath(path).stem, metadata=stub)
+        await port.write(card, "", name=redact(PurePosixPath(path).stem), metadata=stub)
     variables = {
-        "resource_path": path,
+        "resource_path": redact(path),
         **material_variables(material, limits),
         "date": day,
         "session_id": session_id,

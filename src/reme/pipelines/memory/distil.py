@@ -4,6 +4,10 @@ The card is snapshotted before the agent runs; if the run fails the card is put 
 was and marked `pending: true`, so a later run picks it up and nothing is left half-written. On
 success the front matter gets the chosen `name`/`description` (plus the caller's keys), the pending
 mark is removed, and (unless told not to) the file is renamed after the name with inbound links retargeted.
+
+No secret the model writes reaches the disk (docs/spec.md §14): what a tool call would write is
+redacted before the job runs, and the card after every write, so neither the card nor an earlier
+version `write` keeps of it (`journal/replaced/`) ever holds one, whatever the prompt told the model.
 """
 
 from __future__ import annotations
@@ -11,19 +15,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from reme.jsontypes import JSONValue
 from reme.llm.prompts import render_prompt
-from reme.llm.runner import AgentFailed, run_agent
+from reme.llm.runner import AgentFailed, RunJob, run_agent
 from reme.llm.tools import PathPolicy
-from reme.pipelines.capture.redaction import redact
+from reme.pipelines.capture.redaction import redact, redact_note, redact_value
 from reme.pipelines.memory.card_names import short_hash, slugify
 from reme.pipelines.outcome import AddUsage
 from reme.pipelines.port import MemoryPort
 
 CARD_TOOLS = ("read", "write", "edit", "frontmatter_read", "frontmatter_update")
+WRITING_TOOLS = frozenset({"write", "edit", "frontmatter_update"})
+KEPT_AS_GIVEN = frozenset({"path", "old"})  # where to write, and what `edit` looks for in the (clean) card
 
 
 class CardSummary(BaseModel):
@@ -60,11 +67,12 @@ async def distil_card(
     variables = {**variables, "card_path": card_path}
     before = await port.load(card_path)
     snapshot = before.content if before else ""
+    await redact_card(port, card_path)  # a secret already there would be kept by the agent's first `write`
     try:
         result = await run_agent(
             model=handle.build(variables),
             settings=handle.settings,
-            run_job=port.run_job,
+            run_job=card_guard(port, card_path),
             instructions=render_prompt(prompt, variables),
             prompt=render_prompt(f"{prompt}_task", variables),
             tools=port.agent_tools(CARD_TOOLS),
@@ -77,7 +85,6 @@ async def distil_card(
         raise
     add_usage(result.usage)
     summary = CardSummary(name=redact(result.output.name), description=redact(result.output.description))
-    await redact_card(port, card_path)
     front = await port.update_front_matter(
         card_path, {"name": summary.name.strip(), "description": summary.description.strip(), **front_matter}
     )
@@ -91,10 +98,38 @@ async def distil_card(
     return Distilled(final_path, summary, result.usage)
 
 
+def redacted_args(args: Mapping[str, JSONValue]) -> dict[str, JSONValue]:
+    """A writing tool call's arguments with every text it would write redacted (`content` as a note,
+    so that its front matter stays valid)."""
+    return {
+        key: value
+        if key in KEPT_AS_GIVEN
+        else redact_note(value)
+        if key == "content" and isinstance(value, str)
+        else redact_value(value)
+        for key, value in args.items()
+    }
+
+
+def card_guard(port: MemoryPort, card_path: str) -> RunJob:
+    """The agent's tool calls with secrets kept off disk: a writing call's text is redacted before it
+    lands, and the card after it (a secret pieced together by several edits, each too short to tell)."""
+
+    async def run(job: str, **args: JSONValue) -> Any:
+        if job not in WRITING_TOOLS:
+            return await port.run_job(job, **args)
+        response = await port.run_job(job, **redacted_args(args))
+        if response.success:
+            await redact_card(port, card_path)
+        return response
+
+    return run
+
+
 async def redact_card(port: MemoryPort, card_path: str) -> None:
-    """Secrets the model wrote into the card are replaced on disk, whatever the prompt told it."""
+    """Secrets in the card are replaced on disk (its front matter kept valid); `save` keeps no copy."""
     card = await port.load(card_path)
-    if card is not None and (clean := redact(card.content)) != card.content:
+    if card is not None and (clean := redact_note(card.content)) != card.content:
         await port.save(card_path, clean, expected_sha256=card.sha256)
 
 
