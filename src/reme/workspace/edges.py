@@ -1,9 +1,9 @@
 """Edge conservation of the digest (docs/spec.md §12.3 E-1, 12.5 E-2): an update may add links, never lose one.
 
 An edge is `(target, predicate)` as the one wikilink parser reads it (targets compared as written;
-anchor, alias and embed flag are not part of the identity; code spans, fences, HTML comments and
-escaped `\\[[x]]` hold no links, so an edit that turns a link into any of them, hiding it from the
-reader, loses it).
+anchor, alias and embed flag are not part of the identity; code spans, fences, HTML comments,
+Obsidian `%% … %%` comments and escaped `\\[[x]]` hold no links, so an edit that turns a link into
+any of them, hiding it from the reader, loses it).
 `missing_edges(old, new)` lists the edges of `old` that `new` lacks; with several new bodies it
 checks against their union, which is what a split into a parent and its children must keep (E-2).
 """

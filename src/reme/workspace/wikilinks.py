@@ -4,9 +4,11 @@ Public API (the index builds its link graph from this):
 
 - `parse_links(text) -> list[Link]` — every link of a whole Markdown document: front-matter links
   (predicate = the top-level key) and body links, skipping fenced code blocks, inline code spans,
-  HTML comments (`<!-- [[x]] -->` is shown to no reader; a `<!--` never closed hides the rest) and
-  escaped links (`\\[[x]]` is the text `[[x]]` in Markdown). A link any part of which lies in a
-  code span or a comment is no link.
+  HTML comments and Obsidian comments (`<!-- [[x]] -->` and `%% [[x]] %%` are shown to no reader; a
+  `<!--` or `%%` never closed hides the rest, as Obsidian's editor shows it) and escaped links
+  (`\\[[x]]` is the text `[[x]]` in Markdown). A link any part of which lies in a code span or a
+  comment is no link. Every line is read in one left-to-right pass, so no shape of input (long runs
+  of brackets, fields, backticks or comment marks) costs more than linear time.
   A document whose front matter is not valid YAML is parsed as all body.
 - `parse_body_links(text) -> list[Link]` — the same for text that has no front matter.
 - `Link` fields: `target` (literal workspace-relative path, never completed with `.md`), `anchor`
@@ -41,7 +43,9 @@ PREDICATE = r"[A-Za-z][A-Za-z0-9_]*"
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+)\]\]")
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
 _BACKTICKS = re.compile(r"`+")
-_HIDING = re.compile(r"\\|`|<!--")  # what can open a code span or an HTML comment (a backslash escapes it)
+_HIDING = re.compile(r"\\|`|<!--|%%")  # what can open a code span or a comment (a backslash escapes it)
+_CLOSER = {"<!--": "-->", "%%": "%%"}  # each comment ends only at its own mark
+_BRACKET = re.compile(r"!?\[\[[^\[\]\n]+\]\]|[\[\]]")  # a whole wikilink, else one bracket
 _LINE_PREDICATE = re.compile(
     rf"^[ \t]*(?:>[ \t]*)*(?:(?:[-*+]|\d+[.)])[ \t]+)?(?:\[[ xX]\][ \t]+)?({PREDICATE})::"
 )
@@ -110,10 +114,10 @@ def parse_body_links(text: str, first_line: int = 1, offset: int = 0) -> list[Li
     """Links of Markdown text without front matter; `first_line`/`offset` place it inside a larger file."""
     links: list[Link] = []
     fence: str | None = None
-    comment = False  # inside an HTML comment opened on an earlier line: fences there are comment text
+    comment: str | None = None  # the closing mark of a comment left open (fences in it are text)
     for number, (line_start, line) in enumerate(_lines(text), start=first_line):
         content = line.rstrip("\r\n")
-        if not comment:
+        if comment is None:
             opened = _FENCE.match(content) if "```" in content or "~~~" in content else None
             if fence is not None:
                 if _closes(opened, fence):
@@ -122,7 +126,7 @@ def parse_body_links(text: str, first_line: int = 1, offset: int = 0) -> list[Li
             if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
                 fence = opened.group(1)
                 continue
-        if "[[" not in content and "<!--" not in content and not (comment and "-->" in content):
+        if "[[" not in content and not _marks_comment(content, comment):
             continue
         hidden, comment = _hidden_spans(content, comment)
         if "[[" in content:
@@ -220,22 +224,29 @@ def _closes(opened: re.Match[str] | None, fence: str) -> bool:
     )
 
 
-def _hidden_spans(line: str, in_comment: bool) -> tuple[list[tuple[int, int]], bool]:
-    """Code spans and HTML comments of one line, taken left to right as Markdown does (whichever opens
-    first wins, so neither can fake the other), and whether a comment is still open at its end.
+def _marks_comment(line: str, comment: str | None) -> bool:
+    """Whether `line` may open a comment (`comment` None) or hold `comment`, the open one's closing mark."""
+    return comment in line if comment else "<!--" in line or "%%" in line
+
+
+def _hidden_spans(line: str, comment: str | None) -> tuple[list[tuple[int, int]], str | None]:
+    """Code spans and comments of one line, taken left to right as Markdown and Obsidian do (whichever
+    opens first wins, so none can fake another), and the closing mark of a comment still open at its end.
 
     A backtick run opens a span closed by the next run of the same length; an unclosed run is text.
-    `<!--` opens a comment closed by the next `-->` (`<!-->` is an empty one, as in HTML); one not
-    closed on the line runs on into the next lines. A backslash makes the next character text.
+    `<!--` opens an HTML comment closed by the next `-->` (`<!-->` is an empty one, as in HTML), `%%`
+    an Obsidian comment closed by the next `%%` (`%%%x%%` hides `%x`); `comment` is the closing mark
+    of one opened on an earlier line. A comment not closed on the line runs on into the next lines.
+    A backslash makes the next character text (`\\%%` opens nothing, as in Obsidian).
     """
     spans: list[tuple[int, int]] = []
     position = 0
-    if in_comment:
-        close = line.find("-->")
+    if comment:
+        close = line.find(comment)
         if close < 0:
-            return [(0, len(line))], True
-        spans.append((0, close + 3))
-        position = close + 3
+            return [(0, len(line))], comment
+        spans.append((0, close + len(comment)))
+        position = close + len(comment)
     runs: dict[int, list[int]] = {}  # run length -> starts of the backtick runs of that length
     for run in _BACKTICKS.finditer(line):
         runs.setdefault(len(run.group()), []).append(run.start())
@@ -243,13 +254,13 @@ def _hidden_spans(line: str, in_comment: bool) -> tuple[list[tuple[int, int]], b
         position = found.start()
         if found.group() == "\\":
             position += 2
-        elif found.group() == "<!--":
-            close = line.find("-->", position + 2)
+        elif closer := _CLOSER.get(found.group()):
+            close = line.find(closer, position + 2)
             if close < 0:
                 spans.append((position, len(line)))
-                return spans, True
-            spans.append((position, close + 3))
-            position = close + 3
+                return spans, closer
+            spans.append((position, close + len(closer)))
+            position = close + len(closer)
         else:
             end = position
             while end < len(line) and line[end] == "`":
@@ -261,7 +272,7 @@ def _hidden_spans(line: str, in_comment: bool) -> tuple[list[tuple[int, int]], b
                 continue
             spans.append((position, starts[index] + end - position))
             position = spans[-1][1]
-    return spans, False
+    return spans, None
 
 
 def _overlaps(start: int, end: int, spans: list[tuple[int, int]]) -> bool:
@@ -271,24 +282,36 @@ def _overlaps(start: int, end: int, spans: list[tuple[int, int]]) -> bool:
 
 
 def _inline_fields(line: str, hidden: list[tuple[int, int]]) -> list[tuple[int, int, str]]:
-    """`[key:: value]` fields of a line as (start, end, key); nested wikilinks do not close a field."""
+    """`[key:: value]` fields of a line as (start, end, key), sorted and disjoint.
+
+    A field's `[` closes at the `]` that pairs with it (a whole wikilink inside counts as neither, so
+    nested links do not close it); a field inside another belongs to the outer one; one never closed
+    is no field. Brackets are paired in one pass, so many fields on a line, closed or not, cost
+    linear time rather than a rescan of the rest of the line per field.
+    """
+    keys = {
+        match.start(): match.group(1)
+        for match in _INLINE_FIELD.finditer(line)
+        if not _overlaps(match.start(), match.start() + 1, hidden)
+    }
+    opened: list[int] = []  # positions of the `[` not paired yet
+    closed: list[tuple[int, int, str]] = []
+    for token in _BRACKET.finditer(line):
+        if token.group() == "[":
+            opened.append(token.start())
+        elif token.group() == "]" and opened and (key := keys.get(start := opened.pop())):
+            closed.append((start, token.end(), key))
     fields: list[tuple[int, int, str]] = []
-    for match in _INLINE_FIELD.finditer(line):
-        if _overlaps(match.start(), match.start() + 1, hidden) or any(
-            s <= match.start() < e for s, e, _ in fields
-        ):
-            continue
-        depth, position = 1, match.end()
-        while position < len(line) and depth:
-            nested = _WIKILINK.match(line, position)
-            if nested:
-                position = nested.end()
-                continue
-            depth += {"[": 1, "]": -1}.get(line[position], 0)
-            position += 1
-        if depth == 0:
-            fields.append((match.start(), position, match.group(1)))
+    for field_ in sorted(closed):  # pairs nest or are disjoint: keep the outermost
+        if not fields or field_[0] >= fields[-1][1]:
+            fields.append(field_)
     return fields
+
+
+def _field_key(position: int, fields: list[tuple[int, int, str]]) -> str | None:
+    """The key of the field (sorted and disjoint, as `_inline_fields` gives them) around `position`."""
+    index = bisect_left(fields, position, key=lambda field_: field_[0]) - 1
+    return fields[index][2] if index >= 0 and fields[index][1] > position else None
 
 
 def _line_links(line: str, number: int, offset: int, hidden: list[tuple[int, int]]) -> Iterator[Link]:
@@ -299,7 +322,7 @@ def _line_links(line: str, number: int, offset: int, hidden: list[tuple[int, int
     for match in _WIKILINK.finditer(line):
         if _overlaps(match.start(), match.end(), hidden) or _escaped(line, match.start(2) - 2):
             continue
-        predicate = next((key for start, end, key in fields if start < match.start() < end), None)
+        predicate = _field_key(match.start(), fields)
         if predicate is None and line_predicate and match.start() >= line_predicate.end():
             predicate = line_predicate.group(1)
         link = _make_link(match, predicate, number, offset, False, embed=not _escaped(line, match.start()))

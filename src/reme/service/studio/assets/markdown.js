@@ -1,6 +1,7 @@
 // A Markdown renderer that builds DOM nodes (never HTML strings): raw HTML in a note shows as text,
 // links keep only http(s)/mailto or workspace paths (no javascript:, data:, ...), and [[wikilinks]]
-// in every form of reme's grammar become links into Studio (dead ones are marked).
+// in every form of reme's grammar become links into Studio (dead ones are marked). Comments
+// (`<!-- ... -->`, Obsidian's `%% ... %%`) show nothing and hold no link, as in the index (spec §2.2).
 import { h, route } from "./dom.js";
 
 const PREDICATE = /^([A-Za-z][A-Za-z0-9_]*)::\s*/;
@@ -8,7 +9,6 @@ const IMAGE_EXT = /\.(png|jpe?g|gif|webp|bmp|svg)$/i;
 // Note text is untrusted, so every pattern fails fast: no character class runs past the next `[`,
 // `(` or `<`, which made a failed match rescan the rest of the line from every start.
 const INLINE = [
-  ["code", /`([^`\n]+)`/g],
   ["wiki", /(!?)\[\[([^[\]\n|#]*)(#[^[\]\n|]*)?(?:\|([^[\]\n]*))?\]\]/g],
   ["pred", /\[([A-Za-z][A-Za-z0-9_]*)::\s*((?:[^[\]\n]|\[\[[^[\]\n]*\]\])*)\]/g],
   ["image", /!\[([^[\]\n]*)\]\(([^()\s]+)(?:\s+"[^"\n]*")?\)/g],
@@ -19,6 +19,119 @@ const INLINE = [
   ["strike", /~~([^~\n]+)~~/g],
 ];
 const MAX_QUOTE_DEPTH = 32; // deeper `>` nesting shows as text (each level is a recursion)
+// What opens a code span, a comment or an escape, and the marker that closes each kind of comment.
+const HIDING = /\\|`+|<!--|%%/g;
+const COMMENT_END = { "<!--": "-->", "%%": "%%" };
+// Stands where a comment was: no token matches across it and it shows as nothing. A noncharacter,
+// so no note means it.
+const HIDDEN = "\uFDD0";
+const ONLY_HIDDEN = /^[\s\uFDD0]*$/;
+
+// The start positions of each length of backtick run in `text`, ascending.
+function backtickRuns(text) {
+  const runs = new Map();
+  for (const run of text.matchAll(/`+/g)) {
+    if (!runs.has(run[0].length)) runs.set(run[0].length, []);
+    runs.get(run[0].length).push(run.index);
+  }
+  return runs;
+}
+
+// The first of the ascending `starts` at or after `from`, or -1 (a binary search: a line of many
+// runs must not cost a scan per run).
+function firstFrom(starts, from) {
+  if (!starts) return -1;
+  let low = 0;
+  let high = starts.length;
+  while (low < high) {
+    const mid = (low + high) >> 1;
+    if (starts[mid] < from) low = mid + 1;
+    else high = mid;
+  }
+  return low < starts.length ? starts[low] : -1;
+}
+
+// The code spans of one text (`inline` makes one per text), shaped like a global RegExp for its
+// scan: a backtick run opens a span closed by the next run of the same length, an unclosed run is
+// text. `hideComments` takes spans by the same rule, so what it left alone as code shows as code.
+function codeSpans() {
+  let runs = null;
+  return {
+    lastIndex: 0,
+    exec(subject) {
+      runs ??= backtickRuns(subject);
+      const opener = /`+/g;
+      opener.lastIndex = this.lastIndex;
+      for (let run; (run = opener.exec(subject)); ) {
+        const close = firstFrom(runs.get(run[0].length), run.index + run[0].length);
+        if (close < 0) continue;
+        let body = subject.slice(run.index + run[0].length, close);
+        // One space each side is padding (`` `a` `` shows `a`), unless the span is all spaces.
+        if (body.startsWith(" ") && body.endsWith(" ") && /[^ ]/.test(body)) body = body.slice(1, -1);
+        const match = [subject.slice(run.index, close + run[0].length), body];
+        match.index = run.index;
+        return match;
+      }
+      return null;
+    },
+  };
+}
+
+// One line with its comments put to HIDDEN, given the closing marker of a comment still open before
+// it (or null); returns the line and the marker still open after it. Code spans, comments and
+// backslash escapes are taken left to right, whichever opens first winning, as the index does.
+function hideComments(line, open) {
+  let shown = "";
+  let kept = 0; // where the text not yet copied to `shown` starts
+  if (open) {
+    const end = line.indexOf(open);
+    if (end < 0) return [HIDDEN, open];
+    shown = HIDDEN;
+    kept = end + open.length;
+  }
+  let runs = null;
+  HIDING.lastIndex = kept;
+  for (let token; (token = HIDING.exec(line)); ) {
+    const at = token.index;
+    if (token[0] === "\\") HIDING.lastIndex = at + 2;
+    else if (token[0][0] === "`") {
+      runs ??= backtickRuns(line);
+      const close = firstFrom(runs.get(token[0].length), at + token[0].length);
+      if (close >= 0) HIDING.lastIndex = close + token[0].length;
+    } else {
+      const marker = COMMENT_END[token[0]];
+      shown += line.slice(kept, at) + HIDDEN;
+      const end = line.indexOf(marker, at + 2); // `<!-->` is an empty comment, as in HTML
+      if (end < 0) return [shown, marker];
+      kept = HIDING.lastIndex = end + marker.length;
+    }
+  }
+  return [shown + line.slice(kept), null];
+}
+
+// `lines` with every comment outside fenced code hidden, given the comment open before them (its
+// closing marker or null); returns them and the comment still open after the last. An unclosed
+// comment runs to the end, and a fence inside a comment is comment text.
+function withoutComments(lines, open) {
+  let fence = null;
+  const shown = lines.map((line) => {
+    if (!open) {
+      if (fence) {
+        if (line.trim().startsWith(fence)) fence = null;
+        return line;
+      }
+      const opened = FENCE.exec(line);
+      if (opened) {
+        fence = opened[1];
+        return line;
+      }
+    }
+    let text;
+    [text, open] = hideComments(line, open);
+    return text;
+  });
+  return [shown, open];
+}
 
 // A workspace path relative to the note's folder, or null when it leaves the workspace.
 export function joinPath(base, relative) {
@@ -71,13 +184,19 @@ function wikilink(match, ctx) {
 
 export function inline(text, ctx) {
   const out = document.createDocumentFragment();
+  if (text.includes(HIDDEN)) {
+    // Each side of a comment on its own: a link partly inside one is none.
+    for (const piece of text.split(HIDDEN)) out.append(inline(piece, ctx));
+    return out;
+  }
   // Each pattern's next match is searched for again only once the text before it is used up, so a
   // long line costs a few passes per pattern, not a pass per token.
   const next = new Map();
+  const patterns = text.includes("`") ? [["code", codeSpans()], ...INLINE] : INLINE;
   let at = 0;
   while (at < text.length) {
     let best = null;
-    for (const [kind, pattern] of INLINE) {
+    for (const [kind, pattern] of patterns) {
       let m = next.get(kind);
       if (m === undefined || (m && m.index < at)) {
         pattern.lastIndex = at;
@@ -147,7 +266,8 @@ function list(lines, i, firstLine, ctx) {
   while (n < lines.length) {
     const m = LIST_ITEM.exec(lines[n]);
     if (!m) {
-      if (lines[n].trim() && /^\s+/.test(lines[n]) && stack.length > 1) {
+      // An indented fence ends the list (it shows as code, as the index reads it), not its item.
+      if (lines[n].trim() && /^\s+/.test(lines[n]) && !FENCE.test(lines[n]) && stack.length > 1) {
         stack[stack.length - 1].text += " " + lines[n].trim();
         n += 1;
         continue;
@@ -185,10 +305,14 @@ function headingText(text) {
 }
 
 // The blocks of `text` (a note body whose first line is line `firstLine` of the file; `depth`
-// blockquotes deep).
+// blockquotes deep). `ctx.openComment` carries a comment left open at the end of one page of a
+// note into the next page's render.
 export function render(text, ctx, firstLine = 1, depth = 0) {
   const out = document.createDocumentFragment();
-  const lines = text.replace(/\r\n?/g, "\n").split("\n");
+  let lines = text.replace(/\r\n?/g, "\n").split("\n");
+  if (depth === 0) [lines, ctx.openComment] = withoutComments(lines, ctx.openComment || null);
+  // A line of nothing but comments is blank (it ends a paragraph, as an HTML block does).
+  lines = lines.map((line) => (line.includes(HIDDEN) && ONLY_HIDDEN.test(line) ? "" : line));
   let i = 0;
   while (i < lines.length) {
     const line = lines[i];
