@@ -265,3 +265,15 @@ async def test_sse_refuses_a_session_past_the_limit_and_a_closed_one_frees_its_s
         finally:
             for stream in opened:
                 await stream.__aexit__(None, None, None)
+
+
+async def test_the_list_of_unverified_citations_is_bounded(make_chat: MakeChat) -> None:
+    """A hostile answer citing thousands of made-up notes: every one is unlinked, the list is bounded."""
+    from reme.pipelines.chat import MAX_UNVERIFIED
+
+    answer = " ".join(f"[[made-up-{n}]]" for n in range(MAX_UNVERIFIED * 3))
+    app = await make_chat([{"text": answer}])
+    response = await app.run("chat", query="Everything?")
+    assert response.success
+    assert len(response.metadata["unverified_citations"]) == MAX_UNVERIFIED
+    assert "[[" not in response.answer

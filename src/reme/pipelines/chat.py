@@ -39,6 +39,7 @@ MAX_HISTORY_CHARS = 64_000  # earlier turns' text sent with a question
 # The answer the job returns: four times what the default max_tokens (2048) lets a reply hold, and
 # half the history cap, so the answer can go back as an earlier turn with room for the rest.
 MAX_ANSWER_CHARS = 32_000
+MAX_UNVERIFIED = 100  # citations listed in `unverified_citations` (all are unlinked in the answer)
 
 
 def render_question(query: str, history: Sequence[Mapping[str, object]]) -> str:
@@ -165,7 +166,9 @@ async def chat(
     text = str(result.output)
     links = parse_body_links(text)
     reasons = await unverified_citations(port, links, read.keys() | shown)
-    unverified: list[JSONObject] = [{"target": target, "reason": why} for target, why in reasons.items()]
+    unverified: list[JSONObject] = [
+        {"target": target[:300], "reason": why} for target, why in list(reasons.items())[:MAX_UNVERIFIED]
+    ]
     checked = mark_unverified(text, links, reasons)
     bounded = truncate(checked, MAX_ANSWER_CHARS)
     return ChatAnswer(bounded, list(read), calls, unverified, truncated=len(checked) > MAX_ANSWER_CHARS)
