@@ -47,6 +47,7 @@ from reme.pipelines.port import (
 )
 from reme.workspace import confined_read, daily, digest_writing, moving, reading, writing
 from reme.workspace.atomic import atomic_write
+from reme.workspace.confined import CONFINED, confined_parent
 from reme.workspace.dates import check_date
 from reme.workspace.layout import Workspace
 from reme.workspace.links import LinkSource
@@ -194,6 +195,25 @@ class WorkspacePort:
         return sorted(
             name for name, info, _link in children if stat.S_ISDIR(info.st_mode) and not name.startswith(".")
         )
+
+    async def remove_empty_folder(self, folder: str) -> bool:
+        relative = self.workspace.relative_for(folder, write=True)
+        if not relative or relative in self.workspace.dirs.values():
+            return False
+
+        def remove() -> bool:
+            try:
+                with self.workspace.lock(relative):
+                    if not CONFINED:
+                        (self.workspace.root / relative).rmdir()
+                        return True
+                    with confined_parent(self.workspace.root, relative, through_link=False) as (parent, name):
+                        os.rmdir(name, dir_fd=parent)
+            except (OSError, UnsafePathError):  # not empty, gone, not a folder: left as it is
+                return False
+            return True
+
+        return await asyncio.to_thread(remove)
 
     # bulk ----------------------------------------------------------------------------------------
 

@@ -202,6 +202,11 @@ class Notes(Places, Protocol):
         """Names of the sub-folders of a folder (none when it does not exist), sorted."""
         ...
 
+    async def remove_empty_folder(self, folder: str) -> bool:
+        """Remove the folder only if it is empty (atomically: a file written into it meanwhile keeps
+        it), never a layout folder; whether it was removed."""
+        ...
+
 
 class Bulk(Protocol):
     """What an import needs beyond notes: raw bytes in and out, many files saved with one index update."""

@@ -14,12 +14,18 @@ run leaves the files as they were.
 A secret in the resource's path (a file named after a token) is the user's, but it goes no further
 than the `source_resource` link, which must name the file to resolve: the model is shown the path
 redacted, and the card's file name and first title are made from the redacted stem.
+
+A resource with no readable text (a hostile PDF stopped after `extract_seconds`, an encrypted one, a
+binary file) would cost its parse at every full scan: `metadata/resource_unreadable.json` remembers
+its content hash and why, and it is skipped unread until its content (or a limit) changes. That record
+is a bounded cache: deleted, it costs one parse more.
 """
 
 from __future__ import annotations
 
 import errno
 import hashlib
+import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -39,8 +45,13 @@ from reme.workspace import frontmatter
 from reme.workspace.dates import is_date
 from reme.workspace.wikilinks import parse_body_links
 
+log = logging.getLogger(__name__)
+
 RESOURCE_NAMESPACE = uuid.UUID("6f1c1a52-8d7e-5b8e-9a43-2b1e0c7d5a10")
 REDACT_MARGIN = 16_384  # text read past the cut, so a secret that starts before it is redacted whole
+UNREADABLE_STATE = "resource_unreadable"  # metadata/<this>.json
+MAX_REMEMBERED = 1_000  # unreadable files remembered; the oldest are forgotten first
+MAX_REASON = 500  # characters of a remembered reason
 
 
 @dataclass(frozen=True)
@@ -135,6 +146,95 @@ class ResourceCards:
                     if front.get("source_resource") == link:
                         return card, front
         return None
+
+
+@dataclass(frozen=True)
+class Unread:
+    """Why a resource, with this content and these limits, had no readable text."""
+
+    path: str
+    sha256: str
+    size: int
+    max_chars: int
+    extract_seconds: float
+    reason: str
+
+    @classmethod
+    def of(cls, path: str, data: bytes, sha: str, limits: ResourceLimits, reason: str) -> Unread:
+        return cls(path, sha, len(data), limits.max_chars, limits.extract_seconds, reason[:MAX_REASON])
+
+    @classmethod
+    def from_json(cls, value: object) -> Unread | None:
+        """The record, or None when it is not one (a damaged cache is not trusted)."""
+        if not isinstance(value, dict):
+            return None
+        path, sha, size, chars, seconds, reason = (
+            value.get(key) for key in ("path", "sha256", "size", "max_chars", "extract_seconds", "reason")
+        )
+        if not (
+            isinstance(path, str)
+            and isinstance(sha, str)
+            and isinstance(reason, str)
+            and isinstance(size, int)
+            and isinstance(chars, int)
+            and isinstance(seconds, int | float)
+        ):
+            return None
+        return cls(path, sha, size, chars, float(seconds), reason)
+
+    def matches(self, sha: str, size: int, limits: ResourceLimits) -> bool:
+        """Whether this is the same content read under the same limits (a longer extract_seconds, as a
+        timeout's reason advises, reads it again)."""
+        now = (sha, size, limits.max_chars, limits.extract_seconds)
+        return (self.sha256, self.size, self.max_chars, self.extract_seconds) == now
+
+    def to_json(self) -> JSONObject:
+        return {
+            "path": self.path,
+            "sha256": self.sha256,
+            "size": self.size,
+            "max_chars": self.max_chars,
+            "extract_seconds": self.extract_seconds,
+            "reason": self.reason,
+        }
+
+
+class UnreadableFiles:
+    """The resources found unreadable, oldest first, read once per batch from derived state (a cache,
+    never the only record: the resource is). A change is merged into the record as it is on disk, so
+    concurrent runs lose at most an entry, which costs one parse."""
+
+    def __init__(self, port: MemoryPort) -> None:
+        self.port = port
+        self._known = self._read()
+
+    def _read(self) -> dict[str, Unread]:
+        files = self.port.read_state(UNREADABLE_STATE).get("files")
+        found = [Unread.from_json(value) for value in files] if isinstance(files, list) else []
+        return {entry.path: entry for entry in found if entry is not None}
+
+    def reason(self, path: str, data: bytes, sha: str, limits: ResourceLimits) -> str | None:
+        """The remembered reason when this very content was unreadable under these limits, else None."""
+        known = self._known.get(path)
+        return known.reason if known is not None and known.matches(sha, len(data), limits) else None
+
+    def remember(self, entry: Unread) -> None:
+        self._update(entry.path, entry)
+
+    def forget(self, path: str) -> None:
+        if path in self._known:
+            self._update(path, None)
+
+    def _update(self, path: str, entry: Unread | None) -> None:
+        files = self._read()
+        files.pop(path, None)
+        if entry is not None:
+            files[path] = entry  # last: the newest survives the bound
+        self._known = dict(list(files.items())[-MAX_REMEMBERED:])
+        try:
+            self.port.write_state(UNREADABLE_STATE, {"files": [e.to_json() for e in self._known.values()]})
+        except OSError as exc:  # only a cache: unwritten, it costs a parse next time, not this resource
+            log.warning("auto_resource: could not remember unreadable resources: %s", exc)
 
 
 def card_stem(path: str) -> str:
@@ -242,6 +342,7 @@ async def write_card(
 async def process_change(
     port: MemoryPort,
     cards: ResourceCards,
+    unread: UnreadableFiles,
     path: str,
     limits: ResourceLimits,
     report: ResourceReport,
@@ -263,13 +364,20 @@ async def process_change(
     if found and found[1].get("source_sha256") == sha and not found[1].get("pending"):
         report.skipped.append({"path": path, "reason": f"unchanged since {card} was written"})
         return
+    if remembered := unread.reason(path, data, sha, limits):
+        reason = f"not read again: unchanged since it was found unreadable: {remembered}"
+        report.skipped.append({"path": path, "reason": reason})
+        return
     try:
         material = await text_of(
             data, extension, limit=limits.max_chars + REDACT_MARGIN, seconds=limits.extract_seconds
         )
     except Unreadable as reason:
+        if reason.lasting:
+            unread.remember(Unread.of(path, data, sha, limits, str(reason)))
         report.skipped.append({"path": path, "reason": str(reason)})
         return
+    unread.forget(path)
     try:
         port.model("memory")
     except LLMUnavailable as missing:  # the resource itself is the kept input: the next scan retries it
@@ -279,8 +387,10 @@ async def process_change(
     session_id = resource_session_id(path)
     keys: JSONObject = {"source_resource": link_of(path), "session_id": session_id, "source_sha256": sha}
     action = "updated" if card else "created"
+    new_folder = False
     if card is None:
         card = await free_card_path(port, path, day)
+        new_folder = not port.exists(str(PurePosixPath(card).parent))
         stub = {**keys, "pending": True}
         await port.write(card, "", name=redact(PurePosixPath(path).stem), metadata=stub)
     variables = {
@@ -292,8 +402,10 @@ async def process_change(
     try:
         await write_card(port, card, path, keys, variables, add_usage)
     except ReMeError as failure:
-        if action == "created":  # no half-made card: the next scan starts afresh
+        if action == "created":  # no half-made card (nor its new folder): the next scan starts afresh
             await port.delete(card)
+            if new_folder:
+                await port.remove_empty_folder(str(PurePosixPath(card).parent))
             outcome = "not processed"
         else:
             outcome = f"card {card} left unchanged and pending"
@@ -304,13 +416,16 @@ async def process_change(
     report.processed.append({"path": path, "card": card, "action": action})
 
 
-async def process_deletion(port: MemoryPort, cards: ResourceCards, path: str, report: ResourceReport) -> None:
+async def process_deletion(
+    port: MemoryPort, cards: ResourceCards, unread: UnreadableFiles, path: str, report: ResourceReport
+) -> None:
     check_resource_path(port, path)
     if port.exists(path):  # a card is deleted only with its resource
         report.skipped.append(
             {"path": path, "reason": "still exists, so its card is kept (list it in paths)"}
         )
         return
+    unread.forget(path)
     found = await cards.find(path, resource_day(port, path))
     if found is None:
         report.skipped.append({"path": path, "reason": "deleted resource had no card"})
@@ -341,14 +456,15 @@ async def auto_resource(
         check_resource_path(port, path)  # refuse bad input before any write
     report = ResourceReport()
     cards = ResourceCards(port)
+    unread = UnreadableFiles(port)
     changed = list(paths) if paths or deleted else await resources_needing_cards(port)
     for path in dict.fromkeys(deleted):
         async with port.keyed_lock(f"resource:{path}"):
-            await process_deletion(port, cards, path, report)
+            await process_deletion(port, cards, unread, path, report)
     for path in dict.fromkeys(changed):
         try:
             async with port.keyed_lock(f"resource:{path}"):
-                await process_change(port, cards, path, limits, report, add_usage)
+                await process_change(port, cards, unread, path, limits, report, add_usage)
         except ReMeError as exc:
             report.failed.append({"path": path, "error": exc.message})
         except (OSError, ValueError) as exc:

@@ -31,7 +31,14 @@ _CONTROL = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 class Unreadable(ValueError):
-    """The file has no text reme can read; the message is the reason."""
+    """The file has no text reme can read; the message is the reason.
+
+    `lasting` is False when the cause may be gone next time without the file changing (a missing
+    extra, a reader that could not start or was killed from outside), so it is not remembered."""
+
+    def __init__(self, reason: str, *, lasting: bool = True) -> None:
+        super().__init__(reason)
+        self.lasting = lasting
 
 
 @dataclass(frozen=True)
@@ -106,7 +113,9 @@ def pdf_text(data: bytes, limit: int) -> tuple[str, bool]:
         from pypdf import PdfReader
         from pypdf.errors import FileNotDecryptedError
     except ImportError:
-        raise Unreadable("PDF text needs the optional extra: pip install 'reme[pdf]'") from None
+        raise Unreadable(
+            "PDF text needs the optional extra: pip install 'reme[pdf]'", lasting=False
+        ) from None
     pages: list[str] = []
     size = 0
     try:
@@ -175,7 +184,9 @@ async def text_of(data: bytes, extension: str, *, limit: int, seconds: float) ->
             env=environment,
         )
     except OSError as exc:
-        raise Unreadable(f"the {kind} reader could not start ({sys.executable!r}): {exc}") from None
+        raise Unreadable(
+            f"the {kind} reader could not start ({sys.executable!r}): {exc}", lasting=False
+        ) from None
     try:
         out, err = await asyncio.wait_for(child.communicate(data), seconds)
     except TimeoutError:
@@ -191,16 +202,18 @@ async def text_of(data: bytes, extension: str, *, limit: int, seconds: float) ->
 
 
 def _answer(kind: str, out: bytes, err: bytes, status: int | None) -> ResourceText:
-    """The child's answer, or Unreadable saying how it ended."""
+    """The child's answer, or Unreadable saying how it ended (an exit by a signal, as a shutdown sends,
+    is no fault of the file: only a child that failed on its own says something lasting)."""
     try:
         answer = json.loads(out)
     except ValueError:
         last = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
         raise Unreadable(
-            f"the {kind} reader stopped without an answer (exit status {status}: {clean(last[0])[:300]})"
+            f"the {kind} reader stopped without an answer (exit status {status}: {clean(last[0])[:300]})",
+            lasting=status is not None and status > 0,
         ) from None
     if "unreadable" in answer:
-        raise Unreadable(str(answer["unreadable"]))
+        raise Unreadable(str(answer["unreadable"]), lasting=answer.get("lasting") is not False)
     return ResourceText(kind, str(answer["text"]), answer["chars"])
 
 
@@ -221,7 +234,7 @@ def child_main() -> None:
         found = extract(data, kind, limit=limit)
         answer = {"text": found.text, "chars": found.chars}
     except Unreadable as reason:
-        answer = {"unreadable": str(reason)}
+        answer = {"unreadable": str(reason), "lasting": reason.lasting}
     except MemoryError:
         answer = {"unreadable": f"reading its {kind} text needs more than {memory >> 20} MiB of memory"}
     except RecursionError:
