@@ -9,6 +9,9 @@ const IMAGE_EXT = /\.(png|jpe?g|gif|webp|bmp|svg)$/i;
 // Note text is untrusted, so every pattern fails fast: no character class runs past the next `[`,
 // `(` or `<`, which made a failed match rescan the rest of the line from every start.
 const INLINE = [
+  // A backslash before ASCII punctuation shows that character as text (`\[[x]]` is `[[x]]`, no link),
+  // as in Markdown and the index (spec §2.2); it matches before any token that the character opens.
+  ["escape", /\\([!-/:-@[-`{-~])/g],
   ["wiki", /(!?)\[\[([^[\]\n|#]*)(#[^[\]\n|]*)?(?:\|([^[\]\n]*))?\]\]/g],
   ["pred", /\[([A-Za-z][A-Za-z0-9_]*)::\s*((?:[^[\]\n]|\[\[[^[\]\n]*\]\])*)\]/g],
   ["image", /!\[([^[\]\n]*)\]\(([^()\s]+)(?:\s+"[^"\n]*")?\)/g],
@@ -26,6 +29,29 @@ const COMMENT_END = { "<!--": "-->", "%%": "%%" };
 // so no note means it.
 const HIDDEN = "\uFDD0";
 const ONLY_HIDDEN = /^[\s\uFDD0]*$/;
+// A fence line as the index reads one (wikilinks.py `_FENCE`): spaces or tabs, then three or more
+// backticks or tildes, then the info string. No other prefix (a `>` or a list marker) makes a fence.
+const FENCE = /^[ \t]*(`{3,}|~{3,})([\s\S]*)$/;
+// What Python's `str.strip()` takes as blank (the index's test for an empty info string).
+const PY_BLANK = /^[\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$/;
+
+// A line's fence run and info string, its line-end `\r`s dropped as the index drops them, or null.
+function fenceLine(line) {
+  return FENCE.exec(line.replace(/\r+$/, ""));
+}
+
+// The run that opens a fence on `line`, or null: a backtick fence's info string holds no backtick.
+function fenceOpener(line) {
+  const m = fenceLine(line);
+  return m && !(m[1][0] === "`" && m[2].includes("`")) ? m[1] : null;
+}
+
+// Whether `line` closes the fence opened by `fence`: the same character, at least as many, no info
+// string (```` ```js ```` closes nothing).
+function closesFence(line, fence) {
+  const m = fenceLine(line);
+  return Boolean(m && m[1][0] === fence[0] && m[1].length >= fence.length && PY_BLANK.test(m[2]));
+}
 
 // The start positions of each length of backtick run in `text`, ascending.
 function backtickRuns(text) {
@@ -110,19 +136,28 @@ function hideComments(line, open) {
 }
 
 // `lines` with every comment outside fenced code hidden, given the comment open before them (its
-// closing marker or null); returns them and the comment still open after the last. An unclosed
-// comment runs to the end, and a fence inside a comment is comment text.
-function withoutComments(lines, open) {
-  let fence = null;
-  const shown = lines.map((line) => {
+// closing marker or null); returns them, the comment still open after the last, and the fences:
+// opening line -> [end of its code, line after its closing line]. Fences are read here once, on the
+// lines as written and by the index's rules (a comment's text never makes or hides one), so
+// Studio's code is the index's. An unclosed comment runs to the end, and a fence inside a comment is
+// comment text; an unclosed fence runs to the end. `fence` is the run of a fence open before the
+// first line (its code starts there: opening line -1), and the fence still open after the last is
+// returned too.
+function withoutComments(lines, open, fence) {
+  const fences = new Map();
+  let start = -1;
+  const shown = lines.map((line, i) => {
     if (!open) {
       if (fence) {
-        if (line.trim().startsWith(fence)) fence = null;
+        if (closesFence(line, fence)) {
+          fences.set(start, [i, i + 1]);
+          fence = null;
+        }
         return line;
       }
-      const opened = FENCE.exec(line);
-      if (opened) {
-        fence = opened[1];
+      fence = fenceOpener(line);
+      if (fence) {
+        start = i;
         return line;
       }
     }
@@ -130,7 +165,8 @@ function withoutComments(lines, open) {
     [text, open] = hideComments(line, open);
     return text;
   });
-  return [shown, open];
+  if (fence) fences.set(start, [lines.length, lines.length]);
+  return [shown, open, fences, fence];
 }
 
 // A workspace path relative to the note's folder, or null when it leaves the workspace.
@@ -166,7 +202,9 @@ function hrefFor(url, ctx) {
 
 function wikilink(match, ctx) {
   const [, bang, rawTarget, anchor, alias] = match;
-  const target = rawTarget.trim();
+  // `\|` escapes the bar inside a table: the backslash is no part of the target (as in the index).
+  const written = alias !== undefined && !anchor ? rawTarget.replace(/\\$/, "") : rawTarget;
+  const target = written.trim();
   const label = alias !== undefined ? alias : target + (anchor || "");
   const resolved = ctx.resolve ? ctx.resolve(target) : undefined;
   if (bang && IMAGE_EXT.test(target)) {
@@ -213,6 +251,7 @@ export function inline(text, ctx) {
     out.append(text.slice(at, m.index));
     at = m.index + m[0].length;
     if (kind === "code") out.append(h("code", {}, m[1]));
+    else if (kind === "escape") out.append(m[1]);
     else if (kind === "wiki") out.append(wikilink(m, ctx));
     else if (kind === "pred") out.append(h("span", { class: "predicate" }, m[1]), inline(m[2], ctx));
     else if (kind === "strong") out.append(h("strong", {}, inline(m[1] ?? m[2], ctx)));
@@ -246,20 +285,37 @@ function lineContent(text, ctx) {
 
 const LIST_ITEM = /^(\s*)([-*+]|\d+[.)])\s+(.*)$/;
 const TABLE_SEP = /^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$/;
-const FENCE = /^\s*(```+|~~~+)/;
 
+// A table row's cells. A bar divides cells only outside code spans, wikilinks and escapes (`\|`), so
+// `[[a|b]]` or `` `a|[[b]]` `` in a cell reads as the index reads the whole line.
 function cells(line) {
-  return line.trim().replace(/^\|/, "").replace(/\|$/, "").split("|").map((c) => c.trim());
+  const row = line.trim();
+  const token = /\\[\s\S]|`+|!?\[\[[^[\]\n]+\]\]|\|/g;
+  const bars = [];
+  let runs = null;
+  for (let m; (m = token.exec(row)); ) {
+    if (m[0] === "|") bars.push(m.index);
+    else if (m[0][0] === "`") {
+      runs ??= backtickRuns(row);
+      const close = firstFrom(runs.get(m[0].length), m.index + m[0].length);
+      if (close >= 0) token.lastIndex = close + m[0].length;
+    }
+  }
+  if (bars[bars.length - 1] !== row.length - 1) bars.push(row.length);
+  if (bars[0] !== 0) bars.unshift(-1);
+  return bars.slice(1).map((bar, k) => row.slice(bars[k] + 1, bar).trim());
 }
 
-function startsBlock(line, next) {
+// Whether line `i` starts a block other than a paragraph (`fences` as `withoutComments` gives them).
+function startsBlock(lines, i, fences) {
+  const line = lines[i];
   return (
-    FENCE.test(line) || /^#{1,6}\s/.test(line) || /^\s*>/.test(line) || LIST_ITEM.test(line) ||
-    (line.includes("|") && next !== undefined && TABLE_SEP.test(next))
+    fences.has(i) || /^#{1,6}\s/.test(line) || /^\s*>/.test(line) || LIST_ITEM.test(line) ||
+    (line.includes("|") && i + 1 < lines.length && TABLE_SEP.test(lines[i + 1]))
   );
 }
 
-function list(lines, i, firstLine, ctx) {
+function list(lines, i, firstLine, ctx, fences) {
   const root = { children: [], indent: -1 };
   const stack = [root];
   let n = i;
@@ -267,7 +323,7 @@ function list(lines, i, firstLine, ctx) {
     const m = LIST_ITEM.exec(lines[n]);
     if (!m) {
       // An indented fence ends the list (it shows as code, as the index reads it), not its item.
-      if (lines[n].trim() && /^\s+/.test(lines[n]) && !FENCE.test(lines[n]) && stack.length > 1) {
+      if (lines[n].trim() && /^\s+/.test(lines[n]) && !fences.has(n) && stack.length > 1) {
         stack[stack.length - 1].text += " " + lines[n].trim();
         n += 1;
         continue;
@@ -306,14 +362,26 @@ function headingText(text) {
 
 // The blocks of `text` (a note body whose first line is line `firstLine` of the file; `depth`
 // blockquotes deep). `ctx.openComment` carries a comment left open at the end of one page of a
-// note into the next page's render.
+// note into the next page's render, and `ctx.openFence` a fence left open. Lines end at `\n` only, as the index reads them. A fence is code
+// only outside blockquotes: the index reads `> ```` as text and counts the links after it.
 export function render(text, ctx, firstLine = 1, depth = 0) {
   const out = document.createDocumentFragment();
-  let lines = text.replace(/\r\n?/g, "\n").split("\n");
-  if (depth === 0) [lines, ctx.openComment] = withoutComments(lines, ctx.openComment || null);
+  let lines = text.split("\n");
+  let fences = new Map();
+  if (depth === 0) {
+    const carriedIn = [ctx.openComment || null, ctx.openFence || null];
+    [lines, ctx.openComment, fences, ctx.openFence] = withoutComments(lines, ...carriedIn);
+  }
+  lines = lines.map((line) => line.replace(/\r+$/, ""));
   // A line of nothing but comments is blank (it ends a paragraph, as an HTML block does).
   lines = lines.map((line) => (line.includes(HIDDEN) && ONLY_HIDDEN.test(line) ? "" : line));
   let i = 0;
+  const carried = fences.get(-1); // the rest of a fence opened on an earlier page
+  if (carried) {
+    const code = lines.slice(0, carried[0]).join("\n");
+    out.append(h("pre", { dataset: { line: firstLine } }, h("code", {}, code)));
+    i = carried[1];
+  }
   while (i < lines.length) {
     const line = lines[i];
     const at = { dataset: { line: firstLine + i } };
@@ -321,13 +389,10 @@ export function render(text, ctx, firstLine = 1, depth = 0) {
       i += 1;
       continue;
     }
-    const fence = FENCE.exec(line);
+    const fence = fences.get(i);
     if (fence) {
-      const body = [];
-      i += 1;
-      while (i < lines.length && !lines[i].trim().startsWith(fence[1])) body.push(lines[i++]);
-      i += 1;
-      out.append(h("pre", at, h("code", {}, body.join("\n"))));
+      out.append(h("pre", at, h("code", {}, lines.slice(i + 1, fence[0]).join("\n"))));
+      i = fence[1];
       continue;
     }
     const heading = /^(#{1,6})\s+(.*)$/s.exec(line);
@@ -352,7 +417,7 @@ export function render(text, ctx, firstLine = 1, depth = 0) {
       table.append(h("thead", {}, h("tr", {}, cells(line).map((c) => h("th", {}, inline(c, ctx))))));
       const body = h("tbody", {});
       i += 2;
-      while (i < lines.length && lines[i].includes("|") && lines[i].trim()) {
+      while (i < lines.length && lines[i].includes("|") && lines[i].trim() && !fences.has(i)) {
         body.append(h("tr", {}, cells(lines[i++]).map((c) => h("td", {}, inline(c, ctx)))));
       }
       table.append(body);
@@ -360,14 +425,14 @@ export function render(text, ctx, firstLine = 1, depth = 0) {
       continue;
     }
     if (LIST_ITEM.test(line)) {
-      const { el, next } = list(lines, i, firstLine + i, ctx);
+      const { el, next } = list(lines, i, firstLine + i, ctx, fences);
       out.append(el);
       i = next;
       continue;
     }
     const para = h("p", at);
     let first = true;
-    while (i < lines.length && lines[i].trim() && (first || !startsBlock(lines[i], lines[i + 1]))) {
+    while (i < lines.length && lines[i].trim() && (first || !startsBlock(lines, i, fences))) {
       if (!first) para.append(PREDICATE.test(lines[i]) ? h("br") : " ");
       para.append(lineContent(lines[i].trim(), ctx));
       first = false;
