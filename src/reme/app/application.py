@@ -6,12 +6,14 @@ Every interface (HTTP, MCP, CLI, embedded Python) is a thin shell around `Applic
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Coroutine, Mapping, Sequence
+from contextvars import ContextVar
 from datetime import date, datetime, tzinfo
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+import anyio
 
 from reme.app.component import Component, Components
 from reme.app.config import ConfigError, load_config
@@ -19,7 +21,7 @@ from reme.app.jobs import Chunk, JobSpec, Response, build_jobs, execute
 from reme.app.registry import COMPONENTS, load_plugins
 from reme.app.scheduling import run_on_schedule, supervise
 from reme.app.timezones import resolve_timezone
-from reme.errors import Unavailable, kind_of
+from reme.errors import Unavailable, UserError, kind_of
 from reme.index.memory import keep_large_blocks_apart
 
 log = logging.getLogger(__name__)
@@ -29,8 +31,19 @@ class ComponentError(Unavailable, RuntimeError):
     """A component could not be built or started."""
 
 
+# The application whose job (or background loop) this context runs in: its jobs may start nested
+# jobs while it closes, and may not call its `close()`, which would wait for them.
+_INSIDE: ContextVar[Application | None] = ContextVar("reme_inside_application", default=None)
+State = Literal["new", "started", "closing", "closed"]
+
+
 class Application:
     """Holds components and jobs; `start()` brings them up, `close()` takes them down in reverse."""
+
+    close_grace_s: float = 30.0
+    """Seconds `close()` lets running jobs finish before it stops them. The workspace's default lock
+    wait (30 s): a write queued behind another writer still lands. Long work that can end at a
+    consistent point (a reindex) is asked to at once, so mostly model requests use it."""
 
     def __init__(self, config: dict[str, Any], *, step_modules: Sequence[str] | None = None) -> None:
         """`step_modules`: load only these step modules (`load_plugins`); the config's jobs must
@@ -42,8 +55,11 @@ class Application:
         self.components = Components()
         self.jobs: dict[str, JobSpec] = {}
         self.job_runs: list[tuple[str, Response]] = []  # background/cron outcomes, newest last
-        self._tasks: list[asyncio.Task[None]] = []
-        self._started = False
+        self._state: State = "new"
+        self._loops: dict[asyncio.Task[None], anyio.CancelScope] = {}  # background and cron
+        self._jobs: dict[asyncio.Task[Response], anyio.CancelScope] = {}  # jobs callers run
+        self._closing: asyncio.Task[None] | None = None
+        self._grace_s = self.close_grace_s  # the grace of the close in progress, for its answers
 
     @classmethod
     def from_config(cls, config: str | Path | None = None, **overrides: Any) -> Application:
@@ -53,9 +69,15 @@ class Application:
     # lifecycle -----------------------------------------------------------------------------------
 
     async def start(self, *, background: bool = False) -> Application:
-        """Build jobs, start components in dependency order; `background` also starts loops and cron."""
-        if self._started:
+        """Build jobs, start components in dependency order; `background` also starts loops and cron.
+
+        A closed application starts again from scratch; one still closing refuses."""
+        if self._state == "started":
             return self
+        if self._state == "closing":
+            raise RuntimeError(
+                "the application is closing; wait for close() to finish before starting it again"
+            )
         if background:  # a long-running service: large blocks never pin the heap (reme.index.memory)
             keep_large_blocks_apart()
         load_plugins(self.step_modules)
@@ -83,7 +105,8 @@ class Application:
                     log.error("component %s failed to start", name, exc_info=exc)
                 raise ComponentError(f"component {name!r} failed to start: {exc}") from exc
             self.components[name] = component
-        self._started = True
+        self._state = "started"
+        self._closing = None
         if background:
             self.start_background()
         return self
@@ -96,28 +119,75 @@ class Application:
         cron = (self.config.get("scheduler") or {}).get("cron", True) is not False
         for job in self.jobs.values():
             if job.kind == "background":
-                self._tasks.append(asyncio.create_task(supervise(self, job), name=f"background:{job.name}"))
+                self._spawn_loop(f"background:{job.name}", supervise(self, job))
             elif job.kind == "cron" and cron:
-                self._tasks.append(asyncio.create_task(run_on_schedule(self, job), name=f"cron:{job.name}"))
+                self._spawn_loop(f"cron:{job.name}", run_on_schedule(self, job))
 
-    async def close(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                try:
-                    await task
-                except Exception:  # a loop's own failures are answers (`job_runs`); this is a bug in the loop
-                    log.exception("background task %s failed", task.get_name())
-        self._tasks.clear()
+    def _spawn_loop(self, name: str, loop: Coroutine[Any, Any, None]) -> None:
+        """Run a loop in a task `close()` stops through a cancel scope: a step in a worker thread
+        finishes its write first (`anyio.to_thread`), where a plain `Task.cancel` abandons it."""
+        scope = anyio.CancelScope()
+
+        async def body() -> None:
+            _INSIDE.set(self)
+            with scope:
+                await loop
+
+        self._loops[asyncio.create_task(body(), name=name)] = scope
+
+    async def close(self, grace_s: float | None = None) -> None:
+        """Refuse new jobs at once, then stop loops and let running jobs finish before components close.
+
+        Components are asked to end long work at its next consistent point (`Component.interrupt`);
+        background and cron loops stop; jobs callers started get `grace_s` seconds (default
+        `close_grace_s`) to finish, then stop at their next safe point, a write in progress first
+        finishing, and their callers are told. No component closes while a job runs. Calling it again,
+        even while it runs, waits for the same close; calling it from inside a job is refused.
+        """
+        if _INSIDE.get() is self:  # a user error: the job that called it answers with this message
+            raise UserError(
+                "close() was called from inside a job of this application, and it waits for running jobs "
+                "to finish: close the application from outside its jobs"
+            )
+        if self._closing is None:
+            if self._state != "started":
+                return
+            self._state = "closing"  # before any await: a job started from now on is refused
+            self._grace_s = self.close_grace_s if grace_s is None else max(0.0, grace_s)
+            self._closing = asyncio.create_task(self._shut_down(), name="reme-close")
+        await asyncio.shield(self._closing)
+
+    async def _shut_down(self) -> None:
+        for name, component in self.components.items():
+            try:
+                component.interrupt()
+            except Exception:
+                log.exception("interrupting component %s failed", name)
+        await _stop(self._loops)
+        await self._finish_jobs(self._grace_s)
         await self._close_components()
-        self._started = False
+        self._state = "closed"
+
+    async def _finish_jobs(self, grace_s: float) -> None:
+        """Wait up to `grace_s` for the running jobs (and the nested jobs they start), then stop the rest."""
+        deadline = asyncio.get_running_loop().time() + grace_s
+        while self._jobs and (left := deadline - asyncio.get_running_loop().time()) > 0:
+            await asyncio.wait(set(self._jobs), timeout=left)
+        if self._jobs:
+            names = sorted({task.get_name().removeprefix("job:") for task in self._jobs})
+            log.warning("closing: stopping job(s) %s, still running after %gs", ", ".join(names), grace_s)
+            await _stop(self._jobs)
 
     async def __aenter__(self) -> Application:
         return await self.start()
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+    @property
+    def state(self) -> State:
+        """`new`, `started`, `closing` (refusing new jobs, waiting for running ones) or `closed`."""
+        return self._state
 
     # components ----------------------------------------------------------------------------------
 
@@ -202,24 +272,65 @@ class Application:
     def served_jobs(self) -> list[JobSpec]:
         return [job for job in self.jobs.values() if job.served]
 
-    def _job(self, name: str) -> JobSpec | None:
-        if not self._started:
+    def _job(self, name: str) -> JobSpec | Response | None:
+        """The job by name, None when there is none, or the answer refusing it once close() began
+        (a job's own nested jobs still run: close() waits for their job)."""
+        if self._state == "new":
             raise RuntimeError("the application is not started; use `async with` or `await app.start()`")
+        if self._state != "started" and _INSIDE.get() is not self:
+            return Response(
+                False,
+                f"the application is {self._state}: job {name!r} was refused and did not run, nothing "
+                "was written; run it on a started application",
+                {},
+                "unavailable",
+            )
         return self.jobs.get(name)
+
+    async def _tracked(self, name: str, work: Coroutine[Any, Any, Response]) -> Response:
+        """Run a job in a task of its own that `close()` waits for and stops only through a cancel
+        scope, so a step in a worker thread finishes its write before any component closes."""
+        scope = anyio.CancelScope()
+
+        async def body() -> Response:
+            _INSIDE.set(self)
+            with scope:
+                return await work
+            return Response(False, self._stopped(name), {}, "unavailable")
+
+        task = asyncio.create_task(body(), name=f"job:{name}")
+        self._jobs[task] = scope
+        task.add_done_callback(lambda done: self._jobs.pop(done, None))
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:  # the caller gave up: the job stops at its next safe point too
+            scope.cancel()
+            await asyncio.wait({task})
+            raise
+
+    def _stopped(self, name: str) -> str:
+        return (
+            f"job {name!r} was stopped: the application closed while it ran and it did not finish "
+            f"within the {self._grace_s:g}s close() allows. A file write already under way was let "
+            "finish, its remaining steps did not run, so it may be partly done: check its files, then "
+            "run it again"
+        )
 
     async def run(self, job: str, /, **params: object) -> Response:
         """Run a job by name; a stream job's chunks are collected into the answer."""
         spec = self._job(job)
+        if isinstance(spec, Response):
+            return spec
         if spec is None:
             return Response(False, f"unknown job {job!r}; run `reme help` to list the jobs", {}, "user")
         if spec.kind != "stream":
-            return await execute(self, spec, params)
+            return await self._tracked(spec.name, execute(self, spec, params))
         chunks: list[Chunk] = []
 
         async def collect(chunk: Chunk) -> None:
             chunks.append(chunk)
 
-        response = await execute(self, spec, params, emit=collect)
+        response = await self._tracked(spec.name, execute(self, spec, params, emit=collect))
         if not response.answer:
             response.answer = "".join(str(chunk.get("text", "")) for chunk in chunks)
         response.metadata.setdefault("chunks", chunks)
@@ -228,8 +339,11 @@ class Application:
     async def stream(self, job: str, /, **params: object) -> AsyncGenerator[Chunk, None]:
         """Chunks of a stream job as they come, then an error chunk on failure, always a done marker."""
         spec = self._job(job)
-        if spec is None or spec.kind != "stream":
-            message = f"unknown job {job!r}" if spec is None else f"job {job!r} is not a stream job"
+        if spec is None or isinstance(spec, Response) or spec.kind != "stream":
+            if isinstance(spec, Response):
+                message = str(spec.answer)
+            else:
+                message = f"unknown job {job!r}" if spec is None else f"job {job!r} is not a stream job"
             yield {"type": "error", "message": message}
             yield {"type": "done", "success": False}
             return
@@ -237,7 +351,7 @@ class Application:
 
         async def produce() -> Response:
             try:
-                return await execute(self, spec, params, emit=queue.put)
+                return await self._tracked(spec.name, execute(self, spec, params, emit=queue.put))
             finally:
                 await queue.put(None)
 
@@ -252,3 +366,15 @@ class Application:
         if not response.success:
             yield {"type": "error", "message": str(response.answer)}
         yield {"type": "done", "success": response.success, "metadata": response.metadata}
+
+
+async def _stop(tasks: dict[asyncio.Task[Any], anyio.CancelScope]) -> None:
+    """Cancel each task's scope and wait until every one has ended (those started meanwhile too)."""
+    while tasks:
+        for scope in tasks.values():
+            scope.cancel()
+        done, _ = await asyncio.wait(set(tasks))
+        for task in done:
+            tasks.pop(task, None)
+            if not task.cancelled() and task.exception() is not None:  # a loop's failures are answers
+                log.error("task %s failed", task.get_name(), exc_info=task.exception())

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Coroutine, Iterator
+from concurrent.futures import Future, wait
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -47,26 +48,33 @@ class ReMeSync:
         self._app = ReMe(workspace_dir, config, **overrides)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="reme-loop", daemon=True)
+        self._submitting = threading.Lock()  # a call is handed to the loop only while it will run it
+        self._stopping = False
+        self._pending: set[Future[Any]] = set()  # calls handed to the loop and not yet answered
 
     @property
     def app(self) -> Application:
         return self._app
 
     def _require_running(self) -> None:
-        """Refuse instead of waiting forever on a loop that no thread runs."""
-        if not self._thread.is_alive():
-            state = "closed" if self._loop.is_closed() else "not started"
+        """Refuse instead of waiting forever on a loop that no thread runs (or soon none will)."""
+        if self._stopping or not self._thread.is_alive():
+            state = "closed" if self._stopping or self._loop.is_closed() else "not started"
             raise ReMeError(
                 f"ReMeSync is {state}: use `with ReMeSync(...) as app:` or call `app.start()` first"
             )
 
     def _call(self, coro: Coroutine[object, object, T]) -> T:
-        try:
-            self._require_running()
-        except ReMeError:
-            coro.close()
-            raise
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+        with self._submitting:
+            try:
+                self._require_running()
+            except ReMeError:
+                coro.close()
+                raise
+            future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+            self._pending.add(future)
+        future.add_done_callback(self._pending.discard)
+        return future.result()
 
     def start(self) -> ReMeSync:
         if self._loop.is_closed():
@@ -102,11 +110,23 @@ class ReMeSync:
                 self._call(chunks.aclose())
 
     def close(self) -> None:
+        """Close the application (running jobs finish first, `Application.close`), then stop the loop
+        once every call already handed to it is answered: no caller in another thread waits forever."""
         if self._loop.is_closed():
             return
-        if self._thread.is_alive():
-            self._call(self._app.close())
-            self._loop.call_soon_threadsafe(self._loop.stop)
+        if self._thread.is_alive() and not self._stopping:
+            try:
+                self._call(self._app.close())  # concurrent closes share one; from inside a job it raises
+            except ReMeError:
+                if not self._stopping:
+                    raise
+                # another close() got there first: it stops the loop once every call is answered
+            else:
+                with self._submitting:
+                    self._stopping = True
+                wait(list(self._pending))
+                self._loop.call_soon_threadsafe(self._loop.stop)
+        if self._thread.ident is not None:
             self._thread.join()
         self._loop.close()
 
