@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.support import ServiceProcess
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo" / "notes" / "conv-42" / "notes"
@@ -131,6 +132,27 @@ def build_workspace(ws: Path) -> None:
         '[[<img src=x onerror=window.__pwned=1>]] <a href="javascript:window.__pwned=1">a</a>\n',
     )
     put(ws, f"digest/wiki/{XSS_NAME}", f"# {XSS}\n\nA note whose file name is a payload.\n")
+
+
+LINKS = """() => [...document.querySelectorAll(".note-body a")].map((a) => [a.textContent, a.getAttribute("href")])"""
+
+
+def show(page: Any, service: ServiceProcess, path: str, text: str) -> Any:
+    """Write `text` to `path` through the write job (its links are indexed at once) and open its view."""
+    reply = httpx.post(f"{service.url}/write", json={"path": path, "content": text}, timeout=30).json()
+    assert reply["success"], reply["answer"]
+    page.goto(f"{service.url}/studio#/note/{path.replace('/', '%2F')}")
+    page.wait_for_selector(".note-body", state="attached", timeout=10_000)
+    return page.locator(".note-body")
+
+
+def outlinks(service: ServiceProcess, path: str) -> set[str]:
+    """The targets the index holds as links of `path`."""
+    reply = httpx.post(
+        f"{service.url}/traverse", json={"path": path, "depth": 1, "direction": "forward"}, timeout=30
+    ).json()
+    assert reply["success"], reply["answer"]
+    return {edge["target"] for edge in reply["metadata"]["edges"] if edge["source"] == path}
 
 
 def snapshot(ws: Path, *folders: str) -> dict[str, str]:

@@ -9,15 +9,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
-from tests.service.studio_support import launch, put, require_browser
+from tests.service.studio_support import LINKS, launch, outlinks, put, require_browser, show
 from tests.support import ServiceProcess, start_service_process
 
 pytestmark = pytest.mark.slow  # starts processes or services (docs/testing.md)
 
 PLAIN = "#/note/digest%2Fwiki%2Fplain.md"
-LINKS = """() => [...document.querySelectorAll(".note-body a")].map((a) => [a.textContent, a.getAttribute("href")])"""
 INJECTED = """() => [...document.querySelectorAll("main *")].filter((el) =>
   [...el.attributes].some((a) => a.name.startsWith("on")) || /^(script|iframe|svg|img)$/i.test(el.tagName)
 ).map((el) => el.tagName)"""
@@ -50,24 +48,6 @@ def page(browser: Any, service: ServiceProcess) -> Iterator[Any]:
     yield opened
     context.close()
     assert not errors, errors
-
-
-def show(page: Any, service: ServiceProcess, path: str, text: str) -> Any:
-    """Write `text` to `path` through the write job (its links are indexed at once) and open its view."""
-    reply = httpx.post(f"{service.url}/write", json={"path": path, "content": text}, timeout=30).json()
-    assert reply["success"], reply["answer"]
-    page.goto(f"{service.url}/studio#/note/{path.replace('/', '%2F')}")
-    page.wait_for_selector(".note-body", state="attached", timeout=10_000)
-    return page.locator(".note-body")
-
-
-def outlinks(service: ServiceProcess, path: str) -> set[str]:
-    """The targets the index holds as links of `path`."""
-    reply = httpx.post(
-        f"{service.url}/traverse", json={"path": path, "depth": 1, "direction": "forward"}, timeout=30
-    ).json()
-    assert reply["success"], reply["answer"]
-    return {edge["target"] for edge in reply["metadata"]["edges"] if edge["source"] == path}
 
 
 def test_escaped_wikilinks_show_as_text_and_link_nowhere(page: Any, service: ServiceProcess) -> None:
