@@ -13,65 +13,27 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
-from tests.support import packaged_tools
+from tests.pipelines.test_adversarial_model_servers import SUMMARY, Summary
+from tests.pipelines.test_adversarial_model_servers import run as run_on
+from tests.pipelines.test_adversarial_model_servers import settings_for as settings_on
 
 from reme.llm import output_modes, probe
 from reme.llm.providers import LLMNotConfigured, build_model
-from reme.llm.runner import AgentFailed, AgentResult, run_agent
+from reme.llm.runner import AgentFailed, AgentResult
 from reme.llm.settings import ModelSettings, resolve_settings
 from reme.llm.testing.fake_openai import FakeOpenAI
-from reme.llm.tools import PathPolicy
 
-TOOLS = packaged_tools()
 KEY = "sk-test-KEY-0123456789abcdef"
 PASSWORD = "URL-PASSWORD-4242"
-SUMMARY = {"output": {"name": "n", "description": "d"}}
-
-
-class Summary(BaseModel):
-    name: str
-    description: str
-
-
-class Jobs:
-    """Answers every tool call like a job that did nothing; records the jobs reached."""
-
-    def __init__(self) -> None:
-        self.calls: list[str] = []
-
-    async def __call__(self, job: str, **params: Any) -> Any:
-        from reme.app.jobs import Response
-
-        self.calls.append(job)
-        return Response(True, f"{job} done", {})
 
 
 def settings_for(server: FakeOpenAI, **changes: Any) -> ModelSettings:
-    base: dict[str, Any] = {
-        "backend": "openai",
-        "model": "fake-model",
-        "base_url": server.base_url,
-        "api_key": KEY,
-        "timeout": 2.0,
-        "max_retries": 1,
-        "output_retries": 1,
-        "run_budget": 8.0,
-    }
-    return ModelSettings(**{**base, **changes})
+    """The model-server tests' settings, with a key long enough to be seen if it leaked."""
+    return settings_on(server, **{"api_key": KEY, **changes})
 
 
 async def run(settings: ModelSettings) -> AgentResult[Any]:
-    return await run_agent(
-        model=build_model(settings),
-        settings=settings,
-        run_job=Jobs(),
-        instructions="You write notes.",
-        prompt="Summarise.",
-        tools=[TOOLS["read"], TOOLS["write"]],
-        policy=PathPolicy(read=("notes/a.md",), write=("notes/a.md",)),
-        output_type=Summary,
-    )
+    return await run_on(None, settings)
 
 
 async def failure(settings: ModelSettings) -> str:

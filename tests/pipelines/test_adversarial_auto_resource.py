@@ -16,7 +16,7 @@ from typing import Any
 from tests.pipelines.conftest import MakeApp, scripted, served_by
 from tests.pipelines.port_jobs import MakePortApp, port_app_fixture  # noqa: F401  (the fixture)
 from tests.pipelines.test_auto_memory import front_matter
-from tests.pipelines.test_auto_resource import READ_AND_WRITE, minimal_pdf, put
+from tests.pipelines.test_auto_resource import READ_AND_WRITE, minimal_pdf, pdf_file, put
 
 from reme.llm.testing.fake_openai import FakeOpenAI
 
@@ -59,16 +59,7 @@ def pdf(pages: list[bytes]) -> bytes:
             if content.startswith(b"<<")
             else b"<< /Length %d >>\nstream\n%s\nendstream" % (len(content), content)
         )
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(offsets) + 1)
-    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(offsets) + 1, xref)
-    return bytes(out)
+    return pdf_file(objects)
 
 
 def steps(**settings: Any) -> dict[str, Any]:

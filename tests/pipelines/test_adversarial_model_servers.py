@@ -63,7 +63,9 @@ def settings_for(server: FakeOpenAI, **changes: Any) -> ModelSettings:
     return ModelSettings(**{**base, **changes})
 
 
-async def run(server: FakeOpenAI, settings: ModelSettings, jobs: Jobs | None = None) -> AgentResult[Any]:
+async def run(
+    server: FakeOpenAI | None, settings: ModelSettings, jobs: Jobs | None = None
+) -> AgentResult[Any]:
     return await run_agent(
         model=build_model(settings),
         settings=settings,

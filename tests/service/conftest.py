@@ -8,7 +8,10 @@ Reusable by other areas (candidates for tests/conftest.py):
 - `module_services`: like `reme_service`, stopped when the test module ends;
 - `free_port` (an int), `reme_env` (the environment without REME_* variables, plus extras),
   `reme_command` (path of the console script), `service_config` (the test config: system jobs
-  plus stand-ins), `http_service` (one HTTP service on that config for the whole session).
+  plus stand-ins), `http_service` (one HTTP service on that config for the whole session);
+- Studio's browser tests: `browser` (Debian's chromium for the module; skips when it is missing) and
+  `page` (a fresh context on the module's own `service` fixture, failing on an uncaught page error;
+  a module may define its own `page`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.service.studio_support import launch, require_browser
 from tests.support import (
     REME,
     ServiceProcess,
@@ -131,3 +135,23 @@ def run_reme(neutral_dir: Path) -> Callable[..., subprocess.CompletedProcess[str
         return run_reme_process(*args, cwd=cwd or neutral_dir, **kwargs)
 
     return run
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    sync_playwright = require_browser()
+    with sync_playwright() as playwright:
+        chromium = launch(playwright)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: Any, service: ServiceProcess) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    opened = context.new_page()
+    errors: list[str] = []
+    opened.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield opened
+    context.close()
+    assert not errors, errors

@@ -28,7 +28,7 @@ from tests.pipelines.dream_support import (
     report,
     unit,
 )
-from tests.service.studio_support import TODAY, XSS, EventListener, launch, put, require_browser, snapshot
+from tests.service.studio_support import TODAY, XSS, EventListener, put, snapshot
 from tests.support import ServiceProcess, scripted_overrides, start_service_process
 
 from reme.app import captures
@@ -93,15 +93,6 @@ def dream(service: ServiceProcess) -> dict[str, Any]:
     assert reply["success"], reply["answer"]
     assert (service.workspace / NODE).is_file()
     return {"run_id": reply["metadata"]["run_id"], "before": before}
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    sync_playwright = require_browser()
-    with sync_playwright() as playwright:
-        chromium = launch(playwright)
-        yield chromium
-        chromium.close()
 
 
 class Tab:

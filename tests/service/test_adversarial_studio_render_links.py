@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from tests.service.studio_support import LINKS, launch, outlinks, put, require_browser, show
+from tests.service.studio_support import LINKS, outlinks, put, show
 from tests.support import ServiceProcess, start_service_process
 
 pytestmark = pytest.mark.slow  # starts processes or services (docs/testing.md)
@@ -28,26 +28,6 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess
     started = start_service_process(ws, "service.port=0", "scheduler.cron=false")
     yield started
     started.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    sync_playwright = require_browser()
-    with sync_playwright() as playwright:
-        chromium = launch(playwright)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def page(browser: Any, service: ServiceProcess) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    opened = context.new_page()
-    errors: list[str] = []
-    opened.on("pageerror", lambda exc: errors.append(str(exc)))
-    yield opened
-    context.close()
-    assert not errors, errors
 
 
 def test_escaped_wikilinks_show_as_text_and_link_nowhere(page: Any, service: ServiceProcess) -> None:

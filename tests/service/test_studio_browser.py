@@ -28,9 +28,7 @@ from tests.service.studio_support import (
     XSS,
     XSS_NAME,
     build_workspace,
-    launch,
     put,
-    require_browser,
     screenshot,
     snapshot,
 )
@@ -62,15 +60,6 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess
     assert reply["success"], reply["answer"]
     yield started
     started.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    sync_playwright = require_browser()
-    with sync_playwright() as playwright:
-        chromium = launch(playwright)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture

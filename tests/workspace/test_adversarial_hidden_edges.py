@@ -77,15 +77,16 @@ OTHER = "digest/wiki/outage-review.md"
 OLD_CARD = "daily/2026-06-10/outage.md"
 
 
+@pytest.mark.parametrize(("opens", "closes"), [("<!--", "-->"), ("%%", "%%")], ids=["html", "obsidian"])
 async def test_a_dream_edit_that_hides_a_link_in_a_comment_is_refused_and_the_node_kept(
-    tmp_path: Path,
+    tmp_path: Path, opens: str, closes: str
 ) -> None:
     hide = {
         "tool": "digest_edit",
         "args": {
             "path": NODE,
             "old": f", see [[{OTHER}]].",
-            "new": f". Also [derived_from:: [[{CARD}]]]. <!-- see [[{OTHER}]] -->",
+            "new": f". Also [derived_from:: [[{CARD}]]]. {opens} see [[{OTHER}]] {closes}",
         },
     }
     turns = [{"tool": "read", "args": {"path": NODE}}, hide, hide, report("REFINE")]

@@ -1,7 +1,8 @@
 """Link parsing a note cannot fool or stall (docs/spec.md §2.2, E-1).
 
 An Obsidian comment `%% … %%` hides its text from every reader just as an HTML comment does, so a
-link inside one is no edge: an edit that moves a visible link into it loses that edge. And no shape
+link inside one is no edge: an edit that moves a visible link into it loses that edge (the dream
+run that tries it: test_adversarial_hidden_edges.py). And no shape
 of line (thousands of `[key:: …]` or `[valid_from:: …]` fields, runs of brackets, backticks, comment
 marks or backslashes) makes parsing more than linear, so a hostile note cannot stall indexing, a
 digest write or a dream run. The size cases carry a timeout far above what they need; the field
@@ -10,22 +11,7 @@ cases took minutes each before the fields were read in one pass.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from tests.pipelines.dream_support import (
-    CARD,
-    CARD_TEXT,
-    NODE,
-    Pipes,
-    body,
-    catalog,
-    extract_run,
-    integrate_run,
-    put,
-    report,
-    unit,
-)
 
 from reme.workspace.edges import missing_edges
 from reme.workspace.validity import statements
@@ -86,40 +72,6 @@ def test_the_link_graph_leaves_out_links_in_obsidian_comments_and_keeps_typed_on
         ("digest/wiki/solar.md", "related"),
         ("daily/2026-06-20.md", "source"),
     ]
-
-
-OTHER = "digest/wiki/outage-review.md"
-OLD_CARD = "daily/2026-06-10/outage.md"
-
-
-async def test_a_dream_edit_that_hides_a_link_in_an_obsidian_comment_is_refused_and_the_node_kept(
-    tmp_path: Path,
-) -> None:
-    hide = {
-        "tool": "digest_edit",
-        "args": {
-            "path": NODE,
-            "old": f", see [[{OTHER}]].",
-            "new": f". Also [derived_from:: [[{CARD}]]]. %% see [[{OTHER}]] %%",
-        },
-    }
-    turns = [{"tool": "read", "args": {"path": NODE}}, hide, hide, report("REFINE")]
-    app = Pipes(tmp_path / "ws", [extract_run(unit()), integrate_run(turns)])
-    put(app.workspace_dir, OLD_CARD, "# Outage\n\nWe had an outage.\n")
-    await app.write_node(NODE, body(OLD_CARD, text=f"The team releases weekly, see [[{OTHER}]]."), "Cadence.")
-    put(app.workspace_dir, CARD, CARD_TEXT)
-    node = app.workspace_dir / NODE
-    before = node.read_bytes()
-
-    response = await app.dream()
-
-    assert not response.success
-    [failure] = response.metadata["failed_units"]
-    assert failure["error"].startswith("ConservationViolation: ")
-    assert [v["missing_edges"] for v in response.metadata["violations"]] == [
-        [{"target": OTHER, "predicate": None}]
-    ] * 2
-    assert node.read_bytes() == before and CARD not in catalog(app.workspace_dir)
 
 
 def _typed(text: str) -> list[tuple[str, str | None]]:
